@@ -1,0 +1,93 @@
+"""The `scylla` command: `validate` checks cases, tiers and rubrics without running anything;
+`report`, `import` and `plan` work on stored experiments."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from . import __version__
+from .collect import CASE_FILE
+from .spec import load_case
+from .tiers import TierSet
+from .yamlmarks import SpecError
+
+
+def validate(root: Path, out: list[str]) -> int:
+    """Validate every tier subtest and case under `root`; returns the number of bad files."""
+    bad = 0
+    tiers = TierSet(root / "tiers")
+    for name, error in tiers.errors.items():
+        bad += 1
+        out.append(f"FAIL {name}:\n{error}")
+    for tier in tiers.tiers.values():
+        for sub in tier.subtests:
+            try:
+                tiers.resolve(sub.ref)
+            except SpecError as exc:
+                bad += 1
+                out.append(f"FAIL {sub.ref}:\n{exc}")
+        out.append(f"ok   {tier.name} ({len(tier.subtests)} subtests)")
+    for file in sorted((root / "cases").glob(f"*/{CASE_FILE}")):
+        try:
+            case = load_case(file, root / "rubrics", known_tiers=tiers.names)
+        except SpecError as exc:
+            bad += 1
+            out.append(f"FAIL {file.parent.name}:\n{exc}")
+        else:
+            out.append(f"ok   {case.id} ({case.category}, {len(case.checks)} checks, "
+                       f"{len(case.rubric.items)} rubric items)")
+    return bad
+
+
+def _not_yet(name: str) -> int:
+    print(f"scylla {name}: not available in this version yet", file=sys.stderr)
+    return 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="scylla",
+        description="pytest-scylla: evaluate agentic coding CLIs by ablation tiers. Runs are "
+                    "started with pytest (pytest cases/ ...); this command checks inputs and "
+                    "works on stored results.")
+    parser.add_argument("--version", action="version", version=f"pytest-scylla {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    val = sub.add_parser("validate", help="check every case, tier and rubric under a project "
+                         "folder (no runs, no network)")
+    val.add_argument("root", nargs="?", default=".", type=Path,
+                     help="project folder holding cases/, tiers/ and rubrics/ (default: .)")
+    rep = sub.add_parser("report", help="rebuild reports from stored experiment folders")
+    rep.add_argument("dirs", nargs="+", type=Path, metavar="DIR")
+    imp = sub.add_parser("import", help="convert a run tree of the paper's original "
+                         "implementation into an experiment folder")
+    imp.add_argument("src", type=Path)
+    imp.add_argument("dest", type=Path)
+    sub.add_parser("plan", help="estimate runs, cost and time before spending anything")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    if args.command == "validate":
+        root: Path = args.root
+        if not (root / "cases").is_dir() and not (root / "tiers").is_dir():
+            print(f"scylla validate: {root} has neither cases/ nor tiers/; pass the project "
+                  "folder", file=sys.stderr)
+            return 2
+        out: list[str] = []
+        bad = validate(root, out)
+        print("\n".join(out))
+        print(f"{bad} invalid" if bad else "all valid")
+        return 1 if bad else 0
+    return _not_yet(args.command)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,184 @@
+"""The `--scylla-*` options and `scylla_*` ini keys, resolved once (CLI > ini > default) into a
+frozen `Settings` kept in `config.stash`."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .tiers import TIER_NAME, Subtest, TierSet, tier_files
+from .yamlmarks import display
+
+REPORT_FORMATS = ("terminal", "html", "md", "json", "csv")
+ORACLE_MODES = ("solution", "noop", "wrong")
+SUBTEST_SELECTOR = re.compile(r"^(?:(T\d+)-)?(\d{2})(?:-([a-z0-9][a-z0-9-]*))?$")
+MAX_RUNS = 1000
+
+# (name, help, metavar, default as an ini string)
+OPTIONS: tuple[tuple[str, str, str, str], ...] = (
+    ("runs", "runs per case x tier-subtest cell (default 1)", "N", "1"),
+    ("tiers", "only these tiers, comma-separated, e.g. T0,T5 (default: all)", "TIERS", ""),
+    ("subtests", "only these subtests, comma-separated: 02, 02-core, T5-02 (default: all)",
+     "SUBTESTS", ""),
+    ("out", "experiment folder for results (default: reports/<timestamp>/)", "DIR", ""),
+    ("report", "reports to write: terminal,html,md,json,csv, all or none (default terminal)",
+     "FORMATS", "terminal"),
+    ("tiers-dir", "folder of tier files T0.yaml ... (default: <rootdir>/tiers)", "DIR", ""),
+    ("rubrics-dir", "folder of shared rubrics (default: <rootdir>/rubrics)", "DIR", ""),
+)
+
+
+@dataclass(frozen=True)
+class Settings:
+    runs: int = 1
+    tiers: tuple[str, ...] | None = None
+    subtests: tuple[str, ...] | None = None
+    out: Path | None = None
+    report: tuple[str, ...] = ("terminal",)
+    oracle: str | None = None
+    tiers_dir: Path = Path("tiers")
+    rubrics_dir: Path = Path("rubrics")
+
+    def selects_tier(self, tier: str) -> bool:
+        return self.tiers is None or tier in self.tiers
+
+    def selects_subtest(self, sub: Subtest) -> bool:
+        return self.subtests is None or any(_matches(s, sub) for s in self.subtests)
+
+
+SETTINGS_KEY = pytest.StashKey[Settings]()
+TIERSET_KEY = pytest.StashKey[TierSet]()
+
+
+def _matches(selector: str, sub: Subtest) -> bool:
+    match = SUBTEST_SELECTOR.match(selector)
+    assert match, selector
+    tier, number, words = match.groups()
+    return ((tier is None or tier == sub.tier) and number == sub.number
+            and (words is None or f"{number}-{words}" == sub.name))
+
+
+def addoptions(parser: pytest.Parser) -> None:
+    group = parser.getgroup("scylla", "pytest-scylla: evaluate agentic coding CLIs")
+    for name, help_text, metavar, default in OPTIONS:
+        dest = f"scylla_{name.replace('-', '_')}"
+        group.addoption(f"--scylla-{name}", dest=dest, metavar=metavar, default=None,
+                        help=help_text)
+        parser.addini(dest, f"[pytest-scylla] {help_text}", default=default)
+    group.addoption(
+        "--scylla-oracle", dest="scylla_oracle", nargs="?", const="solution", default=None,
+        choices=ORACLE_MODES, metavar="MODE",
+        help="offline SIMULATED model instead of a real one: solution (default: applies the "
+             "case's reference solution), noop (does nothing), wrong (applies a broken change). "
+             "Write it as --scylla-oracle=MODE or put it after the paths")
+    parser.addini("scylla_oracle", "[pytest-scylla] oracle mode: solution, noop, wrong or empty",
+                  default="")
+
+
+def _value(config: pytest.Config, dest: str) -> tuple[Any, str]:
+    """(value, where it came from) with CLI over ini."""
+    cli = config.getoption(dest)
+    if cli is not None:
+        return cli, f"--{dest.replace('_', '-')}"
+    return config.getini(dest), f"ini option '{dest}'"
+
+
+def _list(raw: Any) -> tuple[str, ...] | None:
+    items = tuple(x.strip() for x in str(raw).replace("\n", ",").split(",") if x.strip())
+    return items or None
+
+
+def _path(config: pytest.Config, dest: str, default: Path) -> Path:
+    cli = config.getoption(dest)
+    if cli:
+        return (config.invocation_params.dir / cli).resolve()
+    ini = config.getini(dest)
+    if ini:
+        base = config.inipath.parent if config.inipath else config.rootpath
+        return (base / ini).resolve()
+    return default
+
+
+def resolve(config: pytest.Config) -> Settings:
+    """Read and check every scylla option once; a bad value is a `pytest.UsageError`."""
+    raw, origin = _value(config, "scylla_runs")
+    try:
+        runs = int(str(raw))
+    except ValueError:
+        raise pytest.UsageError(f"{origin}={raw!r}: expected a whole number of runs, e.g. "
+                                "--scylla-runs=10") from None
+    if not 1 <= runs <= MAX_RUNS:
+        raise pytest.UsageError(f"{origin}={runs}: runs per cell must be between 1 and "
+                                f"{MAX_RUNS}, e.g. --scylla-runs=10")
+
+    tiers_dir = _path(config, "scylla_tiers_dir", config.rootpath / "tiers")
+    rubrics_dir = _path(config, "scylla_rubrics_dir", config.rootpath / "rubrics")
+
+    raw, origin = _value(config, "scylla_tiers")
+    tiers = _list(raw)
+    if tiers is not None:
+        known = list(tier_files(tiers_dir))
+        for tier in tiers:
+            if not TIER_NAME.match(tier):
+                raise pytest.UsageError(f"{origin}: '{tier}' is not a tier name; expected names "
+                                        "such as T0 or T5, comma-separated")
+            if tier not in known:
+                raise pytest.UsageError(
+                    f"{origin}: unknown tier '{tier}'; tiers in {display(tiers_dir)}: "
+                    f"{', '.join(known) or 'none (no T*.yaml files there)'}")
+
+    raw, origin = _value(config, "scylla_subtests")
+    subtests = _list(raw)
+    for selector in subtests or ():
+        if not SUBTEST_SELECTOR.match(selector):
+            raise pytest.UsageError(f"{origin}: '{selector}' is not a subtest selector; "
+                                    "expected e.g. 02, 02-core or T5-02")
+
+    raw, origin = _value(config, "scylla_report")
+    report = _list(raw) or ()
+    if "all" in report:
+        report = REPORT_FORMATS
+    elif "none" in report:
+        report = ()
+    for fmt in report:
+        if fmt not in REPORT_FORMATS:
+            raise pytest.UsageError(f"{origin}: unknown report format '{fmt}'; choose from "
+                                    f"{', '.join(REPORT_FORMATS)}, all or none")
+
+    raw, origin = _value(config, "scylla_oracle")
+    oracle = str(raw) or None
+    if oracle is not None and oracle not in ORACLE_MODES:
+        raise pytest.UsageError(f"{origin}: unknown oracle mode '{oracle}'; choose from "
+                                f"{', '.join(ORACLE_MODES)}")
+
+    out_raw = config.getoption("scylla_out") or config.getini("scylla_out")
+    out = _path(config, "scylla_out", Path()) if out_raw else None
+
+    settings = Settings(runs=runs, tiers=tiers, subtests=subtests, out=out, report=report,
+                        oracle=oracle, tiers_dir=tiers_dir, rubrics_dir=rubrics_dir)
+    if subtests is not None:
+        _check_subtests_exist(config, settings)
+    return settings
+
+
+def tierset(config: pytest.Config) -> TierSet:
+    """The session's tiers, parsed once on first use."""
+    if TIERSET_KEY not in config.stash:
+        config.stash[TIERSET_KEY] = TierSet(config.stash[SETTINGS_KEY].tiers_dir
+                                            if SETTINGS_KEY in config.stash else Path("tiers"))
+    return config.stash[TIERSET_KEY]
+
+
+def _check_subtests_exist(config: pytest.Config, settings: Settings) -> None:
+    config.stash[SETTINGS_KEY] = settings
+    tiers = tierset(config)
+    subs = [s for t in tiers.tiers.values() if settings.selects_tier(t.name) for s in t.subtests]
+    for selector in settings.subtests or ():
+        if tiers.tiers and not any(_matches(selector, s) for s in subs):
+            raise pytest.UsageError(
+                f"--scylla-subtests: '{selector}' matches no subtest of the selected tiers; "
+                f"known: {', '.join(f'{s.tier}-{s.name}' for s in subs)}")

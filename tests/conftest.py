@@ -1,0 +1,43 @@
+"""Shared fixtures: a small project of cases, tiers and rubrics copied into a pytester dir."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+# Every item of the `mini` project: alpha runs in every tier, beta only in T0 and T1.
+MINI_SUBTESTS = ["T0-00", "T0-01", "T0-02", "T1-01", "T1-02", "T5-01", "T5-02"]
+MINI_ITEMS = [f"alpha[{s}-r1]" for s in MINI_SUBTESTS] + [
+    f"beta[{s}-r1]" for s in MINI_SUBTESTS if s[:2] in ("T0", "T1")
+]
+
+
+@pytest.fixture
+def mini(pytester: pytest.Pytester) -> Path:
+    """The `mini` project (cases alpha and beta, tiers T0, T1, T5) as the pytester root."""
+    shutil.copytree(FIXTURES / "mini", pytester.path, dirs_exist_ok=True)
+    pytester.makeini("[pytest]\naddopts = -p no:cacheprovider -p no:benchmark\n")
+    return pytester.path
+
+
+@pytest.fixture
+def edit(mini: Path) -> Callable[[str, str, str], None]:
+    """Replace `old` (which must be present) by `new` in a file of the mini project."""
+
+    def replace(rel: str, old: str, new: str) -> None:
+        path = mini / rel
+        text = path.read_text()
+        assert old in text, f"{old!r} not in {rel}"
+        path.write_text(text.replace(old, new, 1))
+
+    return replace
+
+
+def workers(n: int) -> list[str]:
+    """pytest arguments for n xdist workers (n=0: no xdist at all)."""
+    return ["-n", str(n)] if n else ["-p", "no:xdist"]
