@@ -8,6 +8,7 @@ import pytest
 
 from . import collect, settings
 from .spec import CATEGORIES
+from .tiers import tier_files
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -18,7 +19,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[settings.SETTINGS_KEY] = settings.resolve(config)
     config.addinivalue_line("markers", "scylla: a pytest-scylla evaluation run")
-    for tier in settings.tier_files(config.stash[settings.SETTINGS_KEY].tiers_dir):
+    for tier in tier_files(config.stash[settings.SETTINGS_KEY].tiers_dir):
         config.addinivalue_line("markers", f"{tier}: runs of tier {tier}")
     for category in CATEGORIES:
         config.addinivalue_line("markers", f"{category}: cases of category {category}")

@@ -95,11 +95,11 @@ def _list(raw: Any) -> tuple[str, ...] | None:
 def _path(config: pytest.Config, dest: str, default: Path) -> Path:
     cli = config.getoption(dest)
     if cli:
-        return (config.invocation_params.dir / cli).resolve()
+        return (config.invocation_params.dir / str(cli)).resolve()
     ini = config.getini(dest)
     if ini:
         base = config.inipath.parent if config.inipath else config.rootpath
-        return (base / ini).resolve()
+        return (base / str(ini)).resolve()
     return default
 
 

@@ -5,6 +5,7 @@ Loading is pure: it reads files and nothing else (no git, no network, no process
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -117,7 +118,8 @@ class Case:
 def load_rubric(path: Path) -> Rubric:
     """Load and validate a rubric file (cached per file version)."""
     stat = path.stat() if path.is_file() else None
-    return _load_rubric(path.resolve(), stat.st_mtime_ns if stat else 0, stat.st_size if stat else 0)
+    version = (stat.st_mtime_ns, stat.st_size) if stat else (0, 0)
+    return _load_rubric(path.resolve(), *version)
 
 
 @lru_cache(maxsize=256)
@@ -164,7 +166,7 @@ def _load_rubric(path: Path, _mtime: int, _size: int) -> Rubric:
     scale = DEFAULT_GRADE_SCALE
     if "grade_scale" in grading:
         scale = tuple((g, float(grading["grade_scale"][g])) for g in "SABCDF")
-        if any(a[1] < b[1] for a, b in zip(scale, scale[1:], strict=False)):
+        if any(a[1] < b[1] for a, b in itertools.pairwise(scale)):
             problems.append(doc.problem(("grading", "grade_scale"), "grade_scale must not "
                                         "increase from S to F (S >= A >= B >= C >= D >= F)"))
     if problems:
@@ -270,7 +272,8 @@ def load_case(file: Path, rubrics_dir: Path, known_tiers: Collection[str] | None
                                         f" its checks: {', '.join(names)}"))
     if problems:
         raise SpecError(problems)
-    assert prompt is not None and rubric is not None
+    assert prompt is not None
+    assert rubric is not None
     return Case(
         id=data["id"], name=data["name"], category=data["category"], root=root, file=file,
         line=doc.line(("id",)), source=source, prompt=prompt, rubric=rubric, checks=checks,

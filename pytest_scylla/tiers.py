@@ -212,8 +212,8 @@ class TierSet:
         doc_problem = _problem_at(own, "extends")
         for parent_ref in own.extends:
             if parent_ref in (*stack, ref):
-                chain = " -> ".join((*stack, ref, parent_ref))
-                raise SpecError([doc_problem(f"'extends' makes a cycle: {chain}; remove one link")])
+                cycle = " -> ".join((*stack, ref, parent_ref))
+                raise SpecError([doc_problem(f"'extends' makes a cycle: {cycle}; remove one link")])
             try:
                 parents.append(self._compose(parent_ref, (*stack, ref)))
             except KeyError:

@@ -114,7 +114,7 @@ def _build(
         loader.flatten_mapping(node)  # resolves `<<` merge keys
         out: dict[str, Any] = {}
         for key_node, value_node in node.value:
-            key = loader.construct_object(key_node)
+            key = loader.construct_object(key_node, deep=True)
             line = key_node.start_mark.line + 1
             if not isinstance(key, str):
                 raise SpecError.one(path, line, f"key {key!r} must be a string")

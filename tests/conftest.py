@@ -27,13 +27,14 @@ def mini(pytester: pytest.Pytester) -> Path:
 
 @pytest.fixture
 def edit(mini: Path) -> Callable[[str, str, str], None]:
-    """Replace `old` (which must be present) by `new` in a file of the mini project."""
+    """Replace `old` (which must be present) by `new` in a file of the mini project; an empty
+    `old` replaces the whole file."""
 
     def replace(rel: str, old: str, new: str) -> None:
         path = mini / rel
         text = path.read_text()
         assert old in text, f"{old!r} not in {rel}"
-        path.write_text(text.replace(old, new, 1))
+        path.write_text(text.replace(old, new, 1) if old else new)
 
     return replace
 

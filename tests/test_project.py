@@ -1,0 +1,54 @@
+"""The project's promises about itself: README and CI agree, the option surface is pinned."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def quick_start() -> list[str]:
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"```\n(.*?)```", section, re.DOTALL)
+    assert block, "the quick start needs a code block"
+    return [line for line in block.group(1).splitlines() if line.strip()]
+
+
+def test_quick_start_is_two_commands_and_ci_runs_the_test_one() -> None:
+    commands = quick_start()
+    assert len(commands) == 2
+    main_job, tests = commands
+    assert "cases/" in main_job
+    assert "pytest" in tests
+    ci_lines = [ln.strip() for ln in (ROOT / ".ci/run").read_text().splitlines()]
+    assert tests in ci_lines
+
+
+def test_ci_installs_what_the_tests_need() -> None:
+    ci = (ROOT / ".ci/run").read_text()
+    assert "bubblewrap" in ci
+    assert re.search(r"CLAUDE_CODE_VERSION=\d+\.\d+\.\d+", ci)
+    assert "@anthropic-ai/claude-code@${CLAUDE_CODE_VERSION}" in ci
+
+
+def test_pytest_help_lists_every_scylla_option(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--help")
+    options = sorted(set(re.findall(r"--scylla-[a-z-]+", result.stdout.str())))
+    assert options == ["--scylla-oracle", "--scylla-out", "--scylla-report", "--scylla-rubrics-dir",
+                       "--scylla-runs", "--scylla-subtests", "--scylla-tiers",
+                       "--scylla-tiers-dir"]
+    ini = sorted(set(re.findall(r"^  (scylla_[a-z_]+)", result.stdout.str(), re.MULTILINE)))
+    assert ini == [o[2:].replace("-", "_") for o in options]
+
+
+def test_scylla_command_help() -> None:
+    out = subprocess.run([sys.executable, "-m", "pytest_scylla.cli", "--help"],
+                         capture_output=True, text=True, check=True).stdout
+    for command in ("validate", "report", "import", "plan"):
+        assert command in out
