@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
+# The fixture projects hold cases: they are copied into pytester dirs, never collected here.
+collect_ignore = ["fixtures"]
 
 # Every item of the `mini` project: alpha runs in every tier, beta only in T0 and T1.
 MINI_SUBTESTS = ["T0-00", "T0-01", "T0-02", "T1-01", "T1-02", "T5-01", "T5-02"]

@@ -199,3 +199,16 @@ def test_untouched_source_fails_a_required_check(case_dir: Path, tmp_path: Path)
     required = {i.check for i in case.rubric.items if i.kind == "check" and i.required}
     assert required, "a case needs at least one required check item"
     assert any(not results[name].passed for name in required)
+
+
+def test_shared_rubric_serves_a_case_with_the_checks_it_names(tmp_path: Path) -> None:
+    case_dir = tmp_path / "cases/demo"
+    (case_dir / "src").mkdir(parents=True)
+    (case_dir / "prompt.md").write_text("Fix it.\n")
+    (case_dir / "test.yaml").write_text(
+        "id: demo\nname: Demo\ncategory: bug-fixing\nsource: {path: src}\nprompt: prompt.md\n"
+        "rubric: python-change\nchecks:\n  - {name: hidden-tests, run: 'true'}\n"
+        "  - {name: lint, run: 'true'}\n")
+    case = load_case(case_dir / "test.yaml", ROOT / "rubrics", known_tiers=TIERS.names)
+    assert case.rubric.name == "python-change"
+    assert {i.check for i in case.rubric.items if i.kind == "check"} == {"hidden-tests", "lint"}

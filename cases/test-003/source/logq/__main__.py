@@ -1,0 +1,5 @@
+import sys
+
+from logq.cli import main
+
+sys.exit(main())

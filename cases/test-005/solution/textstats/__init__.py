@@ -1,0 +1,28 @@
+"""textstats: word counts, top words and reading time for plain text.
+
+The functions are re-exported from :mod:`textstats.core`; the command line interface lives in
+:mod:`textstats.cli`.
+"""
+
+from textstats.core import (
+    Summary,
+    count_words,
+    load_stopwords,
+    reading_time,
+    sentence_count,
+    summarize,
+    tokenize,
+    top_words,
+)
+
+__all__ = [
+    "Summary",
+    "count_words",
+    "load_stopwords",
+    "reading_time",
+    "sentence_count",
+    "summarize",
+    "tokenize",
+    "top_words",
+]
+__version__ = "1.0.3"

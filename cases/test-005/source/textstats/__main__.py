@@ -1,0 +1,5 @@
+import sys
+
+from textstats.cli import main
+
+sys.exit(main())
