@@ -16,6 +16,7 @@ Usage: python3 project_facts.py [--root DIR]   (default root: $PROJECT_FACTS_ROO
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import os
 import sys
@@ -290,8 +291,10 @@ TOOLS = {
         "inputSchema": {
             "type": "object",
             "properties": {
-                "path": {"type": "string",
-                         "description": "Folder or file relative to the project root (default '.')"},
+                "path": {
+                    "type": "string",
+                    "description": "Folder or file relative to the project root (default '.')",
+                },
                 "max_files": {"type": "integer", "minimum": 1, "maximum": 5000,
                               "description": "Maximum number of files to list (default 200)"},
             },
@@ -444,10 +447,8 @@ def serve(root: Path) -> None:
 def main() -> int:
     root = parse_root(sys.argv[1:])
     print(f"{SERVER_NAME} {SERVER_VERSION}: serving {root}", file=sys.stderr)
-    try:
+    with contextlib.suppress(KeyboardInterrupt, BrokenPipeError):
         serve(root)
-    except (KeyboardInterrupt, BrokenPipeError):
-        pass
     return 0
 
 
