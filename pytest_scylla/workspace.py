@@ -119,7 +119,7 @@ def diff(ws: Workspace, exclude: Sequence[str] = ()) -> str:
 
 def file_list(path: Path) -> list[str]:
     """Every file in the workspace (relative, sorted), `.git` excluded."""
-    out = []
+    out: list[str] = []
     for root, dirs, files in os.walk(path):
         dirs[:] = [d for d in dirs if not (d == ".git" and Path(root) == path)]
         out.extend(str((Path(root) / f).relative_to(path)) for f in files)
