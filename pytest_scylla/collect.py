@@ -36,6 +36,7 @@ class RunSpec:
 
 
 RUN_KEY = pytest.StashKey[RunSpec]()
+TAGS_KEY = pytest.StashKey[set[str]]()
 
 
 def is_case_dir(path: Path) -> bool:
@@ -60,9 +61,11 @@ class CaseFile(pytest.File):
             subtests = self._subtests(case)
         except SpecError as exc:
             raise self.CollectError(str(exc)) from None
-        marks = [sub for sub in ("scylla", case.category, *case.tags)]
-        for mark in marks:
-            self.config.addinivalue_line("markers", f"{mark}: pytest-scylla case marker")
+        marks = ["scylla", case.category, *case.tags]  # scylla and categories: see configure
+        registered = self.config.stash.setdefault(TAGS_KEY, set())
+        for tag in set(case.tags) - registered:
+            self.config.addinivalue_line("markers", f"{tag}: pytest-scylla case tag")
+            registered.add(tag)
         for sub in subtests:
             for run in range(1, settings.runs + 1):
                 spec = RunSpec(case=case, subtest=sub, run=run)

@@ -131,11 +131,11 @@ def resolve(config: pytest.Config) -> Settings:
                     f"{origin}: unknown tier '{tier}'; tiers in {display(tiers_dir)}: "
                     f"{', '.join(known) or 'none (no T*.yaml files there)'}")
 
-    raw, origin = _value(config, "scylla_subtests")
+    raw, subtests_origin = _value(config, "scylla_subtests")
     subtests = _list(raw)
     for selector in subtests or ():
         if not SUBTEST_SELECTOR.match(selector):
-            raise pytest.UsageError(f"{origin}: '{selector}' is not a subtest selector; "
+            raise pytest.UsageError(f"{subtests_origin}: '{selector}' is not a subtest selector; "
                                     "expected e.g. 02, 02-core or T5-02")
 
     raw, origin = _value(config, "scylla_report")
@@ -161,24 +161,23 @@ def resolve(config: pytest.Config) -> Settings:
     settings = Settings(runs=runs, tiers=tiers, subtests=subtests, out=out, report=report,
                         oracle=oracle, tiers_dir=tiers_dir, rubrics_dir=rubrics_dir)
     if subtests is not None:
-        _check_subtests_exist(config, settings)
+        # Checking that each selector matches something needs the tiers: parse them now, once.
+        config.stash[TIERSET_KEY] = TierSet(tiers_dir)
+        _check_subtests_exist(config.stash[TIERSET_KEY], settings, subtests_origin)
     return settings
 
 
 def tierset(config: pytest.Config) -> TierSet:
     """The session's tiers, parsed once on first use."""
     if TIERSET_KEY not in config.stash:
-        config.stash[TIERSET_KEY] = TierSet(config.stash[SETTINGS_KEY].tiers_dir
-                                            if SETTINGS_KEY in config.stash else Path("tiers"))
+        config.stash[TIERSET_KEY] = TierSet(config.stash[SETTINGS_KEY].tiers_dir)
     return config.stash[TIERSET_KEY]
 
 
-def _check_subtests_exist(config: pytest.Config, settings: Settings) -> None:
-    config.stash[SETTINGS_KEY] = settings
-    tiers = tierset(config)
+def _check_subtests_exist(tiers: TierSet, settings: Settings, origin: str) -> None:
     subs = [s for t in tiers.tiers.values() if settings.selects_tier(t.name) for s in t.subtests]
     for selector in settings.subtests or ():
         if tiers.tiers and not any(_matches(selector, s) for s in subs):
             raise pytest.UsageError(
-                f"--scylla-subtests: '{selector}' matches no subtest of the selected tiers; "
+                f"{origin}: '{selector}' matches no subtest of the selected tiers; "
                 f"known: {', '.join(f'{s.tier}-{s.name}' for s in subs)}")

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 import yaml
 
+from .spec import inside
 from .yamlmarks import Document, Problem, SpecError, check_value, display, load_yaml, validate
 
 TIER_NAME = re.compile(r"^T(\d+)$")
@@ -148,8 +149,6 @@ class TierSet:
             prompt = SystemPrompt(mode=raw_prompt)  # type: ignore[arg-type]
         elif isinstance(raw_prompt, dict):
             mode, rel = next(iter(raw_prompt.items()))
-            from .spec import inside
-
             file = inside(doc, (*where, "system_prompt", mode), rel, self.dir, "file", problems)
             prompt = SystemPrompt(mode=mode, file=file)
         kinds: tuple[ResourceKind, ...] = ("claude_md", "skills", "agents", "mcp_servers")
