@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .tiers import Subtest, TierSet
+from .tiers import Subtest, TierSet, deep_merge
 
 BLOCK_SEPARATOR = "\n\n"
 
@@ -31,14 +31,6 @@ def _substitute(value: str, values: dict[str, str]) -> str:
     for key, replacement in values.items():
         value = value.replace("${" + key + "}", replacement)
     return value
-
-
-def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in over.items():
-        out[key] = (_merge(out[key], value) if isinstance(value, dict)
-                    and isinstance(out.get(key), dict) else value)
-    return out
 
 
 def mcp_config(sub: Subtest, tiers: TierSet, workspace: Path, run_dir: Path) -> dict[str, Any]:
@@ -84,12 +76,13 @@ def apply(sub: Subtest, tiers: TierSet, workspace: Path, run_dir: Path) -> Overl
         written.append(f".claude/agents/{name}.md")
     settings = dict(sub.settings)
     if sub.tools_deny:
-        settings = _merge(settings, {"permissions": {"deny": list(sub.tools_deny)}})
+        settings = deep_merge(settings, {"permissions": {"deny": list(sub.tools_deny)}})
     if settings:
         path = claude / "settings.json"
         present = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
         claude.mkdir(exist_ok=True)
-        path.write_text(json.dumps(_merge(present, settings), indent=2) + "\n", encoding="utf-8")
+        merged = deep_merge(present, settings)
+        path.write_text(json.dumps(merged, indent=2) + "\n", encoding="utf-8")
         written.append(".claude/settings.json")
 
     home = run_dir / "home"

@@ -83,11 +83,12 @@ def tier_files(tiers_dir: Path) -> dict[str, Path]:
     return dict(sorted(found.items(), key=lambda kv: tier_index(kv[0])))
 
 
-def _merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """`over` laid onto `base`; nested mappings are merged, anything else is replaced."""
     out = dict(base)
     for key, value in over.items():
         if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
-            out[key] = _merge(out[key], value)
+            out[key] = deep_merge(out[key], value)
         else:
             out[key] = value
     return out
@@ -246,7 +247,7 @@ class TierSet:
         allows = [p.tools_allow for p in parents if p.tools_allow is not None]
         settings: dict[str, Any] = {}
         for sub in chain:
-            settings = _merge(settings, sub.settings)
+            settings = deep_merge(settings, sub.settings)
         return replace(
             own,
             system_prompt=inherited("system_prompt") or SystemPrompt(),
