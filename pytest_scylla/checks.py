@@ -14,13 +14,14 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from .spec import Case, Check
 
+Wrap = Callable[[list[str]], list[str]]
 OUTPUT_LIMIT = 8_000  # characters of stdout/stderr kept per check (head and tail)
 
 
@@ -76,11 +77,13 @@ def _verdict(check: Check, code: int | None, stdout: str) -> str:
     return ""
 
 
-def run_check(check: Check, workspace: Path, env: Mapping[str, str]) -> CheckResult:
-    """Run one check in its own process group; at the timeout the whole group is killed."""
+def run_check(check: Check, workspace: Path, env: Mapping[str, str],
+              wrap: Wrap | None = None) -> CheckResult:
+    """Run one check in its own process group; at the timeout the whole group is killed.
+    `wrap` turns the command's argv into the sandbox's argv."""
     start = time.monotonic()
-    shell = isinstance(check.run, str)
-    proc = subprocess.Popen(check.run if shell else list(check.run), shell=shell, cwd=workspace,
+    argv = ["/bin/sh", "-c", check.run] if isinstance(check.run, str) else list(check.run)
+    proc = subprocess.Popen(wrap(argv) if wrap else argv, cwd=workspace,
                             env=dict(env), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, errors="replace",
                             start_new_session=True)
@@ -99,9 +102,9 @@ def run_check(check: Check, workspace: Path, env: Mapping[str, str]) -> CheckRes
                        stderr=truncate(stderr), reason=reason)
 
 
-def run_checks(case: Case, workspace: Path,
-               env: Mapping[str, str] | None = None) -> list[CheckResult]:
+def run_checks(case: Case, workspace: Path, env: Mapping[str, str] | None = None,
+               wrap: Wrap | None = None) -> list[CheckResult]:
     """Copy hidden files in, then run every check in order."""
     copy_hidden(case, workspace)
     run_env = check_env(env)
-    return [run_check(check, workspace, run_env) for check in case.checks]
+    return [run_check(check, workspace, run_env, wrap) for check in case.checks]

@@ -103,22 +103,51 @@ class CaseFile(pytest.File):
 
 
 class RunItem(pytest.Function):
-    """One run of a case; its location points at the case's YAML."""
+    """One run of a case; its location points at the case's YAML.
+
+    The run happens during setup, so a harness failure (`infra_error`) is a pytest ERROR and a
+    model failure is a FAIL of the call phase."""
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         spec = self.stash[RUN_KEY]
         return self.path, spec.case.line - 1, f"{spec.key} ({spec.subtest.name})"
 
+    def setup(self) -> None:
+        super().setup()
+        from . import plugin  # the plugin owns the per-process runtime
+
+        spec = self.stash[RUN_KEY]
+        rt = plugin.runtime(self)
+        from .runner import execute
+
+        rec = execute(spec.case, spec.subtest, spec.run, rt)
+        self.stash[RECORD_KEY] = rec
+        self.user_properties.append(("scylla_run", rec))
+        if rec["outcome"] == "infra_error":
+            pytest.fail(f"infra_error: {rec['reason']}\nrun folder: "
+                        f"{rt.out / 'runs' / rec['run_key']}", pytrace=False)
+
+
+RECORD_KEY = pytest.StashKey[dict[str, Any]]()
+
+
+def verdict_table(rec: dict[str, Any]) -> str:
+    """The failure text of a judged non-pass: outcome, reason and every check."""
+    lines = [f"{rec['outcome']}: {rec['reason']}".rstrip(": ")]
+    for check in rec.get("checks", []):
+        mark = "ok  " if check["passed"] else "FAIL"
+        lines.append(f"  {mark} {check['name']:<24} {check['reason']}".rstrip())
+    lines.append(f"  cost ${rec.get('cost_usd') or 0:.4f} ({rec.get('cost_source')}), "
+                 f"{rec.get('num_turns')} turns, agent {rec['timings'].get('agent_s')}s"
+                 f"{'  [SIMULATED MODEL]' if rec.get('simulated') else ''}")
+    return "\n".join(lines)
+
 
 def run_case(request: pytest.FixtureRequest) -> None:
-    """Run one case under one subtest. The agent runner is not built yet: resolve, then skip."""
-    spec = request.node.stash[RUN_KEY]
-    prompt = spec.case.prompt.read_text(encoding="utf-8")
-    assert prompt.strip(), f"{spec.case.prompt} is empty"
-    assert spec.case.rubric.items, f"{spec.case.rubric.path} has no items"
-    pytest.skip(f"agent runner not implemented (resolved {spec.key}: subtest "
-                f"{spec.subtest.tier}-{spec.subtest.name}, rubric {spec.case.rubric.name}, "
-                f"{len(spec.case.checks)} checks)")
+    """The call phase: pass when the run passed, else fail with its verdict table."""
+    rec = request.node.stash[RECORD_KEY]
+    if rec["outcome"] != "pass":
+        pytest.fail(verdict_table(rec), pytrace=False)
 
 
 def collect_directory(path: Path, parent: pytest.Collector) -> Any:

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import json
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from . import collect, settings
 from .spec import CATEGORIES
 from .tiers import tier_files
+
+EXPERIMENT_KEY = pytest.StashKey[Path]()
+RUNTIME_KEY = pytest.StashKey[Any]()  # a runner.Runtime, or the setup error that prevented it
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -23,6 +29,77 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{tier}: runs of tier {tier}")
     for category in CATEGORIES:
         config.addinivalue_line("markers", f"{category}: cases of category {category}")
+    config.stash[EXPERIMENT_KEY] = experiment_dir(config)
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(_XdistHooks(config.stash[EXPERIMENT_KEY]), "scylla-xdist")
+
+
+def experiment_dir(config: pytest.Config) -> Path:
+    """--scylla-out, else the controller's `reports/<timestamp>` (shared with its workers)."""
+    chosen = config.stash[settings.SETTINGS_KEY].out
+    if chosen is not None:
+        return chosen
+    worker = getattr(config, "workerinput", None)
+    if worker and "scylla_out" in worker:
+        return Path(worker["scylla_out"])
+    return config.rootpath / "reports" / datetime.now().strftime("%Y%m%d-%H%M%S")
+
+
+class _XdistHooks:
+    def __init__(self, out: Path) -> None:
+        self.out = out
+
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput["scylla_out"] = str(self.out)
+
+
+def runtime(item: pytest.Item) -> Any:
+    """The process's runtime (gateway, sandbox, CLI, baseline), made on first use. A setup
+    problem (no CLI, no credential, no sandbox) fails every run with one clear message."""
+    config = item.config
+    if RUNTIME_KEY not in config.stash:
+        config.stash[RUNTIME_KEY] = _make_runtime(config)
+    rt = config.stash[RUNTIME_KEY]
+    if isinstance(rt, Exception):
+        item.session.shouldstop = f"pytest-scylla setup failed: {rt}"
+        pytest.fail(f"setup: {rt}", pytrace=False)
+    return rt
+
+
+def _make_runtime(config: pytest.Config) -> Any:
+    from .agents import claude_code
+    from .gateway import Gateway, UpstreamSetupError
+    from .gateway.server import credential_headers
+    from .runner import Runtime, measure_baseline
+    from .sandbox import SandboxError, choose
+
+    s = config.stash[settings.SETTINGS_KEY]
+    gateway = None
+    try:
+        if s.oracle is None:
+            credential_headers()
+        cli = claude_code.find_cli(s.cli)
+        cli_version = claude_code.version(cli)
+        kind, _warning = choose(s.sandbox)
+        (s.cache_dir / "npm").mkdir(parents=True, exist_ok=True)
+        gateway = Gateway().start()
+        rt = Runtime(out=config.stash[EXPERIMENT_KEY], cache_dir=s.cache_dir,
+                     tiers=settings.tierset(config), gateway=gateway,
+                     sandbox=kind(gateway.port, gateway.socket_dir, [s.cache_dir / "npm"]),
+                     cli=cli, cli_version=cli_version, model=s.model, oracle=s.oracle,
+                     keep_workspaces=s.keep_workspaces, record_bodies=s.record_bodies)
+        rt.baselines = {json.dumps([None, []]): measure_baseline(rt)}
+        return rt
+    except (claude_code.SetupError, UpstreamSetupError, SandboxError, OSError) as exc:
+        if gateway is not None:
+            gateway.stop()
+        return exc
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    rt = config.stash.get(RUNTIME_KEY, None)
+    if rt is not None and not isinstance(rt, Exception):
+        rt.gateway.stop()
 
 
 def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -36,4 +113,14 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
              f"tiers-dir={s.tiers_dir}"]
     if s.oracle:
         lines.append(f"scylla: SIMULATED MODEL (oracle={s.oracle}): no real model is called")
+    else:
+        lines.append(f"scylla: model={s.model} via the Anthropic API (real spend)")
+    from .sandbox import SandboxError, choose
+
+    try:
+        kind, warning = choose(s.sandbox)
+        lines.append(warning or f"scylla: sandbox={kind.name}")
+    except SandboxError as exc:
+        lines.append(f"scylla: sandbox problem: {exc}")
+    lines.append(f"scylla: results in {config.stash[EXPERIMENT_KEY]}")
     return lines

@@ -3,6 +3,7 @@ frozen `Settings` kept in `config.stash`."""
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +16,8 @@ from .yamlmarks import display
 
 REPORT_FORMATS = ("terminal", "html", "md", "json", "csv")
 ORACLE_MODES = ("solution", "noop", "wrong")
+SANDBOXES = ("auto", "local", "bwrap")
+DEFAULT_MODEL = "claude-sonnet-5"
 SUBTEST_SELECTOR = re.compile(r"^(?:(T\d+)-)?(\d{2})(?:-([a-z0-9][a-z0-9-]*))?$")
 MAX_RUNS = 1000
 
@@ -29,6 +32,19 @@ OPTIONS: tuple[tuple[str, str, str, str], ...] = (
      "FORMATS", "terminal"),
     ("tiers-dir", "folder of tier files T0.yaml ... (default: <rootdir>/tiers)", "DIR", ""),
     ("rubrics-dir", "folder of shared rubrics (default: <rootdir>/rubrics)", "DIR", ""),
+    ("model", f"model id the agent runs with unless a subtest sets one (default {DEFAULT_MODEL})",
+     "MODEL", DEFAULT_MODEL),
+    ("sandbox", "how the agent and checks are isolated: auto (bwrap if it works, else local), "
+     "bwrap or local (default auto)", "KIND", "auto"),
+    ("cli", "the Claude Code executable (default: claude on PATH)", "PATH", ""),
+    ("cache-dir", "shared cache for repo mirrors, MCP packages and CLI baselines "
+     "(default: $XDG_CACHE_HOME/pytest-scylla or ~/.cache/pytest-scylla)", "DIR", ""),
+)
+# (name, help): on/off switches
+FLAGS: tuple[tuple[str, str], ...] = (
+    ("keep-workspaces", "keep each run's workspace in its run folder (default: removed; the "
+     "diff and file list are always kept)"),
+    ("record-bodies", "also store every model request and response body in the run folder"),
 )
 
 
@@ -42,6 +58,12 @@ class Settings:
     oracle: str | None = None
     tiers_dir: Path = Path("tiers")
     rubrics_dir: Path = Path("rubrics")
+    model: str = DEFAULT_MODEL
+    sandbox: str = "auto"
+    cli: str | None = None
+    cache_dir: Path = Path(".cache")
+    keep_workspaces: bool = False
+    record_bodies: bool = False
 
     def selects_tier(self, tier: str) -> bool:
         return self.tiers is None or tier in self.tiers
@@ -69,6 +91,11 @@ def addoptions(parser: pytest.Parser) -> None:
         group.addoption(f"--scylla-{name}", dest=dest, metavar=metavar, default=None,
                         help=help_text)
         parser.addini(dest, f"[pytest-scylla] {help_text}", default=default)
+    for name, help_text in FLAGS:
+        dest = f"scylla_{name.replace('-', '_')}"
+        group.addoption(f"--scylla-{name}", dest=dest, action="store_true", default=None,
+                        help=help_text)
+        parser.addini(dest, f"[pytest-scylla] {help_text}", type="bool", default=False)
     group.addoption(
         "--scylla-oracle", dest="scylla_oracle", nargs="?", const="solution", default=None,
         choices=ORACLE_MODES, metavar="MODE",
@@ -158,13 +185,33 @@ def resolve(config: pytest.Config) -> Settings:
     out_raw = config.getoption("scylla_out") or config.getini("scylla_out")
     out = _path(config, "scylla_out", Path()) if out_raw else None
 
+    raw, origin = _value(config, "scylla_sandbox")
+    sandbox = str(raw).strip() or "auto"
+    if sandbox not in SANDBOXES:
+        raise pytest.UsageError(f"{origin}: unknown sandbox '{sandbox}'; choose from "
+                                f"{', '.join(SANDBOXES)}")
+    raw, origin = _value(config, "scylla_model")
+    model = str(raw).strip()
+    if not model or any(c.isspace() for c in model):
+        raise pytest.UsageError(f"{origin}={raw!r}: expected a model id such as {DEFAULT_MODEL}")
+    cli = str(_value(config, "scylla_cli")[0]).strip() or None
+    cache_dir = _path(config, "scylla_cache_dir", default_cache_dir())
+    flags = {name: bool(config.getoption(f"scylla_{name}") or config.getini(f"scylla_{name}"))
+             for name in ("keep_workspaces", "record_bodies")}
+
     settings = Settings(runs=runs, tiers=tiers, subtests=subtests, out=out, report=report,
-                        oracle=oracle, tiers_dir=tiers_dir, rubrics_dir=rubrics_dir)
+                        oracle=oracle, tiers_dir=tiers_dir, rubrics_dir=rubrics_dir,
+                        model=model, sandbox=sandbox, cli=cli, cache_dir=cache_dir, **flags)
     if subtests is not None:
         # Checking that each selector matches something needs the tiers: parse them now, once.
         config.stash[TIERSET_KEY] = TierSet(tiers_dir)
         _check_subtests_exist(config.stash[TIERSET_KEY], settings, subtests_origin)
     return settings
+
+
+def default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "pytest-scylla"
 
 
 def tierset(config: pytest.Config) -> TierSet:

@@ -79,7 +79,7 @@ def pin_ref(commit: str) -> str:
 
 
 @contextmanager
-def _locked(lock_path: Path) -> Iterator[None]:
+def locked(lock_path: Path) -> Iterator[None]:
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     with open(lock_path, "w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
@@ -93,7 +93,7 @@ def ensure_mirror(url: str, commit: str, cache_dir: Path) -> Path:
     """One bare mirror per URL, shared by every run and worker; holds a ref pinning `commit`."""
     name = hashlib.sha256(url.encode()).hexdigest()[:16]
     mirror = cache_dir / "mirrors" / f"{name}.git"
-    with _locked(cache_dir / "mirrors" / f"{name}.lock"):
+    with locked(cache_dir / "mirrors" / f"{name}.lock"):
         if not (mirror / "HEAD").exists():
             tmp = Path(tempfile.mkdtemp(dir=mirror.parent, prefix=f"{name}.partial-"))
             git(["clone", "-q", "--mirror", url, str(tmp)], mirror.parent)

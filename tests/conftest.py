@@ -41,6 +41,14 @@ def edit(mini: Path) -> Callable[[str, str, str], None]:
     return replace
 
 
+@pytest.fixture(scope="session")
+def oracle(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """Arguments that run items end to end offline: the oracle, and one cache of MCP packages and
+    CLI baselines shared by every pytester run of this test process."""
+    cache = tmp_path_factory.getbasetemp() / "scylla-cache"
+    return ["--scylla-oracle", f"--scylla-cache-dir={cache}"]
+
+
 def workers(n: int) -> list[str]:
     """pytest arguments for n xdist workers (n=0: no xdist at all)."""
     return ["-n", str(n)] if n else ["-p", "no:xdist"]

@@ -86,20 +86,20 @@ def test_items_point_at_the_case_yaml(mini: Path, pytester: pytest.Pytester) -> 
 
 
 @pytest.mark.parametrize("n", [0, 2])
-def test_runs_resolve_then_skip_never_pass(mini: Path, pytester: pytest.Pytester,
-                                           n: int) -> None:
-    result = pytester.runpytest("cases", "-rs", *workers(n))
-    result.assert_outcomes(skipped=len(MINI_ITEMS))
-    result.stdout.fnmatch_lines(["*agent runner not implemented*"])
+def test_every_item_runs_end_to_end_with_the_oracle(mini: Path, pytester: pytest.Pytester,
+                                                   n: int, oracle: list[str]) -> None:
+    result = pytester.runpytest("cases", *workers(n), *oracle)
+    result.assert_outcomes(passed=len(MINI_ITEMS))
+    result.stdout.fnmatch_lines(["scylla: SIMULATED MODEL (oracle=solution)*"])
 
 
 @pytest.mark.parametrize("n", [0, 2])
 def test_strict_markers_accept_tier_category_and_tag_marks(mini: Path,
                                                           pytester: pytest.Pytester,
-                                                          n: int) -> None:
+                                                          n: int, oracle: list[str]) -> None:
     result = pytester.runpytest("cases", "--strict-markers", "-W", "error", "-m", "T0",
-                                *workers(n))
-    result.assert_outcomes(skipped=6)
+                                *workers(n), *oracle)
+    result.assert_outcomes(passed=6)
 
 
 def test_bare_pytest_at_the_root_runs_no_evaluations(

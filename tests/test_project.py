@@ -40,9 +40,11 @@ def test_ci_installs_what_the_tests_need() -> None:
 def test_pytest_help_lists_every_scylla_option(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--help")
     options = sorted(set(re.findall(r"--scylla-[a-z-]+", result.stdout.str())))
-    assert options == ["--scylla-oracle", "--scylla-out", "--scylla-report", "--scylla-rubrics-dir",
-                       "--scylla-runs", "--scylla-subtests", "--scylla-tiers",
-                       "--scylla-tiers-dir"]
+    assert options == ["--scylla-cache-dir", "--scylla-cli", "--scylla-keep-workspaces",
+                       "--scylla-model", "--scylla-oracle", "--scylla-out",
+                       "--scylla-record-bodies", "--scylla-report", "--scylla-rubrics-dir",
+                       "--scylla-runs", "--scylla-sandbox", "--scylla-subtests",
+                       "--scylla-tiers", "--scylla-tiers-dir"]
     ini = sorted(set(re.findall(r"^  (scylla_[a-z_]+)", result.stdout.str(), re.MULTILINE)))
     assert ini == [o[2:].replace("-", "_") for o in options]
 

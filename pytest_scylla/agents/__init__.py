@@ -1,0 +1,1 @@
+"""Agent CLI adapters: how to start each CLI headless and read what it reports."""

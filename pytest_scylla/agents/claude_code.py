@@ -1,0 +1,134 @@
+"""Claude Code, headless: the prompt on stdin, stream-json out, the run's own HOME and gateway.
+
+See docs/claude-code.md for the measured behaviour this relies on.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+NAME = "claude-code"
+PINNED_VERSION = "2.1.197"  # what .ci/run installs and docs/claude-code.md measured
+DUMMY_KEY = "sk-ant-scylla-dummy-key-the-gateway-holds-the-real-one"
+FIXED_ENV = {
+    "IS_SANDBOX": "1",  # root may bypass permissions only inside a sandbox
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "DISABLE_AUTOUPDATER": "1",
+    "DISABLE_TELEMETRY": "1",
+    "DISABLE_ERROR_REPORTING": "1",
+    "CLAUDE_CODE_MAX_RETRIES": "2",  # the harness retries infra errors itself, visibly
+}
+
+
+class SetupError(RuntimeError):
+    """The CLI is missing or unusable: a setup problem, not a result."""
+
+
+def find_cli(explicit: str | None = None) -> Path:
+    name = explicit or "claude"
+    found = shutil.which(name)
+    if found is None:
+        raise SetupError(
+            f"Claude Code CLI '{name}' not found on PATH; install it with "
+            f"`npm install -g @anthropic-ai/claude-code@{PINNED_VERSION}` or point "
+            "--scylla-cli at it")
+    return Path(found)
+
+
+@functools.lru_cache(maxsize=8)
+def version(cli: Path) -> str:
+    """`claude --version`, e.g. '2.1.197 (Claude Code)'."""
+    try:
+        done = subprocess.run([str(cli), "--version"], capture_output=True, text=True,
+                              timeout=60, env={"PATH": str(cli.parent), "HOME": "/nonexistent",
+                                               **FIXED_ENV})
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise SetupError(f"{cli} --version failed: {exc}") from None
+    if done.returncode != 0:
+        raise SetupError(f"{cli} --version exited {done.returncode}: "
+                         f"{(done.stderr or done.stdout).strip()[:300]}")
+    return done.stdout.strip()
+
+
+def command(cli: Path, model: str, max_turns: int, overlay_args: tuple[str, ...]) -> list[str]:
+    return [str(cli), "-p", "--output-format", "stream-json", "--verbose",
+            "--dangerously-skip-permissions", "--model", model, "--max-turns", str(max_turns),
+            *overlay_args]
+
+
+def environment(base: dict[str, str], overlay_env: dict[str, str],
+                base_url: str) -> dict[str, str]:
+    return {**base, **overlay_env, **FIXED_ENV, "ANTHROPIC_BASE_URL": base_url,
+            "ANTHROPIC_API_KEY": DUMMY_KEY}
+
+
+@dataclass
+class Result:
+    """What the CLI said about its own run."""
+
+    found: bool = False  # a final `result` event was seen
+    subtype: str | None = None
+    is_error: bool = False
+    num_turns: int | None = None
+    stop_reason: str | None = None
+    terminal_reason: str | None = None
+    api_error_status: int | None = None
+    total_cost_usd: float | None = None
+    usage: dict[str, Any] = field(default_factory=dict)
+    model_usage: dict[str, Any] = field(default_factory=dict)
+    final_message: str = ""
+    duration_ms: int | None = None
+    init: dict[str, Any] = field(default_factory=dict)
+    events: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"result_seen": self.found, "subtype": self.subtype, "is_error": self.is_error,
+                "num_turns": self.num_turns, "stop_reason": self.stop_reason,
+                "terminal_reason": self.terminal_reason,
+                "api_error_status": self.api_error_status,
+                "total_cost_usd": self.total_cost_usd, "usage": self.usage,
+                "model_usage": self.model_usage, "duration_ms": self.duration_ms,
+                "events": self.events}
+
+
+def parse(transcript: Path) -> Result:
+    """Read the stream-json transcript; tolerant of a cut-off last line (killed runs)."""
+    result = Result()
+    if not transcript.exists():
+        return result
+    with transcript.open(encoding="utf-8", errors="replace") as stream:
+        for line in stream:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(event, dict):
+                continue
+            result.events += 1
+            if event.get("type") == "system" and event.get("subtype") == "init":
+                result.init = {k: event.get(k) for k in ("tools", "mcp_servers", "model",
+                                                         "skills", "agents",
+                                                         "claude_code_version")}
+            elif event.get("type") == "result":
+                result.found = True
+                result.subtype = event.get("subtype")
+                result.is_error = bool(event.get("is_error"))
+                result.num_turns = event.get("num_turns")
+                result.stop_reason = event.get("stop_reason")
+                result.terminal_reason = event.get("terminal_reason")
+                result.api_error_status = event.get("api_error_status")
+                result.total_cost_usd = event.get("total_cost_usd")
+                usage = event.get("usage") or {}
+                result.usage = {k: usage[k] for k in (
+                    "input_tokens", "output_tokens", "cache_creation_input_tokens",
+                    "cache_read_input_tokens") if isinstance(usage.get(k), int)}
+                result.model_usage = event.get("modelUsage") or {}
+                result.final_message = str(event.get("result") or "")
+                result.duration_ms = event.get("duration_ms")
+    return result

@@ -1,0 +1,177 @@
+"""The oracle upstream: a scripted model that drives the real CLI through ordinary tool calls.
+
+`solution` reads every file it is about to replace, then writes the case's reference solution with
+the Write tool (the shell when Write is not offered) and ends with a short summary; `noop` answers
+without touching anything; `wrong` writes a broken version (the first half of each file's lines).
+The script is stateless: the next step follows from the oracle's own tool calls already in the
+conversation, so retries and side calls never shift it. Calls without the main agent's tools
+(titles, summaries, sub-agent chatter) get a short sensible text.
+
+Usage numbers are realistic in shape: about four bytes per token, the stable prefix written to
+the prompt cache on the first call and read from it afterwards.
+
+For the harness's own fault tests, `SCYLLA_ORACLE_FAULT` in the gateway's environment makes the
+oracle misbehave: `stall` (never answers), `overloaded` (HTTP 529 with retry-after), `crash`
+(asks the shell to kill the CLI process).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import sse
+
+TOOL_ID = "toolu_oracle_"
+MODES = ("solution", "noop", "wrong")
+FAULTS = ("stall", "overloaded", "crash")
+
+
+@dataclass(frozen=True)
+class Script:
+    """What the oracle does for one run."""
+
+    mode: str
+    workspace: Path
+    files: tuple[tuple[str, str], ...]  # (path relative to the workspace, content to write)
+    existing: frozenset[str] = frozenset()  # of those, the ones the workspace had at the start
+
+    @classmethod
+    def for_case(cls, mode: str, solution: Path | None, workspace: Path) -> Script:
+        files: list[tuple[str, str]] = []
+        if solution is not None and mode != "noop":
+            for path in sorted(p for p in solution.rglob("*") if p.is_file()):
+                text = path.read_text(encoding="utf-8")
+                if mode == "wrong":
+                    lines = text.splitlines(keepends=True)
+                    text = "".join(lines[: len(lines) // 2])
+                files.append((path.relative_to(solution).as_posix(), text))
+        existing = frozenset(rel for rel, _ in files if (workspace / rel).exists())
+        return cls(mode=mode, workspace=workspace, files=tuple(files), existing=existing)
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int
+    blocks: list[dict[str, Any]]
+    stop_reason: str = "end_turn"
+    headers: tuple[tuple[str, str], ...] = ()
+    error: dict[str, Any] | None = None
+    stall: bool = False
+
+
+def fault() -> str | None:
+    value = os.environ.get("SCYLLA_ORACLE_FAULT", "").strip() or None
+    return value if value in FAULTS else None
+
+
+def tool_names(request: dict[str, Any]) -> set[str]:
+    return {t.get("name", "") for t in request.get("tools") or [] if isinstance(t, dict)}
+
+
+def is_main_agent(request: dict[str, Any]) -> bool:
+    """The main agent's calls carry its file tools; side calls carry none of them."""
+    return bool(tool_names(request) & {"Write", "Edit", "Bash"})
+
+
+def _oracle_turns(request: dict[str, Any]) -> tuple[int, bool]:
+    """(how many oracle tool turns are in the conversation, whether the last one failed)."""
+    turns = 0
+    for message in request.get("messages", []):
+        content = message.get("content")
+        if message.get("role") == "assistant" and isinstance(content, list) and any(
+                b.get("type") == "tool_use" and str(b.get("id", "")).startswith(TOOL_ID)
+                for b in content if isinstance(b, dict)):
+            turns += 1
+    failed = False
+    last = request.get("messages", [])[-1:] or [{}]
+    content = last[0].get("content")
+    if isinstance(content, list):
+        failed = any(isinstance(b, dict) and b.get("type") == "tool_result" and b.get("is_error")
+                     for b in content)
+    return turns, failed
+
+
+def _text(text: str) -> Reply:
+    return Reply(200, [{"type": "text", "text": text}])
+
+
+def _tools(turn: int, calls: list[tuple[str, dict[str, Any]]]) -> Reply:
+    blocks = [{"type": "tool_use", "id": f"{TOOL_ID}{turn:02d}_{i:02d}", "name": name,
+               "input": args} for i, (name, args) in enumerate(calls)]
+    return Reply(200, blocks, stop_reason="tool_use")
+
+
+def plan(script: Script, tools: set[str]) -> list[list[tuple[str, dict[str, Any]]]]:
+    """The tool turns that apply the script's files with the tools this run offers."""
+    if not script.files:
+        return []
+    paths = [(str(script.workspace / rel), text) for rel, text in script.files]
+    if "Write" in tools:
+        existing = [("Read", {"file_path": str(script.workspace / rel)})
+                    for rel, _ in script.files if rel in script.existing]
+        writes = [("Write", {"file_path": p, "content": t}) for p, t in paths]
+        return [existing, writes] if existing else [writes]
+    if "Bash" in tools:
+        writer = shlex.quote("import sys; open(sys.argv[1], 'w').write(sys.argv[2])")
+        commands = [f"mkdir -p {shlex.quote(str(Path(path).parent))} && python3 -c {writer} "
+                    f"{shlex.quote(path)} {shlex.quote(text)}" for path, text in paths]
+        return [[("Bash", {"command": c, "description": "Write a file"}) for c in commands]]
+    return []
+
+
+def answer(script: Script, request: dict[str, Any]) -> Reply:
+    """The oracle's next reply to `request`."""
+    injected = fault()
+    if injected == "overloaded":
+        return Reply(529, [], headers=(("retry-after", "1"),),
+                     error={"type": "overloaded_error", "message": "Overloaded (oracle fault)"})
+    if not is_main_agent(request):
+        return _text("Done: the requested change is in place.")
+    if injected == "stall":
+        return Reply(200, [], stall=True)
+    turns, failed = _oracle_turns(request)
+    if injected == "crash":
+        if turns == 0:
+            return _tools(0, [("Bash", {"command": "kill -KILL $PPID",
+                                        "description": "Stop the CLI (oracle crash fault)"})])
+        return _text("The CLI should not have survived.")
+    if failed:
+        return _text("A tool call failed; stopping without finishing the change.")
+    steps = plan(script, tool_names(request))
+    if script.mode == "noop":
+        return _text("I read the task and decided to make no changes.")
+    if turns < len(steps):
+        return _tools(turns, steps[turns])
+    if not steps:
+        return _text("No file-writing tool is available, so I could not apply the change.")
+    names = ", ".join(rel for rel, _ in script.files)
+    return _text(f"Done. I wrote {names}.")
+
+
+def usage_for(request_bytes: int, reply: Reply, first_call: bool) -> dict[str, int]:
+    """Token counts shaped like the real API's: ~4 bytes a token, a cached stable prefix."""
+    total_in = max(1, request_bytes // 4)
+    prefix = int(total_in * 0.85)
+    out = max(1, len(json.dumps(reply.blocks)) // 4 + 8)
+    if first_call:
+        return {"input_tokens": total_in - prefix, "cache_creation_input_tokens": prefix,
+                "cache_read_input_tokens": 0, "output_tokens": out}
+    return {"input_tokens": total_in - prefix, "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": prefix, "output_tokens": out}
+
+
+def render(reply: Reply, msg_id: str, model: str, usage: dict[str, int],
+           stream: bool) -> Iterator[bytes]:
+    if reply.error is not None:
+        yield json.dumps({"type": "error", "error": reply.error}).encode()
+    elif stream:
+        yield from sse.message_events(msg_id, model, reply.blocks, reply.stop_reason, usage)
+    else:
+        yield json.dumps(sse.message_json(msg_id, model, reply.blocks, reply.stop_reason,
+                                          usage)).encode()
