@@ -124,3 +124,26 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         lines.append(f"scylla: sandbox problem: {exc}")
     lines.append(f"scylla: results in {config.stash[EXPERIMENT_KEY]}")
     return lines
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """A short account of the session's runs (the full reports come from the report layer)."""
+    if hasattr(config, "workerinput"):
+        return
+    recs = [dict(r.user_properties)["scylla_run"]
+            for key in ("passed", "failed", "error") for r in terminalreporter.stats.get(key, [])
+            if r.when in ("setup", "call") and "scylla_run" in dict(r.user_properties)]
+    unique = {r["run_key"]: r for r in recs}
+    if not unique:
+        return
+    counts: dict[str, int] = {}
+    for rec in unique.values():
+        counts[rec["outcome"]] = counts.get(rec["outcome"], 0) + 1
+    cost = sum(r.get("cost_usd") or 0 for r in unique.values())
+    simulated = any(r.get("simulated") for r in unique.values())
+    terminalreporter.section("pytest-scylla")
+    terminalreporter.write_line(
+        f"{len(unique)} runs: " + ", ".join(f"{n} {o}" for o, n in sorted(counts.items()))
+        + f"; agent cost ${cost:.4f}" + (" (SIMULATED MODEL: oracle, not a real evaluation)"
+                                         if simulated else ""))
+    terminalreporter.write_line(f"records: {config.stash[EXPERIMENT_KEY] / 'runs'}/<run>/run.json")

@@ -26,7 +26,7 @@ from .gateway import Gateway, Route, ablation
 from .gateway.oracle import Script
 from .sandbox import Sandbox
 from .spec import Case, RubricItem
-from .tiers import Subtest, TierSet
+from .tiers import Subtest, TierSet, front_matter
 
 JUDGED = ("pass", "fail")
 COST_TOLERANCE = 0.02  # relative difference between gateway and CLI cost that is still "agreeing"
@@ -170,10 +170,31 @@ def expectation(ov: overlay.Overlay, sub: Subtest, tiers: TierSet, ws: Path,
                                for b in declared["claude_md"]),
         other_blocks=tuple((b, tiers.resource_path("claude_md", b).read_text("utf-8"))
                            for b in library if b not in declared["claude_md"]),
+        descriptions=tuple(_description(tiers, kind, name) for kind in ("skills", "agents")
+                           for name in declared[kind]),
         system_mode=declared["system_prompt"],
         system_text=(prompt.file.read_text("utf-8") if prompt is not None
                      and prompt.file is not None else None),
         default_system_chars=int(baseline["system_chars"]))
+
+
+def delegates(tiers: TierSet, sub: Subtest) -> tuple[str, ...]:
+    """Whom the oracle hands the work to, so sub-agent paths run for real: an orchestrator
+    (an agent with the Agent tool) if the subtest has one, then an agent that can write."""
+    def tools(name: str) -> set[str] | None:
+        meta, _, _ = front_matter(tiers.resource_path("agents", name))
+        raw = (meta or {}).get("tools")
+        return None if raw is None else {t.strip() for t in str(raw).split(",")}
+
+    lead = next((a for a in sub.agents if "Agent" in (tools(a) or set())), None)
+    writer = next((a for a in sub.agents if tools(a) is None or "Write" in (tools(a) or set())),
+                  None)
+    return tuple(a for a in (lead, writer) if a)
+
+
+def _description(tiers: TierSet, kind: str, name: str) -> tuple[str, str]:
+    meta, _, _ = front_matter(tiers.resource_path(kind, name))  # type: ignore[arg-type]
+    return name, str((meta or {}).get("description", ""))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -206,8 +227,17 @@ def verdict(rows: list[dict[str, Any]]) -> tuple[bool, float | None]:
 # one run
 
 
-def config_hash(case: Case, ov: overlay.Overlay, model: str, rt: Runtime) -> str:
+def config_hash(case: Case, sub: Subtest, ov: overlay.Overlay, model: str, rt: Runtime) -> str:
+    """A short hash of everything that defines the run's conditions (not its outcome)."""
+    resources = []
+    for kind, names in (("claude_md", sub.claude_md), ("skills", sub.skills),
+                        ("agents", sub.agents), ("mcp_servers", sub.mcp_servers)):
+        for name in names:
+            path = rt.tiers.resource_path(kind, name)  # type: ignore[arg-type]
+            resources.append([kind, name, hashlib.sha256(path.read_bytes()).hexdigest()])
     parts = {
+        "resources": resources, "settings": json.dumps(sub.settings, sort_keys=True,
+                                                         default=str),
         "case": case.file.read_text("utf-8"), "prompt": case.prompt.read_text("utf-8"),
         "rubric": case.rubric.path.read_text("utf-8"), "declared": ov.declared,
         "args": list(ov.args), "model": model, "cli": rt.cli_version, "oracle": rt.oracle,
@@ -292,6 +322,7 @@ def execute(case: Case, sub: Subtest, run: int, rt: Runtime) -> dict[str, Any]:
         "passed": False, "reason": "", "exit_code": None,
     }
     route: Route | None = None
+    result = claude_code.Result()
     timings: dict[str, float] = {}
     try:
         ws = workspace.create(case, ws_path, rt.cache_dir)
@@ -302,10 +333,14 @@ def execute(case: Case, sub: Subtest, run: int, rt: Runtime) -> dict[str, Any]:
         config = mcp_install.localize(json.loads(config_file.read_text("utf-8")), declarations,
                                       rt.cache_dir)
         config_file.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-        rec["config_hash"] = config_hash(case, ov, model, rt)
+        rec["config_hash"] = config_hash(case, sub, ov, model, rt)
         rec["declared"] = ov.declared
         expected = expectation(ov, sub, rt.tiers, ws_path, rt.baseline(sub))
-        script = (Script.for_case(rt.oracle, case.solution, ws_path) if rt.oracle else None)
+        script = (Script.for_case(rt.oracle, case.solution, ws_path, delegates(rt.tiers, sub))
+                  if rt.oracle else None)
+        if script is not None:
+            rec["oracle_script"] = {"mode": script.mode, "delegates": list(script.delegates),
+                                    "files": [rel for rel, _ in script.files]}
         route = rt.gateway.open(Route(
             key=f"{key}-{secrets.token_hex(3)}", log_path=run_dir / "model_calls.jsonl",
             upstream="oracle" if rt.oracle else "anthropic", max_cost_usd=case.max_cost_usd,
@@ -352,6 +387,10 @@ def execute(case: Case, sub: Subtest, run: int, rt: Runtime) -> dict[str, Any]:
     except (workspace.WorkspaceError, mcp_install.InstallError, claude_code.SetupError,
             OSError) as exc:
         rec.update(outcome="infra_error", passed=False, reason=f"{type(exc).__name__}: {exc}")
+    except BaseException as exc:  # interrupted: keep what was measured, mark it unfinished
+        rec.update(outcome="infra_error", passed=False,
+                   reason=f"interrupted ({type(exc).__name__}) before the run finished")
+        raise
     finally:
         if route is not None:
             rt.gateway.close(route.key)
@@ -360,7 +399,7 @@ def execute(case: Case, sub: Subtest, run: int, rt: Runtime) -> dict[str, Any]:
                        budget={"max_cost_usd": route.max_cost_usd,
                                "exceeded": route.budget_exceeded},
                        ablation=route.ablation or {"checked": False})
-            rec.update(costs(route, claude_code.parse(run_dir / "transcript.jsonl")))
+            rec.update(costs(route, result))
         timings["total_s"] = round(time.monotonic() - began, 3)
         rec["timings"] = timings
         rec["finished_at"] = _now()

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
+Edit = Callable[[str, str, str], None]
 # The fixture projects hold cases: they are copied into pytester dirs, never collected here.
 collect_ignore = ["fixtures"]
 

@@ -17,7 +17,7 @@ from typing import Any
 SKILLS_HEAD = "The following skills are available for use with the Skill tool"
 AGENTS_HEAD = "Available agent types for the Agent tool"
 CLAUDE_MD_HEAD = "# claudeMd"
-LISTED = re.compile(r"^- ([A-Za-z0-9_.:-]+): ", re.MULTILINE)
+LISTED = re.compile(r"^- ([A-Za-z0-9_.:-]+): (.*)$", re.MULTILINE)
 CONTENTS = re.compile(r"^Contents of (\S+?)(?: \([^)\n]*\))?:\n", re.MULTILINE)
 REMINDER = re.compile(r"<system-reminder>\n?(.*?)</system-reminder>", re.DOTALL)
 MCP_HELPER = re.compile(r"^\w*Mcp\w*Tool$")  # e.g. ListMcpResourcesTool, ReadMcpResourceTool
@@ -53,6 +53,7 @@ class Observed:
     skills: set[str] = field(default_factory=set)
     agents: set[str] = field(default_factory=set)
     claude_md: dict[str, str] = field(default_factory=dict)  # path -> text
+    descriptions: dict[str, list[str]] = field(default_factory=dict)  # skill/agent -> listings
     system: str = ""
     reminders: str = ""
 
@@ -80,10 +81,11 @@ def observe(request: dict[str, Any]) -> Observed:
         for i, (start, head) in enumerate(starts):
             end = starts[i + 1][0] if i + 1 < len(starts) else len(chunk)
             section = chunk[start:end]
-            if head == SKILLS_HEAD:
-                seen.skills |= set(LISTED.findall(section))
-            elif head == AGENTS_HEAD:
-                seen.agents |= set(LISTED.findall(section))
+            if head in (SKILLS_HEAD, AGENTS_HEAD):
+                listed = LISTED.findall(section)
+                (seen.skills if head == SKILLS_HEAD else seen.agents).update(n for n, _ in listed)
+                for name, text in listed:
+                    seen.descriptions.setdefault(name, []).append(text)
             else:
                 found = list(CONTENTS.finditer(section))
                 for j, match in enumerate(found):
@@ -108,6 +110,7 @@ class Expected:
     default_system_chars: int  # size of the baseline's default system prompt
     tools_allow: frozenset[str] | None = None  # the declared allow-list, checked on its own too
     tools_deny: frozenset[str] = frozenset()
+    descriptions: tuple[tuple[str, str], ...] = ()  # declared skill/agent -> its description
 
     def to_json(self) -> dict[str, Any]:
         return {"tools": sorted(self.tools), "mcp_servers": sorted(self.mcp_servers),
@@ -140,6 +143,12 @@ def compare(expected: Expected, seen: Observed) -> list[str]:
                      for n in sorted(want - got)]
         problems += [f"{label} '{n}' is in the request but not declared"
                      for n in sorted(got - want)]
+    for name, text in expected.descriptions:
+        listed = seen.descriptions.get(name, [])
+        if listed and not any(_norm(text)[:60] in _norm(line) for line in listed):
+            problems.append(f"declared skill or agent '{name}' is not the one in the request: "
+                            "the listed one has another description (a built-in of the same "
+                            "name? rename yours)")
     for path in sorted(seen.claude_md):
         if path != expected.claude_md_path:
             problems.append(f"CLAUDE.md from {path} is in the request but not declared")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -40,9 +41,11 @@ class Script:
     workspace: Path
     files: tuple[tuple[str, str], ...]  # (path relative to the workspace, content to write)
     existing: frozenset[str] = frozenset()  # of those, the ones the workspace had at the start
+    delegates: tuple[str, ...] = ()  # sub-agents to hand the work down to, outermost first
 
     @classmethod
-    def for_case(cls, mode: str, solution: Path | None, workspace: Path) -> Script:
+    def for_case(cls, mode: str, solution: Path | None, workspace: Path,
+                 delegates: tuple[str, ...] = ()) -> Script:
         files: list[tuple[str, str]] = []
         if solution is not None and mode != "noop":
             for path in sorted(p for p in solution.rglob("*") if p.is_file()):
@@ -52,7 +55,8 @@ class Script:
                     text = "".join(lines[: len(lines) // 2])
                 files.append((path.relative_to(solution).as_posix(), text))
         existing = frozenset(rel for rel, _ in files if (workspace / rel).exists())
-        return cls(mode=mode, workspace=workspace, files=tuple(files), existing=existing)
+        return cls(mode=mode, workspace=workspace, files=tuple(files), existing=existing,
+                   delegates=delegates)
 
 
 @dataclass(frozen=True)
@@ -95,6 +99,20 @@ def _oracle_turns(request: dict[str, Any]) -> tuple[int, bool]:
         failed = any(isinstance(b, dict) and b.get("type") == "tool_result" and b.get("is_error")
                      for b in content)
     return turns, failed
+
+
+DELEGATE_MARK = re.compile(r"\[scylla-oracle level (\d+)\]")
+
+
+def _level(request: dict[str, Any]) -> int:
+    """0 for the main agent; N for a sub-agent the oracle delegated to N levels down."""
+    first: dict[str, Any] = next(
+        (m for m in request.get("messages", []) if m.get("role") == "user"), {})
+    content = first.get("content")
+    texts = [content] if isinstance(content, str) else [
+        b.get("text", "") for b in content or [] if isinstance(b, dict)]
+    levels = [int(m.group(1)) for t in texts for m in DELEGATE_MARK.finditer(t)]
+    return max(levels, default=0)
 
 
 def _text(text: str) -> Reply:
@@ -143,6 +161,15 @@ def answer(script: Script, request: dict[str, Any]) -> Reply:
         return _text("The CLI should not have survived.")
     if failed:
         return _text("A tool call failed; stopping without finishing the change.")
+    level = _level(request)
+    if script.mode != "noop" and level < len(script.delegates) and "Agent" in tool_names(request):
+        if turns == 0:
+            agent = script.delegates[level]
+            return _tools(0, [("Agent", {
+                "description": f"Hand the change to {agent}", "subagent_type": agent,
+                "prompt": f"[scylla-oracle level {level + 1}] Make the change the task asks "
+                          f"for in {script.workspace} and report back."})])
+        return _text(f"Done: {script.delegates[level]} made the change.")
     steps = plan(script, tool_names(request))
     if script.mode == "noop":
         return _text("I read the task and decided to make no changes.")

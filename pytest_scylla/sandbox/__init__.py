@@ -65,6 +65,10 @@ def wait(proc: subprocess.Popen[bytes], timeout: float, began: float) -> Finishe
         _kill_group(proc)
         proc.wait()
         code, timed_out = None, True
+    except BaseException:  # interrupted (Ctrl-C): the agent runs in its own session, stop it too
+        _kill_group(proc)
+        proc.wait()
+        raise
     return Finished(exit_code=code, timed_out=timed_out,
                     seconds=round(time.monotonic() - began, 3))
 
@@ -112,10 +116,11 @@ class Bwrap(Sandbox):
                 args += ["--symlink", os.readlink(path), str(path)]
             elif path.is_dir():
                 args += ["--ro-bind", str(path), str(path)]
+        # /tmp first: later binds under /tmp (the run's folder, caches) must stay visible
+        args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
         for path in _system_paths() + self.readable:
             args += ["--ro-bind", str(path), str(path)]
-        args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
-                 "--bind", str(private), str(private)]
+        args += ["--bind", str(private), str(private)]
         if bridge and self.socket_dir is not None:
             args += ["--dir", "/run", "--bind", str(self.socket_dir), INSIDE_SOCKET_DIR,
                      "--ro-bind", str(BRIDGE.parent), str(BRIDGE.parent)]

@@ -1,0 +1,168 @@
+"""Harness overhead per run and gateway overhead per proxied call.
+
+    python bench/overhead.py [--runs 10] [--calls 200] [--sandbox auto]
+
+1. Per run: runs case test-001 under subtest T0-01 through the full harness path (workspace,
+   overlay, gateway with the oracle upstream, sandbox, checks, record) `--runs` times, and the
+   same scripted conversation with the bare CLI (no workspace, overlay, sandbox or checks;
+   gateway only as the scripted server) as often. Overhead = median harness total - median bare
+   CLI wall time; reported with and without the checks' own time.
+2. Per call: `--calls` streamed requests to a local stand-in upstream, directly and through the
+   gateway's real-upstream path; overhead = difference of the medians.
+Prints a small table; exits 0. Numbers depend on the machine: compare ratios, not seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.server
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from pytest_scylla import runner  # noqa: E402
+from pytest_scylla.agents import claude_code  # noqa: E402
+from pytest_scylla.gateway import Gateway, Route, sse  # noqa: E402
+from pytest_scylla.gateway.oracle import Script  # noqa: E402
+from pytest_scylla.sandbox import choose  # noqa: E402
+from pytest_scylla.spec import load_case  # noqa: E402
+from pytest_scylla.tiers import TierSet  # noqa: E402
+
+
+def harness_runs(n: int, sandbox_kind: str, cache: Path, out: Path) -> list[dict]:
+    tiers = TierSet(ROOT / "tiers")
+    case = load_case(ROOT / "cases/test-001/test.yaml", ROOT / "rubrics", tiers.names)
+    sub = tiers.resolve("T0-01")
+    cli = claude_code.find_cli()
+    gateway = Gateway().start()
+    kind, _ = choose(sandbox_kind)
+    (cache / "npm").mkdir(parents=True, exist_ok=True)
+    rt = runner.Runtime(out=out, cache_dir=cache, tiers=tiers, gateway=gateway,
+                        sandbox=kind(gateway.port, gateway.socket_dir, [cache / "npm"]),
+                        cli=cli, cli_version=claude_code.version(cli), model="claude-sonnet-5",
+                        oracle="solution")
+    rt.baseline(sub)  # measured once, not part of any run
+    recs = []
+    for i in range(n):
+        rec = runner.execute(case, sub, i + 1, rt)
+        assert rec["outcome"] == "pass", rec["reason"]
+        recs.append(rec)
+    gateway.stop()
+    return recs
+
+
+def bare_cli_runs(n: int) -> list[float]:
+    """The same two-call conversation with nothing around the CLI but a scripted server."""
+    cli = claude_code.find_cli()
+    gateway = Gateway().start()
+    times = []
+    for i in range(n):
+        tmp = Path(tempfile.mkdtemp(prefix="bench-bare-"))
+        ws, home = tmp / "work", tmp / "home"
+        ws.mkdir()
+        (home / ".claude").mkdir(parents=True)
+        key = f"bare{i}"
+        gateway.open(Route(key=key, log_path=tmp / "calls.jsonl",
+                           script=Script.for_case("solution", ROOT / "cases/test-001/solution",
+                                                  ws)))
+        env = claude_code.environment({"PATH": os.environ["PATH"], "HOME": str(home)},
+                                      {"CLAUDE_CONFIG_DIR": str(home / ".claude")},
+                                      gateway.base_url(key))
+        start = time.monotonic()
+        subprocess.run(claude_code.command(cli, "claude-sonnet-5", 30, ()), cwd=ws, env=env,
+                       input=(ROOT / "cases/test-001/prompt.md").read_bytes(),
+                       capture_output=True, check=True)
+        times.append(time.monotonic() - start)
+        assert (ws / "hello.py").exists()
+        gateway.close(key)
+        shutil.rmtree(tmp)
+    gateway.stop()
+    return times
+
+
+class _Stand(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    body = b"".join(sse.message_events("m", "claude-sonnet-5", [{"type": "text", "text": "x"}],
+                                       "end_turn", {"input_tokens": 10, "output_tokens": 2}))
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["content-length"]))
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("content-length", str(len(self.body)))
+        self.end_headers()
+        self.wfile.write(self.body)
+
+
+def gateway_calls(n: int) -> tuple[list[float], list[float]]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Stand)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    upstream = f"http://127.0.0.1:{server.server_address[1]}"
+    os.environ.setdefault("ANTHROPIC_API_KEY", "bench-key")
+    gateway = Gateway(upstream_url=upstream).start()
+    tmp = Path(tempfile.mkdtemp(prefix="bench-gw-"))
+    gateway.open(Route(key="bench", log_path=tmp / "calls.jsonl", upstream="anthropic"))
+    payload = json.dumps({"model": "claude-sonnet-5", "stream": True, "max_tokens": 10,
+                          "messages": [{"role": "user", "content": "x" * 20000}]}).encode()
+    direct, proxied = [], []
+    with httpx.Client() as client:
+        for _ in range(n):
+            for url, bucket in ((f"{upstream}/v1/messages", direct),
+                                (f"{gateway.base_url('bench')}/v1/messages", proxied)):
+                start = time.perf_counter()
+                r = client.post(url, content=payload, headers={"x-api-key": "dummy",
+                                                               "content-type": "application/json"})
+                r.read()
+                bucket.append(time.perf_counter() - start)
+                assert r.status_code == 200
+    gateway.stop()
+    server.shutdown()
+    shutil.rmtree(tmp)
+    return direct, proxied
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--sandbox", default="auto", choices=("auto", "local", "bwrap"))
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
+        recs = harness_runs(args.runs, args.sandbox, Path(tmp) / "cache", Path(tmp) / "out")
+        bare = bare_cli_runs(args.runs)
+    med = statistics.median
+    total = med(r["timings"]["total_s"] for r in recs)
+    checks = med(r["timings"]["checks_s"] for r in recs)
+    agent = med(r["timings"]["agent_s"] for r in recs)
+    cli = med(bare)
+    direct, proxied = gateway_calls(args.calls)
+    per_call_ms = (med(proxied) - med(direct)) * 1000
+    print(f"sandbox: {recs[0]['sandbox']}; runs: {args.runs}; calls: {args.calls}")
+    print(f"bare CLI wall time (median)          {cli:7.3f} s")
+    print(f"harness: agent phase (median)        {agent:7.3f} s")
+    print(f"harness: checks (median)             {checks:7.3f} s")
+    print(f"harness: whole run (median)          {total:7.3f} s")
+    print(f"overhead per run, checks included    {total - cli:7.3f} s   (goal <= 0.5 s)")
+    print(f"overhead per run, checks excluded    {total - checks - cli:7.3f} s")
+    print(f"gateway per call: direct {med(direct) * 1000:.2f} ms, proxied "
+          f"{med(proxied) * 1000:.2f} ms, overhead {per_call_ms:.2f} ms   (goal <= 5 ms)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,319 @@
+"""End to end through the real Claude Code CLI, the gateway and the sandbox, with the oracle
+upstream: outcomes, records, the ablation check, secrets, faults and setup errors."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from .conftest import MINI_ITEMS, Edit, workers
+
+ALPHA = "alpha and T0-01"
+
+
+def records(out: Path) -> dict[str, dict[str, Any]]:
+    return {p.parent.name: json.loads(p.read_text()) for p in out.glob("runs/*/run.json")}
+
+
+def calls(out: Path, key: str) -> list[dict[str, Any]]:
+    path = out / "runs" / key / "model_calls.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("n", [0, 2])
+def test_every_run_has_a_record_and_a_call_log_with_usage(mini: Path, pytester: pytest.Pytester,
+                                                          n: int, oracle: list[str]) -> None:
+    out = mini / "out"
+    result = pytester.runpytest("cases", *workers(n), *oracle, f"--scylla-out={out}")
+    result.assert_outcomes(passed=len(MINI_ITEMS))
+    recs = records(out)
+    assert len(recs) == len(MINI_ITEMS)
+    for key, rec in recs.items():
+        assert rec["outcome"] == "pass"
+        assert rec["passed"] is True
+        assert rec["simulated"] is True
+        assert rec["run_key"] == key
+        assert rec["exit_code"] == 0
+        assert rec["ablation"]["checked"] is True
+        assert rec["ablation"]["problems"] == []
+        assert rec["tokens"]["total_tokens"] > 0
+        assert rec["api_calls"] >= 2
+        assert rec["cost_source"] == "gateway"
+        assert rec["cost_usd"] > 0
+        assert rec["costs_agree"] is True, (rec["gateway_cost_usd"], rec["cli_cost_usd"])
+        assert rec["timings"]["agent_s"] > 0
+        assert "checks_s" in rec["timings"]
+        assert all(c["passed"] for c in rec["checks"])
+        main = [c for c in calls(out, key) if c["role"] == "main"]
+        assert main
+        assert all(c["status"] == 200 and c["usage"]["output_tokens"] > 0
+                            for c in main)
+        diff = (out / "runs" / key / "diff.patch").read_text()
+        assert diff.startswith("diff --git"), diff[:200]
+        assert ".claude/" not in diff
+        assert "CLAUDE.md" not in diff
+    alpha = recs["alpha-T5-02-r1"]
+    assert alpha["declared"]["mcp_servers"] == ["notes"]
+    assert "notes" in alpha["ablation"]["observed"]["mcp_servers"]
+    assert "review" in alpha["ablation"]["observed"]["skills"]
+    assert "WebFetch" not in alpha["ablation"]["observed"]["tools"]
+
+
+@pytest.mark.parametrize(("mode", "n"), [("noop", 0), ("wrong", 2)])
+def test_noop_and_wrong_oracles_fail_as_judged_runs(mini: Path, pytester: pytest.Pytester,
+                                                    oracle: list[str], mode: str, n: int) -> None:
+    out = mini / "out"
+    result = pytester.runpytest("cases", "-m", "T0", *workers(n), oracle[1],
+                                f"--scylla-oracle={mode}", f"--scylla-out={out}")
+    result.assert_outcomes(failed=6)
+    assert "Traceback" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["*fail: check items not met: F1*", "*FAIL runs*"])
+    assert {r["outcome"] for r in records(out).values()} == {"fail"}
+
+
+BREAKS = {
+    "dropped-skill": ("shutil.rmtree(ws / '.claude' / 'skills' / 'review')",
+                      "declared skill or agent 'review' is not the one in the request*"),
+    "extra-agent": ("(ws / '.claude' / 'agents').mkdir(parents=True, exist_ok=True); "
+                    "(ws / '.claude' / 'agents' / 'stray.md').write_text("
+                    "'---\\nname: stray\\ndescription: An agent nobody declared.\\n---\\nHi\\n')",
+                    "agent 'stray' is in the request but not declared"),
+    "home-claude-md": ("(run_dir / 'home' / '.claude' / 'CLAUDE.md').write_text('Leaked rule.')",
+                       "CLAUDE.md from */home/.claude/CLAUDE.md is in the request but not "
+                       "declared"),
+}
+
+
+@pytest.mark.parametrize("n", [0, 2])
+@pytest.mark.parametrize("kind", sorted(BREAKS))
+def test_a_broken_overlay_is_an_infra_error_naming_the_difference(
+        mini: Path, pytester: pytest.Pytester, oracle: list[str], kind: str, n: int) -> None:
+    action, message = BREAKS[kind]
+    pytester.makeconftest(f"""
+import shutil
+import pytest_scylla.overlay as overlay
+
+_apply = overlay.apply
+
+def broken(sub, tiers, ws, run_dir):
+    made = _apply(sub, tiers, ws, run_dir)
+    if sub.ref == "T1-01":
+        {action}
+    return made
+
+overlay.apply = broken
+
+def pytest_unconfigure(config):  # inline runs share this process's modules: put it back
+    overlay.apply = _apply
+""")
+    out = mini / "out"
+    result = pytester.runpytest("cases", "-k", "alpha and T1", *workers(n), *oracle,
+                                f"--scylla-out={out}")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*ERROR at setup of alpha[[]T1-01-r1]*",
+                                 f"infra_error: ablation check failed: *{message}*"])
+    rec = records(out)["alpha-T1-01-r1"]
+    assert rec["outcome"] == "infra_error"
+    assert rec["ablation"]["problems"]
+    assert rec["api_calls"] == 1  # refused at the first request: nothing spent on a void run
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_secrets_and_the_users_claude_config_never_reach_a_file_or_request(
+        mini: Path, pytester: pytest.Pytester, oracle: list[str],
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    canary_key = "sk-ant-canary-0123456789-do-not-leak"
+    canary_md = "CANARY-USER-CLAUDE-MD-7f3a"
+    home = tmp_path / "userhome"
+    (home / ".claude" / "skills" / "canaryskill").mkdir(parents=True)
+    (home / ".claude" / "CLAUDE.md").write_text(f"Always say {canary_md}.\n")
+    (home / ".claude" / "skills" / "canaryskill" / "SKILL.md").write_text(
+        f"---\nname: canaryskill\ndescription: {canary_md}\n---\nbody\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", canary_key)
+    out = mini / "out"
+    result = pytester.runpytest_subprocess(
+        "cases", "-p", "no:xdist", *oracle, f"--scylla-out={out}", "--scylla-record-bodies",
+        "--scylla-keep-workspaces")
+    result.assert_outcomes(passed=len(MINI_ITEMS))
+    files = [p for p in out.rglob("*") if p.is_file()]
+    assert any(p.name.endswith(".request.json") for p in files)  # bodies were recorded
+    assert any("workspace" in p.parts for p in files)  # workspaces were kept
+    for path in files:
+        data = path.read_bytes()
+        assert canary_key.encode() not in data, path
+        assert canary_md.encode() not in data, path
+
+
+class _Upstream(http.server.BaseHTTPRequestHandler):
+    """Stands in for the vendor API behind the gateway (the CLI itself stays real)."""
+
+    seen: ClassVar[list[dict[str, Any]]] = []
+    status = 200
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        type(self).seen.append({"path": self.path, "key": self.headers.get("x-api-key"),
+                                "model": body.get("model")})
+        if type(self).status != 200:
+            data = json.dumps({"type": "error", "error": {"type": "rate_limit_error",
+                                                          "message": "slow down"}}).encode()
+            self.send_response(type(self).status)
+            self.send_header("retry-after", "1")
+        else:
+            from pytest_scylla.gateway import sse
+
+            data = b"".join(sse.message_events("msg_up", body["model"], [
+                {"type": "text", "text": "Nothing to do."}], "end_turn", {
+                "input_tokens": 1000, "output_tokens": 10, "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 0}))
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture
+def upstream() -> Iterator[tuple[str, type[_Upstream]]]:
+    handler = type("Upstream", (_Upstream,), {"seen": [], "status": 200})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", handler
+    server.shutdown()
+
+
+@pytest.mark.parametrize("status", [200, 429])
+def test_the_real_upstream_path_injects_the_key_and_classifies_rate_limits(
+        mini: Path, pytester: pytest.Pytester, oracle: list[str],
+        monkeypatch: pytest.MonkeyPatch, upstream: tuple[str, type[_Upstream]],
+        status: int) -> None:
+    url, handler = upstream
+    handler.status = status
+    key = "sk-ant-real-key-held-by-the-gateway-only"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", key)
+    monkeypatch.setenv("SCYLLA_UPSTREAM_URL", url)
+    out = mini / "out"
+    result = pytester.runpytest_subprocess("cases", "-k", ALPHA, "-p", "no:xdist", oracle[1],
+                                           "--scylla-model=claude-haiku-4-5",
+                                           f"--scylla-out={out}")
+    assert handler.seen
+    assert {s["key"] for s in handler.seen} == {key}
+    assert {s["model"] for s in handler.seen} == {"claude-haiku-4-5"}
+    rec = records(out)["alpha-T0-01-r1"]
+    assert not rec["simulated"]
+    assert "SIMULATED" not in result.stdout.str()
+    if status == 200:  # a real answer that changes nothing: judged, and it fails
+        result.assert_outcomes(failed=1)
+        assert rec["outcome"] == "fail"
+        assert rec["cost_source"] == "gateway"
+        assert rec["usage"]["claude-haiku-4-5"]["input_tokens"] >= 1000
+        assert rec["costs_agree"] is True
+    else:
+        result.assert_outcomes(errors=1)
+        assert rec["outcome"] == "infra_error"
+        assert rec["infra_events"][0]["status"] == 429
+        assert rec["infra_events"][0]["retry_after"] == "1"
+    for path in out.rglob("*"):
+        assert not path.is_file() or key.encode() not in path.read_bytes(), path
+
+
+@pytest.mark.parametrize(("fault", "outcome", "pytest_outcome"), [
+    ("stall", "timeout", "failed"),
+    ("crash", "agent_error", "failed"),
+    ("overloaded", "infra_error", "errors"),
+])
+def test_faults_end_in_the_right_outcome_and_keep_what_was_measured(
+        mini: Path, pytester: pytest.Pytester, edit: Edit, oracle: list[str],
+        monkeypatch: pytest.MonkeyPatch, fault: str, outcome: str, pytest_outcome: str) -> None:
+    edit("cases/alpha/test.yaml", "rubric: basic", "rubric: basic\ntimeout_seconds: 5")
+    monkeypatch.setenv("SCYLLA_ORACLE_FAULT", fault)
+    out = mini / "out"
+    result = pytester.runpytest_subprocess("cases", "-k", ALPHA, "-p", "no:xdist", *oracle,
+                                           f"--scylla-out={out}")
+    result.assert_outcomes(**{pytest_outcome: 1})
+    assert "Traceback" not in result.stdout.str()
+    rec = records(out)["alpha-T0-01-r1"]
+    assert rec["outcome"] == outcome, rec["reason"]
+    assert rec["api_calls"] >= 1
+    assert (out / "runs/alpha-T0-01-r1/model_calls.jsonl").stat().st_size
+    assert [c["name"] for c in rec.get("checks", [])] == ["runs"]  # judged on what it left
+    if fault == "stall":
+        assert 5 <= rec["timings"]["agent_s"] < 30
+        assert rec["timed_out"] is True
+    if fault == "crash":
+        assert "killed by signal 9" in rec["reason"]
+        assert rec["tokens"]["total_tokens"] > 0  # the call made before the crash is counted
+    if fault == "overloaded":
+        assert {e["status"] for e in rec["infra_events"]} == {529}
+
+
+def test_the_run_budget_is_enforced_by_the_gateway(mini: Path, pytester: pytest.Pytester,
+                                                   edit: Edit, oracle: list[str]) -> None:
+    edit("cases/alpha/test.yaml", "rubric: basic", "rubric: basic\nmax_cost_usd: 0.01")
+    out = mini / "out"
+    result = pytester.runpytest("cases", "-k", ALPHA, "-p", "no:xdist", *oracle,
+                                f"--scylla-out={out}")
+    result.assert_outcomes(failed=1)
+    rec = records(out)["alpha-T0-01-r1"]
+    assert rec["outcome"] == "budget_exceeded"
+    assert rec["budget"]["exceeded"] is True
+    assert rec["refused_calls"] >= 1
+    assert rec["cost_usd"] >= 0.01
+    logged = calls(out, "alpha-T0-01-r1")
+    assert logged[0]["status"] == 200
+    assert "budget" in logged[-1]["refused"]
+    result.stdout.fnmatch_lines(["budget_exceeded: gateway refused calls over the run budget*"])
+
+
+def test_each_report_carries_its_run_record(mini: Path, pytester: pytest.Pytester,
+                                            oracle: list[str]) -> None:
+    pytester.makeconftest(r"""
+import json
+
+CONFIG = []
+
+def pytest_configure(config):
+    CONFIG.append(config)
+
+def pytest_runtest_logreport(report):
+    if report.when == "call" and not hasattr(CONFIG[0], "workerinput"):  # the controller
+        with open("seen.jsonl", "a") as f:
+            f.write(json.dumps(dict(report.user_properties)["scylla_run"]) + "\n")
+""")
+    out = mini / "out"
+    result = pytester.runpytest("cases", "-k", "alpha and T0", *workers(2), *oracle,
+                                f"--scylla-out={out}")
+    result.assert_outcomes(passed=3)
+    seen = [json.loads(line) for line in (mini / "seen.jsonl").read_text().splitlines()]
+    on_disk = records(out)
+    assert len(on_disk) == 3
+    assert sorted(r["run_key"] for r in seen) == sorted(on_disk)
+    for rec in seen:
+        assert rec == on_disk[rec["run_key"]]
+
+
+@pytest.mark.parametrize(("args", "env", "message"), [
+    (["--scylla-oracle", "--scylla-cli=/nonexistent/claude"], {},
+     "setup: Claude Code CLI '/nonexistent/claude' not found on PATH; install it with*"),
+    ([], {"ANTHROPIC_API_KEY": "", "ANTHROPIC_AUTH_TOKEN": ""},
+     "setup: no model credential: set ANTHROPIC_API_KEY*--scylla-oracle*"),
+])
+def test_setup_problems_are_one_clear_error(mini: Path, pytester: pytest.Pytester,
+                                            monkeypatch: pytest.MonkeyPatch, args: list[str],
+                                            env: dict[str, str], message: str) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    result = pytester.runpytest("cases", "-p", "no:xdist", *args)
+    result.stdout.fnmatch_lines([message])
+    result.assert_outcomes(errors=1)  # the session stops after the first: no wall of errors
+    assert "Traceback" not in result.stdout.str()

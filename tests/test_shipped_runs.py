@@ -1,0 +1,57 @@
+"""The shipped case test-001 end to end through the real CLI, for every shipped subtest, with the
+oracle: the reference solution passes everywhere and the ablation holds; noop and wrong fail."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_scylla.tiers import TierSet
+
+ROOT = Path(__file__).resolve().parents[1]
+SUBTESTS = [s.ref for t in TierSet(ROOT / "tiers").tiers.values() for s in t.subtests]
+
+
+def _run(pytester: pytest.Pytester, out: Path, cache: str, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_subprocess(
+        str(ROOT / "cases" / "test-001"), f"--rootdir={ROOT}", "-p", "no:cacheprovider",
+        f"--scylla-tiers-dir={ROOT / 'tiers'}", f"--scylla-rubrics-dir={ROOT / 'rubrics'}",
+        f"--scylla-out={out}", cache, *args)
+
+
+def test_test_001_passes_under_every_shipped_subtest(pytester: pytest.Pytester,
+                                                      oracle: list[str]) -> None:
+    out = pytester.path / "out"
+    result = _run(pytester, out, oracle[1], "--scylla-oracle", "-n", "2")
+    result.assert_outcomes(passed=len(SUBTESTS))
+    recs = [json.loads(p.read_text()) for p in out.glob("runs/*/run.json")]
+    assert sorted(r["subtest"] for r in recs) == sorted(SUBTESTS)
+    for rec in recs:
+        assert rec["outcome"] == "pass", rec["run_key"]
+        assert rec["ablation"]["problems"] == [], rec["run_key"]
+        assert rec["tokens"]["total_tokens"] > 0
+        assert set(rec["ablation"]["observed"]["mcp_servers"]) == set(
+            rec["declared"]["mcp_servers"])
+        assert set(rec["declared"]["skills"]) <= set(rec["ablation"]["observed"]["skills"])
+        assert set(rec["declared"]["agents"]) <= set(rec["ablation"]["observed"]["agents"])
+        # the oracle hands the work down (main -> [lead ->] writer): two calls per level
+        delegates = rec["oracle_script"]["delegates"]
+        assert rec["api_calls"] >= 2 + 2 * len(delegates), rec["run_key"]
+        if rec["tier"] == "T4":  # hierarchies: the lead delegates again (nested sub-agents)
+            assert len(delegates) == 2, rec["run_key"]
+
+
+@pytest.mark.parametrize("mode", ["noop", "wrong"])
+def test_test_001_fails_with_the_noop_and_wrong_oracles(pytester: pytest.Pytester,
+                                                        oracle: list[str], mode: str) -> None:
+    out = pytester.path / "out"
+    result = _run(pytester, out, oracle[1], f"--scylla-oracle={mode}", "-p", "no:xdist",
+                  "-k", "T0-01 or T3-01 or T5-02")
+    result.assert_outcomes(failed=3)
+    recs = [json.loads(p.read_text()) for p in out.glob("runs/*/run.json")]
+    assert {r["outcome"] for r in recs} == {"fail"}
+    for rec in recs:
+        unmet = {i["id"] for i in rec["check_items"] if not i["met"]}
+        assert {"F1", "F2", "F3"} & unmet  # a required check item fails
