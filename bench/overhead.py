@@ -94,6 +94,7 @@ def bare_cli_runs(n: int) -> list[float]:
 
 class _Stand(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
     body = b"".join(sse.message_events("m", "claude-sonnet-5", [{"type": "text", "text": "x"}],
                                        "end_turn", {"input_tokens": 10, "output_tokens": 2}))
 

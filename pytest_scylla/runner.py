@@ -128,9 +128,10 @@ def measure_baseline(rt: Runtime, allow: tuple[str, ...] | None = None,
                                           bridge=True)
             rt.gateway.close(key)
             if not route.first_request:
+                said = claude_code.parse(private / "out.jsonl").final_message
                 raise claude_code.SetupError(
                     f"could not measure the CLI's baseline request (exit {finished.exit_code}): "
-                    + (private / "err.txt").read_text(errors="replace")[-500:])
+                    + (said or (private / "err.txt").read_text(errors="replace")[-500:]))
             data = {"cli_version": rt.cli_version, "sandbox": rt.sandbox.name,
                     "measured_at": _now(), "request": route.first_request}
             record.write_json(cache, data)

@@ -54,3 +54,11 @@ def test_scylla_command_help() -> None:
                          capture_output=True, text=True, check=True).stdout
     for command in ("validate", "report", "import", "plan"):
         assert command in out
+
+
+def test_overhead_benchmark_runs_and_reports_both_measures() -> None:
+    done = subprocess.run([sys.executable, str(ROOT / "bench/overhead.py"), "--runs", "1",
+                           "--calls", "5"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"overhead per run, checks included\s+-?\d+\.\d+ s", done.stdout)
+    assert re.search(r"gateway per call: direct [\d.]+ ms, proxied [\d.]+ ms", done.stdout)

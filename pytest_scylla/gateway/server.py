@@ -80,6 +80,7 @@ def _now() -> str:
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # stream events go out as they come, not 40 ms later
     server: Any
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -137,14 +138,33 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(b"0\r\n\r\n")
 
 
+class _UnixHandler(_Handler):
+    disable_nagle_algorithm = False  # not a TCP socket
+
+
+def _quiet_error(request: Any, client_address: Any) -> None:
+    """One line instead of socketserver's traceback for a connection that broke."""
+    import sys
+
+    exc = sys.exc_info()[1]
+    print(f"pytest-scylla gateway: connection error: {type(exc).__name__}: {exc}",
+          file=sys.stderr)
+
+
 class _TCPServer(http.server.ThreadingHTTPServer):
     daemon_threads = True
     gateway: Gateway
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        _quiet_error(request, client_address)
 
 
 class _UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
     gateway: Gateway
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        _quiet_error(request, client_address)
 
 
 class Gateway:
@@ -162,7 +182,7 @@ class Gateway:
 
     def start(self) -> Gateway:
         tcp = _TCPServer(("127.0.0.1", 0), _Handler)
-        unix = _UnixServer(str(self.socket_path), _Handler)
+        unix = _UnixServer(str(self.socket_path), _UnixHandler)
         for server in (tcp, unix):
             server.gateway = self
             threading.Thread(target=server.serve_forever, name="scylla-gateway",
