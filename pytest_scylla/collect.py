@@ -7,6 +7,7 @@ Collection parses and validates only. Problems become one `CollectError` per cas
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,7 +121,7 @@ class RunItem(pytest.Function):
         rt = plugin.runtime(self)
         from .runner import execute
 
-        rec = execute(spec.case, spec.subtest, spec.run, rt)
+        rec = json.loads(json.dumps(execute(spec.case, spec.subtest, spec.run, rt)))  # JSON-native
         self.stash[RECORD_KEY] = rec
         self.user_properties.append(("scylla_run", rec))
         if rec["outcome"] == "infra_error":
