@@ -36,6 +36,7 @@ from pytest_scylla import runner  # noqa: E402
 from pytest_scylla.agents import claude_code  # noqa: E402
 from pytest_scylla.gateway import Gateway, Route, sse  # noqa: E402
 from pytest_scylla.gateway.oracle import Script  # noqa: E402
+from pytest_scylla.judges import DEFAULT_JUDGES, parse  # noqa: E402
 from pytest_scylla.sandbox import choose  # noqa: E402
 from pytest_scylla.spec import load_case  # noqa: E402
 from pytest_scylla.tiers import TierSet  # noqa: E402
@@ -52,7 +53,7 @@ def harness_runs(n: int, sandbox_kind: str, cache: Path, out: Path) -> list[dict
     rt = runner.Runtime(out=out, cache_dir=cache, tiers=tiers, gateway=gateway,
                         sandbox=kind(gateway.port, gateway.socket_dir, [cache / "npm"]),
                         cli=cli, cli_version=claude_code.version(cli), model="claude-sonnet-5",
-                        oracle="solution")
+                        oracle="solution", judges=tuple(parse(j) for j in DEFAULT_JUDGES))
     rt.baseline(sub)  # measured once, not part of any run
     recs = []
     for i in range(n):
@@ -147,7 +148,8 @@ def main() -> int:
         recs = harness_runs(args.runs, args.sandbox, Path(tmp) / "cache", Path(tmp) / "out")
         bare = bare_cli_runs(args.runs)
     med = statistics.median
-    total = med(r["timings"]["total_s"] for r in recs)
+    judges = med(r["judge_duration_seconds"] for r in recs)
+    total = med(r["timings"]["total_s"] for r in recs) - judges
     checks = med(r["timings"]["checks_s"] for r in recs)
     agent = med(r["timings"]["agent_s"] for r in recs)
     cli = med(bare)
@@ -157,7 +159,8 @@ def main() -> int:
     print(f"bare CLI wall time (median)          {cli:7.3f} s")
     print(f"harness: agent phase (median)        {agent:7.3f} s")
     print(f"harness: checks (median)             {checks:7.3f} s")
-    print(f"harness: whole run (median)          {total:7.3f} s")
+    print(f"harness: judge panel, oracle (median) {judges:6.3f} s (not counted below)")
+    print(f"harness: whole run w/o judges (median) {total:6.3f} s")
     print(f"overhead per run, checks included    {total - cli:7.3f} s   (goal <= 0.5 s)")
     print(f"overhead per run, checks excluded    {total - checks - cli:7.3f} s")
     print(f"gateway per call: direct {med(direct) * 1000:.2f} ms, proxied "

@@ -124,8 +124,8 @@ class RunItem(pytest.Function):
         rec = json.loads(json.dumps(execute(spec.case, spec.subtest, spec.run, rt)))  # JSON-native
         self.stash[RECORD_KEY] = rec
         self.user_properties.append(("scylla_run", rec))
-        if rec["outcome"] == "infra_error":
-            pytest.fail(f"infra_error: {rec['reason']}\nrun folder: "
+        if rec["outcome"] in ("infra_error", "judge_error"):
+            pytest.fail(f"{rec['outcome']}: {rec['reason']}\nrun folder: "
                         f"{rt.out / 'runs' / rec['run_key']}", pytrace=False)
 
 
@@ -133,13 +133,36 @@ RECORD_KEY = pytest.StashKey[dict[str, Any]]()
 
 
 def verdict_table(rec: dict[str, Any]) -> str:
-    """The failure text of a judged non-pass: outcome, reason and every check."""
+    """The failure text of a judged non-pass: outcome and reason, each judge by category, the
+    consensus against the threshold, the weakest items with a judge's reason, failed checks."""
     lines = [f"{rec['outcome']}: {rec['reason']}".rstrip(": ")]
+    judges = [j for j in rec.get("judges", []) if j.get("valid")]
+    if judges:
+        names = [c["name"] for c in judges[0]["categories"]]
+        lines.append("  " + f"{'judge':<22}" + "".join(f"{n[:14]:>15}" for n in names)
+                     + f"{'score':>8}")
+        for j in judges:
+            cells = "".join(f"{'n/a' if c['score'] is None else format(c['score'], '.2f'):>15}"
+                            for c in j["categories"])
+            lines.append(f"  {j['judge_model'][:22]:<22}{cells}{j['score']:>8.2f}")
+    if rec.get("consensus"):
+        c = rec["consensus"]
+        lines.append(f"  consensus {c['score']:.2f} grade {c['grade']} (pass threshold "
+                     f"{rec.get('pass_threshold', 0.6):.2f}), {c['valid_judges']} valid judges")
+    weakest: dict[str, tuple[float, str, str, str]] = {}
+    for j in judges:
+        for item_id, v in (j.get("verdict") or {}).get("items", {}).items():
+            if v["achieved"] != "N/A":
+                entry = (float(v["achieved"]), item_id, j["judge_model"], v["reason"])
+                weakest[item_id] = min(weakest.get(item_id, entry), entry)
+    for achieved, item_id, model, why in sorted(weakest.values())[:3]:
+        lines.append(f"  weak {item_id} {achieved:g} ({model}): {why[:120]}")
     for check in rec.get("checks", []):
-        mark = "ok  " if check["passed"] else "FAIL"
-        lines.append(f"  {mark} {check['name']:<24} {check['reason']}".rstrip())
-    lines.append(f"  cost ${rec.get('cost_usd') or 0:.4f} ({rec.get('cost_source')}), "
-                 f"{rec.get('num_turns')} turns, agent {rec['timings'].get('agent_s')}s"
+        if not check["passed"]:
+            lines.append(f"  FAIL check {check['name']:<20} {check['reason']}".rstrip())
+    lines.append(f"  cost ${rec.get('cost_usd') or 0:.4f} agent ({rec.get('cost_source')}) + "
+                 f"${rec.get('judge_cost_usd') or 0:.4f} judges, {rec.get('num_turns')} turns, "
+                 f"agent {rec['timings'].get('agent_s')}s"
                  f"{'  [SIMULATED MODEL]' if rec.get('simulated') else ''}")
     return "\n".join(lines)
 

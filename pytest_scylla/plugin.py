@@ -87,7 +87,8 @@ def _make_runtime(config: pytest.Config) -> Any:
                      tiers=settings.tierset(config), gateway=gateway,
                      sandbox=kind(gateway.port, gateway.socket_dir, [s.cache_dir / "npm"]),
                      cli=cli, cli_version=cli_version, model=s.model, oracle=s.oracle,
-                     keep_workspaces=s.keep_workspaces, record_bodies=s.record_bodies)
+                     keep_workspaces=s.keep_workspaces, record_bodies=s.record_bodies,
+                     judges=s.judges, min_judges=s.min_judges)
         rt.baselines = {json.dumps([None, []]): measure_baseline(rt)}
         return rt
     except (claude_code.SetupError, UpstreamSetupError, SandboxError, OSError) as exc:
@@ -122,6 +123,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         lines.append(warning or f"scylla: sandbox={kind.name}")
     except SandboxError as exc:
         lines.append(f"scylla: sandbox problem: {exc}")
+    lines.append(f"scylla: judges={','.join(j.label for j in s.judges)} (min {s.min_judges} "
+                 f"valid){' answered by the oracle: SIMULATED' if s.oracle else ''}")
     lines.append(f"scylla: results in {config.stash[EXPERIMENT_KEY]}")
     return lines
 

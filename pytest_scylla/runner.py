@@ -15,15 +15,17 @@ import shutil
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from . import __version__, checks, mcp_install, overlay, pricing, record, workspace
+from . import __version__, checks, mcp_install, overlay, pricing, record, scoring, workspace
 from .agents import claude_code
 from .gateway import Gateway, Route, ablation
 from .gateway.oracle import Script
+from .judges import JudgeResult, JudgeSpec, run_panel
+from .judges import prompt as judge_prompt
 from .sandbox import Sandbox
 from .spec import Case, RubricItem
 from .tiers import Subtest, TierSet, front_matter
@@ -56,6 +58,8 @@ class Runtime:
     oracle: str | None
     keep_workspaces: bool = False
     record_bodies: bool = False
+    judges: tuple[JudgeSpec, ...] = ()
+    min_judges: int = 2
     baselines: dict[str, dict[str, Any]] | None = None
 
     def baseline(self, sub: Subtest) -> dict[str, Any]:
@@ -225,6 +229,94 @@ def verdict(rows: list[dict[str, Any]]) -> tuple[bool, float | None]:
 
 
 # ---------------------------------------------------------------------------------------------
+# the judge panel
+
+
+def oracle_verdict(items: list[RubricItem], results: list[checks.CheckResult]) -> dict[str, Any]:
+    """What the oracle judge answers: each judge item in proportion to the checks that passed
+    (in quarter points), so a run that passes its checks scores high and one that fails low."""
+    share = sum(r.passed for r in results) / len(results) if results else 1.0
+    reason = f"oracle judge: {sum(r.passed for r in results)} of {len(results)} checks passed"
+    return {"items": {i.id: {"achieved": round(i.points * share * 4) / 4, "reason": reason}
+                      for i in items},
+            "reasoning": f"SIMULATED verdict derived from the checks ({reason})."}
+
+
+def judge(case: Case, key: str, run_dir: Path, rt: Runtime, final_message: str, diff: str,
+          files: list[str], results: list[checks.CheckResult], rows: list[dict[str, Any]]
+          ) -> dict[str, Any]:
+    """Ask the panel (concurrently, through the gateway) and score every valid verdict in code.
+    Check items come from the checks; a rubric without judge items needs no panel."""
+    began = time.monotonic()
+    items = [i for i in case.rubric.items if i.kind == "judge"]
+    from_checks = {r["id"]: r["achieved"] for r in rows}
+    panel: list[JudgeResult] = []
+    if items:
+        prompt = judge_prompt.build(case, items, final_message, diff, files,
+                                    [r.to_json() for r in results])
+        script = (Script(mode="judge", workspace=run_dir, files=(),
+                         verdict=oracle_verdict(items, results)) if rt.oracle else None)
+        routes: list[Route] = []
+
+        def base_url(number: int, spec: JudgeSpec) -> str:
+            route = rt.gateway.open(Route(
+                key=f"{key}-judge{number}-{secrets.token_hex(3)}",
+                log_path=run_dir / "judge_calls.jsonl", script=script,
+                upstream="oracle" if rt.oracle else "anthropic"))
+            routes.append(route)
+            return rt.gateway.base_url(route.key)
+
+        try:
+            panel = run_panel(rt.judges, prompt, items, base_url)
+        finally:
+            for route in routes:
+                rt.gateway.close(route.key)
+    verdicts = []
+    for result in panel:
+        entry = result.to_json()
+        entry["judge_model"], entry["judge_number"] = result.model, result.number
+        if result.valid and result.verdict is not None:
+            achieved = {**from_checks, **{i: v["achieved"]
+                                          for i, v in result.verdict["items"].items()}}
+            scored = scoring.score(case.rubric, achieved)
+            entry.update(score=scored.score, impl_rate=scored.impl_rate,
+                         grade=case.rubric.grade(scored.score),
+                         passed=scored.score >= case.rubric.pass_threshold
+                         and scored.required_met,
+                         categories=[asdict(c) for c in scored.categories],
+                         unmet_required=list(scored.unmet_required))
+            entry["_scored"] = scored
+        verdicts.append(entry)
+    valid = [v.pop("_scored") for v in verdicts if "_scored" in v]
+    if not items:
+        valid = [scoring.score(case.rubric, from_checks)]
+    need = max(1, min(rt.min_judges, len(rt.judges))) if items else 1
+    out: dict[str, Any] = {
+        "judges": verdicts, "valid_judges": len(valid), "min_judges": need,
+        "judge_cost_usd": round(sum(r.cost_usd for r in panel), 6),
+        "judge_duration_seconds": round(time.monotonic() - began, 3),
+        "judge_tokens": tokens({r.model: r.usage for r in panel}),
+        "consensus": None}
+    if len(valid) >= need:
+        panel_verdict = scoring.consensus(case.rubric, valid)
+        out["consensus"] = asdict(panel_verdict)
+        out.update(score=panel_verdict.score, impl_rate=panel_verdict.impl_rate,
+                   grade=panel_verdict.grade)
+    return out
+
+
+def judged_reason(rec: dict[str, Any], threshold: float) -> str:
+    verdict = rec["consensus"]
+    parts = []
+    if verdict["score"] < threshold:
+        parts.append(f"consensus {verdict['score']:.2f} (grade {verdict['grade']}) is below "
+                     f"the pass threshold {threshold:.2f}")
+    if verdict["unmet_required"]:
+        parts.append(f"required items not met: {', '.join(verdict['unmet_required'])}")
+    return "; ".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------
 # one run
 
 
@@ -321,6 +413,7 @@ def execute(case: Case, sub: Subtest, run: int, rt: Runtime) -> dict[str, Any]:
         "simulated": rt.oracle is not None, "sandbox": rt.sandbox.name,
         "plugin_version": __version__, "started_at": _now(), "outcome": "infra_error",
         "passed": False, "reason": "", "exit_code": None,
+        "pass_threshold": case.rubric.pass_threshold,
     }
     route: Route | None = None
     result = claude_code.Result()
@@ -364,10 +457,10 @@ def execute(case: Case, sub: Subtest, run: int, rt: Runtime) -> dict[str, Any]:
                    stop_reason=result.stop_reason, terminal_reason=result.terminal_reason,
                    cli_result=result.to_json(), cli_init=result.init)
 
-        (run_dir / "diff.patch").write_text(workspace.diff(ws, exclude=ov.written),
-                                            encoding="utf-8")
-        (run_dir / "files.txt").write_text("\n".join(workspace.file_list(ws_path)) + "\n",
-                                           encoding="utf-8")
+        diff = workspace.diff(ws, exclude=ov.written)
+        files = workspace.file_list(ws_path)
+        (run_dir / "diff.patch").write_text(diff, encoding="utf-8")
+        (run_dir / "files.txt").write_text("\n".join(files) + "\n", encoding="utf-8")
         check_began = time.monotonic()
 
         def wrap(cmd: list[str]) -> list[str]:
@@ -376,15 +469,23 @@ def execute(case: Case, sub: Subtest, run: int, rt: Runtime) -> dict[str, Any]:
         results = checks.run_checks(case, ws_path, base_env(private), wrap)
         timings["checks_s"] = round(time.monotonic() - check_began, 3)
         rows = check_items(case, results)
-        passed, score = verdict(rows)
+        _, check_score = verdict(rows)
+        rec.update(checks=[r.to_json() for r in results], check_items=rows,
+                   check_score=check_score)
         outcome, reason = classify(finished, result, route, stderr_tail)
-        if outcome is None:
+        if outcome != "infra_error":  # a void run is not worth a judge's tokens
+            rec.update(judge(case, key, run_dir, rt, result.final_message, diff, files,
+                             results, rows))
+        if outcome is None and rec.get("consensus") is None:
+            outcome, reason = "judge_error", (
+                f"only {rec['valid_judges']} valid judge(s), {rec['min_judges']} needed: "
+                + "; ".join(f"{j['judge_model']}: {j['errors'][-1] if j['errors'] else '?'}"
+                            for j in rec["judges"] if not j["valid"]))
+        elif outcome is None:
+            passed = rec["consensus"]["passed"]
             outcome = "pass" if passed else "fail"
-            failed = [r["id"] for r in rows if not r["met"] and (r["required"] or not any(
-                x["required"] for x in rows))]
-            reason = "" if passed else f"check items not met: {', '.join(failed)}"
-        rec.update(outcome=outcome, passed=outcome == "pass", reason=reason,
-                   checks=[r.to_json() for r in results], check_items=rows, check_score=score)
+            reason = "" if passed else judged_reason(rec, case.rubric.pass_threshold)
+        rec.update(outcome=outcome, passed=outcome == "pass", reason=reason)
     except (workspace.WorkspaceError, mcp_install.InstallError, claude_code.SetupError,
             OSError) as exc:
         rec.update(outcome="infra_error", passed=False, reason=f"{type(exc).__name__}: {exc}")

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from .judges import JudgeSpec, JudgeSpecError
+from .judges import parse as parse_judge
 from .tiers import TIER_NAME, Subtest, TierSet, tier_files
 from .yamlmarks import display
 
@@ -37,6 +39,11 @@ OPTIONS: tuple[tuple[str, str, str, str], ...] = (
     ("sandbox", "how the agent and checks are isolated: auto (bwrap if it works, else local), "
      "bwrap or local (default auto)", "KIND", "auto"),
     ("cli", "the Claude Code executable (default: claude on PATH)", "PATH", ""),
+    ("judges", "the judge panel, comma-separated: model ids (Anthropic, through the gateway) or "
+     "openai:<model>@<base-url> (default: claude-opus-4-8,claude-sonnet-5,claude-haiku-4-5)",
+     "JUDGES", "claude-opus-4-8,claude-sonnet-5,claude-haiku-4-5"),
+    ("min-judges", "valid judges a verdict needs, else judge_error (default 2, at most the "
+     "panel size)", "N", "2"),
     ("cache-dir", "shared cache for repo mirrors, MCP packages and CLI baselines "
      "(default: $XDG_CACHE_HOME/pytest-scylla or ~/.cache/pytest-scylla)", "DIR", ""),
 )
@@ -64,6 +71,8 @@ class Settings:
     cache_dir: Path = Path(".cache")
     keep_workspaces: bool = False
     record_bodies: bool = False
+    judges: tuple[JudgeSpec, ...] = ()
+    min_judges: int = 2
 
     def selects_tier(self, tier: str) -> bool:
         return self.tiers is None or tier in self.tiers
@@ -194,6 +203,21 @@ def resolve(config: pytest.Config) -> Settings:
     model = str(raw).strip()
     if not model or any(c.isspace() for c in model):
         raise pytest.UsageError(f"{origin}={raw!r}: expected a model id such as {DEFAULT_MODEL}")
+    raw, origin = _value(config, "scylla_judges")
+    try:
+        judges = tuple(parse_judge(e) for e in _list(raw) or ())
+    except JudgeSpecError as exc:
+        raise pytest.UsageError(f"{origin}: {exc}") from None
+    if not judges:
+        raise pytest.UsageError(f"{origin}: the panel needs at least one judge, e.g. "
+                                "--scylla-judges=claude-sonnet-5")
+    raw, origin = _value(config, "scylla_min_judges")
+    try:
+        min_judges = int(str(raw))
+    except ValueError:
+        min_judges = 0
+    if min_judges < 1:
+        raise pytest.UsageError(f"{origin}={raw!r}: expected a whole number of judges >= 1")
     cli = str(_value(config, "scylla_cli")[0]).strip() or None
     cache_dir = _path(config, "scylla_cache_dir", default_cache_dir())
     flags = {name: bool(config.getoption(f"scylla_{name}") or config.getini(f"scylla_{name}"))
@@ -201,7 +225,8 @@ def resolve(config: pytest.Config) -> Settings:
 
     settings = Settings(runs=runs, tiers=tiers, subtests=subtests, out=out, report=report,
                         oracle=oracle, tiers_dir=tiers_dir, rubrics_dir=rubrics_dir,
-                        model=model, sandbox=sandbox, cli=cli, cache_dir=cache_dir, **flags)
+                        model=model, sandbox=sandbox, cli=cli, cache_dir=cache_dir,
+                        judges=judges, min_judges=min(min_judges, len(judges)), **flags)
     if subtests is not None:
         # Checking that each selector matches something needs the tiers: parse them now, once.
         config.stash[TIERSET_KEY] = TierSet(tiers_dir)

@@ -40,7 +40,8 @@ def test_ci_installs_what_the_tests_need() -> None:
 def test_pytest_help_lists_every_scylla_option(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--help")
     options = sorted(set(re.findall(r"--scylla-[a-z-]+", result.stdout.str())))
-    assert options == ["--scylla-cache-dir", "--scylla-cli", "--scylla-keep-workspaces",
+    assert options == ["--scylla-cache-dir", "--scylla-cli", "--scylla-judges",
+                       "--scylla-keep-workspaces", "--scylla-min-judges",
                        "--scylla-model", "--scylla-oracle", "--scylla-out",
                        "--scylla-record-bodies", "--scylla-report", "--scylla-rubrics-dir",
                        "--scylla-runs", "--scylla-sandbox", "--scylla-subtests",
@@ -62,3 +63,11 @@ def test_overhead_benchmark_runs_and_reports_both_measures() -> None:
     assert done.returncode == 0, done.stderr
     assert re.search(r"overhead per run, checks included\s+-?\d+\.\d+ s", done.stdout)
     assert re.search(r"gateway per call: direct [\d.]+ ms, proxied [\d.]+ ms", done.stdout)
+
+
+def test_judge_panel_benchmark_runs_and_reports_the_ratio() -> None:
+    done = subprocess.run([sys.executable, str(ROOT / "bench/judges.py"), "--latency", "0.5",
+                           "--repeat", "1"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"panel wall time \(median\)\s+[\d.]+ s = [\d.]+ x the slowest judge",
+                     done.stdout)  # the ratio is reported, not asserted (noisy machines)

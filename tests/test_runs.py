@@ -73,7 +73,8 @@ def test_noop_and_wrong_oracles_fail_as_judged_runs(mini: Path, pytester: pytest
                                 f"--scylla-oracle={mode}", f"--scylla-out={out}")
     result.assert_outcomes(failed=6)
     assert "Traceback" not in result.stdout.str()
-    result.stdout.fnmatch_lines(["*fail: check items not met: F1*", "*FAIL runs*"])
+    result.stdout.fnmatch_lines(["fail: consensus * is below the pass threshold 0.60; required "
+                                 "items not met: F1", "*FAIL check runs*"])
     assert {r["outcome"] for r in records(out).values()} == {"fail"}
 
 
@@ -169,6 +170,18 @@ class _Upstream(http.server.BaseHTTPRequestHandler):
                                                           "message": "slow down"}}).encode()
             self.send_response(type(self).status)
             self.send_header("retry-after", "1")
+        elif body.get("tool_choice"):  # a judge: a zero-point verdict for every required item
+            schema = body["tools"][0]["input_schema"]["properties"]["items"]
+            verdict = {"items": {i: {"achieved": 0, "reason": "stand-in"}
+                                 for i in schema["required"]}, "reasoning": "stand-in"}
+            data = json.dumps({"id": "msg_j", "type": "message", "role": "assistant",
+                               "model": body["model"], "stop_reason": "tool_use",
+                               "content": [{"type": "tool_use", "id": "toolu_j",
+                                            "name": body["tools"][0]["name"],
+                                            "input": verdict}],
+                               "usage": {"input_tokens": 500, "output_tokens": 50}}).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
         else:
             from pytest_scylla.gateway import sse
 
@@ -205,7 +218,8 @@ def test_the_real_upstream_path_injects_the_key_and_classifies_rate_limits(
     out = mini / "out"
     result = pytester.runpytest_subprocess("cases", "-k", ALPHA, "-p", "no:xdist", oracle[1],
                                            "--scylla-model=claude-haiku-4-5",
-                                           f"--scylla-out={out}")
+                                           "--scylla-judges=claude-haiku-4-5",
+                                           "--scylla-min-judges=1", f"--scylla-out={out}")
     assert handler.seen
     assert {s["key"] for s in handler.seen} == {key}
     assert {s["model"] for s in handler.seen} == {"claude-haiku-4-5"}
@@ -218,6 +232,8 @@ def test_the_real_upstream_path_injects_the_key_and_classifies_rate_limits(
         assert rec["cost_source"] == "gateway"
         assert rec["usage"]["claude-haiku-4-5"]["input_tokens"] >= 1000
         assert rec["costs_agree"] is True
+        assert rec["judges"][0]["valid"] is True  # the judge went the same way
+        assert rec["judge_cost_usd"] == pytest.approx((500 * 1 + 50 * 5) / 1e6)
     else:
         result.assert_outcomes(errors=1)
         assert rec["outcome"] == "infra_error"

@@ -50,6 +50,10 @@ def test_test_001_fails_with_the_noop_and_wrong_oracles(pytester: pytest.Pyteste
     result = _run(pytester, out, oracle[1], f"--scylla-oracle={mode}", "-p", "no:xdist",
                   "-k", "T0-01 or T3-01 or T5-02")
     result.assert_outcomes(failed=3)
+    result.stdout.fnmatch_lines([
+        "fail: *required items not met: *F2*", "  judge * functional * score",
+        "  claude-opus-4-8 *", "  consensus * grade *", "  weak * oracle judge: * checks passed",
+        "  FAIL check prints-greeting *"])
     recs = [json.loads(p.read_text()) for p in out.glob("runs/*/run.json")]
     assert {r["outcome"] for r in recs} == {"fail"}
     for rec in recs:

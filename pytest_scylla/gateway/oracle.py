@@ -21,6 +21,7 @@ import json
 import os
 import re
 import shlex
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,7 @@ from typing import Any
 from . import sse
 
 TOOL_ID = "toolu_oracle_"
+JUDGE_TOOL = "submit_verdict"
 MODES = ("solution", "noop", "wrong")
 FAULTS = ("stall", "overloaded", "crash")
 
@@ -42,6 +44,7 @@ class Script:
     files: tuple[tuple[str, str], ...]  # (path relative to the workspace, content to write)
     existing: frozenset[str] = frozenset()  # of those, the ones the workspace had at the start
     delegates: tuple[str, ...] = ()  # sub-agents to hand the work down to, outermost first
+    verdict: dict[str, Any] | None = None  # what the oracle judge answers (judge routes only)
 
     @classmethod
     def for_case(cls, mode: str, solution: Path | None, workspace: Path,
@@ -143,8 +146,36 @@ def plan(script: Script, tools: set[str]) -> list[list[tuple[str, dict[str, Any]
     return []
 
 
+def judge_faults() -> dict[str, str]:
+    """`SCYLLA_ORACLE_JUDGE_FAULT=malformed-once:<model>,never-valid:<model>` -> {model: kind}."""
+    faults = {}
+    for entry in os.environ.get("SCYLLA_ORACLE_JUDGE_FAULT", "").split(","):
+        kind, _, model = entry.strip().partition(":")
+        if kind in ("malformed-once", "never-valid") and model:
+            faults[model] = kind
+    return faults
+
+
+def _judge(script: Script, request: dict[str, Any]) -> Reply:
+    """A verdict through the forced tool call; faults make it malformed (missing items)."""
+    delay = float(os.environ.get("SCYLLA_ORACLE_JUDGE_DELAY", "0") or 0)
+    if delay > 0:
+        time.sleep(delay)
+    kind = judge_faults().get(str(request.get("model")))
+    retry = any(m.get("role") == "assistant" for m in request.get("messages", []))
+    verdict = script.verdict or {"items": {}, "reasoning": "no verdict prepared"}
+    if kind == "never-valid" or (kind == "malformed-once" and not retry):
+        items = dict(list(verdict["items"].items())[:-1])  # one item missing
+        verdict = {"items": items, "reasoning": "(oracle fault: incomplete verdict)"}
+    block = {"type": "tool_use", "id": "toolu_oracle_verdict", "name": JUDGE_TOOL,
+             "input": verdict}
+    return Reply(200, [block], stop_reason="tool_use")
+
+
 def answer(script: Script, request: dict[str, Any]) -> Reply:
     """The oracle's next reply to `request`."""
+    if (request.get("tool_choice") or {}).get("name") == JUDGE_TOOL:
+        return _judge(script, request)
     injected = fault()
     if injected == "overloaded":
         return Reply(529, [], headers=(("retry-after", "1"),),
