@@ -262,7 +262,8 @@ def judge(case: Case, key: str, run_dir: Path, rt: Runtime, final_message: str, 
             route = rt.gateway.open(Route(
                 key=f"{key}-judge{number}-{secrets.token_hex(3)}",
                 log_path=run_dir / "judge_calls.jsonl", script=script,
-                upstream="oracle" if rt.oracle else "anthropic"))
+                upstream="oracle" if rt.oracle else "anthropic",
+                pass_auth=spec.kind == "claude-cli"))
             routes.append(route)
             return rt.gateway.base_url(route.key)
 

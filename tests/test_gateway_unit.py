@@ -223,3 +223,22 @@ def test_proxy_streams_unchanged_logs_usage_and_classifies_overload(gateway: Gat
     assert [x["status"] for x in log] == [529, 200, 400]
     assert log[1]["usage"]["output_tokens"] == 100
     assert log[1]["ttft_s"] >= 0
+
+
+def test_without_a_credential_only_pass_through_routes_reach_the_upstream(
+        gateway: Gateway, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    gateway.open(Route(key="agent", log_path=tmp_path / "a.jsonl", upstream="anthropic"))
+    gateway.open(Route(key="login", log_path=tmp_path / "b.jsonl", upstream="anthropic",
+                       pass_auth=True))
+    body = json.dumps({"model": "claude-haiku-4-5", "stream": True, "messages": []})
+    with httpx.Client() as client:
+        refused = client.post(gateway.base_url("agent") + "/v1/messages", content=body,
+                              headers={"x-api-key": "cli-login"})
+        passed = client.post(gateway.base_url("login") + "/v1/messages", content=body,
+                             headers={"x-api-key": "cli-login"})
+    assert refused.status_code == 401
+    assert "ANTHROPIC_API_KEY" in refused.text
+    assert passed.status_code == 200
+    assert _Upstream.keys[-1] == "cli-login"

@@ -111,6 +111,7 @@ def test_bad_judge_options_are_usage_errors(mini: Path, pytester: pytest.Pyteste
 def test_judge_specs() -> None:
     assert parse("claude-sonnet-5") == JudgeSpec("anthropic", "claude-sonnet-5")
     assert parse("anthropic:claude-haiku-4-5") == JudgeSpec("anthropic", "claude-haiku-4-5")
+    assert parse("claude-cli:claude-sonnet-5") == JudgeSpec("claude-cli", "claude-sonnet-5")
     assert parse("openai:qwen3@http://127.0.0.1:8000/v1") == JudgeSpec(
         "openai", "qwen3", "http://127.0.0.1:8000/v1")
 
@@ -169,3 +170,21 @@ def test_openai_compatible_judge_uses_a_json_schema_and_retries() -> None:
     fmt = _OpenAI.requests[0]["response_format"]
     assert fmt["type"] == "json_schema"
     assert fmt["json_schema"]["schema"] == verdict.schema(items)
+
+
+def test_claude_cli_judge_answers_through_json_schema(mini: Path, pytester: pytest.Pytester,
+                                                      oracle: list[str]) -> None:
+    out = mini / "out"
+    result = pytester.runpytest("cases", "-k", ALPHA, "-p", "no:xdist", *oracle,
+                                "--scylla-judges=claude-cli:claude-haiku-4-5,claude-sonnet-5",
+                                f"--scylla-out={out}")
+    result.assert_outcomes(passed=1)
+    cli, sdk = record(out)["judges"]
+    assert (cli["kind"], cli["valid"], cli["score"]) == ("claude-cli", True, 1.0)
+    assert cli["usage"]["output_tokens"] > 0
+    assert cli["cost_usd"] > 0
+    assert (sdk["kind"], sdk["valid"]) == ("anthropic", True)
+    calls = [json.loads(c) for c in
+             (out / "runs/alpha-T0-01-r1/judge_calls.jsonl").read_text().splitlines()]
+    assert {c["model"] for c in calls if c.get("model")} == {"claude-haiku-4-5",
+                                                             "claude-sonnet-5"}

@@ -31,6 +31,7 @@ from . import sse
 
 TOOL_ID = "toolu_oracle_"
 JUDGE_TOOL = "submit_verdict"
+STRUCTURED_TOOL = "StructuredOutput"  # how `claude -p --json-schema` asks for its answer
 MODES = ("solution", "noop", "wrong")
 FAULTS = ("stall", "overloaded", "crash")
 
@@ -161,20 +162,28 @@ def _judge(script: Script, request: dict[str, Any]) -> Reply:
     delay = float(os.environ.get("SCYLLA_ORACLE_JUDGE_DELAY", "0") or 0)
     if delay > 0:
         time.sleep(delay)
+    last = (request.get("messages") or [{}])[-1].get("content")
+    if isinstance(last, list) and any(
+            isinstance(b, dict) and b.get("type") == "tool_result" and not b.get("is_error")
+            and str(b.get("tool_use_id", "")).startswith("toolu_oracle_verdict") for b in last):
+        return _text("Verdict submitted.")  # the CLI accepted the structured output
     kind = judge_faults().get(str(request.get("model")))
-    retry = any(m.get("role") == "assistant" for m in request.get("messages", []))
+    retry = any(m.get("role") == "assistant" for m in request.get("messages", [])) or (
+        "previous verdict was not accepted" in json.dumps(request.get("messages", [])))
     verdict = script.verdict or {"items": {}, "reasoning": "no verdict prepared"}
     if kind == "never-valid" or (kind == "malformed-once" and not retry):
         items = dict(list(verdict["items"].items())[:-1])  # one item missing
         verdict = {"items": items, "reasoning": "(oracle fault: incomplete verdict)"}
-    block = {"type": "tool_use", "id": "toolu_oracle_verdict", "name": JUDGE_TOOL,
-             "input": verdict}
+    name = STRUCTURED_TOOL if STRUCTURED_TOOL in tool_names(request) else JUDGE_TOOL
+    block = {"type": "tool_use", "id": f"toolu_oracle_verdict_{len(request['messages'])}",
+             "name": name, "input": verdict}
     return Reply(200, [block], stop_reason="tool_use")
 
 
 def answer(script: Script, request: dict[str, Any]) -> Reply:
     """The oracle's next reply to `request`."""
-    if (request.get("tool_choice") or {}).get("name") == JUDGE_TOOL:
+    if (request.get("tool_choice") or {}).get("name") == JUDGE_TOOL or (
+            script.verdict is not None and tool_names(request) == {STRUCTURED_TOOL}):
         return _judge(script, request)
     injected = fault()
     if injected == "overloaded":

@@ -57,6 +57,7 @@ class Route:
     script: oracle.Script | None = None
     expected: ablation.Expected | None = None
     capture_first: bool = False
+    pass_auth: bool = False  # without a credential of our own, forward the client's (CLI login)
     # what happened
     spent_usd: float = 0.0
     calls: int = 0
@@ -358,7 +359,16 @@ class Gateway:
 
         headers = {k: v for k, v in client.headers.items()
                    if k.lower() not in HOP_HEADERS and k.lower() not in CLIENT_AUTH}
-        headers.update(credential_headers())
+        try:
+            headers.update(credential_headers())
+        except UpstreamSetupError as exc:
+            if not route.pass_auth:
+                client.send_json(401, {"type": "error", "error": {
+                    "type": "authentication_error", "message": f"pytest-scylla: {exc}"}})
+                return {"status": 401, "error": "no credential",
+                        "latency_s": round(time.monotonic() - start, 4)}
+            headers.update({k: v for k, v in client.headers.items()
+                            if k.lower() in CLIENT_AUTH})
         url = self.upstream_url + path + (f"?{query}" if query else "")
         reader = UsageReader()
         first_byte: float | None = None

@@ -3,7 +3,8 @@ answering with a forced tool call whose input is validated; invalid verdicts are
 the validation errors fed back, a bounded number of times.
 
 `--scylla-judges` entries: a bare model id or `anthropic:<model>` (Anthropic SDK through the
-gateway), `openai:<model>@<base-url>` (any OpenAI-compatible endpoint, JSON-schema response).
+gateway), `openai:<model>@<base-url>` (any OpenAI-compatible endpoint, JSON-schema response),
+`claude-cli:<model>` (`claude -p` with `--json-schema`, through the gateway).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from .prompt import Prompt
 DEFAULT_JUDGES = ("claude-opus-4-8", "claude-sonnet-5", "claude-haiku-4-5")
 DEFAULT_MIN_VALID = 2
 MAX_ATTEMPTS = 3
-KINDS = ("anthropic", "openai")
+KINDS = ("anthropic", "openai", "claude-cli")
 
 
 class JudgeSpecError(ValueError):
@@ -40,10 +41,12 @@ class JudgeSpec:
 
 def parse(entry: str) -> JudgeSpec:
     text = entry.strip()
-    kind, _, rest = text.partition(":") if ":" in text.split("@")[0] else ("anthropic", "", text)
+    head = text.split("@")[0]
+    kind, _, rest = text.partition(":") if ":" in head else ("anthropic", "", text)
     if kind not in KINDS:
         raise JudgeSpecError(f"unknown judge kind '{kind}' in '{entry}'; use a model id, "
-                             "anthropic:<model> or openai:<model>@<base-url>")
+                             "anthropic:<model>, claude-cli:<model> or "
+                             "openai:<model>@<base-url>")
     model, _, base_url = rest.partition("@")
     if not model or any(c.isspace() for c in model):
         raise JudgeSpecError(f"'{entry}' names no model")
@@ -77,9 +80,10 @@ Asker = Callable[[JudgeSpec, Prompt, Sequence[RubricItem], str, JudgeResult], No
 def run_panel(specs: Sequence[JudgeSpec], prompt: Prompt, items: Sequence[RubricItem],
               base_url: Callable[[int, JudgeSpec], str]) -> list[JudgeResult]:
     """Ask every judge at once; each result says whether its verdict is valid."""
-    from . import anthropic_judge, openai_judge
+    from . import anthropic_judge, claude_cli_judge, openai_judge
 
-    askers: dict[str, Asker] = {"anthropic": anthropic_judge.ask, "openai": openai_judge.ask}
+    askers: dict[str, Asker] = {"anthropic": anthropic_judge.ask, "openai": openai_judge.ask,
+                                "claude-cli": claude_cli_judge.ask}
 
     def one(number: int, spec: JudgeSpec) -> JudgeResult:
         result = JudgeResult(number=number, model=spec.model, kind=spec.kind)
