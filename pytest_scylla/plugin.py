@@ -30,6 +30,12 @@ def pytest_configure(config: pytest.Config) -> None:
     for category in CATEGORIES:
         config.addinivalue_line("markers", f"{category}: cases of category {category}")
     config.stash[EXPERIMENT_KEY] = experiment_dir(config)
+    if not hasattr(config, "workerinput"):  # the controller collects, exports and summarises
+        from .aggregate import Aggregator
+
+        config.pluginmanager.register(Aggregator(config.stash[EXPERIMENT_KEY],
+                                                 config.stash[settings.SETTINGS_KEY]),
+                                      "scylla-aggregate")
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistHooks(config.stash[EXPERIMENT_KEY]), "scylla-xdist")
 
@@ -90,6 +96,8 @@ def _make_runtime(config: pytest.Config) -> Any:
                      keep_workspaces=s.keep_workspaces, record_bodies=s.record_bodies,
                      judges=s.judges, min_judges=s.min_judges)
         rt.baselines = {json.dumps([None, []]): measure_baseline(rt)}
+        if any(j.kind == "anthropic" for j in s.judges):
+            import anthropic  # noqa: F401 - a slow first import, kept out of the first run's timing
         return rt
     except (claude_code.SetupError, UpstreamSetupError, SandboxError, OSError) as exc:
         if gateway is not None:
@@ -127,26 +135,3 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
                  f"valid){' answered by the oracle: SIMULATED' if s.oracle else ''}")
     lines.append(f"scylla: results in {config.stash[EXPERIMENT_KEY]}")
     return lines
-
-
-def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    """A short account of the session's runs (the full reports come from the report layer)."""
-    if hasattr(config, "workerinput"):
-        return
-    recs = [dict(r.user_properties)["scylla_run"]
-            for key in ("passed", "failed", "error") for r in terminalreporter.stats.get(key, [])
-            if r.when in ("setup", "call") and "scylla_run" in dict(r.user_properties)]
-    unique = {r["run_key"]: r for r in recs}
-    if not unique:
-        return
-    counts: dict[str, int] = {}
-    for rec in unique.values():
-        counts[rec["outcome"]] = counts.get(rec["outcome"], 0) + 1
-    cost = sum(r.get("cost_usd") or 0 for r in unique.values())
-    simulated = any(r.get("simulated") for r in unique.values())
-    terminalreporter.section("pytest-scylla")
-    terminalreporter.write_line(
-        f"{len(unique)} runs: " + ", ".join(f"{n} {o}" for o, n in sorted(counts.items()))
-        + f"; agent cost ${cost:.4f}" + (" (SIMULATED MODEL: oracle, not a real evaluation)"
-                                         if simulated else ""))
-    terminalreporter.write_line(f"records: {config.stash[EXPERIMENT_KEY] / 'runs'}/<run>/run.json")

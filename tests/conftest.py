@@ -6,7 +6,10 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy  # noqa: F401 - C extensions must be imported before pytester's inline runs
 import pytest
+import scipy.stats  # noqa: F401 - (they snapshot and restore sys.modules; numpy cannot be
+import statsmodels.stats.proportion  # noqa: F401 - loaded twice in one process)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 Edit = Callable[[str, str, str], None]

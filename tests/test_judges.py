@@ -77,16 +77,21 @@ def test_a_malformed_verdict_is_retried_and_an_invalid_judge_leaves_two(
     assert len((out / "runs/alpha-T0-01-r1/judge_calls.jsonl").read_text().splitlines()) == 6
 
 
+@pytest.mark.parametrize(("invalid", "valid"), [
+    (["claude-opus-4-8", "claude-sonnet-5"], 1),
+    (["claude-opus-4-8", "claude-sonnet-5", "claude-haiku-4-5"], 0),
+])
 def test_too_few_valid_judges_is_a_judge_error(mini: Path, pytester: pytest.Pytester,
                                                oracle: list[str],
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+                                               monkeypatch: pytest.MonkeyPatch,
+                                               invalid: list[str], valid: int) -> None:
     monkeypatch.setenv("SCYLLA_ORACLE_JUDGE_FAULT",
-                       "never-valid:claude-opus-4-8,never-valid:claude-sonnet-5")
+                       ",".join(f"never-valid:{m}" for m in invalid))
     out = mini / "out"
     result = pytester.runpytest("cases", "-k", ALPHA, "-p", "no:xdist", *oracle,
                                 f"--scylla-out={out}")
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["judge_error: only 1 valid judge(s), 2 needed: "
+    result.stdout.fnmatch_lines([f"judge_error: only {valid} valid judge(s), 2 needed: "
                                  "claude-opus-4-8: items: *"])
     rec = record(out)
     assert rec["outcome"] == "judge_error"

@@ -1,0 +1,181 @@
+"""Metrics over run records: pure functions, pandas in and out, no I/O.
+
+Column names follow the paper's exports (`runs.csv`, `judges.csv`, `criteria.csv`) plus ours.
+Definitions: ../shared/reference/statistics.md (pass rate CIs, CoP, consistency, grades).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+SMALL_N = 10  # below this many runs a rate's interval is wide: say so
+COUNTED = ("pass", "fail", "timeout", "budget_exceeded", "agent_error")  # in pass rate and CoP
+RUN_COLUMNS = [
+    "experiment", "agent_model", "tier", "subtest", "run_number", "score", "impl_rate", "passed",
+    "grade", "cost_usd", "duration_seconds", "agent_duration_seconds", "judge_duration_seconds",
+    "input_tokens", "output_tokens", "cache_creation_tokens", "cache_read_tokens", "total_tokens",
+    "exit_code", "api_calls", "num_turns", "case_id", "outcome", "judge_cost_usd", "cost_source",
+    "model_usage", "config_hash", "simulated", "run_key"]
+
+
+def run_row(rec: dict[str, Any], experiment: str) -> dict[str, Any]:
+    """One `runs.csv` row from a run record."""
+    import json
+
+    tokens = rec.get("tokens") or {}
+    timings = rec.get("timings") or {}
+    return {
+        "experiment": experiment, "agent_model": rec.get("model"), "tier": rec.get("tier"),
+        "subtest": str(rec.get("subtest", "")).split("-", 1)[-1], "run_number": rec.get("run"),
+        "score": rec.get("score"), "impl_rate": rec.get("impl_rate"),
+        "passed": rec.get("outcome") == "pass", "grade": rec.get("grade"),
+        "cost_usd": rec.get("cost_usd"), "duration_seconds": timings.get("total_s"),
+        "agent_duration_seconds": timings.get("agent_s"),
+        "judge_duration_seconds": rec.get("judge_duration_seconds"),
+        "input_tokens": tokens.get("input_tokens"), "output_tokens": tokens.get("output_tokens"),
+        "cache_creation_tokens": tokens.get("cache_creation_input_tokens"),
+        "cache_read_tokens": tokens.get("cache_read_input_tokens"),
+        "total_tokens": tokens.get("total_tokens"), "exit_code": rec.get("exit_code"),
+        "api_calls": rec.get("api_calls"), "num_turns": rec.get("num_turns"),
+        "case_id": rec.get("case"), "outcome": rec.get("outcome"),
+        "judge_cost_usd": rec.get("judge_cost_usd"), "cost_source": rec.get("cost_source"),
+        "model_usage": json.dumps(rec.get("usage") or {}, sort_keys=True),
+        "config_hash": rec.get("config_hash"), "simulated": bool(rec.get("simulated")),
+        "run_key": rec.get("run_key")}
+
+
+def judge_rows(rec: dict[str, Any], experiment: str) -> list[dict[str, Any]]:
+    """`judges.csv` rows (one per judge of the run)."""
+    rows = []
+    for j in rec.get("judges") or []:
+        rows.append({
+            "experiment": experiment, "agent_model": rec.get("model"), "tier": rec.get("tier"),
+            "subtest": str(rec.get("subtest", "")).split("-", 1)[-1],
+            "run_number": rec.get("run"), "case_id": rec.get("case"),
+            "judge_model": j.get("judge_model"), "judge_number": j.get("judge_number"),
+            "judge_score": j.get("score"), "judge_impl_rate": j.get("impl_rate"),
+            "judge_passed": j.get("passed"), "judge_grade": j.get("grade"),
+            "judge_is_valid": j.get("valid"),
+            "judge_reasoning": (j.get("verdict") or {}).get("reasoning", ""),
+            "judge_cost_usd": j.get("cost_usd"), "judge_seconds": j.get("seconds"),
+            "judge_input_tokens": (j.get("usage") or {}).get("input_tokens"),
+            "judge_output_tokens": (j.get("usage") or {}).get("output_tokens"),
+            "run_key": rec.get("run_key")})
+    return rows
+
+
+def criteria_rows(rec: dict[str, Any], experiment: str) -> list[dict[str, Any]]:
+    """`criteria.csv` rows (judge x category) of the run."""
+    rows = []
+    for j in rec.get("judges") or []:
+        for c in j.get("categories") or []:
+            rows.append({
+                "experiment": experiment, "agent_model": rec.get("model"),
+                "tier": rec.get("tier"), "subtest": str(rec.get("subtest", "")).split("-", 1)[-1],
+                "run_number": rec.get("run"), "case_id": rec.get("case"),
+                "judge_model": j.get("judge_model"), "judge_number": j.get("judge_number"),
+                "criterion": c["name"], "criterion_score": c["score"],
+                "criterion_achieved": c["achieved"], "criterion_max": c["max"],
+                "run_key": rec.get("run_key")})
+    return rows
+
+
+def clopper_pearson(passes: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
+    from statsmodels.stats.proportion import proportion_confint
+
+    low, high = proportion_confint(passes, n, alpha=alpha, method="beta")
+    return float(low), float(high)
+
+
+def bca_interval(values: Sequence[float], seed: int = 0,
+                 resamples: int = 10_000) -> tuple[float, float] | None:
+    """BCa bootstrap CI of the mean; None when the values are all equal (it degenerates)."""
+    import numpy as np
+    from scipy.stats import bootstrap
+
+    data = np.asarray(values, dtype=float)
+    if len(data) < 2 or np.all(data == data[0]):
+        return None
+    result = bootstrap((data,), np.mean, n_resamples=resamples, method="BCa",
+                       random_state=np.random.default_rng(seed))
+    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+
+
+def pass_rate_ci(passed: Sequence[bool]) -> tuple[float, float, str]:
+    """(low, high, method): BCa when it is defined and n is not small, else Clopper-Pearson."""
+    n, k = len(passed), sum(bool(p) for p in passed)
+    if n >= SMALL_N:
+        bca = bca_interval([float(p) for p in passed])
+        if bca is not None:
+            return bca[0], bca[1], "bca"
+    low, high = clopper_pearson(k, n)
+    return low, high, "clopper-pearson"
+
+
+def cop(mean_cost: float, pass_rate: float) -> float:
+    """Cost-of-Pass: expected dollars per correct solution; infinite when nothing passed."""
+    return math.inf if pass_rate <= 0 else mean_cost / pass_rate
+
+
+def consistency(scores: Sequence[float]) -> float | None:
+    import statistics
+
+    if len(scores) < 2:
+        return None
+    mean = statistics.fmean(scores)
+    if mean == 0:
+        return 0.0
+    return min(1.0, max(0.0, 1 - statistics.stdev(scores) / mean))
+
+
+def group_summary(rows: Iterable[dict[str, Any]], key: str = "tier") -> list[dict[str, Any]]:
+    """Per-tier (or per-`key`) summary over the counted runs: n, pass rate with its CI, scores,
+    impl rate, consistency, cost, CoP, modal grade, and a warning when n is small."""
+    import statistics
+    from collections import Counter
+
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(str(row[key]), []).append(row)
+    out = []
+    for name in sorted(groups, key=_tier_order):
+        runs = groups[name]
+        counted = [r for r in runs if r["outcome"] in COUNTED]
+        n = len(counted)
+        passed = [bool(r["passed"]) for r in counted]
+        scores = [float(r["score"]) for r in counted if r["score"] is not None]
+        costs = [float(r["cost_usd"] or 0) for r in counted]
+        rate = sum(passed) / n if n else 0.0
+        low, high, method = pass_rate_ci(passed) if n else (0.0, 0.0, "none")
+        mean_cost = statistics.fmean(costs) if costs else 0.0
+        grades = Counter(r["grade"] for r in counted if r["grade"])
+        out.append({
+            key: name, "n": n, "excluded": len(runs) - n, "passes": sum(passed),
+            "pass_rate": rate, "ci_low": low, "ci_high": high, "ci_method": method,
+            "mean_score": statistics.fmean(scores) if scores else None,
+            "median_score": statistics.median(scores) if scores else None,
+            "consistency": consistency(scores), "mean_cost": mean_cost,
+            "total_cost": sum(costs), "cop": cop(mean_cost, rate) if n else math.inf,
+            "modal_grade": grades.most_common(1)[0][0] if grades else None,
+            "warning": f"n={n} < {SMALL_N}: interval is wide" if n < SMALL_N else ""})
+    return out
+
+
+def frontier(summary: Sequence[dict[str, Any]], key: str = "tier") -> tuple[str, float] | None:
+    """(group, CoP) with the lowest finite CoP; None when nothing passed anywhere."""
+    finite = [(s["cop"], s[key]) for s in summary if math.isfinite(s["cop"])]
+    if not finite:
+        return None
+    best = min(finite)
+    return best[1], best[0]
+
+
+def _tier_order(name: str) -> tuple[int, str]:
+    digits = "".join(c for c in name if c.isdigit())
+    return (int(digits) if name.startswith("T") and digits else 10_000, name)
+
+
+def fmt_cop(value: float) -> str:
+    return "∞" if math.isinf(value) else f"${value:.4f}"

@@ -1,0 +1,81 @@
+"""The controller's aggregation and exports: the same records at -n 0 and -n 2, written as they
+arrive, with a tier table at the end."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_scylla import metrics
+
+from .conftest import MINI_ITEMS, workers
+
+
+def _table(path: Path) -> list[dict[str, str]]:
+    with path.open() as handle:
+        return list(csv.DictReader(handle))
+
+
+STABLE = ("tier", "subtest", "run_number", "case_id", "passed", "score", "grade", "outcome",
+          "impl_rate", "exit_code", "num_turns", "api_calls")
+
+
+def test_exports_are_the_same_at_0_and_2_workers(mini: Path, pytester: pytest.Pytester,
+                                                 oracle: list[str]) -> None:
+    tables = {}
+    for n in (0, 2):
+        out = mini / f"out{n}"
+        result = pytester.runpytest("cases", *workers(n), *oracle, f"--scylla-out={out}")
+        result.assert_outcomes(passed=len(MINI_ITEMS))
+        result.stdout.fnmatch_lines([
+            "*SIMULATED MODEL: oracle agent and judges, not a real evaluation*",
+            "tier * runs * pass rate [[]95% CI[]]*score*grade*cost/run*CoP*",
+            "T0 * 6 * 100% [[]54%, 100%[]] * 1.00 * S *<- frontier",
+            f"outcomes: {len(MINI_ITEMS)} pass *", "spend: agent $* + judges $* = $*; results: *"])
+        lines = (out / "runs.jsonl").read_text().splitlines()
+        assert len(lines) == len(MINI_ITEMS)
+        runs = _table(out / "runs.csv")
+        assert list(runs[0])[:len(metrics.RUN_COLUMNS)] == metrics.RUN_COLUMNS
+        assert len(_table(out / "judges.csv")) == 3 * len(MINI_ITEMS)
+        assert {r["criterion"] for r in _table(out / "criteria.csv")} >= {"functional",
+                                                                           "quality"}
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["runs"] == len(MINI_ITEMS)
+        assert summary["simulated"] is True
+        assert summary["frontier"]["tier"] in {"T0", "T1", "T5"}
+        assert [t["tier"] for t in summary["tiers"]] == ["T0", "T1", "T5"]
+        manifest = json.loads((out / "manifest.json").read_text())
+        assert manifest["cli_versions"]
+        assert manifest["prices_as_of"]
+        tables[n] = sorted(tuple(r[c] for c in STABLE) for r in runs)
+    assert tables[0] == tables[2]
+
+
+def test_tier_summary_cop_and_intervals() -> None:
+    rows = [{"tier": "T1", "outcome": "pass", "passed": True, "score": 0.9, "cost_usd": 0.2,
+             "grade": "A"}] * 3 + [
+        {"tier": "T1", "outcome": "fail", "passed": False, "score": 0.3, "cost_usd": 0.2,
+         "grade": "D"},
+        {"tier": "T1", "outcome": "infra_error", "passed": False, "score": None,
+         "cost_usd": 0.0, "grade": None},
+        {"tier": "T0", "outcome": "fail", "passed": False, "score": 0.1, "cost_usd": 0.1,
+         "grade": "F"}]
+    t0, t1 = metrics.group_summary(rows)
+    assert (t1["n"], t1["excluded"], t1["passes"]) == (4, 1, 3)
+    assert t1["pass_rate"] == 0.75
+    assert t1["cop"] == pytest.approx(0.2 / 0.75)
+    assert t1["ci_method"] == "clopper-pearson"
+    assert t1["ci_low"] < 0.75 < t1["ci_high"]
+    assert t1["modal_grade"] == "A"
+    assert "n=4 < 10" in t1["warning"]
+    assert t0["cop"] == float("inf")
+    assert metrics.fmt_cop(t0["cop"]) == "∞"
+    assert metrics.frontier([t0, t1]) == ("T1", pytest.approx(0.2 / 0.75))
+    many = [{"tier": "T2", "outcome": "pass", "passed": i % 3 != 0, "score": 0.5,
+             "cost_usd": 0.1, "grade": "C"} for i in range(30)]
+    [t2] = metrics.group_summary(many)
+    assert t2["ci_method"] == "bca"
+    assert t2["ci_low"] < t2["pass_rate"] < t2["ci_high"]
