@@ -1,0 +1,162 @@
+"""Statistics between tiers and between judges: pure functions over rows, using scipy,
+statsmodels and krippendorff. Conventions: ../shared/reference/statistics.md.
+
+Every result carries its n; tests that cannot run on the data (fewer than two groups, a group of
+fewer than two runs, all values equal) say so in `note` instead of returning NaN surprises.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+ALPHA = 0.05
+
+
+def _finite(value: float) -> float | None:
+    return float(value) if value is not None and math.isfinite(value) else None
+
+
+def kruskal(groups: dict[str, Sequence[float]]) -> dict[str, Any]:
+    """Kruskal-Wallis H over the groups (tie-corrected), or why it cannot be computed."""
+    from scipy.stats import kruskal as scipy_kruskal
+
+    usable = {k: list(v) for k, v in groups.items() if len(v) > 0}
+    result: dict[str, Any] = {"test": "kruskal-wallis", "groups": len(usable),
+                              "n": {k: len(v) for k, v in usable.items()},
+                              "h": None, "p": None, "significant": False, "note": ""}
+    values = [x for v in usable.values() for x in v]
+    if len(usable) < 2:
+        result["note"] = "fewer than two groups"
+    elif len(set(values)) < 2:
+        result["note"] = "all values are equal: no differences to test"
+    elif all(len(v) < 2 for v in usable.values()):
+        result["note"] = "one run per group: too few to compare"
+    else:
+        h, p = scipy_kruskal(*usable.values())
+        result.update(h=_finite(h), p=_finite(p), significant=bool(p < ALPHA))
+    return result
+
+
+def cliffs_delta(a: Sequence[float], b: Sequence[float]) -> float:
+    """P(a > b) - P(a < b) over all pairs."""
+    greater = sum(1 for x in a for y in b if x > y)
+    less = sum(1 for x in a for y in b if x < y)
+    return (greater - less) / (len(a) * len(b))
+
+
+def cliffs_delta_ci(a: Sequence[float], b: Sequence[float], seed: int = 0,
+                    resamples: int = 2000) -> tuple[float, float] | None:
+    """Percentile bootstrap CI of Cliff's delta (resampling each group); None for tiny groups."""
+    import numpy as np
+
+    if len(a) < 2 or len(b) < 2:
+        return None
+    rng = np.random.default_rng(seed)
+    xa, xb = np.asarray(a, float), np.asarray(b, float)
+    deltas = []
+    for _ in range(resamples):
+        ra = rng.choice(xa, size=len(xa), replace=True)
+        rb = rng.choice(xb, size=len(xb), replace=True)
+        diff = np.sign(ra[:, None] - rb[None, :])
+        deltas.append(diff.mean())
+    low, high = np.percentile(deltas, [2.5, 97.5])
+    return float(low), float(high)
+
+
+def pairwise(groups: dict[str, Sequence[float]], order: Sequence[str]) -> list[dict[str, Any]]:
+    """Each group against the previous one, and first against last: two-sided Mann-Whitney U,
+    Holm-Bonferroni across the family, Cliff's delta with a bootstrap CI."""
+    from scipy.stats import mannwhitneyu
+    from statsmodels.stats.multitest import multipletests
+
+    names = [g for g in order if g in groups and len(groups[g]) > 0]
+    pairs = list(itertools.pairwise(names))
+    if len(names) > 2:
+        pairs.append((names[0], names[-1]))
+    rows: list[dict[str, Any]] = []
+    for first, second in pairs:
+        a, b = list(groups[first]), list(groups[second])
+        row: dict[str, Any] = {"group1": first, "group2": second, "n1": len(a), "n2": len(b),
+                               "u": None, "p_raw": None, "p_holm": None, "significant": False,
+                               "cliffs_delta": cliffs_delta(a, b),
+                               "cliffs_delta_ci": cliffs_delta_ci(a, b), "note": ""}
+        if len(set(a) | set(b)) < 2:
+            row["note"] = "all values are equal"
+        else:
+            u, p = mannwhitneyu(a, b, alternative="two-sided")
+            row.update(u=_finite(u), p_raw=_finite(p))
+        rows.append(row)
+    tested = [r for r in rows if r["p_raw"] is not None]
+    if tested:
+        reject, corrected, _, _ = multipletests([r["p_raw"] for r in tested], alpha=ALPHA,
+                                                method="holm")
+        for row, rej, p in zip(tested, reject, corrected, strict=True):
+            row.update(p_holm=float(p), significant=bool(rej))
+    return rows
+
+
+def krippendorff_alpha(scores: Iterable[tuple[str, str, float]]) -> dict[str, Any]:
+    """Interval alpha with rows = judges (coders) and columns = runs (units); a judge without a
+    score for a run is missing (NaN). `scores` are (judge, run, score) triples."""
+    import krippendorff
+    import numpy as np
+
+    triples = list(scores)
+    judges = sorted({j for j, _, _ in triples})
+    runs = sorted({r for _, r, _ in triples})
+    matrix = np.full((len(judges), len(runs)), np.nan)
+    for judge, run, value in triples:
+        matrix[judges.index(judge), runs.index(run)] = value
+    result: dict[str, Any] = {"alpha": None, "judges": len(judges), "runs": len(runs),
+                              "level": "interval", "note": ""}
+    if len(judges) < 2 or len(runs) < 2:
+        result["note"] = "needs at least two judges and two runs"
+    else:
+        result["alpha"] = _finite(krippendorff.alpha(reliability_data=matrix,
+                                                     level_of_measurement="interval"))
+    return result
+
+
+def judge_pairs(scores: Iterable[tuple[str, str, float]]) -> list[dict[str, Any]]:
+    """Spearman rho, Pearson r and mean |difference| for every pair of judges, over the runs
+    both scored."""
+    from scipy.stats import pearsonr, spearmanr
+
+    by_judge: dict[str, dict[str, float]] = {}
+    for judge, run, value in scores:
+        by_judge.setdefault(judge, {})[run] = value
+    rows = []
+    for first, second in itertools.combinations(sorted(by_judge), 2):
+        shared = sorted(set(by_judge[first]) & set(by_judge[second]))
+        a = [by_judge[first][r] for r in shared]
+        b = [by_judge[second][r] for r in shared]
+        row: dict[str, Any] = {"judge1": first, "judge2": second, "n": len(shared),
+                               "spearman": None, "pearson": None,
+                               "mean_abs_diff": (sum(abs(x - y) for x, y in zip(a, b,
+                                                                                strict=True))
+                                                 / len(shared)) if shared else None,
+                               "note": ""}
+        if len(shared) < 3 or len(set(a)) < 2 or len(set(b)) < 2:
+            row["note"] = "too few runs or no variation"
+        else:
+            row["spearman"] = _finite(spearmanr(a, b).statistic)
+            row["pearson"] = _finite(pearsonr(a, b).statistic)
+        rows.append(row)
+    return rows
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """1 - C(n-c, k) / C(n, k): chance that at least one of k runs passes."""
+    if k > n:
+        raise ValueError(f"k={k} exceeds n={n}")
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """C(c, k) / C(n, k): chance that all of k runs pass."""
+    if k > n:
+        raise ValueError(f"k={k} exceeds n={n}")
+    return math.comb(c, k) / math.comb(n, k)

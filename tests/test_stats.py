@@ -1,0 +1,83 @@
+"""Statistics against the paper's recorded dryrun (golden) and on synthetic data."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from pytest_scylla import metrics, stats
+
+DRYRUN = Path(__file__).parent / "fixtures" / "dryrun"
+
+
+def _rows(name: str) -> list[dict[str, str]]:
+    with (DRYRUN / name).open() as handle:
+        return list(csv.DictReader(handle))
+
+
+def _scores() -> list[tuple[str, str, float]]:
+    return [(r["judge_model"], f"{r['tier']}-{r['subtest']}-{r['run_number']}",
+             float(r["judge_score"])) for r in _rows("judges.csv")]
+
+
+def test_krippendorff_alpha_of_the_dryrun_is_the_papers() -> None:
+    result = stats.krippendorff_alpha(_scores())
+    assert (result["judges"], result["runs"]) == (3, 7)  # rows = judges, columns = runs
+    assert round(result["alpha"], 3) == -0.117
+
+
+def test_judge_pair_correlations_of_the_dryrun() -> None:
+    pairs = {(p["judge1"].split("-")[1], p["judge2"].split("-")[1]): p
+             for p in stats.judge_pairs(_scores())}
+    assert round(pairs[("opus", "sonnet")]["spearman"], 3) == 0.333
+    assert round(pairs[("opus", "sonnet")]["pearson"], 3) == 0.706
+    assert round(pairs[("haiku", "opus")]["spearman"], 3) == -0.273
+    assert round(pairs[("haiku", "opus")]["pearson"], 3) == -0.063
+    assert round(pairs[("haiku", "sonnet")]["spearman"], 3) == -0.522
+    assert round(pairs[("haiku", "sonnet")]["pearson"], 3) == -0.347
+
+
+def test_frontier_cop_of_the_dryrun_is_t5() -> None:
+    rows = [{"tier": r["tier"], "outcome": "pass" if r["passed"] == "True" else "fail",
+             "passed": r["passed"] == "True", "score": float(r["score"]),
+             "cost_usd": float(r["cost_usd"]), "grade": r["grade"]} for r in _rows("runs.csv")]
+    tier, value = metrics.frontier(metrics.group_summary(rows))  # type: ignore[misc]
+    assert tier == "T5"
+    assert f"${value:.4f}" == "$0.0653"
+
+
+def test_tier_tests_say_why_they_cannot_run_on_tiny_samples() -> None:
+    one_each = {"T0": [1.0], "T1": [1.0]}
+    assert stats.kruskal(one_each)["note"] == "all values are equal: no differences to test"
+    assert stats.kruskal({"T0": [0.2]})["note"] == "fewer than two groups"
+    rows = stats.pairwise(one_each, ["T0", "T1"])
+    assert rows[0]["p_raw"] is None
+    assert rows[0]["note"] == "all values are equal"
+
+
+def test_tier_tests_find_a_real_difference_with_holm() -> None:
+    groups = {"T0": [0.1, 0.2, 0.15, 0.3, 0.25, 0.2, 0.1, 0.2],
+              "T1": [0.8, 0.9, 0.85, 0.95, 0.9, 0.7, 0.8, 0.9],
+              "T2": [0.82, 0.88, 0.9, 0.93, 0.85, 0.75, 0.8, 0.91]}
+    omnibus = stats.kruskal(groups)
+    assert omnibus["significant"] is True
+    rows = {(r["group1"], r["group2"]): r for r in stats.pairwise(groups, ["T0", "T1", "T2"])}
+    assert set(rows) == {("T0", "T1"), ("T1", "T2"), ("T0", "T2")}
+    assert rows[("T0", "T1")]["significant"] is True
+    assert rows[("T0", "T1")]["cliffs_delta"] == -1.0
+    assert rows[("T1", "T2")]["significant"] is False
+    assert rows[("T0", "T1")]["p_holm"] >= rows[("T0", "T1")]["p_raw"]
+    low, high = rows[("T1", "T2")]["cliffs_delta_ci"]
+    assert low <= rows[("T1", "T2")]["cliffs_delta"] <= high
+
+
+def test_pass_at_k_and_pass_hat_k() -> None:
+    assert stats.pass_at_k(10, 3, 1) == pytest.approx(0.3)
+    assert stats.pass_hat_k(10, 3, 1) == pytest.approx(0.3)
+    assert stats.pass_at_k(10, 3, 8) == 1.0
+    assert stats.pass_hat_k(10, 3, 4) == 0.0
+    assert stats.pass_hat_k(5, 5, 5) == 1.0
+    with pytest.raises(ValueError, match="exceeds"):
+        stats.pass_at_k(3, 1, 4)
