@@ -59,8 +59,13 @@ def build_parser() -> argparse.ArgumentParser:
                          "folder (no runs, no network)")
     val.add_argument("root", nargs="?", default=".", type=Path,
                      help="project folder holding cases/, tiers/ and rubrics/ (default: .)")
-    rep = sub.add_parser("report", help="rebuild reports from stored experiment folders")
+    rep = sub.add_parser(
+        "report", help="rebuild exports, summary and statistics from stored experiment folders "
+        "(several merge, e.g. shards from several machines) or a folder of paper-format CSVs")
     rep.add_argument("dirs", nargs="+", type=Path, metavar="DIR")
+    rep.add_argument("--out", type=Path, default=None,
+                     help="where to write (default: the DIR itself when there is one; "
+                          "required with several)")
     imp = sub.add_parser("import", help="convert a run tree of the paper's original "
                          "implementation into an experiment folder")
     imp.add_argument("src", type=Path)
@@ -86,7 +91,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("\n".join(out))
         print(f"{bad} invalid" if bad else "all valid")
         return 1 if bad else 0
+    if args.command == "report":
+        return _report(args.dirs, args.out)
     return _not_yet(args.command)
+
+
+def _report(dirs: list[Path], out: Path | None) -> int:
+    from . import report
+
+    if out is None and len(dirs) > 1:
+        print("scylla report: several folders merge into a new one: pass --out DIR",
+              file=sys.stderr)
+        return 2
+    target = out or dirs[0]
+    try:
+        tables = report.load(dirs)
+    except report.ReportInputError as exc:
+        print(f"scylla report: {exc}", file=sys.stderr)
+        return 2
+    if not tables.runs:
+        print(f"scylla report: no runs in {', '.join(map(str, dirs))}", file=sys.stderr)
+        return 2
+    report.write(target, tables)
+    print("\n".join(report.tier_table(tables, target)))
+    return 0
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 ALPHA = 0.05
@@ -19,7 +19,7 @@ def _finite(value: float) -> float | None:
     return float(value) if value is not None and math.isfinite(value) else None
 
 
-def kruskal(groups: dict[str, Sequence[float]]) -> dict[str, Any]:
+def kruskal(groups: Mapping[str, Sequence[float]]) -> dict[str, Any]:
     """Kruskal-Wallis H over the groups (tie-corrected), or why it cannot be computed."""
     from scipy.stats import kruskal as scipy_kruskal
 
@@ -66,7 +66,7 @@ def cliffs_delta_ci(a: Sequence[float], b: Sequence[float], seed: int = 0,
     return float(low), float(high)
 
 
-def pairwise(groups: dict[str, Sequence[float]], order: Sequence[str]) -> list[dict[str, Any]]:
+def pairwise(groups: Mapping[str, Sequence[float]], order: Sequence[str]) -> list[dict[str, Any]]:
     """Each group against the previous one, and first against last: two-sided Mann-Whitney U,
     Holm-Bonferroni across the family, Cliff's delta with a bootstrap CI."""
     from scipy.stats import mannwhitneyu
@@ -114,6 +114,8 @@ def krippendorff_alpha(scores: Iterable[tuple[str, str, float]]) -> dict[str, An
                               "level": "interval", "note": ""}
     if len(judges) < 2 or len(runs) < 2:
         result["note"] = "needs at least two judges and two runs"
+    elif len({v for _, _, v in triples}) < 2:
+        result["note"] = "every judge gave every run the same score: agreement is undefined"
     else:
         result["alpha"] = _finite(krippendorff.alpha(reliability_data=matrix,
                                                      level_of_measurement="interval"))

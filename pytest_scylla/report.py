@@ -1,0 +1,210 @@
+"""Outputs from stored runs: the exports, `summary.json`, `statistical_results.json` and the
+terminal tier table. Used at the end of a session (controller) and by `scylla report`, which
+rebuilds them from one or several experiment folders (e.g. shards from several machines) or from
+a folder of paper-format CSVs."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import metrics, stats
+from .record import write_json
+
+RUNS_FILE = "runs.jsonl"
+
+
+@dataclass
+class Tables:
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    judges: list[dict[str, Any]] = field(default_factory=list)
+    criteria: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def add_records(self, records: list[dict[str, Any]], experiment: str) -> None:
+        for rec in records:
+            self.runs.append(metrics.run_row(rec, experiment))
+            self.judges.extend(metrics.judge_rows(rec, experiment))
+            self.criteria.extend(metrics.criteria_rows(rec, experiment))
+
+
+class ReportInputError(ValueError):
+    """A folder that holds no runs this module can read."""
+
+
+def read_records(folder: Path) -> list[dict[str, Any]]:
+    """The run records of an experiment folder: `runs.jsonl`, else every `runs/*/run.json`."""
+    if (folder / RUNS_FILE).is_file():
+        records = {}
+        for number, line in enumerate((folder / RUNS_FILE).read_text("utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                raise ReportInputError(f"{folder / RUNS_FILE}:{number}: not a JSON record "
+                                       "(a line cut by a crash? remove it and re-run "
+                                       "`scylla report`)") from None
+            records[rec["run_key"]] = rec
+        return list(records.values())
+    return [json.loads(p.read_text("utf-8")) for p in sorted(folder.glob("runs/*/run.json"))]
+
+
+def _paper_csv(folder: Path) -> Tables:
+    """A folder of paper-format exports: runs.csv (+ judges.csv, criteria.csv)."""
+    def rows(name: str) -> list[dict[str, Any]]:
+        path = folder / name
+        if not path.is_file():
+            return []
+        with path.open(encoding="utf-8") as handle:
+            return list(csv.DictReader(handle))
+
+    def num(value: Any) -> float | None:
+        return None if value in (None, "") else float(value)
+
+    tables = Tables()
+    for r in rows("runs.csv"):
+        row = {c: r.get(c) for c in metrics.RUN_COLUMNS}
+        passed = str(r.get("passed")).lower() == "true"
+        row.update(passed=passed, outcome=r.get("outcome") or ("pass" if passed else "fail"),
+                   score=num(r.get("score")), impl_rate=num(r.get("impl_rate")),
+                   cost_usd=num(r.get("cost_usd")), case_id=r.get("case_id") or r["experiment"],
+                   judge_cost_usd=num(r.get("judge_cost_usd")),
+                   simulated=str(r.get("simulated")).lower() == "true",
+                   run_key=r.get("run_key") or f"{r['experiment']}/{r['tier']}-{r['subtest']}"
+                                              f"-r{r['run_number']}")
+        tables.runs.append(row)
+    tables.judges = rows("judges.csv")
+    tables.criteria = rows("criteria.csv")
+    return tables
+
+
+def load(folders: list[Path]) -> Tables:
+    """Everything in the given folders, merged; the same run key in two folders is kept twice
+    (two independent runs), renamed `<folder>/<key>`, with a warning."""
+    tables = Tables()
+    seen: dict[str, Path] = {}
+    for folder in dict.fromkeys(f.resolve() for f in folders):  # each folder once
+        if not folder.is_dir():
+            raise ReportInputError(f"{folder}: no such folder")
+        records = read_records(folder)
+        if records:
+            for rec in records:
+                key = rec["run_key"]
+                if key in seen:
+                    tables.warnings.append(f"run {key} is in {seen[key]} and {folder}: both "
+                                           "kept as separate runs")
+                    rec = {**rec, "run_key": f"{folder.name}/{key}"}
+                seen[rec["run_key"]] = folder
+                tables.add_records([rec], folder.name)
+        elif (folder / "runs.csv").is_file():
+            more = _paper_csv(folder)
+            tables.runs += more.runs
+            tables.judges += more.judges
+            tables.criteria += more.criteria
+        else:
+            raise ReportInputError(f"{folder}: no runs.jsonl, runs/*/run.json or runs.csv "
+                                   "here; point at an experiment folder such as "
+                                   "reports/<timestamp>/")
+    return tables
+
+
+def statistical_results(tables: Tables) -> dict[str, Any]:
+    counted = [r for r in tables.runs if r["outcome"] in metrics.COUNTED]
+    order = sorted({str(r["tier"]) for r in counted}, key=metrics._tier_order)
+    out: dict[str, Any] = {"omnibus": [], "pairwise": [], "n_runs": len(counted)}
+    for metric in ("score", "passed", "cost_usd"):
+        groups = {t: [float(r[metric]) for r in counted if r["tier"] == t
+                      and r[metric] is not None] for t in order}
+        out["omnibus"].append({"metric": metric, **stats.kruskal(groups)})
+        out["pairwise"] += [{"metric": metric, **row} for row in stats.pairwise(groups, order)]
+    scores = [(str(j["judge_model"]), str(j["run_key"] if j.get("run_key") else
+                                          f"{j['tier']}-{j['subtest']}-{j['run_number']}"),
+               float(j["judge_score"])) for j in tables.judges
+              if j.get("judge_score") not in (None, "") and str(j.get("judge_is_valid",
+                                                                      "True")) == "True"]
+    out["krippendorff_alpha"] = stats.krippendorff_alpha(scores)
+    out["judge_pairs"] = stats.judge_pairs(scores)
+    bias: dict[str, list[float]] = {}
+    for judge, _, score in scores:
+        bias.setdefault(judge, []).append(score)
+    out["judge_bias"] = [{"judge": j, "n": len(v), "mean_score": sum(v) / len(v)}
+                         for j, v in sorted(bias.items())]
+    return out
+
+
+def write(out: Path, tables: Tables, manifest: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Write every export into `out`; return the summary."""
+    out.mkdir(parents=True, exist_ok=True)
+    _csv(out / "runs.csv", tables.runs, metrics.RUN_COLUMNS)
+    _csv(out / "judges.csv", tables.judges)
+    _csv(out / "criteria.csv", tables.criteria)
+    tiers = metrics.group_summary(tables.runs)
+    best = metrics.frontier(tiers)
+    summary = {
+        "experiment": out.name, "runs": len(tables.runs),
+        "outcomes": dict(Counter(r["outcome"] for r in tables.runs)),
+        "simulated": any(bool(r.get("simulated")) for r in tables.runs),
+        "agent_cost_usd": sum(float(r["cost_usd"] or 0) for r in tables.runs),
+        "judge_cost_usd": sum(float(r.get("judge_cost_usd") or 0) for r in tables.runs),
+        "tiers": tiers, "frontier": {"tier": best[0], "cop": best[1]} if best else None,
+        "warnings": tables.warnings}
+    write_json(out / "summary.json", _jsonable(summary))
+    write_json(out / "statistical_results.json", _jsonable(statistical_results(tables)))
+    if manifest is not None:
+        write_json(out / "manifest.json", manifest)
+    return summary
+
+
+def tier_table(tables: Tables, where: Path) -> list[str]:
+    """The terminal summary: tier table with the frontier marked, outcomes, spend."""
+    summary = metrics.group_summary(tables.runs)
+    best = metrics.frontier(summary)
+    lines = []
+    if any(bool(r.get("simulated")) for r in tables.runs):
+        lines.append("SIMULATED MODEL: oracle agent and judges, not a real evaluation")
+    lines.append(f"{'tier':<6}{'runs':>5}{'pass rate [95% CI]':>24}{'score':>7}{'grade':>6}"
+                 f"{'cost/run':>10}{'CoP':>10}  note")
+    for s in summary:
+        mark = " <- frontier" if best and s["tier"] == best[0] else ""
+        score = "-" if s["mean_score"] is None else f"{s['mean_score']:.2f}"
+        rate = f"{s['pass_rate']:.0%} [{s['ci_low']:.0%}, {s['ci_high']:.0%}]"
+        note = mark or (f"  {s['warning']}" if s["warning"] else "")
+        lines.append(f"{s['tier']:<6}{s['n']:>5}{rate:>24}{score:>7}{s['modal_grade'] or '-':>6}"
+                     f"{'$' + format(s['mean_cost'], '.4f'):>10}"
+                     f"{metrics.fmt_cop(s['cop']):>10}{note}")
+    counts = Counter(r["outcome"] for r in tables.runs)
+    lines.append("outcomes: " + ", ".join(f"{n} {o}" for o, n in sorted(counts.items()))
+                 + " (infra_error and judge_error runs are not counted in pass rates)")
+    agent = sum(float(r["cost_usd"] or 0) for r in tables.runs)
+    judges = sum(float(r.get("judge_cost_usd") or 0) for r in tables.runs)
+    lines.append(f"spend: agent ${agent:.4f} + judges ${judges:.4f} = ${agent + judges:.4f}; "
+                 f"results: {where}")
+    lines += [f"warning: {w}" for w in tables.warnings]
+    return lines
+
+
+def _csv(path: Path, rows: list[dict[str, Any]], columns: list[str] | None = None) -> None:
+    names = columns or (list(rows[0]) if rows else [])
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=names, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def _jsonable(value: Any) -> Any:
+    """JSON has no infinity: the CoP of a tier that never passed is written as "inf"."""
+    if isinstance(value, float) and math.isinf(value):
+        return "inf"
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value
