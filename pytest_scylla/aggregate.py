@@ -22,6 +22,7 @@ class Aggregator:
         self.out = out
         self.settings = settings
         self.records: dict[str, dict[str, Any]] = {}
+        self.failure = ""
 
     # -- as reports arrive --------------------------------------------------------------------
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -46,13 +47,20 @@ class Aggregator:
     # -- at the end -----------------------------------------------------------------------------
     def _tables(self) -> report.Tables:
         tables = report.Tables()
-        tables.add_records(list(self.records.values()), self.out.name)
+        tables.add_records(list(self.records.values()), self.out.name, self.out)
         return tables
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if self.records:
-            report.write(self.out, self._tables(), self._manifest(list(self.records.values())))
+        if not self.records:
+            return
+        try:
+            report.write(self.out, self._tables(), self._manifest(list(self.records.values())),
+                         self.settings.report)
+        except Exception as exc:  # the records are safe in runs.jsonl: say so, don't crash
+            self.failure = (f"writing the reports failed ({type(exc).__name__}: {exc}); every "
+                            f"run is kept in {self.out / RUNS_FILE}: rebuild with "
+                            f"`scylla report {self.out}`")
 
     def _manifest(self, records: list[dict[str, Any]]) -> dict[str, Any]:
         s = self.settings
@@ -76,6 +84,8 @@ class Aggregator:
         if not self.records:
             return
         terminalreporter.section("pytest-scylla")
+        if self.failure:
+            terminalreporter.write_line(self.failure, red=True)
         for line in report.tier_table(self._tables(), self.out):
             terminalreporter.write_line(line, yellow=line.startswith("SIMULATED"),
                                         bold=line.startswith("SIMULATED"))

@@ -66,6 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--out", type=Path, default=None,
                      help="where to write (default: the DIR itself when there is one; "
                           "required with several)")
+    rep.add_argument("--report", default="md,html", metavar="FORMATS",
+                     help="reports besides the CSV/JSON exports: md, html (with figures) or "
+                          "none (default: md,html)")
     imp = sub.add_parser("import", help="convert a run tree of the paper's original "
                          "implementation into an experiment folder")
     imp.add_argument("src", type=Path)
@@ -92,11 +95,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{bad} invalid" if bad else "all valid")
         return 1 if bad else 0
     if args.command == "report":
-        return _report(args.dirs, args.out)
+        return _report(args.dirs, args.out, tuple(
+            f for f in args.report.split(",") if f.strip() and f != "none"))
+    if args.command == "import":
+        from .importer import SourceTreeError, convert
+
+        try:
+            count = convert(args.src, args.dest)
+        except (SourceTreeError, OSError, ValueError, KeyError) as exc:
+            print(f"scylla import: {exc}", file=sys.stderr)
+            return 2
+        print(f"imported {count} runs from {args.src} into {args.dest}; "
+              f"rebuild with: scylla report {args.dest}")
+        return 0
     return _not_yet(args.command)
 
 
-def _report(dirs: list[Path], out: Path | None) -> int:
+def _report(dirs: list[Path], out: Path | None, formats: tuple[str, ...]) -> int:
     from . import report
 
     if out is None and len(dirs) > 1:
@@ -112,7 +127,12 @@ def _report(dirs: list[Path], out: Path | None) -> int:
     if not tables.runs:
         print(f"scylla report: no runs in {', '.join(map(str, dirs))}", file=sys.stderr)
         return 2
-    report.write(target, tables)
+    unknown = set(formats) - {"md", "html"}
+    if unknown:
+        print(f"scylla report: unknown report format(s) {', '.join(sorted(unknown))}; use md, "
+              "html or none", file=sys.stderr)
+        return 2
+    report.write(target, tables, formats=("csv", "json", *formats))
     print("\n".join(report.tier_table(tables, target)))
     return 0
 

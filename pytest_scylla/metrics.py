@@ -7,6 +7,7 @@ Definitions: ../shared/reference/statistics.md (pass rate CIs, CoP, consistency,
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -20,6 +21,18 @@ RUN_COLUMNS = [
     "model_usage", "config_hash", "simulated", "run_key"]
 
 
+MODEL_ID = re.compile(r"^claude-(opus|sonnet|haiku)-(\d+)(?:-(\d{1,2}))?(?:-\d{8})?$")
+
+
+def model_label(model: str | None) -> str | None:
+    """'claude-sonnet-4-5-20250929' -> 'Sonnet 4.5': the paper's display names in exports."""
+    match = MODEL_ID.match(model or "")
+    if not match:
+        return model
+    family, major, minor = match.groups()
+    return f"{family.capitalize()} {major}{'.' + minor if minor else ''}"
+
+
 def run_row(rec: dict[str, Any], experiment: str) -> dict[str, Any]:
     """One `runs.csv` row from a run record."""
     import json
@@ -27,9 +40,10 @@ def run_row(rec: dict[str, Any], experiment: str) -> dict[str, Any]:
     tokens = rec.get("tokens") or {}
     timings = rec.get("timings") or {}
     return {
-        "experiment": experiment, "agent_model": rec.get("model"), "tier": rec.get("tier"),
-        "subtest": str(rec.get("subtest", "")).split("-", 1)[-1], "run_number": rec.get("run"),
-        "score": rec.get("score"), "impl_rate": rec.get("impl_rate"),
+        "experiment": experiment,
+        "agent_model": rec.get("agent_model_label") or model_label(rec.get("model")),
+        "tier": rec.get("tier"), "subtest": str(rec.get("subtest", "")).split("-", 1)[-1],
+        "run_number": rec.get("run"), "score": rec.get("score"), "impl_rate": rec.get("impl_rate"),
         "passed": rec.get("outcome") == "pass", "grade": rec.get("grade"),
         "cost_usd": rec.get("cost_usd"), "duration_seconds": timings.get("total_s"),
         "agent_duration_seconds": timings.get("agent_s"),
@@ -51,8 +65,9 @@ def judge_rows(rec: dict[str, Any], experiment: str) -> list[dict[str, Any]]:
     rows = []
     for j in rec.get("judges") or []:
         rows.append({
-            "experiment": experiment, "agent_model": rec.get("model"), "tier": rec.get("tier"),
-            "subtest": str(rec.get("subtest", "")).split("-", 1)[-1],
+            "experiment": experiment,
+            "agent_model": rec.get("agent_model_label") or model_label(rec.get("model")),
+            "tier": rec.get("tier"), "subtest": str(rec.get("subtest", "")).split("-", 1)[-1],
             "run_number": rec.get("run"), "case_id": rec.get("case"),
             "judge_model": j.get("judge_model"), "judge_number": j.get("judge_number"),
             "judge_score": j.get("score"), "judge_impl_rate": j.get("impl_rate"),
@@ -72,7 +87,8 @@ def criteria_rows(rec: dict[str, Any], experiment: str) -> list[dict[str, Any]]:
     for j in rec.get("judges") or []:
         for c in j.get("categories") or []:
             rows.append({
-                "experiment": experiment, "agent_model": rec.get("model"),
+                "experiment": experiment,
+                "agent_model": rec.get("agent_model_label") or model_label(rec.get("model")),
                 "tier": rec.get("tier"), "subtest": str(rec.get("subtest", "")).split("-", 1)[-1],
                 "run_number": rec.get("run"), "case_id": rec.get("case"),
                 "judge_model": j.get("judge_model"), "judge_number": j.get("judge_number"),

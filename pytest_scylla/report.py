@@ -25,9 +25,15 @@ class Tables:
     judges: list[dict[str, Any]] = field(default_factory=list)
     criteria: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    records: list[dict[str, Any]] = field(default_factory=list)  # for the HTML drill-down
+    sources: dict[str, Path] = field(default_factory=dict)  # run key -> its stored run folder
 
-    def add_records(self, records: list[dict[str, Any]], experiment: str) -> None:
+    def add_records(self, records: list[dict[str, Any]], experiment: str,
+                    folder: Path | None = None) -> None:
         for rec in records:
+            self.records.append(rec)
+            if folder is not None and (folder / "runs" / rec["run_key"]).is_dir():
+                self.sources[rec["run_key"]] = folder / "runs" / rec["run_key"]
             self.runs.append(metrics.run_row(rec, experiment))
             self.judges.extend(metrics.judge_rows(rec, experiment))
             self.criteria.extend(metrics.criteria_rows(rec, experiment))
@@ -101,7 +107,9 @@ def load(folders: list[Path]) -> Tables:
                                            "kept as separate runs")
                     rec = {**rec, "run_key": f"{folder.name}/{key}"}
                 seen[rec["run_key"]] = folder
-                tables.add_records([rec], folder.name)
+                tables.add_records([rec], folder.name, folder)
+                if rec["run_key"] != key and (folder / "runs" / key).is_dir():
+                    tables.sources[rec["run_key"]] = folder / "runs" / key
         elif (folder / "runs.csv").is_file():
             more = _paper_csv(folder)
             tables.runs += more.runs
@@ -138,8 +146,13 @@ def statistical_results(tables: Tables) -> dict[str, Any]:
     return out
 
 
-def write(out: Path, tables: Tables, manifest: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Write every export into `out`; return the summary."""
+FORMATS = ("terminal", "html", "md", "json", "csv")
+
+
+def write(out: Path, tables: Tables, manifest: dict[str, Any] | None = None,
+          formats: tuple[str, ...] = ("csv", "json")) -> dict[str, Any]:
+    """Write the exports (CSV and JSON always: they are the store others rebuild from) and the
+    requested reports (`md`, `html` with figures) into `out`; return the summary."""
     out.mkdir(parents=True, exist_ok=True)
     _csv(out / "runs.csv", tables.runs, metrics.RUN_COLUMNS)
     _csv(out / "judges.csv", tables.judges)
@@ -154,11 +167,50 @@ def write(out: Path, tables: Tables, manifest: dict[str, Any] | None = None) -> 
         "judge_cost_usd": sum(float(r.get("judge_cost_usd") or 0) for r in tables.runs),
         "tiers": tiers, "frontier": {"tier": best[0], "cop": best[1]} if best else None,
         "warnings": tables.warnings}
+    results = statistical_results(tables)
     write_json(out / "summary.json", _jsonable(summary))
-    write_json(out / "statistical_results.json", _jsonable(statistical_results(tables)))
+    write_json(out / "statistical_results.json", _jsonable(results))
     if manifest is not None:
         write_json(out / "manifest.json", manifest)
+    if "md" in formats:
+        (out / "tables.md").write_text(markdown(summary, results), encoding="utf-8")
+    if "html" in formats:
+        from . import figures, html_report
+
+        drawn = figures.draw_all(tables, out)
+        html_report.write(out, tables, summary, results, drawn, tables.sources)
     return summary
+
+
+def _md_table(rows: list[dict[str, Any]], columns: list[str]) -> list[str]:
+    def cell(value: Any) -> str:
+        if isinstance(value, float):
+            return "∞" if math.isinf(value) else f"{value:.3f}"
+        return "-" if value in (None, "") else str(value).replace("|", "\\|")
+
+    return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns),
+            *("| " + " | ".join(cell(r.get(c)) for c in columns) + " |" for r in rows), ""]
+
+
+def markdown(summary: dict[str, Any], results: dict[str, Any]) -> str:
+    """The tier summary and the statistics as Markdown tables."""
+    lines = [f"# {summary['experiment']}", ""]
+    if summary["simulated"]:
+        lines += ["**SIMULATED MODEL: oracle agent and judges, not a real evaluation.**", ""]
+    lines += ["## Tiers", "", *_md_table(summary["tiers"], [
+        "tier", "n", "pass_rate", "ci_low", "ci_high", "mean_score", "median_score",
+        "consistency", "mean_cost", "cop", "modal_grade", "warning"])]
+    lines += ["## Tier comparisons", "",
+              *_md_table(results["omnibus"], ["metric", "groups", "h", "p", "significant",
+                                              "note"]),
+              *_md_table(results["pairwise"], ["metric", "group1", "group2", "n1", "n2",
+                                               "p_raw", "p_holm", "cliffs_delta", "note"])]
+    alpha = results["krippendorff_alpha"]
+    lines += ["## Judges", "", f"Krippendorff's alpha (interval): {alpha['alpha']} "
+              f"{alpha['note']}", "",
+              *_md_table(results["judge_pairs"], ["judge1", "judge2", "n", "spearman",
+                                                  "pearson", "mean_abs_diff", "note"])]
+    return "\n".join(lines)
 
 
 def tier_table(tables: Tables, where: Path) -> list[str]:

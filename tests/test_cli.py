@@ -37,7 +37,7 @@ def test_validate_needs_a_project_folder(tmp_path: Path,
     assert "has neither cases/ nor tiers/" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv", [["import", "a", "b"], ["plan"]])
+@pytest.mark.parametrize("argv", [["plan"]])
 def test_later_commands_say_they_are_not_available(argv: list[str],
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == 2

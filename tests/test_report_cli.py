@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -65,3 +67,77 @@ def test_report_input_errors_are_one_line(tmp_path: Path,
     (tmp_path / "runs.jsonl").write_text('{"run_key": "a"}\n{"run_ke')
     assert main(["report", str(tmp_path)]) == 2
     assert "runs.jsonl:2: not a JSON record" in capsys.readouterr().err
+
+
+def test_import_of_the_papers_dryrun_reproduces_its_exports(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    dest = tmp_path / "2026-01-20T06-13-07-test-001"  # the paper's experiment name
+    assert main(["import", str(DRYRUN), str(dest)]) == 0
+    assert "imported 7 runs" in capsys.readouterr().out
+    keys = {"runs.csv": ("tier", "subtest", "run_number"),
+            "judges.csv": ("tier", "subtest", "run_number", "judge_number"),
+            "criteria.csv": ("tier", "subtest", "run_number", "judge_number", "criterion")}
+    for name, key in keys.items():
+        with (DRYRUN / name).open() as handle:
+            paper = {tuple(r[k] for k in key): r for r in csv.DictReader(handle)}
+        with (dest / name).open() as handle:
+            ours = {tuple(r[k] for k in key): r for r in csv.DictReader(handle)}
+        assert set(ours) == set(paper), name
+        for row_key, row in paper.items():  # every paper column, cell for cell
+            assert {c: ours[row_key][c] for c in row} == row, (name, row_key)
+    assert main(["report", str(dest)]) == 0  # and it re-analyses like any experiment
+    assert "$0.0653 <- frontier" in capsys.readouterr().out
+    assert main(["import", str(tmp_path / "nothing"), str(tmp_path / "x")]) == 2
+    assert "no T<k>/<subtest>/run_NN/run_result.json here" in capsys.readouterr().err
+
+
+def test_html_and_markdown_reports_are_self_contained(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "dryrun"
+    assert main(["report", str(DRYRUN), "--out", str(out)]) == 0
+    html = (out / "report.html").read_text()
+    figures = sorted(p.stem for p in (out / "figures").glob("*.png"))
+    assert {"pass_rate", "cop", "pareto", "tokens", "latency", "scores", "criteria", "judges",
+            "grades"} == set(figures)
+    assert html.count("data:image/png;base64,") == len(figures)
+    assert sorted(p.stem for p in (out / "figures").glob("*.svg")) == figures
+    assert "http://" not in html
+    assert "https://" not in html  # nothing is fetched
+    assert "SIMULATED" not in html  # the paper's runs were real
+    assert "Krippendorff's α (interval, judges × runs): -0.117" in html
+    md = (out / "tables.md").read_text()
+    assert "| T5 | 1 | 1.000 |" in md
+    assert main(["report", str(DRYRUN), "--out", str(out), "--report", "pdf"]) == 2
+    assert "unknown report format(s) pdf" in capsys.readouterr().err
+
+
+def test_a_session_writes_the_html_report_on_request(mini: Path, pytester: pytest.Pytester,
+                                                     oracle: list[str]) -> None:
+    out = mini / "out"
+    result = pytester.runpytest("cases", "-k", "alpha and T0", "-p", "no:xdist", *oracle,
+                                f"--scylla-out={out}", "--scylla-report=terminal,html,md")
+    result.assert_outcomes(passed=3)
+    html = (out / "report.html").read_text()
+    assert "SIMULATED MODEL" in html
+    assert html.count("<template id=run-") == 3
+    assert "oracle judge: 1 of 1 checks passed" in html  # the drill-down holds the verdicts
+    assert "diff --git" in html  # and the diff of the run
+    assert (out / "tables.md").is_file()
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None,
+                    reason="Debian's chromium is not installed (.ci/run installs it)")
+def test_html_report_loads_in_headless_chromium_without_console_errors(tmp_path: Path) -> None:
+    out = tmp_path / "dryrun"
+    assert main(["report", str(DRYRUN), "--out", str(out)]) == 0
+    shot = tmp_path / "report.png"
+    done = subprocess.run(
+        ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+         "--no-first-run", "--disable-background-networking", "--disable-component-update",
+         "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr",
+         "--v=0", f"--screenshot={shot}", "--window-size=1200,2400",
+         (out / "report.html").as_uri()], capture_output=True, text=True, timeout=120)
+    assert shot.is_file()
+    assert shot.stat().st_size > 10_000  # a real picture of the page
+    console = [ln for ln in done.stderr.splitlines() if "CONSOLE" in ln or "Uncaught" in ln]
+    assert console == []

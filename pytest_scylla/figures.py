@@ -1,0 +1,216 @@
+"""Figures (seaborn on the Agg backend), each written as PNG and SVG into `<out>/figures/`.
+
+Every function takes the report's tables and returns the figure's file stem, or None when the
+data cannot show anything (e.g. no judges). Nothing here touches the network or a display.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from . import metrics
+from .report import Tables
+
+
+def _plt() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    sns.set_theme(style="whitegrid", context="paper")
+    return plt
+
+
+def _save(fig: Any, folder: Path, stem: str) -> str:
+    folder.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(folder / f"{stem}.png", dpi=110)
+    fig.savefig(folder / f"{stem}.svg")
+    _plt().close(fig)
+    return stem
+
+
+def _frame(rows: list[dict[str, Any]]) -> Any:
+    import pandas as pd
+
+    return pd.DataFrame(rows)
+
+
+def pass_rate(tables: Tables, folder: Path) -> str | None:
+    summary = metrics.group_summary(tables.runs)
+    if not summary:
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    tiers = [s["tier"] for s in summary]
+    rates = [s["pass_rate"] for s in summary]
+    errors = [[r - s["ci_low"] for r, s in zip(rates, summary, strict=True)],
+              [s["ci_high"] - r for r, s in zip(rates, summary, strict=True)]]
+    ax.bar(tiers, rates, yerr=errors, capsize=4, color="#4c72b0")
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("pass rate (95% CI)")
+    ax.set_title("Pass rate by tier")
+    return _save(fig, folder, "pass_rate")
+
+
+def cop(tables: Tables, folder: Path) -> str | None:
+    summary = metrics.group_summary(tables.runs)
+    finite = [s for s in summary if math.isfinite(s["cop"]) and s["cop"] > 0]
+    if not finite:
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    ax.bar([s["tier"] for s in finite], [s["cop"] for s in finite], color="#55a868")
+    for s in summary:
+        if not math.isfinite(s["cop"]):
+            ax.annotate("∞", (s["tier"], min(x["cop"] for x in finite)), ha="center")
+    ax.set_yscale("log")
+    ax.set_ylabel("Cost-of-Pass (USD, log)")
+    ax.set_title("Cost-of-Pass by tier")
+    return _save(fig, folder, "cop")
+
+
+def pareto(tables: Tables, folder: Path) -> str | None:
+    summary = [s for s in metrics.group_summary(tables.runs) if s["mean_score"] is not None]
+    if not summary:
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(5, 3.6))
+    points = sorted((s["mean_cost"], s["mean_score"], s["tier"]) for s in summary)
+    ax.scatter([p[0] for p in points], [p[1] for p in points], color="#c44e52")
+    for cost, score, tier in points:
+        ax.annotate(tier, (cost, score), textcoords="offset points", xytext=(4, 4))
+    front, best = [], -1.0
+    for cost, score, _ in points:  # cheapest first: keep each that beats every cheaper one
+        if score > best:
+            front.append((cost, score))
+            best = score
+    ax.plot([p[0] for p in front], [p[1] for p in front], "--", color="grey")
+    ax.set_xlabel("mean cost per run (USD)")
+    ax.set_ylabel("mean score")
+    ax.set_title("Cost vs score (Pareto frontier dashed)")
+    return _save(fig, folder, "pareto")
+
+
+def tokens(tables: Tables, folder: Path) -> str | None:
+    frame = _frame(tables.runs)
+    cols = ["input_tokens", "output_tokens", "cache_creation_tokens", "cache_read_tokens"]
+    if frame.empty or frame[cols].fillna(0).astype(float).to_numpy().sum() == 0:
+        return None
+    means = frame.groupby("tier")[cols].apply(lambda g: g.fillna(0).astype(float).mean())
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    means.plot(kind="bar", stacked=True, ax=ax)
+    ax.set_ylabel("tokens per run (mean)")
+    ax.set_title("Token distribution by tier")
+    return _save(fig, folder, "tokens")
+
+
+def latency(tables: Tables, folder: Path) -> str | None:
+    frame = _frame(tables.runs)
+    if frame.empty:
+        return None
+    frame = frame.assign(
+        agent=frame["agent_duration_seconds"].fillna(0).astype(float),
+        judges=frame["judge_duration_seconds"].fillna(0).astype(float))
+    frame["other"] = (frame["duration_seconds"].fillna(0).astype(float) - frame["agent"]
+                      - frame["judges"]).clip(lower=0)
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    frame.groupby("tier")[["agent", "other", "judges"]].mean().plot(kind="bar", stacked=True,
+                                                                   ax=ax)
+    ax.set_ylabel("seconds per run (mean)")
+    ax.set_title("Latency: agent, checks and setup, judges")
+    return _save(fig, folder, "latency")
+
+
+def scores(tables: Tables, folder: Path) -> str | None:
+    import seaborn as sns
+
+    frame = _frame([r for r in tables.runs if r["score"] is not None])
+    if frame.empty:
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    frame["score"] = frame["score"].astype(float)
+    sns.boxplot(data=frame, x="tier", y="score", ax=ax, color="#dddddd")
+    sns.stripplot(data=frame, x="tier", y="score", ax=ax, size=3, color="#4c72b0")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_title("Score distribution by tier")
+    return _save(fig, folder, "scores")
+
+
+def criteria(tables: Tables, folder: Path) -> str | None:
+    import seaborn as sns
+
+    frame = _frame([c for c in tables.criteria if c.get("criterion_score") not in (None, "")])
+    if frame.empty:
+        return None
+    frame["criterion_score"] = frame["criterion_score"].astype(float)
+    pivot = frame.pivot_table(index="criterion", columns="tier", values="criterion_score",
+                              aggfunc="mean")
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6, 0.5 * len(pivot) + 1.5))
+    sns.heatmap(pivot, annot=True, fmt=".2f", vmin=0, vmax=1, cmap="viridis", ax=ax)
+    ax.set_title("Mean criterion score by tier")
+    return _save(fig, folder, "criteria")
+
+
+def judges(tables: Tables, folder: Path) -> str | None:
+    import seaborn as sns
+
+    rows = [j for j in tables.judges if j.get("judge_score") not in (None, "")]
+    if len({j["judge_model"] for j in rows}) < 2:
+        return None
+    frame = _frame(rows)
+    frame["judge_score"] = frame["judge_score"].astype(float)
+    case = frame["case_id"].astype(str) if "case_id" in frame else ""
+    frame["run"] = frame["tier"].astype(str) + "-" + frame["subtest"].astype(str) + "-" + \
+        frame["run_number"].astype(str) + "-" + case
+    wide = frame.pivot_table(index="run", columns="judge_model", values="judge_score")
+    plt = _plt()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.6))
+    models = list(wide.columns)
+    for i, a in enumerate(models):
+        for b in models[i + 1:]:
+            left.scatter(wide[a], wide[b], s=12, label=f"{a} vs {b}")
+    left.plot([0, 1], [0, 1], ":", color="grey")
+    left.set_xlabel("judge score")
+    left.set_ylabel("other judge's score")
+    left.legend(fontsize=6)
+    left.set_title("Judge agreement")
+    sns.barplot(data=frame, x="judge_model", y="judge_score", ax=right, color="#8172b2")
+    right.set_ylim(0, 1.05)
+    right.tick_params(axis="x", labelrotation=20, labelsize=7)
+    right.set_title("Judge bias (mean score)")
+    return _save(fig, folder, "judges")
+
+
+def grades(tables: Tables, folder: Path) -> str | None:
+    import seaborn as sns
+
+    frame = _frame([r for r in tables.runs if r["score"] is not None])
+    if frame.empty:
+        return None
+    frame["score"] = frame["score"].astype(float)
+    pivot = frame.pivot_table(index="case_id", columns="tier", values="score", aggfunc="mean")
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6, 0.45 * len(pivot) + 1.6))
+    sns.heatmap(pivot, annot=True, fmt=".2f", vmin=0, vmax=1, cmap="RdYlGn", ax=ax)
+    ax.set_title("Mean score, case x tier")
+    return _save(fig, folder, "grades")
+
+
+ALL: tuple[Callable[[Tables, Path], str | None], ...] = (
+    pass_rate, cop, pareto, tokens, latency, scores, criteria, judges, grades)
+
+
+def draw_all(tables: Tables, out: Path) -> list[str]:
+    """Every figure the data supports; returns their stems."""
+    folder = out / "figures"
+    return [stem for draw in ALL if (stem := draw(tables, folder)) is not None]
