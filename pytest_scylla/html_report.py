@@ -16,7 +16,9 @@ from typing import Any
 from . import metrics
 from .report import Tables
 
-TEXT_LIMIT = 20_000  # characters of a diff or transcript shown per run
+REASON_LIMIT = 200  # characters of a judge's reason per item
+TEXT_LIMIT = 4_000  # characters of a diff or transcript shown per run (the full ones stay in
+# the run folder); keeps a 1,000-run report near 10 MB
 
 STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:1200px;color:#222}
@@ -56,10 +58,11 @@ def _fmt(value: Any, digits: int = 3) -> str:
 
 
 def _table(rows: list[dict[str, Any]], columns: list[str], left: tuple[str, ...] = ()) -> str:
-    head = "".join(f"<th class={'l' if c in left else 'r'}>{escape(c)}</th>" for c in columns)
-    body = "".join("<tr>" + "".join(f"<td class={'l' if c in left else 'r'}>{_fmt(r.get(c))}"
-                                    "</td>" for c in columns) + "</tr>" for r in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"
+    """A table; right-aligned cells carry no markup of their own (1,000 runs add up)."""
+    head = "".join(f"<th{' class=l' if c in left else ''}>{escape(c)}" for c in columns)
+    body = "".join("<tr>" + "".join(f"<td{' class=l' if c in left else ''}>{_fmt(r.get(c))}"
+                                    for c in columns) for r in rows)
+    return f"<table><tr>{head}{body}</table>"
 
 
 def _transcript(path: Path) -> str:
@@ -85,8 +88,8 @@ def _run_detail(rec: dict[str, Any], folder: Path | None) -> str:
     parts = [f"<p>{escape(str(rec.get('outcome')))}: {escape(str(rec.get('reason') or ''))}</p>"]
     for judge in rec.get("judges") or []:
         items = (judge.get("verdict") or {}).get("items", {})
-        rows = [{"item": i, "achieved": v.get("achieved"), "reason": v.get("reason")}
-                for i, v in items.items()]
+        rows = [{"item": i, "achieved": v.get("achieved"),
+                 "reason": _cut(str(v.get("reason")), REASON_LIMIT)} for i, v in items.items()]
         state = "valid" if judge.get("valid") else f"INVALID: {judge.get('errors')}"
         parts.append(f"<h4>{escape(str(judge.get('judge_model')))} — score "
                      f"{_fmt(judge.get('score'))} ({escape(state)})</h4>"

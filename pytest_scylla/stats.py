@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 ALPHA = 0.05
+ALPHA_DECIMALS = 2
 
 
 def _finite(value: float) -> float | None:
@@ -104,20 +105,26 @@ def krippendorff_alpha(scores: Iterable[tuple[str, str, float]]) -> dict[str, An
     import krippendorff
     import numpy as np
 
-    triples = list(scores)
+    # The package builds a coincidence matrix per unit over the value domain: with continuous
+    # scores from a thousand runs that is tens of GiB. Scores are rounded to 0.01 (a judge's
+    # score is a weighted sum of item points; two decimals keep every published value).
+    triples = [(j, r, round(v, ALPHA_DECIMALS)) for j, r, v in scores]
     judges = sorted({j for j, _, _ in triples})
     runs = sorted({r for _, r, _ in triples})
     matrix = np.full((len(judges), len(runs)), np.nan)
     for judge, run, value in triples:
         matrix[judges.index(judge), runs.index(run)] = value
     result: dict[str, Any] = {"alpha": None, "judges": len(judges), "runs": len(runs),
-                              "level": "interval", "note": ""}
+                              "level": "interval", "rounded_to": 10 ** -ALPHA_DECIMALS,
+                              "note": ""}
     if len(judges) < 2 or len(runs) < 2:
         result["note"] = "needs at least two judges and two runs"
     elif len({v for _, _, v in triples}) < 2:
         result["note"] = "every judge gave every run the same score: agreement is undefined"
     else:
+        domain = np.unique(matrix[~np.isnan(matrix)])
         result["alpha"] = _finite(krippendorff.alpha(reliability_data=matrix,
+                                                     value_domain=domain,
                                                      level_of_measurement="interval"))
     return result
 

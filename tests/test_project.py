@@ -71,3 +71,12 @@ def test_judge_panel_benchmark_runs_and_reports_the_ratio() -> None:
     assert done.returncode == 0, done.stderr
     assert re.search(r"panel wall time \(median\)\s+[\d.]+ s = [\d.]+ x the slowest judge",
                      done.stdout)  # the ratio is reported, not asserted (noisy machines)
+
+
+def test_report_scale_benchmark_runs_and_reports_time_and_size() -> None:
+    done = subprocess.run([sys.executable, str(ROOT / "bench/report_scale.py"), "--runs", "42"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "runs: 42 (3 judges each); scylla report exit 0" in done.stdout
+    assert re.search(r"all outputs .*: [\d.]+ s", done.stdout)
+    assert re.search(r"report.html: [\d.]+ MB", done.stdout)
