@@ -173,7 +173,8 @@ def write(out: Path, tables: Tables, manifest: dict[str, Any] | None = None,
     if manifest is not None:
         write_json(out / "manifest.json", manifest)
     if "md" in formats:
-        (out / "tables.md").write_text(markdown(summary, results), encoding="utf-8")
+        (out / "tables.md").write_text(markdown(summary, results, paper_tables(tables)),
+                                       encoding="utf-8")
     if "html" in formats:
         from . import figures, html_report
 
@@ -192,14 +193,27 @@ def _md_table(rows: list[dict[str, Any]], columns: list[str]) -> list[str]:
             *("| " + " | ".join(cell(r.get(c)) for c in columns) + " |" for r in rows), ""]
 
 
-def markdown(summary: dict[str, Any], results: dict[str, Any]) -> str:
-    """The tier summary and the statistics as Markdown tables."""
+def markdown(summary: dict[str, Any], results: dict[str, Any],
+             paper: dict[str, list[dict[str, Any]]]) -> str:
+    """The tier summary, the paper's result tables and the statistics as Markdown tables."""
     lines = [f"# {summary['experiment']}", ""]
     if summary["simulated"]:
         lines += ["**SIMULATED MODEL: oracle agent and judges, not a real evaluation.**", ""]
     lines += ["## Tiers", "", *_md_table(summary["tiers"], [
         "tier", "n", "pass_rate", "ci_low", "ci_high", "mean_score", "median_score",
         "consistency", "mean_cost", "cop", "modal_grade", "warning"])]
+    lines += ["## Tier summary (the paper's Table 16)", "",
+              *_md_table(paper["tiers"], ["tier", "pass_rate", "mean_score", "median_score",
+                                          "grade", "cop"]),
+              "## Token breakdown, mean per run (Table 17)", "",
+              *_md_table(paper["tokens"], ["tier", "input_tokens", "output_tokens",
+                                           "cache_creation_tokens", "cache_read_tokens",
+                                           "total_tokens"]),
+              "## Latency breakdown, mean per run (Table 18)", "",
+              *_md_table(paper["latency"], ["tier", "agent_seconds", "judge_seconds",
+                                            "total_seconds", "judge_share"]),
+              "## Per-criterion score, mean and sd over judges and runs (Table 19)", "",
+              *_md_table(paper["criteria"], ["criterion", "mean", "sd", "n"])]
     lines += ["## Tier comparisons", "",
               *_md_table(results["omnibus"], ["metric", "groups", "h", "p", "significant",
                                               "note"]),
@@ -260,3 +274,43 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
     return value
+
+
+def paper_tables(tables: Tables) -> dict[str, list[dict[str, Any]]]:
+    """The paper's result tables (its Tables 16-19) computed from the runs: tier summary,
+    token breakdown (mean per run), latency breakdown (mean per run) and per-criterion mean and
+    sample standard deviation over every judge's category score."""
+    import statistics
+
+    summary = metrics.group_summary(tables.runs)
+    by_tier: dict[str, list[dict[str, Any]]] = {}
+    for row in tables.runs:
+        if row["outcome"] in metrics.COUNTED:
+            by_tier.setdefault(str(row["tier"]), []).append(row)
+
+    def mean(rows: list[dict[str, Any]], column: str) -> float:
+        values = [float(r[column]) for r in rows if r.get(column) not in (None, "")]
+        return statistics.fmean(values) if values else 0.0
+
+    tokens, latency = [], []
+    for s in summary:
+        rows = by_tier.get(s["tier"], [])
+        counts = {c: mean(rows, c) for c in ("input_tokens", "output_tokens",
+                                             "cache_creation_tokens", "cache_read_tokens")}
+        tokens.append({"tier": s["tier"], **counts, "total_tokens": sum(counts.values())})
+        agent, judge = mean(rows, "agent_duration_seconds"), mean(rows, "judge_duration_seconds")
+        total = mean(rows, "duration_seconds")
+        latency.append({"tier": s["tier"], "agent_seconds": agent, "judge_seconds": judge,
+                        "total_seconds": total,
+                        "judge_share": judge / total if total else None})
+    per_criterion: dict[str, list[float]] = {}
+    for c in tables.criteria:
+        if c.get("criterion_score") not in (None, ""):
+            per_criterion.setdefault(str(c["criterion"]), []).append(float(c["criterion_score"]))
+    criteria = [{"criterion": name, "mean": statistics.fmean(v),
+                 "sd": statistics.stdev(v) if len(v) > 1 else None, "n": len(v)}
+                for name, v in per_criterion.items()]
+    tiers = [{"tier": s["tier"], "pass_rate": s["pass_rate"], "mean_score": s["mean_score"],
+              "median_score": s["median_score"], "grade": s["modal_grade"], "cop": s["cop"]}
+             for s in summary]
+    return {"tiers": tiers, "tokens": tokens, "latency": latency, "criteria": criteria}

@@ -141,3 +141,57 @@ def test_html_report_loads_in_headless_chromium_without_console_errors(tmp_path:
     assert shot.stat().st_size > 10_000  # a real picture of the page
     console = [ln for ln in done.stderr.splitlines() if "CONSOLE" in ln or "Uncaught" in ln]
     assert console == []
+
+
+# The paper's printed Tables 16-18 (section 7) and Table 19, at their printed precision.
+TABLE_16 = {"T0": (1.000, 0.973, 0.973, "A", 0.14), "T1": (1.000, 0.970, 0.970, "A", 0.13),
+            "T2": (1.000, 0.983, 0.983, "A", 0.14), "T3": (1.000, 0.983, 0.983, "A", 0.13),
+            "T4": (1.000, 0.9595, 0.9595, "A", 0.17), "T5": (1.000, 0.983, 0.983, "A", 0.07),
+            "T6": (1.000, 0.943, 0.943, "A", 0.25)}
+TABLE_17 = {"T0": (29, 656, 23106, 112686, 136477), "T1": (25, 558, 23266, 91477, 115326),
+            "T2": (29, 711, 23350, 113858, 137948), "T3": (25, 668, 23352, 91771, 115816),
+            "T4": (23, 725, 23556, 91828, 116132), "T5": (26, 625, 4629, 109368, 114648),
+            "T6": (29, 722, 44337, 218778, 263866)}
+TABLE_18 = {"T0": (35.3, 167.8, 203.1, 82.6), "T1": (29.3, 178.0, 207.3, 85.9),
+            "T2": (36.8, 161.7, 198.5, 81.5), "T3": (29.9, 149.1, 179.0, 83.3),
+            "T4": (41.2, 137.0, 178.2, 76.9), "T5": (24.8, 128.4, 153.1, 83.8),
+            "T6": (28.4, 141.1, 169.5, 83.2)}
+TABLE_19 = {"functional": (1.000, 0.000), "code_quality": (1.000, 0.000),
+            "proportionality": (0.940, 0.083), "build_pipeline": (1.000, 0.000),
+            "overall_quality": (0.975, 0.039)}
+
+
+def _printed(value: float, printed: float) -> bool:
+    """`value` shown with as many decimals as the paper printed equals the printed number."""
+    text = repr(printed)
+    decimals = len(text.split(".")[1]) if "." in text else 0
+    return round(value, decimals) == printed
+
+
+def test_the_papers_tables_16_to_19_come_out_of_its_imported_dryrun(tmp_path: Path) -> None:
+    from pytest_scylla import report
+
+    dest = tmp_path / "2026-01-20T06-13-07-test-001"
+    assert main(["import", str(DRYRUN), str(dest)]) == 0
+    paper = report.paper_tables(report.load([dest]))
+    for row in paper["tiers"]:
+        rate, mean, median, grade, cop = TABLE_16[row["tier"]]
+        assert _printed(row["pass_rate"], rate)
+        assert _printed(row["mean_score"], mean)
+        assert _printed(row["median_score"], median)
+        assert row["grade"] == grade
+        assert _printed(row["cop"], cop)
+    for row in paper["tokens"]:
+        assert (row["input_tokens"], row["output_tokens"], row["cache_creation_tokens"],
+                row["cache_read_tokens"], row["total_tokens"]) == TABLE_17[row["tier"]]
+    for row in paper["latency"]:
+        agent, judge, total, share = TABLE_18[row["tier"]]
+        assert _printed(row["agent_seconds"], agent)
+        assert _printed(row["judge_seconds"], judge)
+        assert _printed(row["total_seconds"], total)
+        # the paper divided its rounded times (T1: 178.0 / 207.3 = 85.9 %; exactly 85.85 %)
+        assert abs(100 * row["judge_share"] - share) <= 0.1
+    assert {r["criterion"]: (round(r["mean"], 3), round(r["sd"], 3))
+            for r in paper["criteria"]} == TABLE_19
+    md = (dest / "tables.md").read_text()
+    assert "## Tier summary (the paper's Table 16)" in md
