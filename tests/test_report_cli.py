@@ -193,5 +193,7 @@ def test_the_papers_tables_16_to_19_come_out_of_its_imported_dryrun(tmp_path: Pa
         assert abs(100 * row["judge_share"] - share) <= 0.1
     assert {r["criterion"]: (round(r["mean"], 3), round(r["sd"], 3))
             for r in paper["criteria"]} == TABLE_19
+    assert main(["report", str(dest), "--report", "md"]) == 0
     md = (dest / "tables.md").read_text()
     assert "## Tier summary (the paper's Table 16)" in md
+    assert "| T5 | 1.000 | 0.983 | 0.983 | A | 0.065 |" in md
