@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 from pytest_scylla.gateway import Gateway, Route  # noqa: E402
 from pytest_scylla.gateway.oracle import Script  # noqa: E402
 from pytest_scylla.judges import DEFAULT_JUDGES, parse, prompt, run_panel  # noqa: E402
-from pytest_scylla.runner import oracle_verdict  # noqa: E402
+from pytest_scylla.judges.judge_run import oracle_verdict  # noqa: E402
 from pytest_scylla.spec import load_case  # noqa: E402
 
 

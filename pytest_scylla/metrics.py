@@ -60,42 +60,34 @@ def run_row(rec: dict[str, Any], experiment: str) -> dict[str, Any]:
         "run_key": rec.get("run_key")}
 
 
-def judge_rows(rec: dict[str, Any], experiment: str) -> list[dict[str, Any]]:
-    """`judges.csv` rows (one per judge of the run)."""
-    rows = []
-    for j in rec.get("judges") or []:
-        rows.append({
-            "experiment": experiment,
+def _judge_keys(rec: dict[str, Any], judge: dict[str, Any], experiment: str) -> dict[str, Any]:
+    """The columns that place a judge's row: experiment, model, tier, subtest, run, judge."""
+    return {"experiment": experiment,
             "agent_model": rec.get("agent_model_label") or model_label(rec.get("model")),
             "tier": rec.get("tier"), "subtest": str(rec.get("subtest", "")).split("-", 1)[-1],
             "run_number": rec.get("run"), "case_id": rec.get("case"),
-            "judge_model": j.get("judge_model"), "judge_number": j.get("judge_number"),
-            "judge_score": j.get("score"), "judge_impl_rate": j.get("impl_rate"),
-            "judge_passed": j.get("passed"), "judge_grade": j.get("grade"),
-            "judge_is_valid": j.get("valid"),
-            "judge_reasoning": (j.get("verdict") or {}).get("reasoning", ""),
-            "judge_cost_usd": j.get("cost_usd"), "judge_seconds": j.get("seconds"),
-            "judge_input_tokens": (j.get("usage") or {}).get("input_tokens"),
-            "judge_output_tokens": (j.get("usage") or {}).get("output_tokens"),
-            "run_key": rec.get("run_key")})
-    return rows
+            "judge_model": judge.get("judge_model"), "judge_number": judge.get("judge_number")}
+
+
+def judge_rows(rec: dict[str, Any], experiment: str) -> list[dict[str, Any]]:
+    """`judges.csv` rows (one per judge of the run)."""
+    return [{**_judge_keys(rec, j, experiment),
+             "judge_score": j.get("score"), "judge_impl_rate": j.get("impl_rate"),
+             "judge_passed": j.get("passed"), "judge_grade": j.get("grade"),
+             "judge_is_valid": j.get("valid"),
+             "judge_reasoning": (j.get("verdict") or {}).get("reasoning", ""),
+             "judge_cost_usd": j.get("cost_usd"), "judge_seconds": j.get("seconds"),
+             "judge_input_tokens": (j.get("usage") or {}).get("input_tokens"),
+             "judge_output_tokens": (j.get("usage") or {}).get("output_tokens"),
+             "run_key": rec.get("run_key")} for j in rec.get("judges") or []]
 
 
 def criteria_rows(rec: dict[str, Any], experiment: str) -> list[dict[str, Any]]:
     """`criteria.csv` rows (judge x category) of the run."""
-    rows = []
-    for j in rec.get("judges") or []:
-        for c in j.get("categories") or []:
-            rows.append({
-                "experiment": experiment,
-                "agent_model": rec.get("agent_model_label") or model_label(rec.get("model")),
-                "tier": rec.get("tier"), "subtest": str(rec.get("subtest", "")).split("-", 1)[-1],
-                "run_number": rec.get("run"), "case_id": rec.get("case"),
-                "judge_model": j.get("judge_model"), "judge_number": j.get("judge_number"),
-                "criterion": c["name"], "criterion_score": c["score"],
-                "criterion_achieved": c["achieved"], "criterion_max": c["max"],
-                "run_key": rec.get("run_key")})
-    return rows
+    return [{**_judge_keys(rec, j, experiment), "criterion": c["name"],
+             "criterion_score": c["score"], "criterion_achieved": c["achieved"],
+             "criterion_max": c["max"], "run_key": rec.get("run_key")}
+            for j in rec.get("judges") or [] for c in j.get("categories") or []]
 
 
 def clopper_pearson(passes: int, n: int, alpha: float = 0.05) -> tuple[float, float]:

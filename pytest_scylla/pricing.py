@@ -59,3 +59,12 @@ def price(model: str | None) -> Price:
 
 def cost(model: str | None, usage: dict[str, Any]) -> float:
     return price(model).cost(usage)
+
+
+def token_totals(usage: dict[str, dict[str, int]]) -> dict[str, int]:
+    """Per-model usage summed over models, plus `total_tokens`."""
+    total = {k: sum(u.get(k, 0) for u in usage.values()) for k in (
+        "input_tokens", "output_tokens", "cache_creation_input_tokens",
+        "cache_read_input_tokens")}
+    total["total_tokens"] = sum(total.values())
+    return total

@@ -15,22 +15,20 @@ import shutil
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from . import __version__, checks, mcp_install, overlay, pricing, record, scoring, workspace
+from . import __version__, checks, mcp_install, overlay, pricing, record, workspace
 from .agents import claude_code
 from .gateway import Gateway, Route, ablation
 from .gateway.oracle import Script
-from .judges import JudgeResult, JudgeSpec, run_panel
-from .judges import prompt as judge_prompt
+from .judges import JudgeSpec, judge_run
 from .sandbox import Sandbox
 from .spec import Case, RubricItem
 from .tiers import Subtest, TierSet, front_matter
 
-JUDGED = ("pass", "fail")
 COST_TOLERANCE = 0.02  # relative difference between gateway and CLI cost that is still "agreeing"
 
 
@@ -229,95 +227,6 @@ def verdict(rows: list[dict[str, Any]]) -> tuple[bool, float | None]:
 
 
 # ---------------------------------------------------------------------------------------------
-# the judge panel
-
-
-def oracle_verdict(items: list[RubricItem], results: list[checks.CheckResult]) -> dict[str, Any]:
-    """What the oracle judge answers: each judge item in proportion to the checks that passed
-    (in quarter points), so a run that passes its checks scores high and one that fails low."""
-    share = sum(r.passed for r in results) / len(results) if results else 1.0
-    reason = f"oracle judge: {sum(r.passed for r in results)} of {len(results)} checks passed"
-    return {"items": {i.id: {"achieved": round(i.points * share * 4) / 4, "reason": reason}
-                      for i in items},
-            "reasoning": f"SIMULATED verdict derived from the checks ({reason})."}
-
-
-def judge(case: Case, key: str, run_dir: Path, rt: Runtime, final_message: str, diff: str,
-          files: list[str], results: list[checks.CheckResult], rows: list[dict[str, Any]]
-          ) -> dict[str, Any]:
-    """Ask the panel (concurrently, through the gateway) and score every valid verdict in code.
-    Check items come from the checks; a rubric without judge items needs no panel."""
-    began = time.monotonic()
-    items = [i for i in case.rubric.items if i.kind == "judge"]
-    from_checks = {r["id"]: r["achieved"] for r in rows}
-    panel: list[JudgeResult] = []
-    if items:
-        prompt = judge_prompt.build(case, items, final_message, diff, files,
-                                    [r.to_json() for r in results])
-        script = (Script(mode="judge", workspace=run_dir, files=(),
-                         verdict=oracle_verdict(items, results)) if rt.oracle else None)
-        routes: list[Route] = []
-
-        def base_url(number: int, spec: JudgeSpec) -> str:
-            route = rt.gateway.open(Route(
-                key=f"{key}-judge{number}-{secrets.token_hex(3)}",
-                log_path=run_dir / "judge_calls.jsonl", script=script,
-                upstream="oracle" if rt.oracle else "anthropic",
-                pass_auth=spec.kind == "claude-cli"))
-            routes.append(route)
-            return rt.gateway.base_url(route.key)
-
-        try:
-            panel = run_panel(rt.judges, prompt, items, base_url)
-        finally:
-            for route in routes:
-                rt.gateway.close(route.key)
-    verdicts = []
-    for result in panel:
-        entry = result.to_json()
-        entry["judge_model"], entry["judge_number"] = result.model, result.number
-        if result.valid and result.verdict is not None:
-            achieved = {**from_checks, **{i: v["achieved"]
-                                          for i, v in result.verdict["items"].items()}}
-            scored = scoring.score(case.rubric, achieved)
-            entry.update(score=scored.score, impl_rate=scored.impl_rate,
-                         grade=case.rubric.grade(scored.score),
-                         passed=scored.score >= case.rubric.pass_threshold
-                         and scored.required_met,
-                         categories=[asdict(c) for c in scored.categories],
-                         unmet_required=list(scored.unmet_required))
-            entry["_scored"] = scored
-        verdicts.append(entry)
-    valid = [v.pop("_scored") for v in verdicts if "_scored" in v]
-    if not items:
-        valid = [scoring.score(case.rubric, from_checks)]
-    need = max(1, min(rt.min_judges, len(rt.judges))) if items else 1
-    out: dict[str, Any] = {
-        "judges": verdicts, "valid_judges": len(valid), "min_judges": need,
-        "judge_cost_usd": round(sum(r.cost_usd for r in panel), 6),
-        "judge_duration_seconds": round(time.monotonic() - began, 3),
-        "judge_tokens": tokens({r.model: r.usage for r in panel}),
-        "consensus": None}
-    if len(valid) >= need:
-        panel_verdict = scoring.consensus(case.rubric, valid)
-        out["consensus"] = asdict(panel_verdict)
-        out.update(score=panel_verdict.score, impl_rate=panel_verdict.impl_rate,
-                   grade=panel_verdict.grade)
-    return out
-
-
-def judged_reason(rec: dict[str, Any], threshold: float) -> str:
-    verdict = rec["consensus"]
-    parts = []
-    if verdict["score"] < threshold:
-        parts.append(f"consensus {verdict['score']:.2f} (grade {verdict['grade']}) is below "
-                     f"the pass threshold {threshold:.2f}")
-    if verdict["unmet_required"]:
-        parts.append(f"required items not met: {', '.join(verdict['unmet_required'])}")
-    return "; ".join(parts)
-
-
-# ---------------------------------------------------------------------------------------------
 # one run
 
 
@@ -384,14 +293,6 @@ def costs(route: Route, result: claude_code.Result) -> dict[str, Any]:
             "cli_cost_usd": cli_cost, "costs_agree": agree,
             "unpriced_models": sorted(route.unpriced_models),
             "prices_as_of": pricing.PRICES_AS_OF}
-
-
-def tokens(usage: dict[str, dict[str, int]]) -> dict[str, int]:
-    total = {k: sum(u.get(k, 0) for u in usage.values()) for k in (
-        "input_tokens", "output_tokens", "cache_creation_input_tokens",
-        "cache_read_input_tokens")}
-    total["total_tokens"] = sum(total.values())
-    return total
 
 
 def execute(case: Case, sub: Subtest, run: int, rt: Runtime) -> dict[str, Any]:
@@ -475,7 +376,7 @@ def execute(case: Case, sub: Subtest, run: int, rt: Runtime) -> dict[str, Any]:
                    check_score=check_score)
         outcome, reason = classify(finished, result, route, stderr_tail)
         if outcome != "infra_error":  # a void run is not worth a judge's tokens
-            rec.update(judge(case, key, run_dir, rt, result.final_message, diff, files,
+            rec.update(judge_run.judge(case, key, run_dir, rt, result.final_message, diff, files,
                              results, rows))
         if outcome is None and rec.get("consensus") is None:
             outcome, reason = "judge_error", (
@@ -485,7 +386,7 @@ def execute(case: Case, sub: Subtest, run: int, rt: Runtime) -> dict[str, Any]:
         elif outcome is None:
             passed = rec["consensus"]["passed"]
             outcome = "pass" if passed else "fail"
-            reason = "" if passed else judged_reason(rec, case.rubric.pass_threshold)
+            reason = "" if passed else judge_run.judged_reason(rec, case.rubric.pass_threshold)
         rec.update(outcome=outcome, passed=outcome == "pass", reason=reason)
     except (workspace.WorkspaceError, mcp_install.InstallError, claude_code.SetupError,
             OSError) as exc:
@@ -497,7 +398,8 @@ def execute(case: Case, sub: Subtest, run: int, rt: Runtime) -> dict[str, Any]:
     finally:
         if route is not None:
             rt.gateway.close(route.key)
-            rec.update(usage=route.usage, tokens=tokens(route.usage), api_calls=route.calls,
+            rec.update(usage=route.usage, tokens=pricing.token_totals(route.usage),
+                       api_calls=route.calls,
                        refused_calls=route.refused, infra_events=route.infra,
                        budget={"max_cost_usd": route.max_cost_usd,
                                "exceeded": route.budget_exceeded},
