@@ -7,6 +7,7 @@ data cannot show anything (e.g. no judges). Nothing here touches the network or 
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -138,7 +139,9 @@ def scores(tables: Tables, folder: Path) -> str | None:
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6, 3.2))
     frame["score"] = frame["score"].astype(float)
-    sns.boxplot(data=frame, x="tier", y="score", ax=ax, color="#dddddd")
+    with warnings.catch_warnings():  # seaborn's own use of a deprecated matplotlib argument
+        warnings.simplefilter("ignore", DeprecationWarning)
+        sns.boxplot(data=frame, x="tier", y="score", ax=ax, color="#dddddd")
     sns.stripplot(data=frame, x="tier", y="score", ax=ax, size=3, color="#4c72b0")
     ax.set_ylim(-0.02, 1.02)
     ax.set_title("Score distribution by tier")
