@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import platform
+import re
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,6 +16,22 @@ import pytest
 
 from . import __version__, pricing, report
 from .report import RUNS_FILE
+
+ITEM_ID = re.compile(r"::(?P<case>[^\[]+)\[(?P<tier>T\d+)-(?P<number>\d{2})-r(?P<run>\d+)\]$")
+
+
+def crash_record(nodeid: str) -> dict[str, Any]:
+    """The row of an item whose worker died before it could report: an infra_error, placed by
+    its node id, so it shows as a crashed run rather than a hole."""
+    match = ITEM_ID.search(nodeid)
+    place: dict[str, Any] = {}
+    if match:
+        place = {"case": match["case"], "tier": match["tier"],
+                 "subtest": f"{match['tier']}-{match['number']}", "run": int(match["run"]),
+                 "run_key": f"{match['case']}-{match['tier']}-{match['number']}-r{match['run']}"}
+    return {"run_key": nodeid, **place, "outcome": "infra_error", "passed": False,
+            "reason": "the worker running this item crashed; nothing was recorded",
+            "crashed": True}
 
 
 class Aggregator:
@@ -29,11 +46,9 @@ class Aggregator:
         props = dict(report.user_properties)
         rec: dict[str, Any] | None = props.get("scylla_run")  # type: ignore[assignment]
         if rec is None:
-            if report.failed and "test.yaml::" in report.nodeid and report.when == "call" \
-                    and report.nodeid not in self.records:
-                rec = {"run_key": report.nodeid, "outcome": "infra_error", "passed": False,
-                       "reason": "the worker running this item crashed; nothing was recorded",
-                       "crashed": True}
+            # xdist reports an item whose worker died with when="???" and no payload
+            if report.failed and report.when in ("call", "???") and ITEM_ID.search(report.nodeid):
+                rec = crash_record(report.nodeid)
             else:
                 return
         key = rec["run_key"]

@@ -79,3 +79,25 @@ def test_tier_summary_cop_and_intervals() -> None:
     [t2] = metrics.group_summary(many)
     assert t2["ci_method"] == "bca"
     assert t2["ci_low"] < t2["pass_rate"] < t2["ci_high"]
+
+
+def test_an_item_whose_worker_crashed_is_a_crashed_row_not_a_hole(tmp_path: Path) -> None:
+    from pytest_scylla.aggregate import Aggregator
+    from pytest_scylla.settings import Settings
+
+    agg = Aggregator(tmp_path, Settings())
+    crash = pytest.TestReport("cases/test-001/test.yaml::test-001[T5-02-r3]", ("x", 0, "x"),
+                              {}, "failed", "worker 'gw1' crashed", "???")
+    agg.pytest_runtest_logreport(crash)
+    other = pytest.TestReport("tests/test_x.py::test_y", ("x", 0, "x"), {}, "failed", "",
+                              "call")
+    agg.pytest_runtest_logreport(other)  # not a run: ignored
+    [line] = (tmp_path / "runs.jsonl").read_text().splitlines()
+    rec = json.loads(line)
+    assert rec["outcome"] == "infra_error"
+    assert rec["crashed"] is True
+    assert (rec["case"], rec["tier"], rec["subtest"], rec["run"]) == ("test-001", "T5",
+                                                                      "T5-02", 3)
+    rows = [metrics.run_row(rec, "x")]
+    [tier] = metrics.group_summary(rows)
+    assert (tier["tier"], tier["n"], tier["excluded"]) == ("T5", 0, 1)
