@@ -1,7 +1,8 @@
 """Figures (seaborn on the Agg backend), each written as PNG and SVG into `<out>/figures/`.
 
-Every function takes the report's tables and returns the figure's file stem, or None when the
-data cannot show anything (e.g. no judges). Nothing here touches the network or a display.
+Every function takes the report's tables and tier summary and returns the figure's file stem,
+or None when the data cannot show anything (e.g. no judges). Nothing here touches the network
+or a display.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import metrics
 from .report import Tables
+
+Summary = list[dict[str, Any]]  # metrics.group_summary of the runs
 
 
 def _plt() -> Any:
@@ -42,8 +44,7 @@ def _frame(rows: list[dict[str, Any]]) -> Any:
     return pd.DataFrame(rows)
 
 
-def pass_rate(tables: Tables, folder: Path) -> str | None:
-    summary = metrics.group_summary(tables.runs)
+def pass_rate(tables: Tables, summary: Summary, folder: Path) -> str | None:
     if not summary:
         return None
     plt = _plt()
@@ -59,8 +60,7 @@ def pass_rate(tables: Tables, folder: Path) -> str | None:
     return _save(fig, folder, "pass_rate")
 
 
-def cop(tables: Tables, folder: Path) -> str | None:
-    summary = metrics.group_summary(tables.runs)
+def cop(tables: Tables, summary: Summary, folder: Path) -> str | None:
     finite = [s for s in summary if math.isfinite(s["cop"]) and s["cop"] > 0]
     if not finite:
         return None
@@ -76,13 +76,13 @@ def cop(tables: Tables, folder: Path) -> str | None:
     return _save(fig, folder, "cop")
 
 
-def pareto(tables: Tables, folder: Path) -> str | None:
-    summary = [s for s in metrics.group_summary(tables.runs) if s["mean_score"] is not None]
-    if not summary:
+def pareto(tables: Tables, summary: Summary, folder: Path) -> str | None:
+    scored = [s for s in summary if s["mean_score"] is not None]
+    if not scored:
         return None
     plt = _plt()
     fig, ax = plt.subplots(figsize=(5, 3.6))
-    points = sorted((s["mean_cost"], s["mean_score"], s["tier"]) for s in summary)
+    points = sorted((s["mean_cost"], s["mean_score"], s["tier"]) for s in scored)
     ax.scatter([p[0] for p in points], [p[1] for p in points], color="#c44e52")
     for cost, score, tier in points:
         ax.annotate(tier, (cost, score), textcoords="offset points", xytext=(4, 4))
@@ -98,7 +98,7 @@ def pareto(tables: Tables, folder: Path) -> str | None:
     return _save(fig, folder, "pareto")
 
 
-def tokens(tables: Tables, folder: Path) -> str | None:
+def tokens(tables: Tables, summary: Summary, folder: Path) -> str | None:
     frame = _frame(tables.runs)
     cols = ["input_tokens", "output_tokens", "cache_creation_tokens", "cache_read_tokens"]
     if frame.empty or frame[cols].fillna(0).astype(float).to_numpy().sum() == 0:
@@ -112,7 +112,7 @@ def tokens(tables: Tables, folder: Path) -> str | None:
     return _save(fig, folder, "tokens")
 
 
-def latency(tables: Tables, folder: Path) -> str | None:
+def latency(tables: Tables, summary: Summary, folder: Path) -> str | None:
     frame = _frame(tables.runs)
     if frame.empty:
         return None
@@ -130,7 +130,7 @@ def latency(tables: Tables, folder: Path) -> str | None:
     return _save(fig, folder, "latency")
 
 
-def scores(tables: Tables, folder: Path) -> str | None:
+def scores(tables: Tables, summary: Summary, folder: Path) -> str | None:
     import seaborn as sns
 
     frame = _frame([r for r in tables.runs if r["score"] is not None])
@@ -148,23 +148,16 @@ def scores(tables: Tables, folder: Path) -> str | None:
     return _save(fig, folder, "scores")
 
 
-def criteria(tables: Tables, folder: Path) -> str | None:
-    import seaborn as sns
+def criteria(tables: Tables, summary: Summary, folder: Path) -> str | None:
 
     frame = _frame([c for c in tables.criteria if c.get("criterion_score") not in (None, "")])
     if frame.empty:
         return None
-    frame["criterion_score"] = frame["criterion_score"].astype(float)
-    pivot = frame.pivot_table(index="criterion", columns="tier", values="criterion_score",
-                              aggfunc="mean")
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(6, 0.5 * len(pivot) + 1.5))
-    sns.heatmap(pivot, annot=True, fmt=".2f", vmin=0, vmax=1, cmap="viridis", ax=ax)
-    ax.set_title("Mean criterion score by tier")
-    return _save(fig, folder, "criteria")
+    return _heatmap(frame, "criterion", "criterion_score", "viridis",
+                    "Mean criterion score by tier", folder, "criteria")
 
 
-def judges(tables: Tables, folder: Path) -> str | None:
+def judges(tables: Tables, summary: Summary, folder: Path) -> str | None:
     import seaborn as sns
 
     rows = [j for j in tables.judges if j.get("judge_score") not in (None, "")]
@@ -194,26 +187,34 @@ def judges(tables: Tables, folder: Path) -> str | None:
     return _save(fig, folder, "judges")
 
 
-def grades(tables: Tables, folder: Path) -> str | None:
-    import seaborn as sns
+def grades(tables: Tables, summary: Summary, folder: Path) -> str | None:
 
     frame = _frame([r for r in tables.runs if r["score"] is not None])
     if frame.empty:
         return None
-    frame["score"] = frame["score"].astype(float)
-    pivot = frame.pivot_table(index="case_id", columns="tier", values="score", aggfunc="mean")
+    return _heatmap(frame, "case_id", "score", "RdYlGn", "Mean score, case x tier", folder,
+                    "grades")
+
+
+def _heatmap(frame: Any, rows: str, value: str, cmap: str, title: str, folder: Path,
+             stem: str) -> str:
+    """Mean of `value` per `rows` x tier, annotated, on a fixed 0..1 scale."""
+    import seaborn as sns
+
+    frame[value] = frame[value].astype(float)
+    pivot = frame.pivot_table(index=rows, columns="tier", values=value, aggfunc="mean")
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(6, 0.45 * len(pivot) + 1.6))
-    sns.heatmap(pivot, annot=True, fmt=".2f", vmin=0, vmax=1, cmap="RdYlGn", ax=ax)
-    ax.set_title("Mean score, case x tier")
-    return _save(fig, folder, "grades")
+    fig, ax = plt.subplots(figsize=(6, 0.5 * len(pivot) + 1.5))
+    sns.heatmap(pivot, annot=True, fmt=".2f", vmin=0, vmax=1, cmap=cmap, ax=ax)
+    ax.set_title(title)
+    return _save(fig, folder, stem)
 
 
-ALL: tuple[Callable[[Tables, Path], str | None], ...] = (
+ALL: tuple[Callable[[Tables, Summary, Path], str | None], ...] = (
     pass_rate, cop, pareto, tokens, latency, scores, criteria, judges, grades)
 
 
-def draw_all(tables: Tables, out: Path) -> list[str]:
+def draw_all(tables: Tables, summary: Summary, out: Path) -> list[str]:
     """Every figure the data supports; returns their stems."""
     folder = out / "figures"
-    return [stem for draw in ALL if (stem := draw(tables, folder)) is not None]
+    return [stem for draw in ALL if (stem := draw(tables, summary, folder)) is not None]

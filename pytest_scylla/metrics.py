@@ -148,7 +148,7 @@ def group_summary(rows: Iterable[dict[str, Any]], key: str = "tier") -> list[dic
     for row in rows:
         groups.setdefault(str(row[key]), []).append(row)
     out = []
-    for name in sorted(groups, key=_tier_order):
+    for name in sorted(groups, key=tier_order):
         runs = groups[name]
         counted = [r for r in runs if r["outcome"] in COUNTED]
         n = len(counted)
@@ -180,7 +180,7 @@ def frontier(summary: Sequence[dict[str, Any]], key: str = "tier") -> tuple[str,
     return best[1], best[0]
 
 
-def _tier_order(name: str) -> tuple[int, str]:
+def tier_order(name: str) -> tuple[int, str]:
     digits = "".join(c for c in name if c.isdigit())
     return (int(digits) if name.startswith("T") and digits else 10_000, name)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -76,7 +75,7 @@ def _make_runtime(config: pytest.Config) -> Any:
     from .agents import claude_code
     from .gateway import Gateway, UpstreamSetupError
     from .gateway.server import credential_headers
-    from .runner import Runtime, measure_baseline
+    from .runner import Runtime
     from .sandbox import SandboxError, choose
 
     s = config.stash[settings.SETTINGS_KEY]
@@ -95,7 +94,7 @@ def _make_runtime(config: pytest.Config) -> Any:
                      cli=cli, cli_version=cli_version, model=s.model, oracle=s.oracle,
                      keep_workspaces=s.keep_workspaces, record_bodies=s.record_bodies,
                      judges=s.judges, min_judges=s.min_judges)
-        rt.baselines = {json.dumps([None, []]): measure_baseline(rt)}
+        rt.baseline_for(None, ())  # fails early, with one message, if the CLI cannot run
         if any(j.kind == "anthropic" for j in s.judges):
             import anthropic  # noqa: F401 - a slow first import, kept out of the first run's timing
         return rt

@@ -124,7 +124,7 @@ def load(folders: list[Path]) -> Tables:
 
 def statistical_results(tables: Tables) -> dict[str, Any]:
     counted = [r for r in tables.runs if r["outcome"] in metrics.COUNTED]
-    order = sorted({str(r["tier"]) for r in counted}, key=metrics._tier_order)
+    order = sorted({str(r["tier"]) for r in counted}, key=metrics.tier_order)
     out: dict[str, Any] = {"omnibus": [], "pairwise": [], "n_runs": len(counted)}
     for metric in ("score", "passed", "cost_usd"):
         groups = {t: [float(r[metric]) for r in counted if r["tier"] == t
@@ -173,12 +173,12 @@ def write(out: Path, tables: Tables, manifest: dict[str, Any] | None = None,
     if manifest is not None:
         write_json(out / "manifest.json", manifest)
     if "md" in formats:
-        (out / "tables.md").write_text(markdown(summary, results, paper_tables(tables)),
+        (out / "tables.md").write_text(markdown(summary, results, paper_tables(tables, tiers)),
                                        encoding="utf-8")
     if "html" in formats:
         from . import figures, html_report
 
-        drawn = figures.draw_all(tables, out)
+        drawn = figures.draw_all(tables, tiers, out)
         html_report.write(out, tables, summary, results, drawn, tables.sources)
     return summary
 
@@ -276,13 +276,15 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def paper_tables(tables: Tables) -> dict[str, list[dict[str, Any]]]:
+def paper_tables(tables: Tables, summary: list[dict[str, Any]] | None = None
+                 ) -> dict[str, list[dict[str, Any]]]:
     """The paper's result tables (its Tables 16-19) computed from the runs: tier summary,
     token breakdown (mean per run), latency breakdown (mean per run) and per-criterion mean and
-    sample standard deviation over every judge's category score."""
+    sample standard deviation over every judge's category score. `summary` is the runs' tier
+    summary when the caller has it already (its intervals are bootstrapped: not cheap)."""
     import statistics
 
-    summary = metrics.group_summary(tables.runs)
+    summary = summary if summary is not None else metrics.group_summary(tables.runs)
     by_tier: dict[str, list[dict[str, Any]]] = {}
     for row in tables.runs:
         if row["outcome"] in metrics.COUNTED:

@@ -15,7 +15,7 @@ import shutil
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -58,14 +58,16 @@ class Runtime:
     record_bodies: bool = False
     judges: tuple[JudgeSpec, ...] = ()
     min_judges: int = 2
-    baselines: dict[str, dict[str, Any]] | None = None
+    baselines: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def baseline(self, sub: Subtest) -> dict[str, Any]:
-        """The baseline for the subtest's tool configuration (measured once, then cached)."""
-        allow, deny = sub.tools_allow, tuple(sorted(sub.tools_deny))
+        """The baseline for the subtest's tool configuration."""
+        return self.baseline_for(sub.tools_allow, tuple(sorted(sub.tools_deny)))
+
+    def baseline_for(self, allow: tuple[str, ...] | None, deny: tuple[str, ...]
+                     ) -> dict[str, Any]:
+        """The baseline of a tool configuration, measured once per process (and on disk)."""
         key = json.dumps([allow, deny])
-        if self.baselines is None:
-            self.baselines = {}
         if key not in self.baselines:
             self.baselines[key] = measure_baseline(self, allow, deny)
         return self.baselines[key]
@@ -217,13 +219,10 @@ def check_items(case: Case, results: list[checks.CheckResult]) -> list[dict[str,
     return rows
 
 
-def verdict(rows: list[dict[str, Any]]) -> tuple[bool, float | None]:
-    """(pass, check score): every required check item met (all check items when none is
-    required); the score is the share of check-item points achieved."""
-    gate = [r for r in rows if r["required"]] or rows
+def check_score(rows: list[dict[str, Any]]) -> float | None:
+    """The share of check-item points achieved (None without check items)."""
     total = sum(r["points"] for r in rows)
-    score = sum(r["achieved"] for r in rows) / total if total else None
-    return bool(gate) and all(r["met"] for r in gate), score
+    return sum(r["achieved"] for r in rows) / total if total else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -371,9 +370,8 @@ def execute(case: Case, sub: Subtest, run: int, rt: Runtime) -> dict[str, Any]:
         results = checks.run_checks(case, ws_path, base_env(private), wrap)
         timings["checks_s"] = round(time.monotonic() - check_began, 3)
         rows = check_items(case, results)
-        _, check_score = verdict(rows)
         rec.update(checks=[r.to_json() for r in results], check_items=rows,
-                   check_score=check_score)
+                   check_score=check_score(rows))
         outcome, reason = classify(finished, result, route, stderr_tail)
         if outcome != "infra_error":  # a void run is not worth a judge's tokens
             rec.update(judge_run.judge(case, key, run_dir, rt, result.final_message, diff, files,
