@@ -5,16 +5,13 @@ the exports and print the tier table. Registered on the controller only."""
 from __future__ import annotations
 
 import json
-import platform
 import re
-import sys
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from . import __version__, pricing, report
+from . import provenance, report
 from .report import RUNS_FILE
 
 ITEM_ID = re.compile(r"::(?P<case>[^\[]+)\[(?P<tier>T\d+)-(?P<number>\d{2})-r(?P<run>\d+)\]$")
@@ -79,21 +76,10 @@ class Aggregator:
 
     def _manifest(self, records: list[dict[str, Any]]) -> dict[str, Any]:
         s = self.settings
-        return {
-            "written_at": datetime.now(UTC).isoformat(timespec="seconds"),
-            "plugin_version": __version__, "python": sys.version.split()[0],
-            "platform": platform.platform(),
-            "cli_versions": sorted({r["cli_version"] for r in records if r.get("cli_version")}),
-            "agent_models": sorted({r["model"] for r in records if r.get("model")}),
-            "judges": [j.label for j in s.judges], "min_judges": s.min_judges,
-            "oracle": s.oracle, "sandbox": s.sandbox,
-            "prices_as_of": pricing.PRICES_AS_OF,
-            "prices_usd_per_mtok": {m: {"input": i, "output": o} for m, (i, o) in
-                                    pricing.PRICES.items()},
-            "config_hashes": dict(sorted({r["run_key"]: r.get("config_hash")
-                                          for r in records}.items())),
-            "options": {"runs": s.runs, "tiers": s.tiers, "subtests": s.subtests,
-                        "model": s.model}}
+        return provenance.manifest(records, {
+            "runs": s.runs, "tiers": s.tiers, "subtests": s.subtests, "model": s.model,
+            "label": s.label, "judges": [j.label for j in s.judges], "min_judges": s.min_judges,
+            "oracle": s.oracle, "sandbox": s.sandbox, "report": list(s.report)})
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if not self.records:

@@ -7,6 +7,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from . import __version__
 from .collect import CASE_FILE
@@ -132,9 +133,35 @@ def _report(dirs: list[Path], out: Path | None, formats: tuple[str, ...]) -> int
         print(f"scylla report: unknown report format(s) {', '.join(sorted(unknown))}; use md, "
               "html or none", file=sys.stderr)
         return 2
-    report.write(target, tables, formats=("csv", "json", *formats))
+    report.write(target, tables, _manifest(dirs, tables), formats=("csv", "json", *formats))
     print("\n".join(report.tier_table(tables, target)))
     return 0
+
+
+def _manifest(dirs: list[Path], tables: Any) -> dict[str, Any]:
+    """The rebuilt folder's manifest: provenance from its runs; a single folder rebuilt keeps its
+    session's options, merged folders list their own manifests (per-run hashes left out)."""
+    import json
+
+    from . import provenance
+
+    found: list[dict[str, Any]] = []
+    for folder in dirs:
+        path = folder / "manifest.json"
+        try:
+            old = json.loads(path.read_text("utf-8")) if path.is_file() else {}
+        except ValueError:
+            old = {"unreadable": str(path)}
+        found.append({"folder": str(folder), **{k: v for k, v in old.items()
+                                                 if k != "config_hashes"}})
+    if len(dirs) == 1:
+        one = found[0]
+        manifest = provenance.manifest(tables.records, one.get("options"),
+                                       one.get("merged_from"))
+    else:
+        manifest = provenance.manifest(tables.records, None, found)
+    manifest["rebuilt_by"] = f"scylla report {' '.join(map(str, dirs))}"
+    return manifest
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ RUN_COLUMNS = [
     "grade", "cost_usd", "duration_seconds", "agent_duration_seconds", "judge_duration_seconds",
     "input_tokens", "output_tokens", "cache_creation_tokens", "cache_read_tokens", "total_tokens",
     "exit_code", "api_calls", "num_turns", "case_id", "outcome", "judge_cost_usd", "cost_source",
-    "model_usage", "config_hash", "simulated", "run_key"]
+    "model_usage", "config_hash", "simulated", "run_key", "checks_duration_seconds"]
 
 
 MODEL_ID = re.compile(r"^claude-(opus|sonnet|haiku)-(\d+)(?:-(\d{1,2}))?(?:-\d{8})?$")
@@ -47,6 +47,7 @@ def run_row(rec: dict[str, Any], experiment: str) -> dict[str, Any]:
         "passed": rec.get("outcome") == "pass", "grade": rec.get("grade"),
         "cost_usd": rec.get("cost_usd"), "duration_seconds": timings.get("total_s"),
         "agent_duration_seconds": timings.get("agent_s"),
+        "checks_duration_seconds": timings.get("checks_s"),
         "judge_duration_seconds": rec.get("judge_duration_seconds"),
         "input_tokens": tokens.get("input_tokens"), "output_tokens": tokens.get("output_tokens"),
         "cache_creation_tokens": tokens.get("cache_creation_input_tokens"),
@@ -128,46 +129,97 @@ def cop(mean_cost: float, pass_rate: float) -> float:
 
 
 def consistency(scores: Sequence[float]) -> float | None:
+    """1 - sd/mean clamped to [0, 1]; a single run counts as fully consistent (the paper's
+    convention: its subtests.csv has 1.0 there) and the small-n warning says how little that
+    means; None without scores."""
     import statistics
 
-    if len(scores) < 2:
+    if not scores:
         return None
+    if len(scores) == 1:
+        return 1.0
     mean = statistics.fmean(scores)
     if mean == 0:
         return 0.0
     return min(1.0, max(0.0, 1 - statistics.stdev(scores) / mean))
 
 
-def group_summary(rows: Iterable[dict[str, Any]], key: str = "tier") -> list[dict[str, Any]]:
-    """Per-tier (or per-`key`) summary over the counted runs: n, pass rate with its CI, scores,
-    impl rate, consistency, cost, CoP, modal grade, and a warning when n is small."""
+GRADES = ("S", "A", "B", "C", "D", "F")
+PASS_K = (1, 3, 5)
+
+
+def _order(keys: Sequence[str], values: tuple[str, ...]) -> tuple[Any, ...]:
+    return tuple(tier_order(v) if k == "tier" else (0, v) for k, v in zip(keys, values,
+                                                                          strict=True))
+
+
+def group_summary(rows: Iterable[dict[str, Any]], keys: Sequence[str] = ("tier",)
+                  ) -> list[dict[str, Any]]:
+    """Per-tier (or per-`keys` group, e.g. case x tier x subtest) summary over the counted runs:
+    n, pass rate with its CI, score and impl rate (mean/median/sd), consistency, cost, duration,
+    CoP pooled and as the mean of per-case CoP, pass@k and pass^k (averaged over cases, for the
+    k the runs per case allow), grade counts and modal grade, and a warning when n is small."""
     import statistics
     from collections import Counter
 
-    groups: dict[str, list[dict[str, Any]]] = {}
+    from .stats import pass_at_k, pass_hat_k
+
+    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for row in rows:
-        groups.setdefault(str(row[key]), []).append(row)
+        groups.setdefault(tuple(str(row[k]) for k in keys), []).append(row)
     out = []
-    for name in sorted(groups, key=tier_order):
+    for name in sorted(groups, key=lambda v: _order(keys, v)):
         runs = groups[name]
         counted = [r for r in runs if r["outcome"] in COUNTED]
         n = len(counted)
         passed = [bool(r["passed"]) for r in counted]
-        scores = [float(r["score"]) for r in counted if r["score"] is not None]
+
+        scores, impl, durations = ([float(r[c]) for r in counted if r.get(c) not in (None, "")]
+                                   for c in ("score", "impl_rate", "duration_seconds"))
         costs = [float(r["cost_usd"] or 0) for r in counted]
         rate = sum(passed) / n if n else 0.0
         low, high, method = pass_rate_ci(passed) if n else (0.0, 0.0, "none")
         mean_cost = statistics.fmean(costs) if costs else 0.0
         grades = Counter(r["grade"] for r in counted if r["grade"])
+        by_case: dict[str, list[dict[str, Any]]] = {}
+        for r in counted:
+            by_case.setdefault(str(r.get("case_id") or r.get("experiment")), []).append(r)
+        case_cops = [cop(statistics.fmean(float(r["cost_usd"] or 0) for r in rs),
+                         sum(bool(r["passed"]) for r in rs) / len(rs)) for rs in by_case.values()]
+        per_case_cop = (statistics.fmean(case_cops) if case_cops
+                        and all(math.isfinite(c) for c in case_cops) else None)
+        fewest = min((len(rs) for rs in by_case.values()), default=0)
+        at_k: dict[str, float | None] = {}
+        for k in PASS_K:
+            if k <= fewest:
+                cells = [(len(rs), sum(bool(r["passed"]) for r in rs)) for rs in by_case.values()]
+                at_k[f"pass_at_{k}"] = statistics.fmean(pass_at_k(a, c, k) for a, c in cells)
+                at_k[f"pass_hat_{k}"] = statistics.fmean(pass_hat_k(a, c, k) for a, c in cells)
+            else:
+                at_k[f"pass_at_{k}"] = at_k[f"pass_hat_{k}"] = None
+        warnings = []
+        if n < SMALL_N:
+            warnings.append(f"n={n} < {SMALL_N}: interval is wide")
+        if case_cops and per_case_cop is None:
+            warnings.append("per-case CoP undefined: a case never passed")
         out.append({
-            key: name, "n": n, "excluded": len(runs) - n, "passes": sum(passed),
-            "pass_rate": rate, "ci_low": low, "ci_high": high, "ci_method": method,
+            **dict(zip(keys, name, strict=True)), "n": n, "excluded": len(runs) - n,
+            "passes": sum(passed), "pass_rate": rate, "ci_low": low, "ci_high": high,
+            "ci_method": method,
             "mean_score": statistics.fmean(scores) if scores else None,
             "median_score": statistics.median(scores) if scores else None,
+            "std_score": statistics.stdev(scores) if len(scores) > 1 else None,
+            "mean_impl_rate": statistics.fmean(impl) if impl else None,
+            "median_impl_rate": statistics.median(impl) if impl else None,
+            "std_impl_rate": statistics.stdev(impl) if len(impl) > 1 else None,
             "consistency": consistency(scores), "mean_cost": mean_cost,
-            "total_cost": sum(costs), "cop": cop(mean_cost, rate) if n else math.inf,
+            "total_cost": sum(costs),
+            "mean_duration": statistics.fmean(durations) if durations else None,
+            "cop": cop(mean_cost, rate) if n else math.inf,
+            "cop_per_case_mean": per_case_cop, "cases": len(by_case), **at_k,
+            **{f"grade_{g}": grades.get(g, 0) for g in GRADES},
             "modal_grade": grades.most_common(1)[0][0] if grades else None,
-            "warning": f"n={n} < {SMALL_N}: interval is wide" if n < SMALL_N else ""})
+            "warning": "; ".join(warnings)})
     return out
 
 

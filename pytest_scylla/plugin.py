@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -40,14 +41,22 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def experiment_dir(config: pytest.Config) -> Path:
-    """--scylla-out, else the controller's `reports/<timestamp>` (shared with its workers)."""
-    chosen = config.stash[settings.SETTINGS_KEY].out
-    if chosen is not None:
-        return chosen
+    """--scylla-out, else the controller's `reports/<timestamp>-<label>` (shared with its
+    workers); the label defaults to the model id, or `oracle-<mode>` under the oracle."""
+    s = config.stash[settings.SETTINGS_KEY]
+    if s.out is not None:
+        return s.out
     worker = getattr(config, "workerinput", None)
     if worker and "scylla_out" in worker:
         return Path(worker["scylla_out"])
-    return config.rootpath / "reports" / datetime.now().strftime("%Y%m%d-%H%M%S")
+    label = s.label or re.sub(r"[^A-Za-z0-9._-]+", "-", f"oracle-{s.oracle}" if s.oracle
+                              else s.model)
+    folder = config.rootpath / "reports" / f"{datetime.now():%Y%m%d-%H%M%S}-{label}"
+    suffix = 2
+    while folder.exists():  # two sessions started in the same second
+        folder = folder.with_name(f"{datetime.now():%Y%m%d-%H%M%S}-{label}-{suffix}")
+        suffix += 1
+    return folder
 
 
 class _XdistHooks:

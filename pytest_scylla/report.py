@@ -17,6 +17,13 @@ from . import metrics, stats
 from .record import write_json
 
 RUNS_FILE = "runs.jsonl"
+SUBTEST_KEYS = ("experiment", "agent_model", "case_id", "tier", "subtest")
+SUBTEST_COLUMNS = [  # the paper's subtests.csv, then ours
+    "experiment", "agent_model", "tier", "subtest", "pass_rate", "mean_score", "median_score",
+    "std_score", "mean_impl_rate", "median_impl_rate", "std_impl_rate", "consistency",
+    "mean_cost", "total_cost", "mean_duration", "cop", *(f"grade_{g}" for g in metrics.GRADES),
+    "modal_grade", "case_id", "n", "passes", "excluded", "ci_low", "ci_high", "ci_method",
+    "warning"]
 
 
 @dataclass
@@ -154,9 +161,11 @@ def write(out: Path, tables: Tables, manifest: dict[str, Any] | None = None,
     """Write the exports (CSV and JSON always: they are the store others rebuild from) and the
     requested reports (`md`, `html` with figures) into `out`; return the summary."""
     out.mkdir(parents=True, exist_ok=True)
-    _csv(out / "runs.csv", tables.runs, metrics.RUN_COLUMNS)
-    _csv(out / "judges.csv", tables.judges)
-    _csv(out / "criteria.csv", tables.criteria)
+    _csv(out / "runs.csv", sorted(tables.runs, key=_row_order), metrics.RUN_COLUMNS)
+    _csv(out / "judges.csv", sorted(tables.judges, key=_row_order))
+    _csv(out / "criteria.csv", sorted(tables.criteria, key=_row_order))  # stable: rubric order
+    _csv(out / "subtests.csv", metrics.group_summary(tables.runs, SUBTEST_KEYS),
+         SUBTEST_COLUMNS)
     tiers = metrics.group_summary(tables.runs)
     best = metrics.frontier(tiers)
     summary = {
@@ -173,8 +182,9 @@ def write(out: Path, tables: Tables, manifest: dict[str, Any] | None = None,
     if manifest is not None:
         write_json(out / "manifest.json", manifest)
     if "md" in formats:
-        (out / "tables.md").write_text(markdown(summary, results, paper_tables(tables, tiers)),
-                                       encoding="utf-8")
+        paper = paper_tables(tables, tiers)
+        (out / "tables.md").write_text(markdown(summary, results, paper), encoding="utf-8")
+        (out / "tables.tex").write_text(latex(summary, results, paper), encoding="utf-8")
     if "html" in formats:
         from . import figures, html_report
 
@@ -183,48 +193,121 @@ def write(out: Path, tables: Tables, manifest: dict[str, Any] | None = None,
     return summary
 
 
+Section = tuple[str, list[dict[str, Any]], list[str]]  # (title, rows, columns)
+
+
+def sections(summary: dict[str, Any], results: dict[str, Any],
+             paper: dict[str, list[dict[str, Any]]]) -> list[Section]:
+    """The report's tables, in order: rendered as Markdown (`tables.md`) and LaTeX
+    (`tables.tex`) from this one list."""
+    alpha = results["krippendorff_alpha"]
+    return [
+        ("Tiers: pass rate with 95% CI, scores, cost and Cost-of-Pass", summary["tiers"], [
+            "tier", "n", "pass_rate", "ci_low", "ci_high", "mean_score", "median_score",
+            "consistency", "mean_cost", "cop", "cop_per_case_mean", "pass_at_1", "pass_hat_3",
+            "modal_grade", "warning"]),
+        ("Tier summary (the paper's Table 16)", paper["tiers"],
+         ["tier", "pass_rate", "mean_score", "median_score", "grade", "cop"]),
+        ("Token breakdown, mean per run (Table 17)", paper["tokens"],
+         ["tier", "input_tokens", "output_tokens", "cache_creation_tokens", "cache_read_tokens",
+          "total_tokens"]),
+        ("Latency breakdown, mean seconds per run (Table 18)", paper["latency"],
+         ["tier", "agent_seconds", "checks_seconds", "judge_seconds", "total_seconds",
+          "judge_share"]),
+        ("Per-criterion score, mean and sd over judges and runs (Table 19)", paper["criteria"],
+         ["criterion", "mean", "sd", "n"]),
+        ("Tier comparisons: Kruskal-Wallis", results["omnibus"],
+         ["metric", "groups", "h", "p", "significant", "note"]),
+        ("Tier comparisons: adjacent tiers, Mann-Whitney U with Holm correction",
+         results["pairwise"], ["metric", "group1", "group2", "n1", "n2", "p_raw", "p_holm",
+                               "cliffs_delta", "note"]),
+        (f"Judge agreement: Krippendorff's alpha (interval) = "
+         f"{'-' if alpha['alpha'] is None else format(alpha['alpha'], '.3f')}"
+         f"{' (' + alpha['note'] + ')' if alpha.get('note') else ''}; pairs",
+         results["judge_pairs"], ["judge1", "judge2", "n", "spearman", "pearson",
+                                  "mean_abs_diff", "note"]),
+        ("Judge bias: mean score per judge", results["judge_bias"],
+         ["judge", "n", "mean_score"]),
+    ]
+
+
+def number(column: str, value: float) -> str:
+    """A table cell's number at the precision its column deserves: dollars to four places,
+    token counts whole, p-values to four significant digits, everything else to three."""
+    if math.isinf(value):
+        return "∞"
+    if "cost" in column or column.startswith("cop"):
+        return f"{value:.4f}"
+    if column.endswith("tokens"):
+        return f"{value:.0f}" if value == int(value) else f"{value:.1f}"
+    if column in ("p", "p_raw", "p_holm"):
+        return f"{value:.4g}"
+    return f"{value:.3f}"
+
+
 def _md_table(rows: list[dict[str, Any]], columns: list[str]) -> list[str]:
-    def cell(value: Any) -> str:
+    def cell(column: str, value: Any) -> str:
         if isinstance(value, float):
-            return "∞" if math.isinf(value) else f"{value:.3f}"
+            return number(column, value)
         return "-" if value in (None, "") else str(value).replace("|", "\\|")
 
     return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns),
-            *("| " + " | ".join(cell(r.get(c)) for c in columns) + " |" for r in rows), ""]
+            *("| " + " | ".join(cell(c, r.get(c)) for c in columns) + " |" for r in rows), ""]
 
 
 def markdown(summary: dict[str, Any], results: dict[str, Any],
              paper: dict[str, list[dict[str, Any]]]) -> str:
-    """The tier summary, the paper's result tables and the statistics as Markdown tables."""
+    """The report's tables as Markdown."""
     lines = [f"# {summary['experiment']}", ""]
     if summary["simulated"]:
         lines += ["**SIMULATED MODEL: oracle agent and judges, not a real evaluation.**", ""]
-    lines += ["## Tiers", "", *_md_table(summary["tiers"], [
-        "tier", "n", "pass_rate", "ci_low", "ci_high", "mean_score", "median_score",
-        "consistency", "mean_cost", "cop", "modal_grade", "warning"])]
-    lines += ["## Tier summary (the paper's Table 16)", "",
-              *_md_table(paper["tiers"], ["tier", "pass_rate", "mean_score", "median_score",
-                                          "grade", "cop"]),
-              "## Token breakdown, mean per run (Table 17)", "",
-              *_md_table(paper["tokens"], ["tier", "input_tokens", "output_tokens",
-                                           "cache_creation_tokens", "cache_read_tokens",
-                                           "total_tokens"]),
-              "## Latency breakdown, mean per run (Table 18)", "",
-              *_md_table(paper["latency"], ["tier", "agent_seconds", "judge_seconds",
-                                            "total_seconds", "judge_share"]),
-              "## Per-criterion score, mean and sd over judges and runs (Table 19)", "",
-              *_md_table(paper["criteria"], ["criterion", "mean", "sd", "n"])]
-    lines += ["## Tier comparisons", "",
-              *_md_table(results["omnibus"], ["metric", "groups", "h", "p", "significant",
-                                              "note"]),
-              *_md_table(results["pairwise"], ["metric", "group1", "group2", "n1", "n2",
-                                               "p_raw", "p_holm", "cliffs_delta", "note"])]
-    alpha = results["krippendorff_alpha"]
-    lines += ["## Judges", "", f"Krippendorff's alpha (interval): {alpha['alpha']} "
-              f"{alpha['note']}", "",
-              *_md_table(results["judge_pairs"], ["judge1", "judge2", "n", "spearman",
-                                                  "pearson", "mean_abs_diff", "note"])]
+    for title, rows, columns in sections(summary, results, paper):
+        lines += [f"## {title}", "", *_md_table(rows, columns)]
     return "\n".join(lines)
+
+
+LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
+                 "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
+                 "^": r"\textasciicircum{}", "∞": r"$\infty$", "α": r"$\alpha$",
+                 "δ": r"$\delta$", "<": r"\textless{}", ">": r"\textgreater{}"}
+
+
+def latex_escape(text: str) -> str:
+    return "".join(LATEX_SPECIAL.get(ch, ch) for ch in text)
+
+
+def latex(summary: dict[str, Any], results: dict[str, Any],
+          paper: dict[str, list[dict[str, Any]]]) -> str:
+    """The report's tables as LaTeX for papers: one booktabs `table` each (pandas' Styler;
+    needs \\usepackage{booktabs}), numbers to three places, CoP infinity as $\\infty$."""
+    import pandas as pd
+
+    def cell(column: str, value: Any) -> str:
+        if isinstance(value, bool):
+            return "yes" if value else "no"
+        if isinstance(value, (int, float)):
+            return latex_escape(number(column, float(value)) if isinstance(value, float)
+                                else str(value))
+        return "--" if value in (None, "") else latex_escape(str(value))
+
+    def align(rows: list[dict[str, Any]], column: str) -> str:
+        present = [r.get(column) for r in rows if r.get(column) not in (None, "")]
+        numeric = present and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                  for v in present)
+        return "r" if numeric else "l"
+
+    parts = [f"% {latex_escape(summary['experiment'])}: tables written by pytest-scylla; "
+             "needs \\usepackage{booktabs}"]
+    if summary["simulated"]:
+        parts.append("% SIMULATED MODEL: oracle agent and judges, not a real evaluation.")
+    for index, (title, rows, columns) in enumerate(sections(summary, results, paper), 1):
+        frame = pd.DataFrame([[cell(c, r.get(c)) for c in columns] for r in rows],
+                             columns=[latex_escape(c.replace("_", " ")) for c in columns])
+        caption = latex_escape(title) + (" (SIMULATED)" if summary["simulated"] else "")
+        parts.append(frame.style.hide(axis="index").to_latex(
+            hrules=True, caption=caption, label=f"tab:scylla-{index}", position="htbp",
+            column_format="".join(align(rows, c) for c in columns)))
+    return "\n".join(parts)
 
 
 def tier_table(tables: Tables, where: Path) -> list[str]:
@@ -253,6 +336,20 @@ def tier_table(tables: Tables, where: Path) -> list[str]:
                  f"results: {where}")
     lines += [f"warning: {w}" for w in tables.warnings]
     return lines
+
+
+def _row_order(row: dict[str, Any]) -> tuple[Any, ...]:
+    """Rows in a fixed order (experiment, case, tier, subtest, run, judge), whatever order the
+    runs finished in: the exports of the same runs are the same files at any worker count."""
+    def whole(value: Any) -> int:
+        try:
+            return int(value)
+        except (TypeError, ValueError):
+            return 0
+
+    return (str(row.get("experiment") or ""), str(row.get("case_id") or ""),
+            metrics.tier_order(str(row.get("tier") or "")), str(row.get("subtest") or ""),
+            whole(row.get("run_number")), whole(row.get("judge_number")))
 
 
 def _csv(path: Path, rows: list[dict[str, Any]], columns: list[str] | None = None) -> None:
@@ -302,7 +399,10 @@ def paper_tables(tables: Tables, summary: list[dict[str, Any]] | None = None
         tokens.append({"tier": s["tier"], **counts, "total_tokens": sum(counts.values())})
         agent, judge = mean(rows, "agent_duration_seconds"), mean(rows, "judge_duration_seconds")
         total = mean(rows, "duration_seconds")
-        latency.append({"tier": s["tier"], "agent_seconds": agent, "judge_seconds": judge,
+        has_checks = any(r.get("checks_duration_seconds") not in (None, "") for r in rows)
+        latency.append({"tier": s["tier"], "agent_seconds": agent,
+                        "checks_seconds": mean(rows, "checks_duration_seconds")
+                        if has_checks else None, "judge_seconds": judge,
                         "total_seconds": total,
                         "judge_share": judge / total if total else None})
     per_criterion: dict[str, list[float]] = {}

@@ -20,10 +20,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from . import __version__, checks, mcp_install, overlay, pricing, record, workspace
+from . import __version__, checks, mcp_install, overlay, pricing, provenance, record, workspace
 from .agents import claude_code
 from .gateway import Gateway, Route, ablation
-from .gateway.oracle import Script
+from .gateway.oracle import Script, mode_for
 from .judges import JudgeSpec, judge_run
 from .sandbox import Sandbox
 from .spec import Case, RubricItem
@@ -229,21 +229,15 @@ def check_score(rows: list[dict[str, Any]]) -> float | None:
 # one run
 
 
-def config_hash(case: Case, sub: Subtest, ov: overlay.Overlay, model: str, rt: Runtime) -> str:
-    """A short hash of everything that defines the run's conditions (not its outcome)."""
-    resources = []
-    for kind, names in (("claude_md", sub.claude_md), ("skills", sub.skills),
-                        ("agents", sub.agents), ("mcp_servers", sub.mcp_servers)):
-        for name in names:
-            path = rt.tiers.resource_path(kind, name)  # type: ignore[arg-type]
-            resources.append([kind, name, hashlib.sha256(path.read_bytes()).hexdigest()])
+def config_hash(case: Case, sub: Subtest, ov: overlay.Overlay, model: str, rt: Runtime,
+                inputs: dict[str, str]) -> str:
+    """A short hash of everything that defines the run's conditions (not its outcome): the
+    content of its inputs (`provenance.input_hashes`) and the settings that reach the CLI."""
     parts = {
-        "resources": resources, "settings": json.dumps(sub.settings, sort_keys=True,
-                                                         default=str),
-        "case": case.file.read_text("utf-8"), "prompt": case.prompt.read_text("utf-8"),
-        "rubric": case.rubric.path.read_text("utf-8"), "declared": ov.declared,
-        "args": list(ov.args), "model": model, "cli": rt.cli_version, "oracle": rt.oracle,
-        "max_turns": case.max_turns, "timeout": case.timeout_seconds, "plugin": __version__}
+        "inputs": inputs, "settings": json.dumps(sub.settings, sort_keys=True, default=str),
+        "declared": ov.declared, "args": list(ov.args), "model": model, "cli": rt.cli_version,
+        "oracle": rt.oracle, "max_turns": case.max_turns, "timeout": case.timeout_seconds,
+        "plugin": __version__}
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -328,11 +322,15 @@ def execute(case: Case, sub: Subtest, run: int, rt: Runtime) -> dict[str, Any]:
         config = mcp_install.localize(json.loads(config_file.read_text("utf-8")), declarations,
                                       rt.cache_dir)
         config_file.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-        rec["config_hash"] = config_hash(case, sub, ov, model, rt)
+        rec["inputs"] = provenance.input_hashes(case, sub, rt.tiers)
+        rec["source"] = {"repo": case.source.repo, "commit": case.source.commit,
+                         "path": case.source.path.name if case.source.path else None,
+                         "base_commit": ws.base_commit}
+        rec["config_hash"] = config_hash(case, sub, ov, model, rt, rec["inputs"])
         rec["declared"] = ov.declared
         expected = expectation(ov, sub, rt.tiers, ws_path, rt.baseline(sub))
-        script = (Script.for_case(rt.oracle, case.solution, ws_path, delegates(rt.tiers, sub))
-                  if rt.oracle else None)
+        script = (Script.for_case(mode_for(rt.oracle, key), case.solution, ws_path,
+                                  delegates(rt.tiers, sub)) if rt.oracle else None)
         if script is not None:
             rec["oracle_script"] = {"mode": script.mode, "delegates": list(script.delegates),
                                     "files": [rel for rel, _ in script.files]}

@@ -17,7 +17,8 @@ from .tiers import TIER_NAME, Subtest, TierSet, tier_files
 from .yamlmarks import display
 
 REPORT_FORMATS = ("terminal", "html", "md", "json", "csv")
-ORACLE_MODES = ("solution", "noop", "wrong")
+ORACLE_MODES = ("solution", "noop", "wrong", "mixed")
+LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 SANDBOXES = ("auto", "local", "bwrap")
 DEFAULT_MODEL = "claude-sonnet-5"
 SUBTEST_SELECTOR = re.compile(r"^(?:(T\d+)-)?(\d{2})(?:-([a-z0-9][a-z0-9-]*))?$")
@@ -29,7 +30,9 @@ OPTIONS: tuple[tuple[str, str, str, str], ...] = (
     ("tiers", "only these tiers, comma-separated, e.g. T0,T5 (default: all)", "TIERS", ""),
     ("subtests", "only these subtests, comma-separated: 02, 02-core, T5-02 (default: all)",
      "SUBTESTS", ""),
-    ("out", "experiment folder for results (default: reports/<timestamp>/)", "DIR", ""),
+    ("out", "experiment folder for results (default: reports/<timestamp>-<label>/)", "DIR", ""),
+    ("label", "the experiment's name in its default folder (default: the model id, or "
+     "oracle-<mode> under --scylla-oracle)", "NAME", ""),
     ("report", "reports to write: terminal,html,md,json,csv, all or none (default terminal)",
      "FORMATS", "terminal"),
     ("tiers-dir", "folder of tier files T0.yaml ... (default: <rootdir>/tiers)", "DIR", ""),
@@ -61,6 +64,7 @@ class Settings:
     tiers: tuple[str, ...] | None = None
     subtests: tuple[str, ...] | None = None
     out: Path | None = None
+    label: str = ""
     report: tuple[str, ...] = ("terminal",)
     oracle: str | None = None
     tiers_dir: Path = Path("tiers")
@@ -109,9 +113,11 @@ def addoptions(parser: pytest.Parser) -> None:
         "--scylla-oracle", dest="scylla_oracle", nargs="?", const="solution", default=None,
         choices=ORACLE_MODES, metavar="MODE",
         help="offline SIMULATED model instead of a real one: solution (default: applies the "
-             "case's reference solution), noop (does nothing), wrong (applies a broken change). "
+             "case's reference solution), noop (does nothing), wrong (applies a broken change), "
+             "mixed (one of the three per run, fixed by the run's key: varied results). "
              "Write it as --scylla-oracle=MODE or put it after the paths")
-    parser.addini("scylla_oracle", "[pytest-scylla] oracle mode: solution, noop, wrong or empty",
+    parser.addini("scylla_oracle", "[pytest-scylla] oracle mode: solution, noop, wrong, mixed or "
+                  "empty",
                   default="")
 
 
@@ -193,6 +199,12 @@ def resolve(config: pytest.Config) -> Settings:
 
     out_raw = config.getoption("scylla_out") or config.getini("scylla_out")
     out = _path(config, "scylla_out", Path()) if out_raw else None
+    raw, origin = _value(config, "scylla_label")
+    label = str(raw).strip()
+    if label and not LABEL.match(label):
+        raise pytest.UsageError(f"{origin}={raw!r}: a label is up to 64 letters, digits, '.', "
+                                "'_' or '-' (it becomes part of a folder name), e.g. "
+                                "--scylla-label=sonnet5-baseline")
 
     raw, origin = _value(config, "scylla_sandbox")
     sandbox = str(raw).strip() or "auto"
@@ -223,7 +235,8 @@ def resolve(config: pytest.Config) -> Settings:
     flags = {name: bool(config.getoption(f"scylla_{name}") or config.getini(f"scylla_{name}"))
              for name in ("keep_workspaces", "record_bodies")}
 
-    settings = Settings(runs=runs, tiers=tiers, subtests=subtests, out=out, report=report,
+    settings = Settings(runs=runs, tiers=tiers, subtests=subtests, out=out, label=label,
+                        report=report,
                         oracle=oracle, tiers_dir=tiers_dir, rubrics_dir=rubrics_dir,
                         model=model, sandbox=sandbox, cli=cli, cache_dir=cache_dir,
                         judges=judges, min_judges=min(min_judges, len(judges)), **flags)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -23,10 +24,10 @@ STABLE = ("tier", "subtest", "run_number", "case_id", "passed", "score", "grade"
           "impl_rate", "exit_code", "num_turns", "api_calls")
 
 
-def test_exports_are_the_same_at_0_and_2_workers(mini: Path, pytester: pytest.Pytester,
-                                                 oracle: list[str]) -> None:
-    tables = {}
-    for n in (0, 2):
+def test_exports_are_the_same_at_0_2_and_8_workers(mini: Path, pytester: pytest.Pytester,
+                                                   oracle: list[str]) -> None:
+    tables, manifests = {}, {}
+    for n in (0, 2, 8):
         out = mini / f"out{n}"
         result = pytester.runpytest("cases", *workers(n), *oracle, f"--scylla-out={out}")
         result.assert_outcomes(passed=len(MINI_ITEMS))
@@ -50,8 +51,38 @@ def test_exports_are_the_same_at_0_and_2_workers(mini: Path, pytester: pytest.Py
         manifest = json.loads((out / "manifest.json").read_text())
         assert manifest["cli_versions"]
         assert manifest["prices_as_of"]
+        # provenance: a content hash of every input file or folder the runs depended on
+        assert set(manifest["inputs"]) == {
+            "cases/alpha/", "cases/beta/", "cases/beta/rubric.yaml", "rubrics/basic.yaml",
+            "tiers/T0.yaml", "tiers/T1.yaml", "tiers/T5.yaml", "tiers/blocks/rules.md",
+            "tiers/prompts/terse.md", "tiers/skills/review/", "tiers/agents/helper.md",
+            "tiers/mcp/notes.json"}
+        assert all(len(h) == 64 for h in manifest["inputs"].values())
+        assert manifest["inputs_changed_between_runs"] == []
+        assert set(manifest["source_commits"]) == {"alpha", "beta"}
+        assert manifest["options"]["oracle"] == "solution"
         tables[n] = sorted(tuple(r[c] for c in STABLE) for r in runs)
-    assert tables[0] == tables[2]
+        manifests[n] = manifest
+    assert tables[0] == tables[2] == tables[8]
+    assert manifests[0]["inputs"] == manifests[8]["inputs"]
+    assert manifests[0]["source_commits"] == manifests[8]["source_commits"]
+
+
+def test_the_default_folder_is_named_by_time_and_label(mini: Path, pytester: pytest.Pytester,
+                                                       oracle: list[str]) -> None:
+    for extra, label in (([], "oracle-solution"), (["--scylla-label=baseline.v2"],
+                                                   "baseline.v2")):
+        result = pytester.runpytest("cases", "-k", "alpha and T0-00", *workers(0), *oracle,
+                                    *extra)
+        result.assert_outcomes(passed=1)
+        [folder] = [p for p in (mini / "reports").iterdir() if p.name.endswith("-" + label)]
+        assert re.fullmatch(r"\d{8}-\d{6}-" + re.escape(label), folder.name)
+        assert (folder / "runs.jsonl").is_file()
+        result.stdout.fnmatch_lines([f"spend: * results: {folder}"])
+    result = pytester.runpytest("cases", *oracle, "--scylla-label=../up")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--scylla-label='../up': a label is up to 64 letters*"])
+    assert "Traceback" not in result.stderr.str()
 
 
 def test_tier_summary_cop_and_intervals() -> None:

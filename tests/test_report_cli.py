@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_scylla import metrics, report
 from pytest_scylla.cli import main
 
 from .conftest import workers
@@ -38,10 +39,21 @@ def test_shards_from_two_sessions_merge_into_one_report(
     assert summary["runs"] == 12
     assert summary["warnings"] == []
     assert json.loads((merged / "statistical_results.json").read_text())["n_runs"] == 12
-    # the same folder rebuilt in place gives the same runs
+    manifest = json.loads((merged / "manifest.json").read_text())
+    assert [m["folder"] for m in manifest["merged_from"]] == [str(mini / "shard-a"),
+                                                               str(mini / "shard-b")]
+    assert [m["options"]["oracle"] for m in manifest["merged_from"]] == ["solution"] * 2
+    assert {"tiers/T0.yaml", "tiers/T5.yaml", "cases/alpha/"} <= set(manifest["inputs"])
+    assert len(manifest["config_hashes"]) == 12
+    assert manifest["rebuilt_by"].startswith("scylla report ")
+    # the same folder rebuilt in place gives the same runs and keeps its session's options
+    before = json.loads((mini / "shard-a" / "manifest.json").read_text())
     assert main(["report", str(mini / "shard-a")]) == 0
     with (mini / "shard-a" / "runs.csv").open() as handle:
         assert len(list(csv.DictReader(handle))) == 6
+    after = json.loads((mini / "shard-a" / "manifest.json").read_text())
+    assert after["options"] == before["options"]
+    assert after["inputs"] == before["inputs"]
 
 
 def test_paper_format_csvs_reproduce_alpha_and_the_frontier(
@@ -74,9 +86,11 @@ def test_import_of_the_papers_dryrun_reproduces_its_exports(
     dest = tmp_path / "2026-01-20T06-13-07-test-001"  # the paper's experiment name
     assert main(["import", str(DRYRUN), str(dest)]) == 0
     assert "imported 7 runs" in capsys.readouterr().out
+    assert main(["report", str(dest), "--report", "none"]) == 0  # subtests.csv is a summary
     keys = {"runs.csv": ("tier", "subtest", "run_number"),
             "judges.csv": ("tier", "subtest", "run_number", "judge_number"),
-            "criteria.csv": ("tier", "subtest", "run_number", "judge_number", "criterion")}
+            "criteria.csv": ("tier", "subtest", "run_number", "judge_number", "criterion"),
+            "subtests.csv": ("tier", "subtest")}
     for name, key in keys.items():
         with (DRYRUN / name).open() as handle:
             paper = {tuple(r[k] for k in key): r for r in csv.DictReader(handle)}
@@ -196,4 +210,30 @@ def test_the_papers_tables_16_to_19_come_out_of_its_imported_dryrun(tmp_path: Pa
     assert main(["report", str(dest), "--report", "md"]) == 0
     md = (dest / "tables.md").read_text()
     assert "## Tier summary (the paper's Table 16)" in md
-    assert "| T5 | 1.000 | 0.983 | 0.983 | A | 0.065 |" in md
+    assert "| T5 | 1.000 | 0.983 | 0.983 | A | 0.0653 |" in md  # dollars to four places
+    tex = (dest / "tables.tex").read_text()
+    tables = tex.count("\\begin{table}")
+    assert tables == md.count("\n## ") >= 9  # every Markdown table has its LaTeX twin
+    assert tex.count("\\toprule") == tex.count("\\midrule") == tex.count("\\bottomrule") == tables
+    assert "T5 & 1.000 & 0.983 & 0.983 & A & 0.0653 \\\\" in tex
+    assert "code\\_quality & 1.000 & 0.000 & 21" in tex  # underscores escaped
+    assert "alpha (interval) = -0.117" in tex
+
+
+def test_latex_tables_render_infinity_and_escape_text() -> None:
+    rows = [{"tier": "T0", "outcome": "fail", "passed": False, "score": 0.1, "cost_usd": 0.5,
+             "grade": "F", "case_id": "c_1", "experiment": "e"}] * 2 + [
+        {"tier": "T1", "outcome": "pass", "passed": True, "score": 0.9, "cost_usd": 0.25,
+         "grade": "A", "case_id": "c_1", "experiment": "e"}] * 2
+    tables = report.Tables(runs=rows)
+    summary = {"experiment": "50%_run #1", "simulated": True,
+               "tiers": metrics.group_summary(rows)}
+    tex = report.latex(summary, report.statistical_results(tables),
+                       report.paper_tables(tables, summary["tiers"]))
+    assert "% 50\\%\\_run \\#1:" in tex
+    assert "% SIMULATED MODEL" in tex
+    assert "(SIMULATED)}" in tex
+    t0 = next(line for line in tex.splitlines() if line.startswith("T0 & 2 &"))
+    assert "$\\infty$" in t0
+    assert "∞" not in tex
+    assert "n=2 \\textless{} 10" in t0

@@ -17,6 +17,7 @@ oracle misbehave: `stall` (never answers), `overloaded` (HTTP 529 with retry-aft
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -34,6 +35,15 @@ JUDGE_TOOL = "submit_verdict"
 STRUCTURED_TOOL = "StructuredOutput"  # how `claude -p --json-schema` asks for its answer
 MODES = ("solution", "noop", "wrong")
 FAULTS = ("stall", "overloaded", "crash")
+
+
+def mode_for(mode: str, run_key: str) -> str:
+    """`mixed` picks solution (60 %), wrong (25 %) or noop (15 %) from the run's key, so the same
+    run always does the same thing (results reproduce across sessions and worker counts)."""
+    if mode != "mixed":
+        return mode
+    bucket = int(hashlib.sha256(run_key.encode()).hexdigest()[:8], 16) % 20
+    return "solution" if bucket < 12 else "wrong" if bucket < 17 else "noop"
 
 
 @dataclass(frozen=True)
