@@ -100,11 +100,13 @@ def clopper_pearson(passes: int, n: int, alpha: float = 0.05) -> tuple[float, fl
 
 def bca_interval(values: Sequence[float], seed: int = 0,
                  resamples: int = 10_000) -> tuple[float, float] | None:
-    """BCa bootstrap CI of the mean; None when the values are all equal (it degenerates)."""
+    """BCa bootstrap CI of the mean; None when the values are all equal (it degenerates). The
+    values are sorted first: the same runs give the same interval in whatever order they
+    finished (a fixed seed alone would not)."""
     import numpy as np
     from scipy.stats import bootstrap
 
-    data = np.asarray(values, dtype=float)
+    data = np.sort(np.asarray(values, dtype=float))
     if len(data) < 2 or np.all(data == data[0]):
         return None
     result = bootstrap((data,), np.mean, n_resamples=resamples, method="BCa",
@@ -213,14 +215,23 @@ def group_summary(rows: Iterable[dict[str, Any]], keys: Sequence[str] = ("tier",
             "median_impl_rate": statistics.median(impl) if impl else None,
             "std_impl_rate": statistics.stdev(impl) if len(impl) > 1 else None,
             "consistency": consistency(scores), "mean_cost": mean_cost,
-            "total_cost": sum(costs),
+            "total_cost": math.fsum(costs),
             "mean_duration": statistics.fmean(durations) if durations else None,
             "cop": cop(mean_cost, rate) if n else math.inf,
             "cop_per_case_mean": per_case_cop, "cases": len(by_case), **at_k,
             **{f"grade_{g}": grades.get(g, 0) for g in GRADES},
-            "modal_grade": grades.most_common(1)[0][0] if grades else None,
+            "modal_grade": modal_grade(grades),
             "warning": "; ".join(warnings)})
     return out
+
+
+def modal_grade(grades: Any) -> str | None:
+    """The most frequent grade; a tie goes to the worse grade (a fixed rule, so the result does
+    not depend on the order runs finished in, and never flatters)."""
+    if not grades:
+        return None
+    rank = {g: i for i, g in enumerate(GRADES)}
+    return str(max(grades, key=lambda g: (grades[g], rank.get(g, len(GRADES)))))
 
 
 def frontier(summary: Sequence[dict[str, Any]], key: str = "tier") -> tuple[str, float] | None:

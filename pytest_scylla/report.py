@@ -134,8 +134,8 @@ def statistical_results(tables: Tables) -> dict[str, Any]:
     order = sorted({str(r["tier"]) for r in counted}, key=metrics.tier_order)
     out: dict[str, Any] = {"omnibus": [], "pairwise": [], "n_runs": len(counted)}
     for metric in ("score", "passed", "cost_usd"):
-        groups = {t: [float(r[metric]) for r in counted if r["tier"] == t
-                      and r[metric] is not None] for t in order}
+        groups = {t: sorted(float(r[metric]) for r in counted if r["tier"] == t
+                            and r[metric] is not None) for t in order}  # order-free results
         out["omnibus"].append({"metric": metric, **stats.kruskal(groups)})
         out["pairwise"] += [{"metric": metric, **row} for row in stats.pairwise(groups, order)]
     scores = [(str(j["judge_model"]), str(j["run_key"] if j.get("run_key") else
@@ -148,7 +148,7 @@ def statistical_results(tables: Tables) -> dict[str, Any]:
     bias: dict[str, list[float]] = {}
     for judge, _, score in scores:
         bias.setdefault(judge, []).append(score)
-    out["judge_bias"] = [{"judge": j, "n": len(v), "mean_score": sum(v) / len(v)}
+    out["judge_bias"] = [{"judge": j, "n": len(v), "mean_score": math.fsum(v) / len(v)}
                          for j, v in sorted(bias.items())]
     return out
 
@@ -172,8 +172,8 @@ def write(out: Path, tables: Tables, manifest: dict[str, Any] | None = None,
         "experiment": out.name, "runs": len(tables.runs),
         "outcomes": dict(Counter(r["outcome"] for r in tables.runs)),
         "simulated": any(bool(r.get("simulated")) for r in tables.runs),
-        "agent_cost_usd": sum(float(r["cost_usd"] or 0) for r in tables.runs),
-        "judge_cost_usd": sum(float(r.get("judge_cost_usd") or 0) for r in tables.runs),
+        "agent_cost_usd": math.fsum(float(r["cost_usd"] or 0) for r in tables.runs),
+        "judge_cost_usd": math.fsum(float(r.get("judge_cost_usd") or 0) for r in tables.runs),
         "tiers": tiers, "frontier": {"tier": best[0], "cop": best[1]} if best else None,
         "warnings": tables.warnings}
     results = statistical_results(tables)
@@ -330,8 +330,8 @@ def tier_table(tables: Tables, where: Path) -> list[str]:
     counts = Counter(r["outcome"] for r in tables.runs)
     lines.append("outcomes: " + ", ".join(f"{n} {o}" for o, n in sorted(counts.items()))
                  + " (infra_error and judge_error runs are not counted in pass rates)")
-    agent = sum(float(r["cost_usd"] or 0) for r in tables.runs)
-    judges = sum(float(r.get("judge_cost_usd") or 0) for r in tables.runs)
+    agent = math.fsum(float(r["cost_usd"] or 0) for r in tables.runs)
+    judges = math.fsum(float(r.get("judge_cost_usd") or 0) for r in tables.runs)
     lines.append(f"spend: agent ${agent:.4f} + judges ${judges:.4f} = ${agent + judges:.4f}; "
                  f"results: {where}")
     lines += [f"warning: {w}" for w in tables.warnings]

@@ -230,15 +230,20 @@ def check_score(rows: list[dict[str, Any]]) -> float | None:
 
 
 def config_hash(case: Case, sub: Subtest, ov: overlay.Overlay, model: str, rt: Runtime,
-                inputs: dict[str, str]) -> str:
+                inputs: dict[str, str], private: Path) -> str:
     """A short hash of everything that defines the run's conditions (not its outcome): the
-    content of its inputs (`provenance.input_hashes`) and the settings that reach the CLI."""
+    content of its inputs (`provenance.input_hashes`) and the settings that reach the CLI. The
+    run's private folder and the cache folder are named by placeholders: the same conditions
+    hash the same in every run, on every machine."""
     parts = {
         "inputs": inputs, "settings": json.dumps(sub.settings, sort_keys=True, default=str),
         "declared": ov.declared, "args": list(ov.args), "model": model, "cli": rt.cli_version,
         "oracle": rt.oracle, "max_turns": case.max_turns, "timeout": case.timeout_seconds,
         "plugin": __version__}
-    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
+    text = json.dumps(parts, sort_keys=True)
+    for path, name in ((private, "$RUN"), (rt.cache_dir, "$CACHE")):
+        text = text.replace(json.dumps(str(path))[1:-1], name)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def classify(finished: Any, result: claude_code.Result, route: Route,
@@ -326,7 +331,8 @@ def execute(case: Case, sub: Subtest, run: int, rt: Runtime) -> dict[str, Any]:
         rec["source"] = {"repo": case.source.repo, "commit": case.source.commit,
                          "path": case.source.path.name if case.source.path else None,
                          "base_commit": ws.base_commit}
-        rec["config_hash"] = config_hash(case, sub, ov, model, rt, rec["inputs"])
+        rec["config_hash"] = config_hash(case, sub, ov, model, rt, rec["inputs"],
+                                        private)
         rec["declared"] = ov.declared
         expected = expectation(ov, sub, rt.tiers, ws_path, rt.baseline(sub))
         script = (Script.for_case(mode_for(rt.oracle, key), case.solution, ws_path,

@@ -56,7 +56,7 @@ def cliffs_delta_ci(a: Sequence[float], b: Sequence[float], seed: int = 0,
     if len(a) < 2 or len(b) < 2:
         return None
     rng = np.random.default_rng(seed)
-    xa, xb = np.asarray(a, float), np.asarray(b, float)
+    xa, xb = np.sort(np.asarray(a, float)), np.sort(np.asarray(b, float))  # order-free result
     deltas = []
     for _ in range(resamples):
         ra = rng.choice(xa, size=len(xa), replace=True)
@@ -144,9 +144,9 @@ def judge_pairs(scores: Iterable[tuple[str, str, float]]) -> list[dict[str, Any]
         b = [by_judge[second][r] for r in shared]
         row: dict[str, Any] = {"judge1": first, "judge2": second, "n": len(shared),
                                "spearman": None, "pearson": None,
-                               "mean_abs_diff": (sum(abs(x - y) for x, y in zip(a, b,
-                                                                                strict=True))
-                                                 / len(shared)) if shared else None,
+                               "mean_abs_diff": (math.fsum(abs(x - y) for x, y in zip(
+                                                   a, b, strict=True)) / len(shared))
+                                                 if shared else None,
                                "note": ""}
         if len(shared) < 3 or len(set(a)) < 2 or len(set(b)) < 2:
             row["note"] = "too few runs or no variation"

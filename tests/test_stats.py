@@ -81,3 +81,41 @@ def test_pass_at_k_and_pass_hat_k() -> None:
     assert stats.pass_hat_k(5, 5, 5) == 1.0
     with pytest.raises(ValueError, match="exceeds"):
         stats.pass_at_k(3, 1, 4)
+
+
+def test_bootstrap_intervals_do_not_depend_on_the_order_runs_finished_in() -> None:
+    import random
+
+    rng = random.Random(7)
+    passed = [True] * 13 + [False] * 7
+    scores_a = [rng.random() for _ in range(12)]
+    scores_b = [rng.random() + 0.2 for _ in range(9)]
+    before = (metrics.pass_rate_ci(passed), stats.cliffs_delta_ci(scores_a, scores_b))
+    for _ in range(5):
+        rng.shuffle(passed)
+        rng.shuffle(scores_a)
+        rng.shuffle(scores_b)
+        assert (metrics.pass_rate_ci(passed),
+                stats.cliffs_delta_ci(scores_a, scores_b)) == before
+    assert before[0][2] == "bca"  # the bootstrapped interval, not the exact fallback
+
+
+def test_group_summary_per_case_cop_and_pass_at_k() -> None:
+    def row(case: str, passed: bool, cost: float) -> dict[str, object]:
+        return {"tier": "T1", "case_id": case, "outcome": "pass" if passed else "fail",
+                "passed": passed, "score": 1.0 if passed else 0.0, "cost_usd": cost,
+                "grade": "A" if passed else "F", "impl_rate": 0.5}
+
+    rows = [row("a", True, 0.1)] * 3 + [row("a", False, 0.1)] * 2 + [
+        row("b", True, 0.3)] * 1 + [row("b", False, 0.3)] * 4
+    [tier] = metrics.group_summary(rows)
+    assert tier["cop"] == pytest.approx(0.2 / 0.4)  # pooled: mean cost / pass rate
+    assert tier["cop_per_case_mean"] == pytest.approx((0.1 / 0.6 + 0.3 / 0.2) / 2)
+    assert tier["pass_at_1"] == pytest.approx((0.6 + 0.2) / 2)
+    assert tier["pass_at_3"] == pytest.approx((1 + (1 - 4 / 10)) / 2)  # b: C(4,3)/C(5,3)
+    assert tier["pass_hat_3"] == pytest.approx((1 / 10 + 0) / 2)
+    assert tier["pass_at_5"] == pytest.approx(1.0)
+    assert (tier["grade_A"], tier["grade_F"], tier["mean_impl_rate"]) == (4, 6, 0.5)
+    never = metrics.group_summary([row("a", True, 0.1), row("b", False, 0.2)])[0]
+    assert never["cop_per_case_mean"] is None
+    assert "per-case CoP undefined" in never["warning"]

@@ -1,0 +1,100 @@
+"""A synthetic experiment the size of a small study — 7 tiers x 3 cases x 10 runs x 3 judges, 210
+runs of the real CLI against the oracle in `mixed` mode (each run solves, botches or skips the task
+as its key decides) — gives the same exports at -n 0 and at -n 4: every CSV and JSON file equal
+apart from timings."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from .conftest import workers
+
+TIERS = {  # one subtest a tier, built from the mini project's resources
+    "T0": "  01-rules:\n    description: one block\n    claude_md: [rules]\n",
+    "T1": "  01-review:\n    description: one skill\n    skills: [review]\n",
+    "T2": "  01-core:\n    description: core tools\n"
+          "    tools: {allow: [Read, Write, Edit, Bash]}\n",
+    "T3": "  01-helper:\n    description: one agent\n    agents: [helper]\n",
+    "T4": "  01-lead:\n    description: agent and block\n    agents: [helper]\n"
+          "    claude_md: [rules]\n",
+    "T5": "  01-hybrid:\n    description: skill and agent\n    skills: [review]\n"
+          "    agents: [helper]\n",
+    "T6": "  01-all:\n    description: everything\n    skills: [review]\n    agents: [helper]\n"
+          "    claude_md: [rules]\n    mcp_servers: [notes]\n",
+}
+TIMINGS = {"duration_seconds", "agent_duration_seconds", "judge_duration_seconds",
+           "checks_duration_seconds", "judge_seconds", "mean_duration", "written_at"}
+RUNS = 10
+
+
+def _strip(value: object) -> object:
+    """The value with every timing field removed, at any depth."""
+    if isinstance(value, dict):
+        return {k: _strip(v) for k, v in value.items() if k not in TIMINGS}
+    if isinstance(value, list):
+        return [_strip(v) for v in value]
+    return value
+
+
+def _csv(path: Path) -> list[dict[str, str]]:
+    with path.open() as handle:
+        return [{k: v for k, v in row.items() if k not in TIMINGS}
+                for row in csv.DictReader(handle)]
+
+
+@pytest.fixture
+def synthetic(mini: Path) -> Path:
+    for tier in (mini / "tiers").glob("T*.yaml"):
+        tier.unlink()
+    for tier, body in TIERS.items():
+        (mini / "tiers" / f"{tier}.yaml").write_text(
+            f"tier: {tier}\nname: {tier} synthetic\nsubtests:\n{body}")
+    beta = mini / "cases" / "beta" / "test.yaml"
+    beta.write_text(beta.read_text().replace("tiers: [T0, T1]\n", ""))
+    shutil.copytree(mini / "cases" / "alpha", mini / "cases" / "gamma")
+    gamma = mini / "cases" / "gamma" / "test.yaml"
+    gamma.write_text(gamma.read_text().replace("id: alpha", "id: gamma"))
+    return mini
+
+
+def test_a_210_run_experiment_exports_the_same_at_0_and_4_workers(
+        synthetic: Path, pytester: pytest.Pytester, oracle: list[str]) -> None:
+    outs = {}
+    for n in (0, 4):
+        out = synthetic / f"n{n}" / "synthetic"  # the same experiment name in both
+        result = pytester.runpytest("cases", *workers(n), oracle[1], "--scylla-oracle=mixed",
+                                    f"--scylla-runs={RUNS}", f"--scylla-out={out}",
+                                    "--scylla-report=md,json,csv")
+        counts = result.parseoutcomes()
+        assert counts.get("passed", 0) + counts.get("failed", 0) == 7 * 3 * RUNS, counts
+        assert counts.get("failed", 0) > 20  # mixed: some runs botch or skip the task
+        assert counts.get("error", 0) == 0
+        outs[n] = out
+    runs = _csv(outs[0] / "runs.csv")
+    assert len(runs) == 210
+    assert len(_csv(outs[0] / "judges.csv")) == 3 * 210
+    assert {r["tier"] for r in runs} == set(TIERS)
+    hashes: dict[tuple[str, str], set[str]] = {}
+    for r in runs:  # the same conditions hash the same, whichever run and worker
+        hashes.setdefault((r["case_id"], r["tier"]), set()).add(r["config_hash"])
+    assert all(len(h) == 1 for h in hashes.values())
+    assert len({h for hs in hashes.values() for h in hs}) == 21
+    for name in ("runs.csv", "judges.csv", "criteria.csv", "subtests.csv"):
+        assert _csv(outs[0] / name) == _csv(outs[4] / name), name
+    for name in ("summary.json", "statistical_results.json"):
+        first, second = (_strip(json.loads((o / name).read_text())) for o in outs.values())
+        assert first == second, name
+    md = [(o / "tables.md").read_text().splitlines() for o in outs.values()]
+    latency = next(i for i, line in enumerate(md[0]) if line.startswith("## Latency"))
+    assert md[0][:latency] == md[1][:latency]  # every table before the timings one
+    stats = json.loads((outs[0] / "statistical_results.json").read_text())
+    assert stats["n_runs"] == 210
+    assert {p["group1"] for p in stats["pairwise"]} >= {"T0", "T5"}
+    passed = {r["tier"]: sum(x["passed"] == "True" for x in runs if x["tier"] == r["tier"])
+              for r in runs}
+    assert 0 < sum(passed.values()) < 210
