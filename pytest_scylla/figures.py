@@ -157,9 +157,8 @@ def criteria(tables: Tables, summary: Summary, folder: Path) -> str | None:
                     "Mean criterion score by tier", folder, "criteria")
 
 
-def judges(tables: Tables, summary: Summary, folder: Path) -> str | None:
-    import seaborn as sns
-
+def _judge_frame(tables: Tables) -> Any:
+    """The judges' valid scores with a run id (tier-subtest-run-case); None under two judges."""
     rows = [j for j in tables.judges if j.get("judge_score") not in (None, "")]
     if len({j["judge_model"] for j in rows}) < 2:
         return None
@@ -168,23 +167,64 @@ def judges(tables: Tables, summary: Summary, folder: Path) -> str | None:
     case = frame["case_id"].astype(str) if "case_id" in frame else ""
     frame["run"] = frame["tier"].astype(str) + "-" + frame["subtest"].astype(str) + "-" + \
         frame["run_number"].astype(str) + "-" + case
+    return frame
+
+
+def judges(tables: Tables, summary: Summary, folder: Path) -> str | None:
+    """The paper's Figure 5: every judge pair's scores against each other, each pair labelled
+    with its Spearman rho and Pearson r (as in statistical_results.json); and each judge's mean."""
+    import seaborn as sns
+
+    from .stats import judge_pairs
+
+    frame = _judge_frame(tables)
+    if frame is None:
+        return None
     wide = frame.pivot_table(index="run", columns="judge_model", values="judge_score")
+    pairs = {(p["judge1"], p["judge2"]): p for p in judge_pairs(
+        zip(frame["judge_model"], frame["run"], frame["judge_score"], strict=True))}
     plt = _plt()
     fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.6))
-    models = list(wide.columns)
+    models = sorted(wide.columns)
     for i, a in enumerate(models):
         for b in models[i + 1:]:
-            left.scatter(wide[a], wide[b], s=12, label=f"{a} vs {b}")
+            pair = pairs.get((a, b), {})
+            rho, r = pair.get("spearman"), pair.get("pearson")
+            stats = ("rho n/a, r n/a" if rho is None or r is None
+                     else f"rho {rho:.3f}, r {r:.3f}")
+            left.scatter(wide[a], wide[b], s=12, label=f"{a} vs {b}: {stats}")
     left.plot([0, 1], [0, 1], ":", color="grey")
     left.set_xlabel("judge score")
     left.set_ylabel("other judge's score")
     left.legend(fontsize=6)
     left.set_title("Judge agreement")
-    sns.barplot(data=frame, x="judge_model", y="judge_score", ax=right, color="#8172b2")
+    sns.barplot(data=frame, x="judge_model", y="judge_score", ax=right, color="#8172b2",
+                order=models)
     right.set_ylim(0, 1.05)
     right.tick_params(axis="x", labelrotation=20, labelsize=7)
     right.set_title("Judge bias (mean score)")
     return _save(fig, folder, "judges")
+
+
+def judge_scores(tables: Tables, summary: Summary, folder: Path) -> str | None:
+    """The paper's Figure 4: each judge's score distribution per tier (box plots)."""
+    import seaborn as sns
+
+    frame = _judge_frame(tables)
+    if frame is None:
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7, 3.4))
+    tiers = sorted(frame["tier"].astype(str).unique(), key=lambda t: (len(t), t))
+    with warnings.catch_warnings():  # seaborn's own use of a deprecated matplotlib argument
+        warnings.simplefilter("ignore", DeprecationWarning)
+        sns.boxplot(data=frame, x="tier", y="judge_score", hue="judge_model", ax=ax,
+                    order=tiers, hue_order=sorted(frame["judge_model"].unique()))
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_ylabel("judge score")
+    ax.legend(fontsize=6, title=None)
+    ax.set_title("Judge scores by tier")
+    return _save(fig, folder, "judge_scores")
 
 
 def grades(tables: Tables, summary: Summary, folder: Path) -> str | None:
@@ -211,7 +251,8 @@ def _heatmap(frame: Any, rows: str, value: str, cmap: str, title: str, folder: P
 
 
 ALL: tuple[Callable[[Tables, Summary, Path], str | None], ...] = (
-    pass_rate, cop, pareto, tokens, latency, scores, criteria, judges, grades)
+    pass_rate, cop, pareto, tokens, latency, scores, criteria, judges, judge_scores,
+    grades)
 
 
 def draw_all(tables: Tables, summary: Summary, out: Path) -> list[str]:

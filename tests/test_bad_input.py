@@ -124,7 +124,7 @@ def test_every_problem_in_a_file_is_listed(mini: Path, pytester: pytest.Pytester
     ("--scylla-subtests=first", "--scylla-subtests: 'first' is not a subtest selector*"),
     ("--scylla-report=pdf", "--scylla-report: unknown report format 'pdf'*"),
     ("--scylla-oracle=maybe", "*error: argument --scylla-oracle: invalid choice: 'maybe' "
-                              "(choose from 'solution', 'noop', 'wrong')"),
+                              "(choose from 'solution', 'noop', 'wrong', 'mixed')"),
 ])
 def test_bad_options_are_usage_errors(mini: Path, pytester: pytest.Pytester, n: int,
                                       option: str, message: str) -> None:

@@ -41,7 +41,7 @@ def test_pytest_help_lists_every_scylla_option(pytester: pytest.Pytester) -> Non
     result = pytester.runpytest("--help")
     options = sorted(set(re.findall(r"--scylla-[a-z-]+", result.stdout.str())))
     assert options == ["--scylla-cache-dir", "--scylla-cli", "--scylla-judges",
-                       "--scylla-keep-workspaces", "--scylla-min-judges",
+                       "--scylla-keep-workspaces", "--scylla-label", "--scylla-min-judges",
                        "--scylla-model", "--scylla-oracle", "--scylla-out",
                        "--scylla-record-bodies", "--scylla-report", "--scylla-rubrics-dir",
                        "--scylla-runs", "--scylla-sandbox", "--scylla-subtests",

@@ -112,7 +112,7 @@ def test_html_and_markdown_reports_are_self_contained(
     html = (out / "report.html").read_text()
     figures = sorted(p.stem for p in (out / "figures").glob("*.png"))
     assert {"pass_rate", "cop", "pareto", "tokens", "latency", "scores", "criteria", "judges",
-            "grades"} == set(figures)
+            "judge_scores", "grades"} == set(figures)
     assert html.count("data:image/png;base64,") == len(figures)
     assert sorted(p.stem for p in (out / "figures").glob("*.svg")) == figures
     assert "http://" not in html
