@@ -43,11 +43,6 @@ def validate(root: Path, out: list[str]) -> int:
     return bad
 
 
-def _not_yet(name: str) -> int:
-    print(f"scylla {name}: not available in this version yet", file=sys.stderr)
-    return 2
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="scylla",
@@ -74,13 +69,24 @@ def build_parser() -> argparse.ArgumentParser:
                          "implementation into an experiment folder")
     imp.add_argument("src", type=Path)
     imp.add_argument("dest", type=Path)
-    sub.add_parser("plan", help="estimate runs, cost and time before spending anything")
+    pln = sub.add_parser("plan", help="estimate runs, cost and time before spending anything "
+                         "(runs pytest --scylla-plan: collects, runs nothing)")
+    pln.add_argument("pytest_args", nargs=argparse.REMAINDER, metavar="PYTEST ARGS",
+                     help="the pytest arguments of the session to plan, e.g. cases/ -n 4 "
+                          "--scylla-runs=10 --scylla-out=reports/main")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    if given[:1] == ["plan"] and not {"-h", "--help"} & set(given[1:2]):
+        # everything after `plan` belongs to pytest, options first included
+        import subprocess
+
+        return subprocess.call([sys.executable, "-m", "pytest", "-qq", "--scylla-plan",
+                                *given[1:]])
+    args = parser.parse_args(given)
     if args.command is None:
         parser.print_help()
         return 0
@@ -109,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"imported {count} runs from {args.src} into {args.dest}; "
               f"rebuild with: scylla report {args.dest}")
         return 0
-    return _not_yet(args.command)
+    parser.error(f"unknown command {args.command}")
 
 
 def _report(dirs: list[Path], out: Path | None, formats: tuple[str, ...]) -> int:

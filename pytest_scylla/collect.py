@@ -7,6 +7,7 @@ Collection parses and validates only. Problems become one `CollectError` per cas
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -116,17 +117,32 @@ class RunItem(pytest.Function):
     def setup(self) -> None:
         super().setup()
         from . import plugin  # the plugin owns the per-process runtime
+        from .runner import perform
 
         spec = self.stash[RUN_KEY]
         rt = plugin.runtime(self)
-        from .runner import execute
-
-        rec = json.loads(json.dumps(execute(spec.case, spec.subtest, spec.run, rt)))  # JSON-native
+        rec = perform(spec.case, spec.subtest, spec.run, rt, self._stop, self._say)
+        rec = json.loads(json.dumps(rec))  # JSON-native, as it travels from xdist workers
         self.stash[RECORD_KEY] = rec
         self.user_properties.append(("scylla_run", rec))
         if rec["outcome"] in ("infra_error", "judge_error"):
             pytest.fail(f"{rec['outcome']}: {rec['reason']}\nrun folder: "
                         f"{rt.out / 'runs' / rec['run_key']}", pytrace=False)
+
+
+    def _stop(self, why: str) -> None:
+        """Stop the session after this item (a conflict that every further run would hit)."""
+        self.session.shouldstop = why
+
+    def _say(self, line: str) -> None:
+        """A line on the terminal, when this process has one (not on xdist workers)."""
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        capture = self.config.pluginmanager.get_plugin("capturemanager")
+        if reporter is None or hasattr(self.config, "workerinput"):
+            return
+        with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+            reporter.ensure_newline()
+            reporter.write_line(line, yellow=True)
 
 
 RECORD_KEY = pytest.StashKey[dict[str, Any]]()

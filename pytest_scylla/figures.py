@@ -121,10 +121,12 @@ def latency(tables: Tables, summary: Summary, folder: Path) -> str | None:
         judges=frame["judge_duration_seconds"].fillna(0).astype(float))
     frame["other"] = (frame["duration_seconds"].fillna(0).astype(float) - frame["agent"]
                       - frame["judges"]).clip(lower=0)
+    means = frame.groupby("tier")[["agent", "other", "judges"]].mean()
+    if means.empty:  # no run with a tier (e.g. only crash rows)
+        return None
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6, 3.2))
-    frame.groupby("tier")[["agent", "other", "judges"]].mean().plot(kind="bar", stacked=True,
-                                                                   ax=ax)
+    means.plot(kind="bar", stacked=True, ax=ax)
     ax.set_ylabel("seconds per run (mean)")
     ax.set_title("Latency: agent, checks and setup, judges")
     return _save(fig, folder, "latency")

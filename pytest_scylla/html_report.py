@@ -118,6 +118,8 @@ def write(out: Path, tables: Tables, summary: dict[str, Any], results: dict[str,
     if summary.get("simulated"):
         html.append("<p class=banner>SIMULATED MODEL: these runs used the offline oracle "
                     "(scripted agent and judges). Not an evaluation of any model.</p>")
+    if summary.get("partial"):
+        html.append(f"<p class=banner>PARTIAL: {escape(str(summary['partial']))}.</p>")
     best = summary.get("frontier")
     frontier = f"{escape(str(best['tier']))} {metrics.fmt_cop(best['cop'])}" if best else "none"
     html.append(f"<p>{summary['runs']} runs; outcomes "

@@ -14,6 +14,7 @@ from .spec import CATEGORIES
 from .tiers import tier_files
 
 EXPERIMENT_KEY = pytest.StashKey[Path]()
+SESSION_KEY = pytest.StashKey[str]()  # the session's id, the same on the controller and workers
 RUNTIME_KEY = pytest.StashKey[Any]()  # a runner.Runtime, or the setup error that prevented it
 
 
@@ -30,14 +31,30 @@ def pytest_configure(config: pytest.Config) -> None:
     for category in CATEGORIES:
         config.addinivalue_line("markers", f"{category}: cases of category {category}")
     config.stash[EXPERIMENT_KEY] = experiment_dir(config)
-    if not hasattr(config, "workerinput"):  # the controller collects, exports and summarises
-        from .aggregate import Aggregator
+    worker = getattr(config, "workerinput", None)
+    if worker and "scylla_session" in worker:
+        config.stash[SESSION_KEY] = worker["scylla_session"]
+    else:
+        from .ledger import new_session_id
 
-        config.pluginmanager.register(Aggregator(config.stash[EXPERIMENT_KEY],
-                                                 config.stash[settings.SETTINGS_KEY]),
+        config.stash[SESSION_KEY] = new_session_id()
+    s = config.stash[settings.SETTINGS_KEY]
+    if s.plan:  # nothing runs: collect, then print the plan (xdist stays out of it)
+        workers = getattr(config.option, "numprocesses", None)
+        config.option.collectonly = True
+        config.pluginmanager.register(_Plan(config, workers if isinstance(workers, int)
+                                            and workers > 0 else 1), "scylla-plan")
+    if worker is None:  # the controller collects, exports and summarises
+        from .aggregate import Aggregator
+        from .progress import Progress
+
+        config.pluginmanager.register(Aggregator(config.stash[EXPERIMENT_KEY], s),
                                       "scylla-aggregate")
+        config.pluginmanager.register(Progress(config, config.stash[EXPERIMENT_KEY],
+                                               config.stash[SESSION_KEY]), "scylla-progress")
     if config.pluginmanager.hasplugin("xdist"):
-        config.pluginmanager.register(_XdistHooks(config.stash[EXPERIMENT_KEY]), "scylla-xdist")
+        config.pluginmanager.register(_XdistHooks(config.stash[EXPERIMENT_KEY],
+                                                  config.stash[SESSION_KEY]), "scylla-xdist")
 
 
 def experiment_dir(config: pytest.Config) -> Path:
@@ -59,12 +76,34 @@ def experiment_dir(config: pytest.Config) -> Path:
     return folder
 
 
+class _Plan:
+    def __init__(self, config: pytest.Config, workers: int) -> None:
+        self.config = config
+        self.workers = workers
+        self.specs: list[Any] = []
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.specs = [i.stash[collect.RUN_KEY] for i in session.items
+                      if collect.RUN_KEY in i.stash]
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        from .plan import estimate
+
+        s = self.config.stash[settings.SETTINGS_KEY]
+        terminalreporter.section("pytest-scylla plan")
+        for line in estimate(self.specs, self.config.stash[EXPERIMENT_KEY], s.model, s.oracle,
+                             s.fresh, s.rejudge, self.workers, s.budget_usd):
+            terminalreporter.write_line(line)
+
+
 class _XdistHooks:
-    def __init__(self, out: Path) -> None:
+    def __init__(self, out: Path, session_id: str) -> None:
         self.out = out
+        self.session_id = session_id
 
     def pytest_configure_node(self, node: Any) -> None:
         node.workerinput["scylla_out"] = str(self.out)
+        node.workerinput["scylla_session"] = self.session_id
 
 
 def runtime(item: pytest.Item) -> Any:
@@ -83,12 +122,15 @@ def runtime(item: pytest.Item) -> Any:
 def _make_runtime(config: pytest.Config) -> Any:
     from .agents import claude_code
     from .gateway import Gateway, UpstreamSetupError
-    from .gateway.server import credential_headers
+    from .gateway.server import RetryPolicy, credential_headers
+    from .ledger import Ledger
+    from .resume import clean_stale
     from .runner import Runtime
     from .sandbox import SandboxError, choose
 
     s = config.stash[settings.SETTINGS_KEY]
     gateway = None
+    clean_stale()  # run folders of processes that are gone (a killed session)
     try:
         if s.oracle is None:
             credential_headers()
@@ -97,12 +139,18 @@ def _make_runtime(config: pytest.Config) -> Any:
         kind, _warning = choose(s.sandbox)
         (s.cache_dir / "npm").mkdir(parents=True, exist_ok=True)
         gateway = Gateway().start()
+        ledger = Ledger(config.stash[EXPERIMENT_KEY], config.stash[SESSION_KEY])
         rt = Runtime(out=config.stash[EXPERIMENT_KEY], cache_dir=s.cache_dir,
                      tiers=settings.tierset(config), gateway=gateway,
                      sandbox=kind(gateway.port, gateway.socket_dir, [s.cache_dir / "npm"]),
                      cli=cli, cli_version=cli_version, model=s.model, oracle=s.oracle,
                      keep_workspaces=s.keep_workspaces, record_bodies=s.record_bodies,
-                     judges=s.judges, min_judges=s.min_judges)
+                     judges=s.judges, min_judges=s.min_judges, fresh=s.fresh,
+                     rejudge=s.rejudge, budget_usd=s.budget_usd, max_run_cost=s.max_run_cost,
+                     max_pause=s.max_pause,
+                     ledger=ledger)
+        gateway.retry = RetryPolicy(attempts=s.retries, max_wait=s.retry_wait,
+                                    on_long_limit=ledger.pause)
         rt.baseline_for(None, ())  # fails early, with one message, if the CLI cannot run
         if any(j.kind == "anthropic" for j in s.judges):
             import anthropic  # noqa: F401 - a slow first import, kept out of the first run's timing
@@ -143,3 +191,19 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
                  f"valid){' answered by the oracle: SIMULATED' if s.oracle else ''}")
     lines.append(f"scylla: results in {config.stash[EXPERIMENT_KEY]}")
     return lines
+
+
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config
+                             ) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:
+    """Runs reused from disk (a resumed experiment) and re-scored runs say so."""
+    if report.when != "call":
+        return None
+    rec = dict(report.user_properties).get("scylla_run")
+    if not isinstance(rec, dict):
+        return None
+    tag = "cached" if rec.get("cached") else "rejudged" if rec.get("rejudged_now") else None
+    if tag is None:
+        return None
+    if report.passed:
+        return "passed", "c" if tag == "cached" else "j", (f"PASSED ({tag})", {"green": True})
+    return "failed", "C" if tag == "cached" else "J", (f"FAILED ({tag})", {"red": True})

@@ -20,15 +20,17 @@ from .tiers import Subtest, TierSet
 SKIP_PARTS = {"__pycache__", ".pytest_cache", ".git"}
 
 
-def content_hash(path: Path) -> str:
+def content_hash(path: Path, exclude: tuple[Path, ...] = ()) -> str:
     """sha256 of a file's bytes, or of a folder's files (relative names and contents, sorted);
-    caches and byte-code are left out so running a case's checks does not change its hash."""
+    caches and byte-code are left out so running a case's checks does not change its hash, and
+    so are the `exclude`d files (a case's own rubric: hashed on its own)."""
     if path.is_file():
         return hashlib.sha256(path.read_bytes()).hexdigest()
     digest = hashlib.sha256()
+    skip = {p.resolve() for p in exclude}
     for file in sorted(p for p in path.rglob("*") if p.is_file()):
         rel = file.relative_to(path)
-        if SKIP_PARTS & set(rel.parts) or file.suffix == ".pyc":
+        if SKIP_PARTS & set(rel.parts) or file.suffix == ".pyc" or file.resolve() in skip:
             continue
         digest.update(rel.as_posix().encode() + b"\0")
         digest.update(hashlib.sha256(file.read_bytes()).digest())
@@ -42,10 +44,11 @@ def _name(path: Path, root: Path) -> str:
 
 
 def input_hashes(case: Case, sub: Subtest, tiers: TierSet) -> dict[str, str]:
-    """{name: sha256} of every file or folder that defines the run's conditions."""
+    """{name: sha256} of every file or folder the run depends on: the case folder (its rubric
+    apart), the rubric, the tier file and every resource the subtest names."""
     rubric = case.rubric.path.resolve()
     inside = rubric.is_relative_to(case.root.resolve())  # a case's own rubric.yaml
-    found = {_name(case.root, case.root.parent): content_hash(case.root),
+    found = {_name(case.root, case.root.parent): content_hash(case.root, exclude=(rubric,)),
              _name(rubric, case.root.parent if inside else rubric.parent): content_hash(rubric)}
     found[_name(sub.file, tiers.dir)] = content_hash(sub.file)
     for kind, names in (("claude_md", sub.claude_md), ("skills", sub.skills),
@@ -59,6 +62,19 @@ def input_hashes(case: Case, sub: Subtest, tiers: TierSet) -> dict[str, str]:
         prompt_file = tiers.dir / sub.system_prompt.file  # absolute paths stay as they are
         found[_name(prompt_file, tiers.dir)] = content_hash(prompt_file)
     return dict(sorted(found.items()))
+
+
+def run_inputs(case: Case, sub: Subtest, tiers: TierSet) -> dict[str, str]:
+    """The inputs that decide how the agent's run goes: all of `input_hashes` but the rubric
+    (it only scores the run: a rubric edit calls for --scylla-rejudge, not a re-run) and the
+    tier file (the resolved subtest stands for it: editing a neighbouring subtest changes
+    nothing here)."""
+    rubric = _name(case.rubric.path.resolve(), case.root.parent
+                   if case.rubric.path.resolve().is_relative_to(case.root.resolve())
+                   else case.rubric.path.resolve().parent)
+    tier_file = _name(sub.file, tiers.dir)
+    return {k: v for k, v in input_hashes(case, sub, tiers).items()
+            if k not in (rubric, tier_file)}
 
 
 def plugin_commit() -> str | None:

@@ -32,3 +32,12 @@ def write_json(path: Path, data: Any) -> None:
 def read(run_dir: Path) -> dict[str, Any]:
     data: dict[str, Any] = json.loads((run_dir / RECORD_FILE).read_text(encoding="utf-8"))
     return data
+
+
+def read_dict(path: Path) -> dict[str, Any]:
+    """A JSON object from a file; {} when the file is missing, unreadable or not an object."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}

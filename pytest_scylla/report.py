@@ -34,6 +34,7 @@ class Tables:
     warnings: list[str] = field(default_factory=list)
     records: list[dict[str, Any]] = field(default_factory=list)  # for the HTML drill-down
     sources: dict[str, Path] = field(default_factory=dict)  # run key -> its stored run folder
+    partial: str | None = None  # why the report does not cover every run of the session
 
     def add_records(self, records: list[dict[str, Any]], experiment: str,
                     folder: Path | None = None) -> None:
@@ -50,16 +51,24 @@ class ReportInputError(ValueError):
     """A folder that holds no runs this module can read."""
 
 
-def read_records(folder: Path) -> list[dict[str, Any]]:
-    """The run records of an experiment folder: `runs.jsonl`, else every `runs/*/run.json`."""
+def read_records(folder: Path, notes: list[str] | None = None) -> list[dict[str, Any]]:
+    """The run records of an experiment folder: `runs.jsonl`, else every `runs/*/run.json`.
+    A last line cut short by a kill is left out, saying so in `notes`."""
     if (folder / RUNS_FILE).is_file():
         records = {}
-        for number, line in enumerate((folder / RUNS_FILE).read_text("utf-8").splitlines(), 1):
+        lines = (folder / RUNS_FILE).read_text("utf-8").splitlines()
+        for number, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             try:
                 rec = json.loads(line)
             except ValueError:
+                if number == len(lines):  # the line being written when the session was killed
+                    if notes is not None:
+                        notes.append(f"{folder / RUNS_FILE}:{number}: a record cut short (the "
+                                     "session was killed while writing it) is left out; the "
+                                     "next session in this folder runs that run again")
+                    continue
                 raise ReportInputError(f"{folder / RUNS_FILE}:{number}: not a JSON record "
                                        "(a line cut by a crash? remove it and re-run "
                                        "`scylla report`)") from None
@@ -105,7 +114,7 @@ def load(folders: list[Path]) -> Tables:
     for folder in dict.fromkeys(f.resolve() for f in folders):  # each folder once
         if not folder.is_dir():
             raise ReportInputError(f"{folder}: no such folder")
-        records = read_records(folder)
+        records = read_records(folder, tables.warnings)
         if records:
             for rec in records:
                 key = rec["run_key"]
@@ -175,7 +184,7 @@ def write(out: Path, tables: Tables, manifest: dict[str, Any] | None = None,
         "agent_cost_usd": math.fsum(float(r["cost_usd"] or 0) for r in tables.runs),
         "judge_cost_usd": math.fsum(float(r.get("judge_cost_usd") or 0) for r in tables.runs),
         "tiers": tiers, "frontier": {"tier": best[0], "cop": best[1]} if best else None,
-        "warnings": tables.warnings}
+        "partial": tables.partial, "warnings": tables.warnings}
     results = statistical_results(tables)
     write_json(out / "summary.json", _jsonable(summary))
     write_json(out / "statistical_results.json", _jsonable(results))
@@ -261,6 +270,8 @@ def markdown(summary: dict[str, Any], results: dict[str, Any],
     lines = [f"# {summary['experiment']}", ""]
     if summary["simulated"]:
         lines += ["**SIMULATED MODEL: oracle agent and judges, not a real evaluation.**", ""]
+    if summary.get("partial"):
+        lines += [f"**PARTIAL: {summary['partial']}.**", ""]
     for title, rows, columns in sections(summary, results, paper):
         lines += [f"## {title}", "", *_md_table(rows, columns)]
     return "\n".join(lines)
@@ -317,6 +328,8 @@ def tier_table(tables: Tables, where: Path) -> list[str]:
     lines = []
     if any(bool(r.get("simulated")) for r in tables.runs):
         lines.append("SIMULATED MODEL: oracle agent and judges, not a real evaluation")
+    if tables.partial:
+        lines.append(f"PARTIAL: {tables.partial}")
     lines.append(f"{'tier':<6}{'runs':>5}{'pass rate [95% CI]':>24}{'score':>7}{'grade':>6}"
                  f"{'cost/run':>10}{'CoP':>10}  note")
     for s in summary:

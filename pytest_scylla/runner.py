@@ -7,6 +7,7 @@ written `run.json`: nothing measured is dropped.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -15,16 +16,30 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from . import __version__, checks, mcp_install, overlay, pricing, provenance, record, workspace
+import pytest
+
+from . import (
+    __version__,
+    checks,
+    mcp_install,
+    overlay,
+    pricing,
+    provenance,
+    record,
+    resume,
+    workspace,
+)
 from .agents import claude_code
 from .gateway import Gateway, Route, ablation
 from .gateway.oracle import Script, mode_for
 from .judges import JudgeSpec, judge_run
+from .ledger import Ledger
 from .sandbox import Sandbox
 from .spec import Case, RubricItem
 from .tiers import Subtest, TierSet, front_matter
@@ -58,6 +73,12 @@ class Runtime:
     record_bodies: bool = False
     judges: tuple[JudgeSpec, ...] = ()
     min_judges: int = 2
+    fresh: bool = False
+    rejudge: bool = False
+    budget_usd: float | None = None
+    max_run_cost: float | None = None  # overrides every case's max_cost_usd
+    max_pause: float = 21600.0
+    ledger: Ledger | None = None
     baselines: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def baseline(self, sub: Subtest) -> dict[str, Any]:
@@ -229,21 +250,139 @@ def check_score(rows: list[dict[str, Any]]) -> float | None:
 # one run
 
 
-def config_hash(case: Case, sub: Subtest, ov: overlay.Overlay, model: str, rt: Runtime,
-                inputs: dict[str, str], private: Path) -> str:
-    """A short hash of everything that defines the run's conditions (not its outcome): the
-    content of its inputs (`provenance.input_hashes`) and the settings that reach the CLI. The
-    run's private folder and the cache folder are named by placeholders: the same conditions
-    hash the same in every run, on every machine."""
+def subtest_conditions(sub: Subtest, tiers: TierSet) -> dict[str, Any]:
+    """The resolved subtest as it reaches the CLI (where it is written down left out)."""
+    fields = dataclasses.asdict(sub)
+    for name in ("file", "line", "description", "extends", "name"):
+        fields.pop(name, None)
+    if sub.system_prompt is not None:
+        prompt = sub.system_prompt.file
+        fields["system_prompt"] = {
+            "mode": sub.system_prompt.mode,
+            "file": None if prompt is None else provenance.content_hash(tiers.dir / prompt)}
+    return fields
+
+
+def config_hash(case: Case, sub: Subtest, model: str, rt: Runtime) -> str:
+    """A short hash of everything that decides how the agent's run goes (not its outcome, not
+    its scoring): the content of its inputs (`provenance.run_inputs`), the resolved subtest,
+    model, CLI version, oracle mode, sandbox, limits. No paths: the same conditions hash the
+    same in every run and on every machine. Resume compares it."""
     parts = {
-        "inputs": inputs, "settings": json.dumps(sub.settings, sort_keys=True, default=str),
-        "declared": ov.declared, "args": list(ov.args), "model": model, "cli": rt.cli_version,
-        "oracle": rt.oracle, "max_turns": case.max_turns, "timeout": case.timeout_seconds,
-        "plugin": __version__}
-    text = json.dumps(parts, sort_keys=True)
-    for path, name in ((private, "$RUN"), (rt.cache_dir, "$CACHE")):
-        text = text.replace(json.dumps(str(path))[1:-1], name)
+        "inputs": provenance.run_inputs(case, sub, rt.tiers),
+        "subtest": subtest_conditions(sub, rt.tiers), "model": model, "cli": rt.cli_version,
+        "oracle": rt.oracle, "sandbox": rt.sandbox.name, "max_turns": case.max_turns,
+        "timeout": case.timeout_seconds, "plugin": __version__}
+    text = json.dumps(parts, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def judge_hash(case: Case, rt: Runtime) -> str:
+    """A short hash of what decides a run's scoring: the rubric's content and the panel."""
+    parts = {"rubric": provenance.content_hash(case.rubric.path),
+             "judges": [j.label for j in rt.judges], "min_judges": rt.min_judges,
+             "oracle": rt.oracle}
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def perform(case: Case, sub: Subtest, run: int, rt: Runtime,
+            stop: Callable[[str], None], say: Callable[[str], None]) -> dict[str, Any]:
+    """One item's work, resume-aware: under the run's lock, reuse its stored record (`cached`),
+    re-score it (`--scylla-rejudge`), or run it — unless the session budget is spent or a
+    usage-window pause outlasts --scylla-max-pause (then the item is skipped, saying why). A
+    stored run made under other conditions fails the item and stops the session."""
+    key = slug(case, sub, run)
+    run_dir = rt.out / "runs" / key
+    model = sub.model or rt.model
+    with resume.run_lock(rt.out, key):
+        decision = resume.decide(run_dir, config_hash(case, sub, model, rt), judge_hash(case, rt),
+                                 provenance.input_hashes(case, sub, rt.tiers), fresh=rt.fresh,
+                                 rejudge=rt.rejudge)
+        if decision.action == "conflict":
+            stop("pytest-scylla: a stored run conflicts with the current conditions")
+            pytest.fail(decision.reason, pytrace=False)
+        if decision.action == "skip":
+            pytest.skip(decision.reason)
+        if decision.action == "cached":
+            assert decision.record is not None
+            return {**decision.record, "cached": True}
+        if rt.ledger is not None:
+            wait_out_pause(rt, say)
+            why = rt.ledger.over_budget(rt.budget_usd)
+            if why:
+                pytest.skip(why)
+        if decision.action == "rejudge":
+            assert decision.record is not None
+            rec = rejudge(case, decision.record, rt)
+            spent = float(rec.get("judge_cost_usd") or 0)
+        else:
+            rec = execute(case, sub, run, rt)
+            spent = float(rec.get("cost_usd") or 0) + float(rec.get("judge_cost_usd") or 0)
+        if rt.ledger is not None:
+            rt.ledger.add(spent, rec["outcome"] == "pass")
+        if decision.action == "rejudge":
+            rec = {**rec, "rejudged_now": True}
+        return rec
+
+
+def wait_out_pause(rt: Runtime, say: Callable[[str], None]) -> None:
+    """Hold this run while the session is paused by a usage-window limit; skip it when the
+    pause is longer than --scylla-max-pause."""
+    assert rt.ledger is not None
+    told = 0.0
+    while (pause := rt.ledger.paused()) is not None:
+        if pause.remaining > rt.max_pause:
+            pytest.skip(f"upstream usage limit ({pause.reason}): new runs paused for "
+                        f"{pause.remaining:.0f}s, longer than --scylla-max-pause="
+                        f"{rt.max_pause:.0f}; resume later with the same --scylla-out")
+        if time.monotonic() - told > 60:
+            until = datetime.fromtimestamp(pause.until, UTC)
+            say(f"scylla: PAUSED by an upstream usage limit ({pause.reason}); new runs wait "
+                f"{pause.remaining:.0f}s, until {until:%H:%M:%S} UTC")
+            told = time.monotonic()
+        time.sleep(min(1.0, pause.remaining + 0.05))
+
+
+def settle(rec: dict[str, Any], case: Case, outcome: str | None, reason: str) -> None:
+    """The run's outcome: the one `classify` gave (timeout, agent_error, ...), else the panel's
+    (pass, fail, or judge_error without enough valid judges)."""
+    if outcome is None and rec.get("consensus") is None:
+        outcome, reason = "judge_error", (
+            f"only {rec['valid_judges']} valid judge(s), {rec['min_judges']} needed: "
+            + "; ".join(f"{j['judge_model']}: {j['errors'][-1] if j['errors'] else '?'}"
+                        for j in rec["judges"] if not j["valid"]))
+    elif outcome is None:
+        passed = rec["consensus"]["passed"]
+        outcome = "pass" if passed else "fail"
+        reason = "" if passed else judge_run.judged_reason(rec, case.rubric.pass_threshold)
+    rec.update(outcome=outcome, passed=outcome == "pass", reason=reason)
+
+
+def rejudge(case: Case, rec: dict[str, Any], rt: Runtime) -> dict[str, Any]:
+    """Re-score a stored run with the current rubric and panel, from what it stored (final
+    message, diff, file list, check results): no agent runs. The new verdicts replace the old;
+    the old scores are kept in `rejudged` so the change is visible."""
+    run_dir = rt.out / "runs" / rec["run_key"]
+    results = [checks.CheckResult(**c) for c in rec.get("checks") or []]
+    rows = check_items(case, results)
+    diff = (run_dir / "diff.patch").read_text(encoding="utf-8") \
+        if (run_dir / "diff.patch").is_file() else ""
+    files = ((run_dir / "files.txt").read_text(encoding="utf-8").split()
+             if (run_dir / "files.txt").is_file() else [])
+    previous = {k: rec.get(k) for k in ("outcome", "score", "grade", "judge_hash",
+                                        "judge_cost_usd")}
+    previous["judges"] = [j.get("judge_model") for j in rec.get("judges") or []]
+    classified = rec.get("classified") or {"outcome": None, "reason": ""}
+    rec = {**rec, "check_items": rows, "check_score": check_score(rows),
+           "pass_threshold": case.rubric.pass_threshold, "judge_hash": judge_hash(case, rt)}
+    for stale in ("score", "impl_rate", "grade", "consensus"):
+        rec.pop(stale, None)
+    rec.update(judge_run.judge(case, rec["run_key"], run_dir, rt, rec.get("final_message")
+                               or "", diff, files, results, rows))
+    settle(rec, case, classified["outcome"], classified["reason"])
+    rec["rejudged"] = [*(rec.get("rejudged") or []), {"at": _now(), "previous": previous}]
+    record.write_json(run_dir / record.RECORD_FILE, rec)
+    return rec
 
 
 def classify(finished: Any, result: claude_code.Result, route: Route,
@@ -301,7 +440,7 @@ def execute(case: Case, sub: Subtest, run: int, rt: Runtime) -> dict[str, Any]:
     if run_dir.exists():
         shutil.rmtree(run_dir)
     run_dir.mkdir(parents=True)
-    private = Path(tempfile.mkdtemp(prefix="scylla-run-"))
+    private = resume.claim_private()
     ws_path = private / "work"
     (private / "tmp").mkdir()
     model = sub.model or rt.model
@@ -331,8 +470,8 @@ def execute(case: Case, sub: Subtest, run: int, rt: Runtime) -> dict[str, Any]:
         rec["source"] = {"repo": case.source.repo, "commit": case.source.commit,
                          "path": case.source.path.name if case.source.path else None,
                          "base_commit": ws.base_commit}
-        rec["config_hash"] = config_hash(case, sub, ov, model, rt, rec["inputs"],
-                                        private)
+        rec["config_hash"] = config_hash(case, sub, model, rt)
+        rec["judge_hash"] = judge_hash(case, rt)
         rec["declared"] = ov.declared
         expected = expectation(ov, sub, rt.tiers, ws_path, rt.baseline(sub))
         script = (Script.for_case(mode_for(rt.oracle, key), case.solution, ws_path,
@@ -342,7 +481,8 @@ def execute(case: Case, sub: Subtest, run: int, rt: Runtime) -> dict[str, Any]:
                                     "files": [rel for rel, _ in script.files]}
         route = rt.gateway.open(Route(
             key=f"{key}-{secrets.token_hex(3)}", log_path=run_dir / "model_calls.jsonl",
-            upstream="oracle" if rt.oracle else "anthropic", max_cost_usd=case.max_cost_usd,
+            upstream="oracle" if rt.oracle else "anthropic",
+            max_cost_usd=rt.max_run_cost if rt.max_run_cost is not None else case.max_cost_usd,
             bodies_dir=run_dir / "bodies" if rt.record_bodies else None, script=script,
             expected=expected))
         argv = claude_code.command(rt.cli, model, case.max_turns, ov.args)
@@ -377,19 +517,11 @@ def execute(case: Case, sub: Subtest, run: int, rt: Runtime) -> dict[str, Any]:
         rec.update(checks=[r.to_json() for r in results], check_items=rows,
                    check_score=check_score(rows))
         outcome, reason = classify(finished, result, route, stderr_tail)
+        rec["classified"] = {"outcome": outcome, "reason": reason}  # before judging
         if outcome != "infra_error":  # a void run is not worth a judge's tokens
             rec.update(judge_run.judge(case, key, run_dir, rt, result.final_message, diff, files,
                              results, rows))
-        if outcome is None and rec.get("consensus") is None:
-            outcome, reason = "judge_error", (
-                f"only {rec['valid_judges']} valid judge(s), {rec['min_judges']} needed: "
-                + "; ".join(f"{j['judge_model']}: {j['errors'][-1] if j['errors'] else '?'}"
-                            for j in rec["judges"] if not j["valid"]))
-        elif outcome is None:
-            passed = rec["consensus"]["passed"]
-            outcome = "pass" if passed else "fail"
-            reason = "" if passed else judge_run.judged_reason(rec, case.rubric.pass_threshold)
-        rec.update(outcome=outcome, passed=outcome == "pass", reason=reason)
+        settle(rec, case, outcome, reason)
     except (workspace.WorkspaceError, mcp_install.InstallError, claude_code.SetupError,
             OSError) as exc:
         rec.update(outcome="infra_error", passed=False, reason=f"{type(exc).__name__}: {exc}")

@@ -3,6 +3,7 @@ frozen `Settings` kept in `config.stash`."""
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass
@@ -49,12 +50,31 @@ OPTIONS: tuple[tuple[str, str, str, str], ...] = (
      "panel size)", "N", "2"),
     ("cache-dir", "shared cache for repo mirrors, MCP packages and CLI baselines "
      "(default: $XDG_CACHE_HOME/pytest-scylla or ~/.cache/pytest-scylla)", "DIR", ""),
+    ("budget-usd", "session budget in dollars, agents and judges together: once the session's "
+     "spend would pass it no new run starts (those are skipped, saying why); runs in flight "
+     "finish (default: no budget)", "USD", ""),
+    ("max-run-cost", "every run's own cost limit in dollars, instead of each case's "
+     "max_cost_usd", "USD", ""),
+    ("retries", "attempts the gateway makes on a 408/429/5xx/529 answer or a lost connection "
+     "before the run is an infra_error (default 4)", "N", "4"),
+    ("retry-wait", "most seconds the gateway waits on one call's retries; a longer retry-after "
+     "(a usage-window limit) pauses new runs instead (default 120)", "SECONDS", "120"),
+    ("max-pause", "longest pause for a usage-window limit; beyond it the remaining runs are "
+     "skipped (default 21600 = 6 h)", "SECONDS", "21600"),
+    ("progress", "seconds between progress lines (runs done/total, passes, spend, ETA); 0 turns "
+     "them off (default 10 on a terminal, 60 otherwise)", "SECONDS", ""),
 )
 # (name, help): on/off switches
 FLAGS: tuple[tuple[str, str], ...] = (
     ("keep-workspaces", "keep each run's workspace in its run folder (default: removed; the "
      "diff and file list are always kept)"),
     ("record-bodies", "also store every model request and response body in the run folder"),
+    ("fresh", "run again the runs already stored in --scylla-out (by default they are reused, "
+     "and a stored run made under other conditions stops the session)"),
+    ("rejudge", "re-score the runs stored in --scylla-out with the current rubric and judge "
+     "panel; no agent runs"),
+    ("plan", "print how many runs the selection has and what they should cost and take (from "
+     "stored history), then stop without running anything"),
 )
 
 
@@ -77,6 +97,15 @@ class Settings:
     record_bodies: bool = False
     judges: tuple[JudgeSpec, ...] = ()
     min_judges: int = 2
+    budget_usd: float | None = None
+    max_run_cost: float | None = None
+    retries: int = 4
+    retry_wait: float = 120.0
+    max_pause: float = 21600.0
+    progress: float | None = None  # None: by terminal kind
+    fresh: bool = False
+    rejudge: bool = False
+    plan: bool = False
 
     def selects_tier(self, tier: str) -> bool:
         return self.tiers is None or tier in self.tiers
@@ -233,18 +262,61 @@ def resolve(config: pytest.Config) -> Settings:
     cli = str(_value(config, "scylla_cli")[0]).strip() or None
     cache_dir = _path(config, "scylla_cache_dir", default_cache_dir())
     flags = {name: bool(config.getoption(f"scylla_{name}") or config.getini(f"scylla_{name}"))
-             for name in ("keep_workspaces", "record_bodies")}
+             for name in ("keep_workspaces", "record_bodies", "fresh", "rejudge", "plan")}
+    if flags["fresh"] and flags["rejudge"]:
+        raise pytest.UsageError("--scylla-fresh and --scylla-rejudge exclude each other: fresh "
+                                "re-runs the agents, rejudge only re-scores stored runs")
+    numbers = {
+        "budget_usd": _number(config, "scylla_budget_usd", "dollars", "--scylla-budget-usd=25",
+                              positive=True),
+        "max_run_cost": _number(config, "scylla_max_run_cost", "dollars",
+                                "--scylla-max-run-cost=2.5", positive=True),
+        "retry_wait": _number(config, "scylla_retry_wait", "seconds", "--scylla-retry-wait=120"),
+        "max_pause": _number(config, "scylla_max_pause", "seconds", "--scylla-max-pause=3600"),
+        "progress": _number(config, "scylla_progress", "seconds", "--scylla-progress=30"),
+    }
+    raw, origin = _value(config, "scylla_retries")
+    try:
+        retries = int(str(raw))
+    except ValueError:
+        retries = 0
+    if not 1 <= retries <= 20:
+        raise pytest.UsageError(f"{origin}={raw!r}: expected a number of attempts from 1 to 20, "
+                                "e.g. --scylla-retries=4")
 
     settings = Settings(runs=runs, tiers=tiers, subtests=subtests, out=out, label=label,
                         report=report,
                         oracle=oracle, tiers_dir=tiers_dir, rubrics_dir=rubrics_dir,
                         model=model, sandbox=sandbox, cli=cli, cache_dir=cache_dir,
-                        judges=judges, min_judges=min(min_judges, len(judges)), **flags)
+                        judges=judges, min_judges=min(min_judges, len(judges)),
+                        retries=retries, budget_usd=numbers["budget_usd"],
+                        max_run_cost=numbers["max_run_cost"],
+                        retry_wait=numbers["retry_wait"] if numbers["retry_wait"] is not None
+                        else 120.0,
+                        max_pause=numbers["max_pause"] if numbers["max_pause"] is not None
+                        else 21600.0, progress=numbers["progress"], **flags)
     if subtests is not None:
         # Checking that each selector matches something needs the tiers: parse them now, once.
         config.stash[TIERSET_KEY] = TierSet(tiers_dir)
         _check_subtests_exist(config.stash[TIERSET_KEY], settings, subtests_origin)
     return settings
+
+
+def _number(config: pytest.Config, dest: str, unit: str, example: str,
+            positive: bool = False) -> float | None:
+    """A non-negative (or positive) number of `unit`, or None when the option is not set."""
+    raw, origin = _value(config, dest)
+    text = str(raw).strip() if raw is not None else ""
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0 or (positive and value == 0):
+        raise pytest.UsageError(f"{origin}={raw!r}: expected a {'positive' if positive else ''}"
+                                f"{' ' if positive else ''}number of {unit}, e.g. {example}")
+    return value
 
 
 def default_cache_dir() -> Path:

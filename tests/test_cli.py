@@ -37,8 +37,7 @@ def test_validate_needs_a_project_folder(tmp_path: Path,
     assert "has neither cases/ nor tiers/" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv", [["plan"]])
-def test_later_commands_say_they_are_not_available(argv: list[str],
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(argv) == 2
-    assert "not available in this version yet" in capsys.readouterr().err
+def test_plan_passes_a_bad_option_on_as_pytest_s_usage_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["plan", "--scylla-runs=0"]) == pytest.ExitCode.USAGE_ERROR

@@ -6,6 +6,7 @@ from __future__ import annotations
 import http.server
 import json
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
@@ -15,6 +16,7 @@ import pytest
 
 from pytest_scylla import pricing
 from pytest_scylla.gateway import Gateway, Route, ablation, oracle, sse
+from pytest_scylla.gateway.server import RetryPolicy
 
 
 def test_usage_reader_follows_a_stream_cut_anywhere() -> None:
@@ -171,7 +173,7 @@ class _Upstream(http.server.BaseHTTPRequestHandler):
         if self.path.startswith("/v1/messages?fail"):
             body = b'{"type":"error","error":{"type":"overloaded_error","message":"busy"}}'
             self.send_response(529)
-            self.send_header("retry-after", "7")
+            self.send_header("retry-after", "1")
         else:
             body = b"".join(sse.message_events("m", "claude-haiku-4-5",
                                                [{"type": "text", "text": "ok"}], "end_turn",
@@ -196,14 +198,17 @@ def gateway(monkeypatch: pytest.MonkeyPatch) -> Iterator[Gateway]:
 
 def test_proxy_streams_unchanged_logs_usage_and_classifies_overload(gateway: Gateway,
                                                                    tmp_path: Path) -> None:
+    gateway.retry = RetryPolicy(attempts=2, max_wait=10)
     route = gateway.open(Route(key="r1", log_path=tmp_path / "calls.jsonl", upstream="anthropic",
                                max_cost_usd=0.001))
     body = json.dumps({"model": "claude-haiku-4-5", "stream": True, "messages": []})
     url = gateway.base_url("r1") + "/v1/messages"
-    with httpx.Client() as client:
+    with httpx.Client(timeout=30) as client:
+        began = time.monotonic()
         busy = client.post(url + "?fail", content=body, headers={"x-api-key": "dummy"})
-        assert busy.status_code == 529
-        assert busy.headers["retry-after"] == "7"
+        assert time.monotonic() - began >= 1  # the gateway waited out retry-after once
+        assert busy.status_code == 529  # then passed the second 529 on, unchanged
+        assert busy.headers["retry-after"] == "1"
         ok = client.post(url, content=body, headers={"x-api-key": "dummy"})
         assert ok.status_code == 200
         assert b"message_stop" in ok.content
@@ -212,15 +217,16 @@ def test_proxy_streams_unchanged_logs_usage_and_classifies_overload(gateway: Gat
         assert "budget" in refused.text
         missing = client.post(gateway.base_url("nope") + "/v1/messages", content=body)
         assert missing.status_code == 404
-    assert _Upstream.keys[-2:] == ["sk-real", "sk-real"]
+    assert _Upstream.keys[-3:] == ["sk-real", "sk-real", "sk-real"]  # 529 twice, then 200
     assert route.usage["claude-haiku-4-5"]["input_tokens"] == 1000
     assert route.spent_usd == pytest.approx((1000 * 1 + 100 * 5) / 1e6)
     assert route.budget_exceeded
     assert route.refused == 1
-    assert route.infra[0]["status"] == 529
-    assert route.infra[0]["retry_after"] == "7"
+    assert [(e["status"], e["retry_after"], e["retried_by_gateway"]) for e in route.infra] == [
+        (529, "1", True), (529, "1", False)]
     log = [json.loads(x) for x in (tmp_path / "calls.jsonl").read_text().splitlines()]
     assert [x["status"] for x in log] == [529, 200, 400]
+    assert (log[0]["attempts"], log[0]["retry_wait_s"]) == (2, 1.0)
     assert log[1]["usage"]["output_tokens"] == 100
     assert log[1]["ttft_s"] >= 0
 

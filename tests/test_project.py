@@ -40,10 +40,13 @@ def test_ci_installs_what_the_tests_need() -> None:
 def test_pytest_help_lists_every_scylla_option(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--help")
     options = sorted(set(re.findall(r"--scylla-[a-z-]+", result.stdout.str())))
-    assert options == ["--scylla-cache-dir", "--scylla-cli", "--scylla-judges",
-                       "--scylla-keep-workspaces", "--scylla-label", "--scylla-min-judges",
-                       "--scylla-model", "--scylla-oracle", "--scylla-out",
-                       "--scylla-record-bodies", "--scylla-report", "--scylla-rubrics-dir",
+    assert options == ["--scylla-budget-usd", "--scylla-cache-dir", "--scylla-cli",
+                       "--scylla-fresh", "--scylla-judges", "--scylla-keep-workspaces",
+                       "--scylla-label", "--scylla-max-pause", "--scylla-max-run-cost",
+                       "--scylla-min-judges", "--scylla-model", "--scylla-oracle",
+                       "--scylla-out", "--scylla-plan", "--scylla-progress",
+                       "--scylla-record-bodies", "--scylla-rejudge", "--scylla-report",
+                       "--scylla-retries", "--scylla-retry-wait", "--scylla-rubrics-dir",
                        "--scylla-runs", "--scylla-sandbox", "--scylla-subtests",
                        "--scylla-tiers", "--scylla-tiers-dir"]
     ini = sorted(set(re.findall(r"^  (scylla_[a-z_]+)", result.stdout.str(), re.MULTILINE)))

@@ -157,6 +157,7 @@ class _Upstream(http.server.BaseHTTPRequestHandler):
 
     seen: ClassVar[list[dict[str, Any]]] = []
     status = 200
+    fail_first = 0  # with status 200: answer this many first requests with a 429
 
     def log_message(self, *args: Any) -> None:
         pass
@@ -165,10 +166,11 @@ class _Upstream(http.server.BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["content-length"])))
         type(self).seen.append({"path": self.path, "key": self.headers.get("x-api-key"),
                                 "model": body.get("model")})
-        if type(self).status != 200:
+        failing = type(self).status != 200 or len(type(self).seen) <= type(self).fail_first
+        if failing:
             data = json.dumps({"type": "error", "error": {"type": "rate_limit_error",
                                                           "message": "slow down"}}).encode()
-            self.send_response(type(self).status)
+            self.send_response(429 if type(self).status == 200 else type(self).status)
             self.send_header("retry-after", "1")
         elif body.get("tool_choice"):  # a judge: a zero-point verdict for every required item
             schema = body["tools"][0]["input_schema"]["properties"]["items"]
@@ -198,20 +200,20 @@ class _Upstream(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def upstream() -> Iterator[tuple[str, type[_Upstream]]]:
-    handler = type("Upstream", (_Upstream,), {"seen": [], "status": 200})
+    handler = type("Upstream", (_Upstream,), {"seen": [], "status": 200, "fail_first": 0})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{server.server_address[1]}", handler
     server.shutdown()
 
 
-@pytest.mark.parametrize("status", [200, 429])
+@pytest.mark.parametrize(("status", "fail_first"), [(200, 0), (200, 1), (429, 0)])
 def test_the_real_upstream_path_injects_the_key_and_classifies_rate_limits(
         mini: Path, pytester: pytest.Pytester, oracle: list[str],
         monkeypatch: pytest.MonkeyPatch, upstream: tuple[str, type[_Upstream]],
-        status: int) -> None:
+        status: int, fail_first: int) -> None:
     url, handler = upstream
-    handler.status = status
+    handler.status, handler.fail_first = status, fail_first
     key = "sk-ant-real-key-held-by-the-gateway-only"
     monkeypatch.setenv("ANTHROPIC_API_KEY", key)
     monkeypatch.setenv("SCYLLA_UPSTREAM_URL", url)
@@ -219,7 +221,8 @@ def test_the_real_upstream_path_injects_the_key_and_classifies_rate_limits(
     result = pytester.runpytest_subprocess("cases", "-k", ALPHA, "-p", "no:xdist", oracle[1],
                                            "--scylla-model=claude-haiku-4-5",
                                            "--scylla-judges=claude-haiku-4-5",
-                                           "--scylla-min-judges=1", f"--scylla-out={out}")
+                                           "--scylla-min-judges=1", "--scylla-retries=2",
+                                           f"--scylla-out={out}")
     assert handler.seen
     assert {s["key"] for s in handler.seen} == {key}
     assert {s["model"] for s in handler.seen} == {"claude-haiku-4-5"}
@@ -234,11 +237,21 @@ def test_the_real_upstream_path_injects_the_key_and_classifies_rate_limits(
         assert rec["costs_agree"] is True
         assert rec["judges"][0]["valid"] is True  # the judge went the same way
         assert rec["judge_cost_usd"] == pytest.approx((500 * 1 + 50 * 5) / 1e6)
-    else:
+        if fail_first:  # the gateway waited out the 429 itself: the CLI never saw it
+            [event] = rec["infra_events"]
+            assert (event["status"], event["retried_by_gateway"]) == (429, True)
+            first = calls(out, "alpha-T0-01-r1")[0]
+            assert (first["status"], first["attempts"]) == (200, 2)
+            assert first["retry_wait_s"] >= 1
+        else:
+            assert rec["infra_events"] == []
+    else:  # a persistent 429: two gateway attempts per call, then the CLI gives up
         result.assert_outcomes(errors=1)
         assert rec["outcome"] == "infra_error"
         assert rec["infra_events"][0]["status"] == 429
         assert rec["infra_events"][0]["retry_after"] == "1"
+        assert [e["retried_by_gateway"] for e in rec["infra_events"][:2]] == [True, False]
+        assert len(handler.seen) == 2 * rec["api_calls"]
     for path in out.rglob("*"):
         assert not path.is_file() or key.encode() not in path.read_bytes(), path
 
@@ -247,15 +260,17 @@ def test_the_real_upstream_path_injects_the_key_and_classifies_rate_limits(
     ("stall", "timeout", "failed"),
     ("crash", "agent_error", "failed"),
     ("overloaded", "infra_error", "errors"),
+    ("rate-limited", "pass", "passed"),
 ])
 def test_faults_end_in_the_right_outcome_and_keep_what_was_measured(
         mini: Path, pytester: pytest.Pytester, edit: Edit, oracle: list[str],
         monkeypatch: pytest.MonkeyPatch, fault: str, outcome: str, pytest_outcome: str) -> None:
-    edit("cases/alpha/test.yaml", "rubric: basic", "rubric: basic\ntimeout_seconds: 5")
+    timeout = 5 if fault == "stall" else 60
+    edit("cases/alpha/test.yaml", "rubric: basic", f"rubric: basic\ntimeout_seconds: {timeout}")
     monkeypatch.setenv("SCYLLA_ORACLE_FAULT", fault)
     out = mini / "out"
     result = pytester.runpytest_subprocess("cases", "-k", ALPHA, "-p", "no:xdist", *oracle,
-                                           f"--scylla-out={out}")
+                                           "--scylla-retries=2", f"--scylla-out={out}")
     result.assert_outcomes(**{pytest_outcome: 1})
     assert "Traceback" not in result.stdout.str()
     rec = records(out)["alpha-T0-01-r1"]
@@ -269,20 +284,33 @@ def test_faults_end_in_the_right_outcome_and_keep_what_was_measured(
     if fault == "crash":
         assert "killed by signal 9" in rec["reason"]
         assert rec["tokens"]["total_tokens"] > 0  # the call made before the crash is counted
-    if fault == "overloaded":
+    if fault == "overloaded":  # persistent: each call tried twice by the gateway, then failed
         assert {e["status"] for e in rec["infra_events"]} == {529}
+        assert len(rec["infra_events"]) == 2 * rec["api_calls"]
+        assert rec["api_calls"] == 3  # the CLI's own two retries
+        result.stdout.fnmatch_lines(["*infra_error*"])
+    if fault == "rate-limited":  # each agent call: a 429, then the gateway's retry succeeds
+        main = [c for c in calls(out, "alpha-T0-01-r1") if c["role"] == "main"]
+        assert main
+        assert {(c["status"], c.get("attempts")) for c in main} == {(200, 2)}
+        assert all(e["retried_by_gateway"] for e in rec["infra_events"])
+        assert rec["passed"] is True
 
 
+@pytest.mark.parametrize("where", ["case", "option"])
 def test_the_run_budget_is_enforced_by_the_gateway(mini: Path, pytester: pytest.Pytester,
-                                                   edit: Edit, oracle: list[str]) -> None:
-    edit("cases/alpha/test.yaml", "rubric: basic", "rubric: basic\nmax_cost_usd: 0.01")
+                                                   edit: Edit, oracle: list[str],
+                                                   where: str) -> None:
+    if where == "case":
+        edit("cases/alpha/test.yaml", "rubric: basic", "rubric: basic\nmax_cost_usd: 0.01")
     out = mini / "out"
+    option = ["--scylla-max-run-cost=0.01"] if where == "option" else []
     result = pytester.runpytest("cases", "-k", ALPHA, "-p", "no:xdist", *oracle,
-                                f"--scylla-out={out}")
+                                f"--scylla-out={out}", *option)
     result.assert_outcomes(failed=1)
     rec = records(out)["alpha-T0-01-r1"]
     assert rec["outcome"] == "budget_exceeded"
-    assert rec["budget"]["exceeded"] is True
+    assert rec["budget"] == {"max_cost_usd": 0.01, "exceeded": True}
     assert rec["refused_calls"] >= 1
     assert rec["cost_usd"] >= 0.01
     logged = calls(out, "alpha-T0-01-r1")

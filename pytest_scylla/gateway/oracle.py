@@ -22,6 +22,7 @@ import json
 import os
 import re
 import shlex
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -34,7 +35,8 @@ TOOL_ID = "toolu_oracle_"
 JUDGE_TOOL = "submit_verdict"
 STRUCTURED_TOOL = "StructuredOutput"  # how `claude -p --json-schema` asks for its answer
 MODES = ("solution", "noop", "wrong")
-FAULTS = ("stall", "overloaded", "crash")
+FAULTS = ("stall", "overloaded", "crash", "rate-limited", "usage-limit")
+_usage_limit_fired = threading.Event()  # the usage-limit fault hits one call per process
 
 
 def mode_for(mode: str, run_key: str) -> str:
@@ -190,8 +192,8 @@ def _judge(script: Script, request: dict[str, Any]) -> Reply:
     return Reply(200, [block], stop_reason="tool_use")
 
 
-def answer(script: Script, request: dict[str, Any]) -> Reply:
-    """The oracle's next reply to `request`."""
+def answer(script: Script, request: dict[str, Any], attempt: int = 0) -> Reply:
+    """The oracle's next reply to `request` (`attempt`: the gateway's retry count for it)."""
     if (request.get("tool_choice") or {}).get("name") == JUDGE_TOOL or (
             script.verdict is not None and tool_names(request) == {STRUCTURED_TOOL}):
         return _judge(script, request)
@@ -199,6 +201,15 @@ def answer(script: Script, request: dict[str, Any]) -> Reply:
     if injected == "overloaded":
         return Reply(529, [], headers=(("retry-after", "1"),),
                      error={"type": "overloaded_error", "message": "Overloaded (oracle fault)"})
+    if injected == "rate-limited" and attempt == 0:  # a transient limit: a retry succeeds
+        return Reply(429, [], headers=(("retry-after", "1"),), error={
+            "type": "rate_limit_error", "message": "Rate limited (oracle fault)"})
+    if injected == "usage-limit" and not _usage_limit_fired.is_set():
+        _usage_limit_fired.set()
+        seconds = os.environ.get("SCYLLA_ORACLE_LIMIT_SECONDS", "3600")
+        return Reply(429, [], headers=(("retry-after", seconds),), error={
+            "type": "rate_limit_error",
+            "message": "usage limit reached for the current window (oracle fault)"})
     if not is_main_agent(request):
         return _text("Done: the requested change is in place.")
     if injected == "stall":

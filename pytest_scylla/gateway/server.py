@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
 import http.server
 import json
 import os
+import random
+import shutil
 import socketserver
-import tempfile
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .. import pricing
+from ..resume import claim_private
 from . import ablation, oracle
 from .sse import UsageReader
 
@@ -79,6 +81,50 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
+def retryable(status: int | None) -> bool:
+    """An answer worth asking again: timeouts, rate limits, overload, server errors, and no
+    answer at all (None: the connection failed)."""
+    return status is None or status in INFRA_STATUSES or status >= 500
+
+
+def retry_after_seconds(value: str | None) -> float | None:
+    """The retry-after header in seconds (a number or an HTTP date), None if absent or odd."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    from email.utils import parsedate_to_datetime
+
+    try:
+        return max(0.0, (parsedate_to_datetime(value) - datetime.now(UTC)).total_seconds())
+    except (TypeError, ValueError):
+        return None
+
+
+@dataclass
+class RetryPolicy:
+    """How the gateway rides out transient upstream trouble before the CLI sees any of it:
+    up to `attempts` tries with exponential backoff (with jitter), honouring retry-after, at
+    most `max_wait` seconds of waiting per call. A retry-after longer than that is a usage-window
+    limit: the call is answered at once and `on_long_limit(seconds, message)` is told, so the
+    session can pause new runs instead of burning through its queue."""
+
+    attempts: int = 4
+    max_wait: float = 120.0
+    base: float = 1.0
+    cap: float = 30.0
+    on_long_limit: Callable[[float, str], None] | None = None
+
+    def delay(self, attempt: int, retry_after: str | None) -> float:
+        hinted = retry_after_seconds(retry_after)
+        if hinted is not None:
+            return hinted
+        backoff: float = min(self.cap, self.base * 2.0 ** attempt)
+        return backoff * (0.5 + random.random() / 2)
+
+
 class _Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # stream events go out as they come, not 40 ms later
@@ -113,7 +159,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     # responses -------------------------------------------------------------------------------
     def send_json(self, status: int, payload: dict[str, Any],
-                  headers: tuple[tuple[str, str], ...] = ()) -> bytes:
+                  headers: Sequence[tuple[str, str]] = ()) -> bytes:
         data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("content-type", "application/json")
@@ -177,9 +223,11 @@ class Gateway:
         self.routes: dict[str, Route] = {}
         self._servers: list[socketserver.BaseServer] = []
         self._client: Any = None
-        self.socket_dir = Path(tempfile.mkdtemp(prefix="scylla-gw-"))
+        self.socket_dir = claim_private("scylla-gw-")  # cleaned at the next start if killed
         self.socket_path = self.socket_dir / "gateway.sock"
         self.port = 0
+        self.retry = RetryPolicy()
+        self.limited: tuple[float, str] | None = None  # (until, why): a usage-window limit
 
     def start(self) -> Gateway:
         tcp = _TCPServer(("127.0.0.1", 0), _Handler)
@@ -200,9 +248,7 @@ class Gateway:
             server.server_close()
         if self._client is not None:
             self._client.close()
-        with contextlib.suppress(OSError):
-            self.socket_path.unlink()
-            self.socket_dir.rmdir()
+        shutil.rmtree(self.socket_dir, ignore_errors=True)
 
     def base_url(self, key: str, port: int | None = None) -> str:
         return f"http://127.0.0.1:{port or self.port}/run/{key}"
@@ -246,6 +292,17 @@ class Gateway:
             client.send_json(400, {"type": "error", "error": {
                 "type": "invalid_request_error", "message": refusal}})
             self._log(route, {**entry, "status": 400, "refused": refusal,
+                              "latency_s": round(time.monotonic() - start, 4)})
+            return
+        limit = self.limited
+        if limit is not None and limit[0] > time.time():
+            wait = limit[0] - time.time()
+            message = (f"pytest-scylla gateway: upstream usage limit ({limit[1]}); it resets in "
+                       f"{wait:.0f}s and new runs are paused until then")
+            self._infra(route, 429, None, message)
+            client.send_json(429, {"type": "error", "error": {"type": "rate_limit_error",
+                                                              "message": message}})
+            self._log(route, {**entry, "status": 429, "limited": True,
                               "latency_s": round(time.monotonic() - start, 4)})
             return
         if route.upstream == "oracle":
@@ -292,11 +349,42 @@ class Gateway:
         return dollars
 
     def _infra(self, route: Route, status: int | None, retry_after: str | None,
-               detail: str) -> dict[str, Any]:
-        event = {"ts": _now(), "status": status, "retry_after": retry_after, "detail": detail}
+               detail: str, retried: bool = False) -> dict[str, Any]:
+        event = {"ts": _now(), "status": status, "retry_after": retry_after, "detail": detail,
+                 "retried_by_gateway": retried}
         with route.lock:
             route.infra.append(event)
         return event
+
+    def _again(self, route: Route, attempt: int, waited: float, status: int | None,
+               retry_after: str | None, detail: str) -> float | None:
+        """After a failed attempt: the seconds to wait before the next one, or None to pass
+        the failure on (attempts or waiting used up, a usage-window limit, the run closed)."""
+        policy = self.retry
+        delay = policy.delay(attempt, retry_after)
+        hinted = retry_after_seconds(retry_after)
+        if status == 429 and hinted is not None and hinted > policy.max_wait:
+            self.limited = (time.time() + hinted, detail or "rate limit")
+            if policy.on_long_limit is not None:
+                policy.on_long_limit(hinted, detail or "rate limit")
+            self._infra(route, status, retry_after, f"usage-window limit: {detail}")
+            return None
+        if attempt + 1 >= policy.attempts or waited + delay > policy.max_wait:
+            self._infra(route, status, retry_after, detail)
+            return None
+        self._infra(route, status, retry_after, detail, retried=True)
+        if route.closed.wait(delay):
+            return None
+        return delay
+
+    def _to_client(self, headers: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+        """The headers of an upstream error passed on to the CLI. Under a usage-window limit its
+        retry-after is dropped: the CLI would sleep out a window of hours inside the run and end
+        as a timeout (a scored failure); without it, its own short retries fail, and the run is
+        an infra_error that the next session runs again."""
+        if self.limited is None or self.limited[0] <= time.time():
+            return list(headers)
+        return [(k, v) for k, v in headers if k.lower() != "retry-after"]
 
     def _oracle(self, route: Route, path: str, request: dict[str, Any], body: bytes,
                 client: _Handler, start: float) -> dict[str, Any]:
@@ -305,7 +393,18 @@ class Gateway:
             client.send_json(200, {"input_tokens": max(1, len(body) // 4)})
             return {"status": 200, "latency_s": round(time.monotonic() - start, 4)}
         assert route.script is not None, "oracle route without a script"
-        reply = oracle.answer(route.script, request)
+        attempt, waited = 0, 0.0
+        while True:
+            reply = oracle.answer(route.script, request, attempt)
+            if reply.error is None or not retryable(reply.status):
+                break
+            retry_after = dict(reply.headers).get("retry-after")
+            delay = self._again(route, attempt, waited, reply.status, retry_after,
+                                reply.error.get("message", ""))
+            if delay is None:
+                break
+            attempt, waited = attempt + 1, waited + delay
+        tries = {"attempts": attempt + 1, "retry_wait_s": round(waited, 3)} if attempt else {}
         if reply.stall:
             route.closed.wait(STALL_LIMIT_SECONDS)
             client.close_connection = True
@@ -313,11 +412,12 @@ class Gateway:
                     "latency_s": round(time.monotonic() - start, 4)}
         if reply.error is not None:
             retry_after = dict(reply.headers).get("retry-after")
-            self._infra(route, reply.status, retry_after, reply.error.get("message", ""))
+            if not retryable(reply.status):
+                self._infra(route, reply.status, retry_after, reply.error.get("message", ""))
             client.send_json(reply.status, {"type": "error", "error": reply.error},
-                             reply.headers)
+                             self._to_client(reply.headers))
             return {"status": reply.status, "retry_after": retry_after,
-                    "error": reply.error.get("type"),
+                    "error": reply.error.get("type"), **tries,
                     "latency_s": round(time.monotonic() - start, 4)}
         usage = oracle.usage_for(len(body), reply, first_call=not route.usage)
         msg_id = f"msg_oracle_{route.key}_{route.calls:04d}"
@@ -341,7 +441,7 @@ class Gateway:
             (route.bodies_dir / f"{route.calls:04d}.response.txt").write_text(
                 json.dumps(reply.blocks), encoding="utf-8")
         return {"status": 200, "model": model, "usage": usage, "cost_usd": round(dollars, 6),
-                "stop_reason": reply.stop_reason, "response_bytes": size,
+                "stop_reason": reply.stop_reason, "response_bytes": size, **tries,
                 "ttft_s": round((first_byte or time.monotonic()) - start, 4),
                 "latency_s": round(time.monotonic() - start, 4)}
 
@@ -370,48 +470,69 @@ class Gateway:
             headers.update({k: v for k, v in client.headers.items()
                             if k.lower() in CLIENT_AUTH})
         url = self.upstream_url + path + (f"?{query}" if query else "")
-        reader = UsageReader()
-        first_byte: float | None = None
-        size = 0
-        try:
-            with self._http().stream("POST", url, content=body, headers=headers) as response:
-                status = response.status_code
-                out_headers = [(k, v) for k, v in response.headers.items()
-                               if k.lower() not in HOP_HEADERS]
-                streamed = "text/event-stream" in response.headers.get("content-type", "")
-                client.start_chunks(status, out_headers)
-                kept = bytearray()
-                for piece in response.iter_bytes():
-                    first_byte = first_byte or time.monotonic()
-                    size += len(piece)
-                    if streamed:
-                        reader.feed(piece)
-                    elif len(kept) < 1_000_000:
-                        kept += piece
-                    client.chunk(piece)
-                client.end_chunks()
-                if not streamed:
-                    reader.read_json(bytes(kept))
-                if route.bodies_dir is not None:
-                    (route.bodies_dir / f"{route.calls:04d}.status").write_text(str(status))
-        except httpx.HTTPError as exc:
-            event = self._infra(route, None, None, f"{type(exc).__name__}: {exc}")
-            if first_byte is None:
-                client.send_json(502, {"type": "error", "error": {
-                    "type": "api_error", "message": f"pytest-scylla gateway: upstream "
-                                                    f"unreachable ({event['detail']})"}})
-            else:
-                client.close_connection = True
-            return {"status": None, "error": event["detail"],
-                    "latency_s": round(time.monotonic() - start, 4)}
+        attempt, waited = 0, 0.0
+        while True:
+            tries = {"attempts": attempt + 1, "retry_wait_s": round(waited, 3)} if attempt else {}
+            reader = UsageReader()
+            first_byte: float | None = None
+            size = 0
+            try:
+                with self._http().stream("POST", url, content=body, headers=headers) as response:
+                    status = response.status_code
+                    out_headers = [(k, v) for k, v in response.headers.items()
+                                   if k.lower() not in HOP_HEADERS]
+                    retry_after = response.headers.get("retry-after")
+                    if retryable(status):  # small error bodies: read, then retry or pass on
+                        data = response.read()
+                        reader.read_json(data)
+                        detail = (reader.error or {}).get("message", "") or f"HTTP {status}"
+                        delay = self._again(route, attempt, waited, status, retry_after, detail)
+                        if delay is not None:
+                            attempt, waited = attempt + 1, waited + delay
+                            continue
+                        client.start_chunks(status, self._to_client(out_headers))
+                        client.chunk(data)
+                        client.end_chunks()
+                        return {"status": status, "retry_after": retry_after,
+                                "error": (reader.error or {}).get("type"), **tries,
+                                "response_bytes": len(data),
+                                "latency_s": round(time.monotonic() - start, 4)}
+                    streamed = "text/event-stream" in response.headers.get("content-type", "")
+                    client.start_chunks(status, out_headers)
+                    kept = bytearray()
+                    for piece in response.iter_bytes():
+                        first_byte = first_byte or time.monotonic()
+                        size += len(piece)
+                        if streamed:
+                            reader.feed(piece)
+                        elif len(kept) < 1_000_000:
+                            kept += piece
+                        client.chunk(piece)
+                    client.end_chunks()
+                    if not streamed:
+                        reader.read_json(bytes(kept))
+                    if route.bodies_dir is not None:
+                        (route.bodies_dir / f"{route.calls:04d}.status").write_text(str(status))
+            except httpx.HTTPError as exc:
+                detail = f"{type(exc).__name__}: {exc}"
+                if first_byte is None:  # nothing reached the client yet: it may be retried
+                    delay = self._again(route, attempt, waited, None, None, detail)
+                    if delay is not None:
+                        attempt, waited = attempt + 1, waited + delay
+                        continue
+                    client.send_json(502, {"type": "error", "error": {
+                        "type": "api_error", "message": f"pytest-scylla gateway: upstream "
+                                                        f"unreachable ({detail})"}})
+                else:
+                    self._infra(route, None, None, detail)
+                    client.close_connection = True
+                return {"status": None, "error": detail, **tries,
+                        "latency_s": round(time.monotonic() - start, 4)}
+            break
         result: dict[str, Any] = {"status": status, "latency_s": round(time.monotonic() - start,
                                                                         4),
                                   "ttft_s": round((first_byte or time.monotonic()) - start, 4),
-                                  "response_bytes": size}
-        retry_after = response.headers.get("retry-after")
-        if status in INFRA_STATUSES or status >= 500:
-            self._infra(route, status, retry_after, (reader.error or {}).get("message", ""))
-            result.update(retry_after=retry_after, error=(reader.error or {}).get("type"))
+                                  "response_bytes": size, **tries}
         if reader.usage:
             dollars = self._account(route, reader.model, reader.usage)
             result.update(model=reader.model, usage=reader.usage, cost_usd=round(dollars, 6),

@@ -1,0 +1,161 @@
+"""Interruptions, the way they happen: a session SIGKILLed at random moments and resumed ends
+with the same exports as one that ran straight through; Ctrl-C (SIGINT to the whole foreground
+process group, as a terminal sends it) ends with a partial report, a clean exit and nothing
+left running or lying around. Real CLI, real xdist workers, oracle upstream."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import MINI_ITEMS, workers
+from .test_synthetic import TIMINGS
+
+RUNS = 3  # runs per cell: the mini project's 12 items x 3 = 36 runs
+ITEMS = len(MINI_ITEMS)
+
+
+def _session(mini: Path, out: Path, oracle: list[str], tmp: Path,
+             n: int = 2) -> subprocess.Popen[bytes]:
+    """`pytest cases/ --scylla-oracle=mixed -n 2 --scylla-runs=3` as a user starts it, in its
+    own process group (so the test can find every process it left behind)."""
+    env = {**os.environ, "TMPDIR": str(tmp)}
+    env.pop("PYTEST_ADDOPTS", None)
+    env.pop("PYTEST_XDIST_WORKER", None)
+    return subprocess.Popen(
+        [sys.executable, "-m", "pytest", "cases", *workers(n), oracle[1],
+         "--scylla-oracle=mixed", f"--scylla-runs={RUNS}", f"--scylla-out={out}",
+         "-p", "no:randomly", "--scylla-progress=0", "--scylla-report=md,json,csv"],
+        cwd=mini, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        start_new_session=True)
+
+
+def _alive(group: int) -> list[int]:
+    """Live (not zombie) processes of a process group."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == group and fields[0] != "Z":
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _wait_gone(group: int, seconds: float = 60) -> list[int]:
+    deadline = time.monotonic() + seconds
+    while (left := _alive(group)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left
+
+
+def _csv(path: Path) -> list[dict[str, str]]:
+    with path.open() as handle:
+        return [{k: v for k, v in row.items() if k not in TIMINGS}
+                for row in csv.DictReader(handle)]
+
+
+def _records(out: Path) -> dict[str, dict[str, Any]]:
+    found = {}
+    for path in out.glob("runs/*/run.json"):
+        found[path.parent.name] = json.loads(path.read_text())
+    return found
+
+
+def test_sigkill_at_random_moments_then_resume_gives_the_uninterrupted_exports(
+        mini: Path, oracle: list[str], tmp_path: Path) -> None:
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    reference = mini / "straight" / "exp"
+    proc = _session(mini, reference, oracle, tmp)
+    output = proc.communicate(timeout=600)[0].decode()
+    assert proc.returncode == 1, output  # mixed: some runs fail
+    assert re.search(r"\b\d+ failed, \d+ passed in", output), output
+
+    out = mini / "killed" / "exp"
+    rng = random.Random(os.environ.get("SCYLLA_KILL_SEED", "6"))
+    seen: dict[str, dict[str, Any]] = {}  # every finished run seen after a kill: must stay
+    groups = []
+    for _ in range(10):
+        target = len(_records(out)) + rng.randint(1, 3)
+        proc = _session(mini, out, oracle, tmp)
+        groups.append(proc.pid)
+        deadline = time.monotonic() + 300
+        while len(_records(out)) < target and time.monotonic() < deadline:
+            assert proc.poll() is None, "the session ended before it was killed"
+            time.sleep(0.05)
+        time.sleep(rng.uniform(0, 1.5))  # somewhere in the next runs: agent, checks, judges
+        assert proc.poll() is None, "the session ended before it was killed"
+        proc.kill()  # SIGKILL, the pytest process only: its workers are left to themselves
+        proc.wait()
+        for key, rec in _records(out).items():
+            if rec["outcome"] != "infra_error":
+                assert seen.setdefault(key, rec) == rec, f"{key} was run or judged again"
+    assert len(seen) < ITEMS * RUNS  # the experiment was not complete before the resume
+    for group in groups:  # stale workers finish their run in flight, then exit by themselves
+        assert _wait_gone(group) == [], group
+
+    proc = _session(mini, out, oracle, tmp)
+    output = proc.communicate(timeout=600)[0].decode()
+    assert proc.returncode == 1, output
+    assert "Traceback" not in output
+    assert _wait_gone(proc.pid) == []  # no worker, CLI or sandbox is left running
+    records = _records(out)
+    assert len(records) == ITEMS * RUNS
+    for key, rec in seen.items():
+        assert records[key] == rec, f"{key} was run or judged again"
+    for key, rec in records.items():
+        assert rec["outcome"] in ("pass", "fail"), (key, rec["outcome"], rec["reason"])
+        judged = (out / "runs" / key / "judge_calls.jsonl").read_text().splitlines()
+        assert len(judged) == 3, key  # each of the three judges asked once
+    logged = [json.loads(line)["run_key"]
+              for line in (out / "runs.jsonl").read_text().splitlines()]
+    assert sorted(logged) == sorted(records)  # every run exactly once
+    for name in ("runs.csv", "judges.csv", "criteria.csv", "subtests.csv"):
+        assert _csv(out / name) == _csv(reference / name), name
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["partial"] is None
+    assert summary["runs"] == ITEMS * RUNS
+    assert list(tmp.glob("scylla-*")) == []  # the killed runs' and gateways' folders: cleaned
+    assert not list(out.glob("runs/*/workspace"))
+
+
+@pytest.mark.parametrize("n", [2, 0])
+def test_ctrl_c_writes_a_partial_report_and_leaves_nothing_behind(
+        mini: Path, oracle: list[str], tmp_path: Path, n: int) -> None:
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    out = mini / "exp"
+    proc = _session(mini, out, oracle, tmp, n)
+    deadline = time.monotonic() + 300
+    while len(_records(out)) < 4 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.1)
+    assert proc.poll() is None, "the session ended before it could be interrupted"
+    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+    output = proc.communicate(timeout=120)[0].decode()
+    assert proc.returncode == pytest.ExitCode.INTERRUPTED, output
+    assert "PARTIAL" in output, output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["partial"].startswith("interrupted")
+    records = _records(out)
+    assert 4 <= len(records) < ITEMS * RUNS
+    assert summary["runs"] == len(records)
+    assert _wait_gone(proc.pid, 10) == []  # no CLI, sandbox or worker left running
+    assert list(tmp.glob("scylla-*")) == []  # no workspace or gateway folder left
+    # and the same command again finishes the experiment, reusing what was done
+    again = _session(mini, out, oracle, tmp)
+    text = again.communicate(timeout=600)[0].decode()
+    assert "reused from disk" in text, text
+    assert len(_records(out)) == ITEMS * RUNS
