@@ -117,7 +117,7 @@ class RunItem(pytest.Function):
     def setup(self) -> None:
         super().setup()
         from . import plugin  # the plugin owns the per-process runtime
-        from .runner import perform
+        from .resume import perform
 
         spec = self.stash[RUN_KEY]
         rt = plugin.runtime(self)

@@ -124,9 +124,9 @@ def _make_runtime(config: pytest.Config) -> Any:
     from .gateway import Gateway, UpstreamSetupError
     from .gateway.server import RetryPolicy, credential_headers
     from .ledger import Ledger
-    from .resume import clean_stale
     from .runner import Runtime
     from .sandbox import SandboxError, choose
+    from .tempdirs import clean_stale
 
     s = config.stash[settings.SETTINGS_KEY]
     gateway = None
@@ -147,8 +147,7 @@ def _make_runtime(config: pytest.Config) -> Any:
                      keep_workspaces=s.keep_workspaces, record_bodies=s.record_bodies,
                      judges=s.judges, min_judges=s.min_judges, fresh=s.fresh,
                      rejudge=s.rejudge, budget_usd=s.budget_usd, max_run_cost=s.max_run_cost,
-                     max_pause=s.max_pause,
-                     ledger=ledger)
+                     max_pause=s.max_pause, ledger=ledger)
         gateway.retry = RetryPolicy(attempts=s.retries, max_wait=s.retry_wait,
                                     on_long_limit=ledger.pause)
         rt.baseline_for(None, ())  # fails early, with one message, if the CLI cannot run

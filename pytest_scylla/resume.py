@@ -1,6 +1,7 @@
 """Resuming an experiment folder: which stored runs count, which run again, and the lock that
 keeps two processes (say a stale worker of a killed session and the session resuming it) from
-running the same run at once.
+running the same run at once; and `perform`, an item's work under that lock: reuse, re-score or
+run, unless the session budget is spent or a usage-window pause holds new runs.
 
 A run's record (`runs/<key>/run.json`) is written atomically at its very end, so a run folder
 without one was cut short and runs again; an `infra_error` record (including "interrupted") runs
@@ -14,18 +15,33 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
-import os
-import shutil
-import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from . import checks, provenance, record
+from .judges import judge_run
 from .record import RECORD_FILE
+from .runner import (
+    Runtime,
+    check_items,
+    check_score,
+    config_hash,
+    execute,
+    judge_hash,
+    settle,
+    slug,
+    timestamp,
+)
+from .spec import Case
+from .tiers import Subtest
 
 LOCKS = ".locks"
-OWNER_FILE = "owner.pid"  # in each run's private temp folder: who may remove it
 
 
 @dataclass(frozen=True)
@@ -65,11 +81,18 @@ def decide(run_dir: Path, config_hash: str, judge_hash: str, inputs: dict[str, s
     try:
         rec = json.loads(path.read_text(encoding="utf-8"))
     except ValueError:
+        if rejudge:
+            return Decision("skip", None, f"--scylla-rejudge: {path} is unreadable, so there is "
+                                          "nothing to re-score (run it without the option)")
         return Decision("run", None, f"{path}: unreadable record: run again")
     if fresh:
         return Decision("run", None, "--scylla-fresh: run again")
     stored_hash = rec.get("config_hash")
     if rec.get("outcome") == "infra_error" and stored_hash in (None, config_hash):
+        if rejudge:  # a void run has nothing worth scoring, and rejudge runs no agent
+            return Decision("skip", None, "--scylla-rejudge: the stored run is an infra_error, "
+                                          "so there is nothing to re-score (run it without "
+                                          "the option)")
         return Decision("run", None, f"stored infra_error ({rec.get('reason', '')}): run again")
     if stored_hash != config_hash:
         changed = _changed(rec.get("inputs") or {}, inputs)
@@ -92,45 +115,6 @@ def decide(run_dir: Path, config_hash: str, judge_hash: str, inputs: dict[str, s
     return Decision("cached", rec)
 
 
-PRIVATE_PREFIXES = ("scylla-run-", "scylla-gw-")  # a run's folder; a gateway's socket folder
-
-
-def claim_private(prefix: str = "scylla-run-") -> Path:
-    """A private temp folder (a run's, or a gateway's), marked with this process's pid so that
-    `clean_stale` can remove it once this process is gone."""
-    private = Path(tempfile.mkdtemp(prefix=prefix))
-    (private / OWNER_FILE).write_text(str(os.getpid()), encoding="utf-8")
-    return private
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def clean_stale(temp_root: Path | None = None) -> list[Path]:
-    """Remove the run and gateway folders left in the temp dir by processes that are gone (a
-    SIGKILLed session); folders of live processes (another session on this host) are left
-    alone."""
-    root = temp_root or Path(tempfile.gettempdir())
-    removed = []
-    for folder in sorted(f for prefix in PRIVATE_PREFIXES for f in root.glob(f"{prefix}*")):
-        owner = folder / OWNER_FILE
-        try:
-            pid = int(owner.read_text(encoding="utf-8").strip())
-        except (OSError, ValueError):
-            continue  # not ours to judge (no owner file yet, or not a folder)
-        if not _alive(pid):
-            shutil.rmtree(folder, ignore_errors=True)
-            removed.append(folder)
-    return removed
-
-
 def stored_records(out: Path) -> dict[str, dict[str, Any]]:
     """Every complete run record in an experiment folder, by run key."""
     found = {}
@@ -142,3 +126,92 @@ def stored_records(out: Path) -> dict[str, dict[str, Any]]:
         if isinstance(rec, dict) and rec.get("run_key"):
             found[rec["run_key"]] = rec
     return found
+
+
+# ---------------------------------------------------------------------------------------------
+# one item's work
+
+
+def perform(case: Case, sub: Subtest, run: int, rt: Runtime,
+            stop: Callable[[str], None], say: Callable[[str], None]) -> dict[str, Any]:
+    """One item's work, resume-aware: under the run's lock, reuse its stored record (`cached`),
+    re-score it (`--scylla-rejudge`), or run it — unless the session budget is spent or a
+    usage-window pause outlasts --scylla-max-pause (then the item is skipped, saying why). A
+    stored run made under other conditions fails the item and stops the session."""
+    key = slug(case, sub, run)
+    run_dir = rt.out / "runs" / key
+    model = sub.model or rt.model
+    with run_lock(rt.out, key):
+        decision = decide(run_dir, config_hash(case, sub, model, rt), judge_hash(case, rt),
+                          provenance.input_hashes(case, sub, rt.tiers), fresh=rt.fresh,
+                          rejudge=rt.rejudge)
+        if decision.action == "conflict":
+            stop("pytest-scylla: a stored run conflicts with the current conditions")
+            pytest.fail(decision.reason, pytrace=False)
+        if decision.action == "skip":
+            pytest.skip(decision.reason)
+        if decision.action == "cached":
+            assert decision.record is not None
+            return {**decision.record, "cached": True}
+        if rt.ledger is not None:
+            wait_out_pause(rt, say)
+            why = rt.ledger.over_budget(rt.budget_usd)
+            if why:
+                pytest.skip(why)
+        if decision.action == "rejudge":
+            assert decision.record is not None
+            rec = rejudge(case, decision.record, rt)
+            spent = float(rec.get("judge_cost_usd") or 0)
+        else:
+            rec = execute(case, sub, run, rt)
+            spent = float(rec.get("cost_usd") or 0) + float(rec.get("judge_cost_usd") or 0)
+        if rt.ledger is not None:
+            rt.ledger.add(spent, rec["outcome"] == "pass")
+        if decision.action == "rejudge":
+            rec = {**rec, "rejudged_now": True}
+        return rec
+
+
+def wait_out_pause(rt: Runtime, say: Callable[[str], None]) -> None:
+    """Hold this run while the session is paused by a usage-window limit; skip it when the
+    pause is longer than --scylla-max-pause."""
+    assert rt.ledger is not None
+    told = 0.0
+    while (pause := rt.ledger.paused()) is not None:
+        if pause.remaining > rt.max_pause:
+            pytest.skip(f"upstream usage limit ({pause.reason}): new runs paused for "
+                        f"{pause.remaining:.0f}s, longer than --scylla-max-pause="
+                        f"{rt.max_pause:.0f}; resume later with the same --scylla-out")
+        if time.monotonic() - told > 60:
+            until = datetime.fromtimestamp(pause.until, UTC)
+            say(f"scylla: PAUSED by an upstream usage limit ({pause.reason}); new runs wait "
+                f"{pause.remaining:.0f}s, until {until:%H:%M:%S} UTC")
+            told = time.monotonic()
+        time.sleep(min(1.0, pause.remaining + 0.05))
+
+
+def rejudge(case: Case, rec: dict[str, Any], rt: Runtime) -> dict[str, Any]:
+    """Re-score a stored run with the current rubric and panel, from what it stored (final
+    message, diff, file list, check results): no agent runs. The new verdicts replace the old;
+    the old scores are kept in `rejudged` so the change is visible."""
+    run_dir = rt.out / "runs" / rec["run_key"]
+    results = [checks.CheckResult(**c) for c in rec.get("checks") or []]
+    rows = check_items(case, results)
+    diff = (run_dir / "diff.patch").read_text(encoding="utf-8") \
+        if (run_dir / "diff.patch").is_file() else ""
+    files = ((run_dir / "files.txt").read_text(encoding="utf-8").split()
+             if (run_dir / "files.txt").is_file() else [])
+    previous = {k: rec.get(k) for k in ("outcome", "score", "grade", "judge_hash",
+                                        "judge_cost_usd")}
+    previous["judges"] = [j.get("judge_model") for j in rec.get("judges") or []]
+    classified = rec.get("classified") or {"outcome": None, "reason": ""}
+    rec = {**rec, "check_items": rows, "check_score": check_score(rows),
+           "pass_threshold": case.rubric.pass_threshold, "judge_hash": judge_hash(case, rt)}
+    for stale in ("score", "impl_rate", "grade", "consensus"):
+        rec.pop(stale, None)
+    rec.update(judge_run.judge(case, rec["run_key"], run_dir, rt, rec.get("final_message")
+                               or "", diff, files, results, rows))
+    settle(rec, case, classified["outcome"], classified["reason"])
+    rec["rejudged"] = [*(rec.get("rejudged") or []), {"at": timestamp(), "previous": previous}]
+    record.write_json(run_dir / record.RECORD_FILE, rec)
+    return rec

@@ -16,25 +16,12 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from . import (
-    __version__,
-    checks,
-    mcp_install,
-    overlay,
-    pricing,
-    provenance,
-    record,
-    resume,
-    workspace,
-)
+from . import __version__, checks, mcp_install, overlay, pricing, provenance, record, workspace
 from .agents import claude_code
 from .gateway import Gateway, Route, ablation
 from .gateway.oracle import Script, mode_for
@@ -42,12 +29,13 @@ from .judges import JudgeSpec, judge_run
 from .ledger import Ledger
 from .sandbox import Sandbox
 from .spec import Case, RubricItem
+from .tempdirs import claim_private
 from .tiers import Subtest, TierSet, front_matter
 
 COST_TOLERANCE = 0.02  # relative difference between gateway and CLI cost that is still "agreeing"
 
 
-def _now() -> str:
+def timestamp() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
@@ -158,7 +146,7 @@ def measure_baseline(rt: Runtime, allow: tuple[str, ...] | None = None,
                     f"could not measure the CLI's baseline request (exit {finished.exit_code}): "
                     + (said or (private / "err.txt").read_text(errors="replace")[-500:]))
             data = {"cli_version": rt.cli_version, "sandbox": rt.sandbox.name,
-                    "measured_at": _now(), "request": route.first_request}
+                    "measured_at": timestamp(), "request": route.first_request}
             record.write_json(cache, data)
             return _baseline(data)
         finally:
@@ -285,64 +273,6 @@ def judge_hash(case: Case, rt: Runtime) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def perform(case: Case, sub: Subtest, run: int, rt: Runtime,
-            stop: Callable[[str], None], say: Callable[[str], None]) -> dict[str, Any]:
-    """One item's work, resume-aware: under the run's lock, reuse its stored record (`cached`),
-    re-score it (`--scylla-rejudge`), or run it — unless the session budget is spent or a
-    usage-window pause outlasts --scylla-max-pause (then the item is skipped, saying why). A
-    stored run made under other conditions fails the item and stops the session."""
-    key = slug(case, sub, run)
-    run_dir = rt.out / "runs" / key
-    model = sub.model or rt.model
-    with resume.run_lock(rt.out, key):
-        decision = resume.decide(run_dir, config_hash(case, sub, model, rt), judge_hash(case, rt),
-                                 provenance.input_hashes(case, sub, rt.tiers), fresh=rt.fresh,
-                                 rejudge=rt.rejudge)
-        if decision.action == "conflict":
-            stop("pytest-scylla: a stored run conflicts with the current conditions")
-            pytest.fail(decision.reason, pytrace=False)
-        if decision.action == "skip":
-            pytest.skip(decision.reason)
-        if decision.action == "cached":
-            assert decision.record is not None
-            return {**decision.record, "cached": True}
-        if rt.ledger is not None:
-            wait_out_pause(rt, say)
-            why = rt.ledger.over_budget(rt.budget_usd)
-            if why:
-                pytest.skip(why)
-        if decision.action == "rejudge":
-            assert decision.record is not None
-            rec = rejudge(case, decision.record, rt)
-            spent = float(rec.get("judge_cost_usd") or 0)
-        else:
-            rec = execute(case, sub, run, rt)
-            spent = float(rec.get("cost_usd") or 0) + float(rec.get("judge_cost_usd") or 0)
-        if rt.ledger is not None:
-            rt.ledger.add(spent, rec["outcome"] == "pass")
-        if decision.action == "rejudge":
-            rec = {**rec, "rejudged_now": True}
-        return rec
-
-
-def wait_out_pause(rt: Runtime, say: Callable[[str], None]) -> None:
-    """Hold this run while the session is paused by a usage-window limit; skip it when the
-    pause is longer than --scylla-max-pause."""
-    assert rt.ledger is not None
-    told = 0.0
-    while (pause := rt.ledger.paused()) is not None:
-        if pause.remaining > rt.max_pause:
-            pytest.skip(f"upstream usage limit ({pause.reason}): new runs paused for "
-                        f"{pause.remaining:.0f}s, longer than --scylla-max-pause="
-                        f"{rt.max_pause:.0f}; resume later with the same --scylla-out")
-        if time.monotonic() - told > 60:
-            until = datetime.fromtimestamp(pause.until, UTC)
-            say(f"scylla: PAUSED by an upstream usage limit ({pause.reason}); new runs wait "
-                f"{pause.remaining:.0f}s, until {until:%H:%M:%S} UTC")
-            told = time.monotonic()
-        time.sleep(min(1.0, pause.remaining + 0.05))
-
-
 def settle(rec: dict[str, Any], case: Case, outcome: str | None, reason: str) -> None:
     """The run's outcome: the one `classify` gave (timeout, agent_error, ...), else the panel's
     (pass, fail, or judge_error without enough valid judges)."""
@@ -356,33 +286,6 @@ def settle(rec: dict[str, Any], case: Case, outcome: str | None, reason: str) ->
         outcome = "pass" if passed else "fail"
         reason = "" if passed else judge_run.judged_reason(rec, case.rubric.pass_threshold)
     rec.update(outcome=outcome, passed=outcome == "pass", reason=reason)
-
-
-def rejudge(case: Case, rec: dict[str, Any], rt: Runtime) -> dict[str, Any]:
-    """Re-score a stored run with the current rubric and panel, from what it stored (final
-    message, diff, file list, check results): no agent runs. The new verdicts replace the old;
-    the old scores are kept in `rejudged` so the change is visible."""
-    run_dir = rt.out / "runs" / rec["run_key"]
-    results = [checks.CheckResult(**c) for c in rec.get("checks") or []]
-    rows = check_items(case, results)
-    diff = (run_dir / "diff.patch").read_text(encoding="utf-8") \
-        if (run_dir / "diff.patch").is_file() else ""
-    files = ((run_dir / "files.txt").read_text(encoding="utf-8").split()
-             if (run_dir / "files.txt").is_file() else [])
-    previous = {k: rec.get(k) for k in ("outcome", "score", "grade", "judge_hash",
-                                        "judge_cost_usd")}
-    previous["judges"] = [j.get("judge_model") for j in rec.get("judges") or []]
-    classified = rec.get("classified") or {"outcome": None, "reason": ""}
-    rec = {**rec, "check_items": rows, "check_score": check_score(rows),
-           "pass_threshold": case.rubric.pass_threshold, "judge_hash": judge_hash(case, rt)}
-    for stale in ("score", "impl_rate", "grade", "consensus"):
-        rec.pop(stale, None)
-    rec.update(judge_run.judge(case, rec["run_key"], run_dir, rt, rec.get("final_message")
-                               or "", diff, files, results, rows))
-    settle(rec, case, classified["outcome"], classified["reason"])
-    rec["rejudged"] = [*(rec.get("rejudged") or []), {"at": _now(), "previous": previous}]
-    record.write_json(run_dir / record.RECORD_FILE, rec)
-    return rec
 
 
 def classify(finished: Any, result: claude_code.Result, route: Route,
@@ -440,7 +343,7 @@ def execute(case: Case, sub: Subtest, run: int, rt: Runtime) -> dict[str, Any]:
     if run_dir.exists():
         shutil.rmtree(run_dir)
     run_dir.mkdir(parents=True)
-    private = resume.claim_private()
+    private = claim_private()
     ws_path = private / "work"
     (private / "tmp").mkdir()
     model = sub.model or rt.model
@@ -450,7 +353,7 @@ def execute(case: Case, sub: Subtest, run: int, rt: Runtime) -> dict[str, Any]:
         "subtest_name": sub.name, "run": run, "agent": claude_code.NAME,
         "cli_version": rt.cli_version, "model": model, "oracle": rt.oracle,
         "simulated": rt.oracle is not None, "sandbox": rt.sandbox.name,
-        "plugin_version": __version__, "started_at": _now(), "outcome": "infra_error",
+        "plugin_version": __version__, "started_at": timestamp(), "outcome": "infra_error",
         "passed": False, "reason": "", "exit_code": None,
         "pass_threshold": case.rubric.pass_threshold,
     }
@@ -541,7 +444,7 @@ def execute(case: Case, sub: Subtest, run: int, rt: Runtime) -> dict[str, Any]:
             rec.update(costs(route, result))
         timings["total_s"] = round(time.monotonic() - began, 3)
         rec["timings"] = timings
-        rec["finished_at"] = _now()
+        rec["finished_at"] = timestamp()
         if rt.keep_workspaces and ws_path.exists():
             shutil.move(str(ws_path), str(run_dir / "workspace"))
         shutil.rmtree(private, ignore_errors=True)

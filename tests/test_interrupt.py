@@ -22,13 +22,13 @@ import pytest
 from .conftest import MINI_ITEMS, workers
 from .test_synthetic import TIMINGS
 
-RUNS = 3  # runs per cell: the mini project's 12 items x 3 = 36 runs
+RUNS = 4  # runs per cell: the mini project's 12 items x 4 = 48 runs
 ITEMS = len(MINI_ITEMS)
 
 
 def _session(mini: Path, out: Path, oracle: list[str], tmp: Path,
              n: int = 2) -> subprocess.Popen[bytes]:
-    """`pytest cases/ --scylla-oracle=mixed -n 2 --scylla-runs=3` as a user starts it, in its
+    """`pytest cases/ --scylla-oracle=mixed -n 2 --scylla-runs=4` as a user starts it, in its
     own process group (so the test can find every process it left behind)."""
     env = {**os.environ, "TMPDIR": str(tmp)}
     env.pop("PYTEST_ADDOPTS", None)
@@ -88,8 +88,8 @@ def test_sigkill_at_random_moments_then_resume_gives_the_uninterrupted_exports(
     rng = random.Random(os.environ.get("SCYLLA_KILL_SEED", "6"))
     seen: dict[str, dict[str, Any]] = {}  # every finished run seen after a kill: must stay
     groups = []
-    for _ in range(10):
-        target = len(_records(out)) + rng.randint(1, 3)
+    for i in range(10):
+        target = len(_records(out)) + rng.randint(1, 2)
         proc = _session(mini, out, oracle, tmp)
         groups.append(proc.pid)
         deadline = time.monotonic() + 300
@@ -98,7 +98,10 @@ def test_sigkill_at_random_moments_then_resume_gives_the_uninterrupted_exports(
             time.sleep(0.05)
         time.sleep(rng.uniform(0, 1.5))  # somewhere in the next runs: agent, checks, judges
         assert proc.poll() is None, "the session ended before it was killed"
-        proc.kill()  # SIGKILL, the pytest process only: its workers are left to themselves
+        if i % 2:  # SIGKILL to the whole session at once (a crash, the OOM killer)
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:  # SIGKILL to pytest only: its workers finish their run in flight, then exit
+            proc.kill()
         proc.wait()
         for key, rec in _records(out).items():
             if rec["outcome"] != "infra_error":

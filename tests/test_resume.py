@@ -195,3 +195,36 @@ def test_progress_lines_count_runs_and_spend(mini: Path, pytester: pytest.Pytest
     result.assert_outcomes(passed=3)
     result.stdout.re_match_lines([r"scylla: [0-3]/3 runs, [0-3] pass, spend \$[0-9.]+ of "
                                   r"\$50\.00 budget.*"])
+
+
+@pytest.mark.parametrize(("stored", "options", "action", "says"), [
+    (None, {}, "run", ""),
+    ("folder only", {}, "run", "half-written run"),
+    (None, {"rejudge": True}, "skip", "nothing to re-score"),
+    ("not json", {}, "run", "unreadable record"),
+    ("not json", {"rejudge": True}, "skip", "unreadable"),
+    ({"outcome": "pass"}, {}, "cached", ""),
+    ({"outcome": "pass"}, {"fresh": True}, "run", "--scylla-fresh"),
+    ({"outcome": "fail"}, {"rejudge": True}, "rejudge", ""),
+    ({"outcome": "infra_error", "reason": "interrupted"}, {}, "run", "stored infra_error"),
+    ({"outcome": "infra_error"}, {"rejudge": True}, "skip", "is an infra_error"),
+    ({"outcome": "judge_error"}, {}, "rejudge", "judges are asked again"),
+    ({"outcome": "pass", "config_hash": "other", "inputs": {"tiers/T0.yaml": "a"}}, {},
+     "conflict", "changed: tiers/T0.yaml). Run it again with --scylla-fresh"),
+    ({"outcome": "pass", "judge_hash": "other"}, {}, "conflict", "--scylla-rejudge"),
+])
+def test_what_resume_does_with_each_kind_of_stored_run(
+        tmp_path: Path, stored: Any, options: dict[str, bool], action: str, says: str) -> None:
+    from pytest_scylla.resume import decide
+
+    run_dir = tmp_path / "runs" / "alpha-T0-01-r1"
+    if stored is not None:
+        run_dir.mkdir(parents=True)
+    if isinstance(stored, dict):
+        rec = {"config_hash": "now", "judge_hash": "panel", "inputs": {"tiers/T0.yaml": "b"},
+               **stored}
+        (run_dir / "run.json").write_text(json.dumps(rec))
+    elif stored == "not json":
+        (run_dir / "run.json").write_text('{"outc')
+    decision = decide(run_dir, "now", "panel", {"tiers/T0.yaml": "b"}, **options)
+    assert (decision.action, says in decision.reason) == (action, True), decision.reason

@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .. import pricing
-from ..resume import claim_private
+from ..tempdirs import claim_private
 from . import ablation, oracle
 from .sse import UsageReader
 

@@ -1,0 +1,52 @@
+"""Private temp folders (a run's workspace and HOME, a gateway's socket folder), each marked
+with the pid of the process that made it, so that the next session can remove the ones whose
+process is gone (a SIGKILLed session) and leave alone those of live processes (another session
+on this host)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+OWNER_FILE = "owner.pid"  # in each private folder: who may remove it
+
+
+PRIVATE_PREFIXES = ("scylla-run-", "scylla-gw-")  # a run's folder; a gateway's socket folder
+
+
+def claim_private(prefix: str = "scylla-run-") -> Path:
+    """A private temp folder (a run's, or a gateway's), marked with this process's pid so that
+    `clean_stale` can remove it once this process is gone."""
+    private = Path(tempfile.mkdtemp(prefix=prefix))
+    (private / OWNER_FILE).write_text(str(os.getpid()), encoding="utf-8")
+    return private
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def clean_stale(temp_root: Path | None = None) -> list[Path]:
+    """Remove the run and gateway folders left in the temp dir by processes that are gone (a
+    SIGKILLed session); folders of live processes (another session on this host) are left
+    alone."""
+    root = temp_root or Path(tempfile.gettempdir())
+    removed = []
+    for folder in sorted(f for prefix in PRIVATE_PREFIXES for f in root.glob(f"{prefix}*")):
+        owner = folder / OWNER_FILE
+        try:
+            pid = int(owner.read_text(encoding="utf-8").strip())
+        except (OSError, ValueError):
+            continue  # not ours to judge (no owner file yet, or not a folder)
+        if not _alive(pid):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
