@@ -114,6 +114,12 @@ class Aggregator:
                                     for k, r in self.records.items()}}
         return [merged[k] for k in sorted(merged)]
 
+    def _tally(self) -> tuple[int, int, int]:
+        """This session's runs: (run now, reused from disk, re-scored)."""
+        cached = sum(bool(r.get("cached")) for r in self.records.values())
+        rejudged = sum(bool(r.get("rejudged_now")) for r in self.records.values())
+        return len(self.records) - cached - rejudged, cached, rejudged
+
     def _tables(self) -> report.Tables:
         tables = report.Tables(partial=self.partial)
         tables.add_records(self.all_records(), self.out.name, self.out)
@@ -149,16 +155,13 @@ class Aggregator:
             "budget_usd": s.budget_usd, "max_run_cost": s.max_run_cost, "fresh": s.fresh,
             "rejudge": s.rejudge})
         old = read_dict(self.out / "manifest.json")
+        ran, cached, rejudged = self._tally()
         sessions = [*(old.get("sessions") or []), {
-            "at": manifest["written_at"], "ran": sum(not r.get("cached")
-                                                     and not r.get("rejudged_now")
-                                                     for r in self.records.values()),
-            "from_disk": sum(bool(r.get("cached")) for r in self.records.values()),
-            "rejudged": sum(bool(r.get("rejudged_now")) for r in self.records.values()),
+            "at": manifest["written_at"], "ran": ran, "from_disk": cached, "rejudged": rejudged,
             "partial": self.partial}]
         manifest["sessions"] = sessions  # every session that wrote to this folder
         rejudges = [*(old.get("rejudges") or [])]
-        if any(r.get("rejudged_now") for r in self.records.values()):
+        if rejudged:
             rejudges.append({"at": manifest["written_at"],
                              "judges": [j.label for j in s.judges],
                              "runs": sorted(k for k, r in self.records.items()
@@ -176,12 +179,11 @@ class Aggregator:
         for line in report.tier_table(self._tables(), self.out):
             loud = line.startswith(("SIMULATED", "PARTIAL"))
             terminalreporter.write_line(line, yellow=loud, bold=loud)
-        cached = sum(bool(r.get("cached")) for r in self.records.values())
-        rejudged = sum(bool(r.get("rejudged_now")) for r in self.records.values())
+        ran, cached, rejudged = self._tally()
         earlier = len(set(self.stored) - set(self.records))
         if cached or rejudged or earlier:
             terminalreporter.write_line(
-                f"resumed {self.out.name}: {len(self.records) - cached - rejudged} run now, "
+                f"resumed {self.out.name}: {ran} run now, "
                 f"{cached} reused from disk (cached), {rejudged} re-scored, {earlier} earlier "
                 "runs outside this selection kept in the report")
         if self.partial:

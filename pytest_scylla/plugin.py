@@ -164,6 +164,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     rt = config.stash.get(RUNTIME_KEY, None)
     if rt is not None and not isinstance(rt, Exception):
         rt.gateway.stop()
+    if not hasattr(config, "workerinput") and config.pluginmanager.hasplugin("dsession"):
+        from .tempdirs import clean_stale
+
+        clean_stale()  # folders of workers stopped before they could clean up (Ctrl-C)
 
 
 def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Collector | None:
