@@ -13,6 +13,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -76,8 +77,7 @@ def _records(out: Path) -> dict[str, dict[str, Any]]:
 
 def test_sigkill_at_random_moments_then_resume_gives_the_uninterrupted_exports(
         mini: Path, oracle: list[str], tmp_path: Path) -> None:
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
+    tmp = Path(tempfile.mkdtemp(prefix="scy-"))  # short: the gateway's unix socket lives here
     reference = mini / "straight" / "exp"
     proc = _session(mini, reference, oracle, tmp)
     output = proc.communicate(timeout=600)[0].decode()
@@ -138,8 +138,7 @@ def test_sigkill_at_random_moments_then_resume_gives_the_uninterrupted_exports(
 @pytest.mark.parametrize("n", [2, 0])
 def test_ctrl_c_writes_a_partial_report_and_leaves_nothing_behind(
         mini: Path, oracle: list[str], tmp_path: Path, n: int) -> None:
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
+    tmp = Path(tempfile.mkdtemp(prefix="scy-"))  # short: the gateway's unix socket lives here
     out = mini / "exp"
     proc = _session(mini, out, oracle, tmp, n)
     deadline = time.monotonic() + 300
