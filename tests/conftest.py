@@ -53,6 +53,17 @@ def oracle(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     return ["--scylla-oracle", f"--scylla-cache-dir={cache}"]
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The default suite leaves out the long end-to-end tier: `-m slow` runs only that tier,
+    `-m "slow or not slow"` everything (CI runs the default suite, then `-m slow`)."""
+    if config.option.markexpr:
+        return
+    slow = [item for item in items if item.get_closest_marker("slow")]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if not item.get_closest_marker("slow")]
+
+
 def workers(n: int) -> list[str]:
     """pytest arguments for n xdist workers (n=0: no xdist at all)."""
     return ["-n", str(n)] if n else ["-p", "no:xdist"]

@@ -75,6 +75,7 @@ def _records(out: Path) -> dict[str, dict[str, Any]]:
     return found
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_moments_then_resume_gives_the_uninterrupted_exports(
         mini: Path, oracle: list[str], tmp_path: Path) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="scy-"))  # short: the gateway's unix socket lives here

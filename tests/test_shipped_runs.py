@@ -21,6 +21,7 @@ def _run(pytester: pytest.Pytester, out: Path, cache: str, *args: str) -> pytest
         f"--scylla-out={out}", cache, *args)
 
 
+@pytest.mark.slow
 def test_test_001_passes_under_every_shipped_subtest(pytester: pytest.Pytester,
                                                       oracle: list[str]) -> None:
     out = pytester.path / "out"

@@ -62,6 +62,7 @@ def synthetic(mini: Path) -> Path:
     return mini
 
 
+@pytest.mark.slow
 def test_a_210_run_experiment_exports_the_same_at_0_and_4_workers(
         synthetic: Path, pytester: pytest.Pytester, oracle: list[str]) -> None:
     outs = {}
