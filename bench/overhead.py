@@ -32,14 +32,14 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pytest_scylla import runner  # noqa: E402
-from pytest_scylla.agents import claude_code  # noqa: E402
-from pytest_scylla.gateway import Gateway, Route, sse  # noqa: E402
-from pytest_scylla.gateway.oracle import Script  # noqa: E402
-from pytest_scylla.judges import DEFAULT_JUDGES, parse  # noqa: E402
-from pytest_scylla.sandbox import choose  # noqa: E402
-from pytest_scylla.spec import load_case  # noqa: E402
-from pytest_scylla.tiers import TierSet  # noqa: E402
+from pytest_scylla.formats.spec import load_case  # noqa: E402
+from pytest_scylla.formats.tiers import TierSet  # noqa: E402
+from pytest_scylla.judging import DEFAULT_JUDGES, parse  # noqa: E402
+from pytest_scylla.run import runner  # noqa: E402
+from pytest_scylla.run.agents import claude_code  # noqa: E402
+from pytest_scylla.run.gateway import Gateway, Route, sse  # noqa: E402
+from pytest_scylla.run.gateway.oracle import Script  # noqa: E402
+from pytest_scylla.run.sandbox import choose  # noqa: E402
 
 
 def harness_runs(n: int, sandbox_kind: str, cache: Path, out: Path) -> list[dict]:

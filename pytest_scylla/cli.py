@@ -9,11 +9,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from . import __version__
-from .collect import CASE_FILE
-from .spec import load_case
-from .tiers import TierSet
-from .yamlmarks import SpecError
+from pytest_scylla import __version__
+from pytest_scylla.collect import CASE_FILE
+from pytest_scylla.formats.spec import load_case
+from pytest_scylla.formats.tiers import TierSet
+from pytest_scylla.formats.yamlmarks import SpecError
 
 
 def validate(root: Path, out: list[str]) -> int:
@@ -105,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _report(args.dirs, args.out, tuple(
             f for f in args.report.split(",") if f.strip() and f != "none"))
     if args.command == "import":
-        from .importer import SourceTreeError, convert
+        from pytest_scylla.results.importer import SourceTreeError, convert
 
         try:
             count = convert(args.src, args.dest)
@@ -119,7 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _report(dirs: list[Path], out: Path | None, formats: tuple[str, ...]) -> int:
-    from . import report
+    from pytest_scylla.results import report
 
     if out is None and len(dirs) > 1:
         print("scylla report: several folders merge into a new one: pass --out DIR",
@@ -149,7 +149,7 @@ def _manifest(dirs: list[Path], tables: Any) -> dict[str, Any]:
     session's options, merged folders list their own manifests (per-run hashes left out)."""
     import json
 
-    from . import provenance
+    from pytest_scylla.formats import provenance
 
     found: list[dict[str, Any]] = []
     for folder in dirs:

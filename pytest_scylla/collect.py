@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from .settings import SETTINGS_KEY, tierset
-from .spec import Case, load_case
-from .tiers import Subtest
-from .yamlmarks import Problem, SpecError
+from pytest_scylla.formats.spec import Case, load_case
+from pytest_scylla.formats.tiers import Subtest
+from pytest_scylla.formats.yamlmarks import Problem, SpecError
+from pytest_scylla.settings import SETTINGS_KEY, tierset
 
 CASE_FILE = "test.yaml"
 
@@ -116,8 +116,8 @@ class RunItem(pytest.Function):
 
     def setup(self) -> None:
         super().setup()
-        from . import plugin  # the plugin owns the per-process runtime
-        from .resume import perform
+        from pytest_scylla import plugin  # the plugin owns the per-process runtime
+        from pytest_scylla.operations.resume import perform
 
         spec = self.stash[RUN_KEY]
         rt = plugin.runtime(self)

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from . import collect, settings
-from .spec import CATEGORIES
-from .tiers import tier_files
+from pytest_scylla import collect, settings
+from pytest_scylla.formats.spec import CATEGORIES
+from pytest_scylla.formats.tiers import tier_files
 
 EXPERIMENT_KEY = pytest.StashKey[Path]()
 SESSION_KEY = pytest.StashKey[str]()  # the session's id, the same on the controller and workers
@@ -35,7 +35,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if worker and "scylla_session" in worker:
         config.stash[SESSION_KEY] = worker["scylla_session"]
     else:
-        from .ledger import new_session_id
+        from pytest_scylla.operations.ledger import new_session_id
 
         config.stash[SESSION_KEY] = new_session_id()
     s = config.stash[settings.SETTINGS_KEY]
@@ -45,8 +45,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(_Plan(config, workers if isinstance(workers, int)
                                             and workers > 0 else 1), "scylla-plan")
     if worker is None:  # the controller collects, exports and summarises
-        from .aggregate import Aggregator
-        from .progress import Progress
+        from pytest_scylla.operations.progress import Progress
+        from pytest_scylla.results.aggregate import Aggregator
 
         config.pluginmanager.register(Aggregator(config.stash[EXPERIMENT_KEY], s),
                                       "scylla-aggregate")
@@ -87,7 +87,7 @@ class _Plan:
                       if collect.RUN_KEY in i.stash]
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        from .plan import estimate
+        from pytest_scylla.operations.plan import estimate
 
         s = self.config.stash[settings.SETTINGS_KEY]
         terminalreporter.section("pytest-scylla plan")
@@ -120,13 +120,13 @@ def runtime(item: pytest.Item) -> Any:
 
 
 def _make_runtime(config: pytest.Config) -> Any:
-    from .agents import claude_code
-    from .gateway import Gateway, UpstreamSetupError
-    from .gateway.server import RetryPolicy, credential_headers
-    from .ledger import Ledger
-    from .runner import Runtime
-    from .sandbox import SandboxError, choose
-    from .tempdirs import clean_stale
+    from pytest_scylla.core.tempdirs import clean_stale
+    from pytest_scylla.operations.ledger import Ledger
+    from pytest_scylla.run.agents import claude_code
+    from pytest_scylla.run.gateway import Gateway, UpstreamSetupError
+    from pytest_scylla.run.gateway.server import RetryPolicy, credential_headers
+    from pytest_scylla.run.runner import Runtime
+    from pytest_scylla.run.sandbox import SandboxError, choose
 
     s = config.stash[settings.SETTINGS_KEY]
     gateway = None
@@ -165,7 +165,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if rt is not None and not isinstance(rt, Exception):
         rt.gateway.stop()
     if not hasattr(config, "workerinput") and config.pluginmanager.hasplugin("dsession"):
-        from .tempdirs import clean_stale
+        from pytest_scylla.core.tempdirs import clean_stale
 
         clean_stale()  # folders of workers stopped before they could clean up (Ctrl-C)
 
@@ -183,7 +183,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         lines.append(f"scylla: SIMULATED MODEL (oracle={s.oracle}): no real model is called")
     else:
         lines.append(f"scylla: model={s.model} via the Anthropic API (real spend)")
-    from .sandbox import SandboxError, choose
+    from pytest_scylla.run.sandbox import SandboxError, choose
 
     try:
         kind, warning = choose(s.sandbox)

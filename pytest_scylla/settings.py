@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from .judges import JudgeSpec, JudgeSpecError
-from .judges import parse as parse_judge
-from .tiers import TIER_NAME, Subtest, TierSet, tier_files
-from .yamlmarks import display
+from pytest_scylla.formats.tiers import TIER_NAME, Subtest, TierSet, tier_files
+from pytest_scylla.formats.yamlmarks import display
+from pytest_scylla.judging import JudgeSpec, JudgeSpecError
+from pytest_scylla.judging import parse as parse_judge
 
 REPORT_FORMATS = ("terminal", "html", "md", "json", "csv")
 ORACLE_MODES = ("solution", "noop", "wrong", "mixed")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_scylla import metrics
+from pytest_scylla.results import metrics
 
 from .conftest import MINI_ITEMS, workers
 
@@ -113,7 +113,7 @@ def test_tier_summary_cop_and_intervals() -> None:
 
 
 def test_an_item_whose_worker_crashed_is_a_crashed_row_not_a_hole(tmp_path: Path) -> None:
-    from pytest_scylla.aggregate import Aggregator
+    from pytest_scylla.results.aggregate import Aggregator
     from pytest_scylla.settings import Settings
 
     agg = Aggregator(tmp_path, Settings())

@@ -12,8 +12,8 @@ from typing import Any, ClassVar
 
 import pytest
 
-from pytest_scylla.judges import JudgeSpec, parse, prompt, run_panel, verdict
-from pytest_scylla.spec import load_case
+from pytest_scylla.formats.spec import load_case
+from pytest_scylla.judging import JudgeSpec, parse, prompt, run_panel, verdict
 
 from .conftest import workers
 

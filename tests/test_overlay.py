@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_scylla.overlay import apply
-from pytest_scylla.tiers import TierSet
+from pytest_scylla.formats.tiers import TierSet
+from pytest_scylla.run.overlay import apply
 
 ROOT = Path(__file__).resolve().parents[1]
 TIERS = TierSet(ROOT / "tiers")

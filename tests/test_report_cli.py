@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_scylla import metrics, report
 from pytest_scylla.cli import main
+from pytest_scylla.results import metrics, report
 
 from .conftest import workers
 
@@ -188,7 +188,7 @@ def _printed(value: float, printed: float) -> bool:
 
 
 def test_the_papers_tables_16_to_19_come_out_of_its_imported_dryrun(tmp_path: Path) -> None:
-    from pytest_scylla import report
+    from pytest_scylla.results import report
 
     dest = tmp_path / "2026-01-20T06-13-07-test-001"
     assert main(["import", str(DRYRUN), str(dest)]) == 0

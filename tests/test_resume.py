@@ -215,7 +215,7 @@ def test_progress_lines_count_runs_and_spend(mini: Path, pytester: pytest.Pytest
 ])
 def test_what_resume_does_with_each_kind_of_stored_run(
         tmp_path: Path, stored: Any, options: dict[str, bool], action: str, says: str) -> None:
-    from pytest_scylla.resume import decide
+    from pytest_scylla.operations.resume import decide
 
     run_dir = tmp_path / "runs" / "alpha-T0-01-r1"
     if stored is not None:

@@ -185,7 +185,7 @@ class _Upstream(http.server.BaseHTTPRequestHandler):
             self.send_response(200)
             self.send_header("content-type", "application/json")
         else:
-            from pytest_scylla.gateway import sse
+            from pytest_scylla.run.gateway import sse
 
             data = b"".join(sse.message_events("msg_up", body["model"], [
                 {"type": "text", "text": "Nothing to do."}], "end_turn", {

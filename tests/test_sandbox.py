@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_scylla.gateway import Gateway
-from pytest_scylla.sandbox import Bwrap, Sandbox, bwrap_works, choose
+from pytest_scylla.run.gateway import Gateway
+from pytest_scylla.run.sandbox import Bwrap, Sandbox, bwrap_works, choose
 
 PROBE = r"""
 import pathlib, socket, sys, urllib.request

@@ -10,8 +10,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_scylla import scoring
-from pytest_scylla.spec import Category, Rubric, RubricItem
+from pytest_scylla.formats.spec import Category, Rubric, RubricItem
+from pytest_scylla.judging import scoring
 
 DRYRUN = Path(__file__).parent / "fixtures" / "dryrun"
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_scylla.checks import run_checks
-from pytest_scylla.spec import CATEGORIES, Case, load_case, load_rubric
-from pytest_scylla.tiers import TierSet, check_resource
+from pytest_scylla.formats.spec import CATEGORIES, Case, load_case, load_rubric
+from pytest_scylla.formats.tiers import TierSet, check_resource
+from pytest_scylla.run.checks import run_checks
 
 ROOT = Path(__file__).resolve().parents[1]
 TIERS = TierSet(ROOT / "tiers")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_scylla.tiers import TierSet
+from pytest_scylla.formats.tiers import TierSet
 
 ROOT = Path(__file__).resolve().parents[1]
 SUBTESTS = [s.ref for t in TierSet(ROOT / "tiers").tiers.values() for s in t.subtests]

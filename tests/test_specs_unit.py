@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_scylla.spec import load_rubric
-from pytest_scylla.tiers import SystemPrompt, TierSet
-from pytest_scylla.yamlmarks import SpecError, load_yaml
+from pytest_scylla.formats.spec import load_rubric
+from pytest_scylla.formats.tiers import SystemPrompt, TierSet
+from pytest_scylla.formats.yamlmarks import SpecError, load_yaml
 
 
 def write(root: Path, files: dict[str, str]) -> Path:

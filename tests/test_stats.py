@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_scylla import metrics, stats
+from pytest_scylla.results import metrics, stats
 
 DRYRUN = Path(__file__).parent / "fixtures" / "dryrun"
 

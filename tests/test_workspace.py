@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_scylla import workspace as wsmod
-from pytest_scylla.spec import Case, Source, load_case
-from pytest_scylla.workspace import WorkspaceError, create, diff, file_list, git
+from pytest_scylla.formats.spec import Case, Source, load_case
+from pytest_scylla.run import workspace as wsmod
+from pytest_scylla.run.workspace import WorkspaceError, create, diff, file_list, git
 
 ROOT = Path(__file__).resolve().parents[1]
 

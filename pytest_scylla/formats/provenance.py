@@ -1,0 +1,133 @@
+"""Where a result came from: content hashes of the inputs a run depends on (its case folder,
+rubric, tier file and tier resources), the commits its source started from, and the manifest
+that gathers them for an experiment (written at session end and by `scylla report`, so merged
+shards keep every machine's provenance)."""
+
+from __future__ import annotations
+
+import hashlib
+import platform
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pytest_scylla import __version__
+from pytest_scylla.core import pricing
+from pytest_scylla.formats.spec import Case
+from pytest_scylla.formats.tiers import Subtest, TierSet
+
+SKIP_PARTS = {"__pycache__", ".pytest_cache", ".git"}
+
+
+def content_hash(path: Path, exclude: tuple[Path, ...] = ()) -> str:
+    """sha256 of a file's bytes, or of a folder's files (relative names and contents, sorted);
+    caches and byte-code are left out so running a case's checks does not change its hash, and
+    so are the `exclude`d files (a case's own rubric: hashed on its own)."""
+    if path.is_file():
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    digest = hashlib.sha256()
+    skip = {p.resolve() for p in exclude}
+    for file in sorted(p for p in path.rglob("*") if p.is_file()):
+        rel = file.relative_to(path)
+        if SKIP_PARTS & set(rel.parts) or file.suffix == ".pyc" or file.resolve() in skip:
+            continue
+        digest.update(rel.as_posix().encode() + b"\0")
+        digest.update(hashlib.sha256(file.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def _name(path: Path, root: Path) -> str:
+    """A machine-independent name: the path below `root`'s parent (`cases/test-001/`)."""
+    rel = path.resolve().relative_to(root.resolve().parent).as_posix()
+    return rel + "/" if path.is_dir() else rel
+
+
+def input_hashes(case: Case, sub: Subtest, tiers: TierSet) -> dict[str, str]:
+    """{name: sha256} of every file or folder the run depends on: the case folder (its rubric
+    apart), the rubric, the tier file and every resource the subtest names."""
+    rubric = case.rubric.path.resolve()
+    inside = rubric.is_relative_to(case.root.resolve())  # a case's own rubric.yaml
+    found = {_name(case.root, case.root.parent): content_hash(case.root, exclude=(rubric,)),
+             _name(rubric, case.root.parent if inside else rubric.parent): content_hash(rubric)}
+    found[_name(sub.file, tiers.dir)] = content_hash(sub.file)
+    for kind, names in (("claude_md", sub.claude_md), ("skills", sub.skills),
+                        ("agents", sub.agents), ("mcp_servers", sub.mcp_servers)):
+        for name in names:
+            path = tiers.resource_path(kind, name)  # type: ignore[arg-type]
+            if kind == "skills":
+                path = path.parent  # a skill is its whole folder
+            found[_name(path, tiers.dir)] = content_hash(path)
+    if sub.system_prompt is not None and sub.system_prompt.file is not None:
+        prompt_file = tiers.dir / sub.system_prompt.file  # absolute paths stay as they are
+        found[_name(prompt_file, tiers.dir)] = content_hash(prompt_file)
+    return dict(sorted(found.items()))
+
+
+def run_inputs(case: Case, sub: Subtest, tiers: TierSet) -> dict[str, str]:
+    """The inputs that decide how the agent's run goes: all of `input_hashes` but the rubric
+    (it only scores the run: a rubric edit calls for --scylla-rejudge, not a re-run) and the
+    tier file (the resolved subtest stands for it: editing a neighbouring subtest changes
+    nothing here)."""
+    rubric = _name(case.rubric.path.resolve(), case.root.parent
+                   if case.rubric.path.resolve().is_relative_to(case.root.resolve())
+                   else case.rubric.path.resolve().parent)
+    tier_file = _name(sub.file, tiers.dir)
+    return {k: v for k, v in input_hashes(case, sub, tiers).items()
+            if k not in (rubric, tier_file)}
+
+
+def plugin_commit() -> str | None:
+    """The git commit of the plugin's own checkout (with `+dirty` for local edits), when it is
+    installed from one; None for a packaged install."""
+    here = Path(__file__).resolve().parents[2]  # the checkout holding pytest_scylla/
+    if not (here / ".git").exists():
+        return None
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True,
+                              text=True, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=here, capture_output=True, text=True, timeout=10,
+                               check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head + ("+dirty" if dirty else "")
+
+
+def manifest(records: list[dict[str, Any]], options: dict[str, Any] | None = None,
+             sources: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The experiment's manifest from its run records. `options` are the session's; `sources`
+    the manifests of the folders a `scylla report` merged."""
+    inputs: dict[str, set[str]] = {}
+    commits: dict[str, set[str]] = {}
+    for rec in records:
+        for name, digest in (rec.get("inputs") or {}).items():
+            inputs.setdefault(name, set()).add(digest)
+        src = rec.get("source") or {}
+        if rec.get("case") and (src.get("commit") or src.get("base_commit")):
+            commits.setdefault(rec["case"], set()).add(
+                f"{src.get('repo') or src.get('path') or 'local'}@"
+                f"{src.get('commit') or src.get('base_commit')}")
+    changed = sorted(n for n, d in inputs.items() if len(d) > 1)
+    return {
+        "written_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "plugin_version": __version__, "plugin_commit": plugin_commit(),
+        "python": sys.version.split()[0], "platform": platform.platform(),
+        "cli_versions": sorted({r["cli_version"] for r in records if r.get("cli_version")}),
+        "agent_models": sorted({r["model"] for r in records if r.get("model")}),
+        "judge_models": sorted({j["judge_model"] for r in records for j in r.get("judges") or []
+                                if j.get("judge_model")}),
+        "sandboxes": sorted({r["sandbox"] for r in records if r.get("sandbox")}),
+        "oracle_modes": sorted({r["oracle"] for r in records if r.get("oracle")}),
+        "prices_as_of": pricing.PRICES_AS_OF,
+        "prices_usd_per_mtok": {m: {"input": i, "output": o}
+                                for m, (i, o) in pricing.PRICES.items()},
+        "inputs": {n: sorted(d)[0] if len(d) == 1 else sorted(d) for n, d in
+                   sorted(inputs.items())},
+        "inputs_changed_between_runs": changed,
+        "source_commits": {c: sorted(v) for c, v in sorted(commits.items())},
+        "config_hashes": dict(sorted((r["run_key"], r.get("config_hash")) for r in records)),
+        "options": options or {},
+        "merged_from": sources or [],
+    }

@@ -1,0 +1,338 @@
+"""Tiers T0..Tn and their subtests: loading, resource checks and explicit `extends` composition.
+
+A subtest declares by name what a run gets (system prompt mode, CLAUDE.md blocks, skills,
+agents, MCP servers, tool rules, settings, model). Every named resource must exist; a missing one
+is an error, never skipped. `resolve()` returns the composed declaration that a run uses.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from pytest_scylla.formats.spec import inside
+from pytest_scylla.formats.yamlmarks import (
+    Document,
+    Problem,
+    SpecError,
+    check_value,
+    display,
+    load_yaml,
+    validate,
+)
+
+TIER_NAME = re.compile(r"^T(\d+)$")
+FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?)\n---[ \t]*(?:\n|\Z)", re.DOTALL)
+
+ResourceKind = Literal["claude_md", "skills", "agents", "mcp_servers"]
+
+
+@dataclass(frozen=True)
+class SystemPrompt:
+    mode: Literal["none", "default", "append", "replace"] = "default"
+    file: Path | None = None
+
+
+@dataclass(frozen=True)
+class Subtest:
+    """A tier's subtest: what a run of it is given. After `resolve()`, `extends` is applied."""
+
+    tier: str
+    name: str  # e.g. "02-core"
+    description: str
+    file: Path
+    line: int
+    extends: tuple[str, ...] = ()
+    system_prompt: SystemPrompt | None = None  # None: not set here (default after resolve)
+    claude_md: tuple[str, ...] = ()
+    skills: tuple[str, ...] = ()
+    agents: tuple[str, ...] = ()
+    mcp_servers: tuple[str, ...] = ()
+    tools_allow: tuple[str, ...] | None = None  # None: the CLI's default tool set
+    tools_deny: tuple[str, ...] = ()
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    model: str | None = None
+
+    @property
+    def number(self) -> str:
+        return self.name[:2]
+
+    @property
+    def ref(self) -> str:
+        """How items and `extends` name it: `T5-02`."""
+        return f"{self.tier}-{self.number}"
+
+
+@dataclass(frozen=True)
+class Tier:
+    name: str
+    title: str
+    description: str
+    file: Path
+    subtests: tuple[Subtest, ...]
+
+
+def tier_index(name: str) -> int:
+    match = TIER_NAME.match(name)
+    return int(match.group(1)) if match else 1 << 30
+
+
+def tier_files(tiers_dir: Path) -> dict[str, Path]:
+    """The tier files in a folder, keyed and sorted by tier name (T0, T1, ..., T10)."""
+    if not tiers_dir.is_dir():
+        return {}
+    found = {p.stem: p for p in tiers_dir.glob("T*.yaml") if TIER_NAME.match(p.stem)}
+    return dict(sorted(found.items(), key=lambda kv: tier_index(kv[0])))
+
+
+def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """`over` laid onto `base`; nested mappings are merged, anything else is replaced."""
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _union(*lists: Iterable[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(x for seq in lists for x in seq))
+
+
+class TierSet:
+    """Every tier file of a `tiers/` folder; broken tiers keep their errors, the rest work."""
+
+    def __init__(self, tiers_dir: Path) -> None:
+        self.dir = tiers_dir
+        self.tiers: dict[str, Tier] = {}
+        self.errors: dict[str, SpecError] = {}
+        self._resource_problems: dict[tuple[str, str], list[Problem]] = {}
+        for name, path in tier_files(tiers_dir).items():
+            try:
+                self.tiers[name] = self._load_tier(name, path)
+            except SpecError as exc:
+                self.errors[name] = exc
+        self._resolved: dict[str, Subtest] = {}
+
+    @property
+    def names(self) -> list[str]:
+        return sorted({*self.tiers, *self.errors}, key=tier_index)
+
+    # -- loading --------------------------------------------------------------------------
+
+    def _load_tier(self, name: str, path: Path) -> Tier:
+        doc = load_yaml(path)
+        validate(doc, "tier")
+        data = doc.data
+        problems: list[Problem] = []
+        if data["tier"] != name:
+            problems.append(doc.problem(("tier",), f"tier '{data['tier']}' differs from the file "
+                                        f"name '{path.name}'; make them equal"))
+        numbers: dict[str, str] = {}
+        subtests = []
+        for sub_name, raw in data["subtests"].items():
+            where = ("subtests", sub_name)
+            if sub_name[:2] in numbers:
+                problems.append(doc.problem(where, f"subtests '{numbers[sub_name[:2]]}' and "
+                                            f"'{sub_name}' share the number {sub_name[:2]}; "
+                                            "each subtest needs its own two-digit prefix"))
+            numbers.setdefault(sub_name[:2], sub_name)
+            subtests.append(self._subtest(doc, name, sub_name, raw, where, problems))
+        if problems:
+            raise SpecError(problems)
+        return Tier(name=name, title=data["name"], description=data.get("description", ""),
+                    file=path, subtests=tuple(sorted(subtests, key=lambda s: s.name)))
+
+    def _subtest(self, doc: Document, tier: str, name: str, raw: dict[str, Any],
+                 where: tuple[str, ...], problems: list[Problem]) -> Subtest:
+        prompt = None
+        raw_prompt = raw.get("system_prompt")
+        if isinstance(raw_prompt, str):
+            prompt = SystemPrompt(mode=raw_prompt)  # type: ignore[arg-type]
+        elif isinstance(raw_prompt, dict):
+            mode, rel = next(iter(raw_prompt.items()))
+            file = inside(doc, (*where, "system_prompt", mode), rel, self.dir, "file", problems)
+            prompt = SystemPrompt(mode=mode, file=file)
+        kinds: tuple[ResourceKind, ...] = ("claude_md", "skills", "agents", "mcp_servers")
+        for kind in kinds:
+            for i, res in enumerate(raw.get(kind, [])):
+                for problem in self._resource(kind, res):
+                    if problem.path == doc.path or problem.line is not None:
+                        problems.append(problem)
+                    else:
+                        problems.append(doc.problem((*where, kind, i), problem.message))
+        tools = raw.get("tools", {})
+        return Subtest(
+            tier=tier, name=name, description=raw["description"], file=doc.path,
+            line=doc.line(where), extends=tuple(raw.get("extends", [])), system_prompt=prompt,
+            claude_md=tuple(raw.get("claude_md", [])), skills=tuple(raw.get("skills", [])),
+            agents=tuple(raw.get("agents", [])), mcp_servers=tuple(raw.get("mcp_servers", [])),
+            tools_allow=tuple(tools["allow"]) if "allow" in tools else None,
+            tools_deny=tuple(tools.get("deny", [])), settings=raw.get("settings", {}),
+            model=raw.get("model"))
+
+    def resource_path(self, kind: ResourceKind, name: str) -> Path:
+        return {
+            "claude_md": self.dir / "blocks" / f"{name}.md",
+            "skills": self.dir / "skills" / name / "SKILL.md",
+            "agents": self.dir / "agents" / f"{name}.md",
+            "mcp_servers": self.dir / "mcp" / f"{name}.json",
+        }[kind]
+
+    def _resource(self, kind: ResourceKind, name: str) -> list[Problem]:
+        """Problems with one named resource (checked once). A problem without a line means the
+        resource is missing and is reported where it is named."""
+        key = (kind, name)
+        if key not in self._resource_problems:
+            self._resource_problems[key] = check_resource(self.dir, kind, name,
+                                                          self.resource_path(kind, name))
+        return self._resource_problems[key]
+
+    # -- composition ----------------------------------------------------------------------
+
+    def subtest(self, ref: str) -> Subtest:
+        """A declared (not yet composed) subtest by reference `T1-02`."""
+        tier_name, _, number = ref.partition("-")
+        if tier_name in self.errors:
+            raise self.errors[tier_name]
+        tier = self.tiers.get(tier_name)
+        for sub in tier.subtests if tier else ():
+            if sub.number == number:
+                return sub
+        raise KeyError(ref)
+
+    def resolve(self, ref: str) -> Subtest:
+        """The composed subtest: `extends` applied in order, then the subtest's own keys."""
+        if ref not in self._resolved:
+            self._resolved[ref] = self._compose(ref, ())
+        return self._resolved[ref]
+
+    def _compose(self, ref: str, stack: tuple[str, ...]) -> Subtest:
+        own = self.subtest(ref)
+        parents: list[Subtest] = []
+        doc_problem = _problem_at(own, "extends")
+        for parent_ref in own.extends:
+            if parent_ref in (*stack, ref):
+                cycle = " -> ".join((*stack, ref, parent_ref))
+                raise SpecError([doc_problem(f"'extends' makes a cycle: {cycle}; remove one link")])
+            try:
+                parents.append(self._compose(parent_ref, (*stack, ref)))
+            except KeyError:
+                raise SpecError([doc_problem(
+                    f"{ref} extends '{parent_ref}', which does not exist; known subtests: "
+                    f"{', '.join(self.known_refs())}")]) from None
+        if not parents:
+            return replace(own, system_prompt=own.system_prompt or SystemPrompt())
+        problems = []
+        for attr in ("system_prompt", "model"):
+            if getattr(own, attr) is None:
+                values = {repr(getattr(p, attr)): p.ref for p in parents
+                          if getattr(p, attr) not in (None, SystemPrompt())}
+                if len(values) > 1:
+                    problems.append(doc_problem(
+                        f"{ref} extends {', '.join(values.values())}, which set different "
+                        f"'{attr}' values; set '{attr}' in {ref} itself to settle it"))
+        if problems:
+            raise SpecError(problems)
+        chain = [*parents, own]
+
+        def inherited(attr: str) -> Any:
+            if getattr(own, attr) is not None:
+                return getattr(own, attr)
+            for sub in reversed(parents):
+                value = getattr(sub, attr)
+                if value not in (None, SystemPrompt()):
+                    return value
+            return None
+
+        allows = [p.tools_allow for p in parents if p.tools_allow is not None]
+        settings: dict[str, Any] = {}
+        for sub in chain:
+            settings = deep_merge(settings, sub.settings)
+        return replace(
+            own,
+            system_prompt=inherited("system_prompt") or SystemPrompt(),
+            model=inherited("model"),
+            claude_md=_union(*(s.claude_md for s in chain)),
+            skills=_union(*(s.skills for s in chain)),
+            agents=_union(*(s.agents for s in chain)),
+            mcp_servers=_union(*(s.mcp_servers for s in chain)),
+            tools_allow=own.tools_allow if own.tools_allow is not None
+            else (_union(*allows) if allows else None),
+            tools_deny=_union(*(s.tools_deny for s in chain)),
+            settings=settings,
+        )
+
+    def known_refs(self) -> list[str]:
+        return [s.ref for t in self.tiers.values() for s in t.subtests]
+
+
+def _problem_at(sub: Subtest, key: str) -> Any:
+    """A factory of problems located at a subtest key (line looked up lazily)."""
+    def make(message: str) -> Problem:
+        doc = load_yaml(sub.file)
+        return doc.problem(("subtests", sub.name, key), message)
+    return make
+
+
+def front_matter(path: Path) -> tuple[dict[str, Any] | None, int, str]:
+    """(front matter mapping or None, number of lines it spans, body) of a Markdown file."""
+    text = path.read_text(encoding="utf-8")
+    match = FRONT_MATTER.match(text)
+    if not match:
+        return None, 0, text
+    try:
+        meta = yaml.safe_load(match.group(1))
+    except yaml.YAMLError:
+        meta = "invalid"
+    span = match.group(0).count("\n")
+    return (meta if isinstance(meta, dict) else {"__invalid__": True}), span, text[match.end():]
+
+
+def check_resource(tiers_dir: Path, kind: ResourceKind, name: str, path: Path) -> list[Problem]:
+    """Problems with one resource file; `line=None` problems mean the file is missing."""
+    where = display(path)
+    if not path.is_file():
+        label = {"claude_md": "CLAUDE.md block", "skills": "skill", "agents": "agent",
+                 "mcp_servers": "MCP server"}[kind]
+        return [Problem(path, None, f"unknown {label} '{name}': expected the file {where}")]
+    if kind == "mcp_servers":
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            return [Problem(path, exc.lineno, f"invalid JSON: {exc.msg}")]
+        try:
+            check_value(data, "mcp", path)
+        except SpecError as exc:
+            return [replace(p, line=1) for p in exc.problems]
+        problems = []
+        for rel in data.get("files", []):
+            target = (path.parent / rel).resolve()
+            if not target.is_relative_to(path.parent.resolve()) or not target.is_file():
+                problems.append(Problem(path, 1, f"'files' entry '{rel}' must be a file "
+                                        f"inside {display(path.parent)}"))
+        return problems
+    if kind == "claude_md":
+        if not path.read_text(encoding="utf-8").strip():
+            return [Problem(path, 1, "the block is empty; write its guidance or remove it")]
+        return []
+    meta, span, body = front_matter(path)
+    required = ("name", "description")
+    if meta is None or "__invalid__" in meta:
+        return [Problem(path, 1, "expected YAML front matter between '---' lines with "
+                        f"{' and '.join(required)}")]
+    problems = [Problem(path, 1, f"front matter lacks '{key}'") for key in required
+                if not isinstance(meta.get(key), str) or not meta[key].strip()]
+    if meta.get("name") not in (None, name):
+        problems.append(Problem(path, 2, f"front matter name '{meta['name']}' differs from "
+                                f"'{name}'; make them equal"))
+    if not body.strip():
+        problems.append(Problem(path, span + 1, "no instructions after the front matter"))
+    return problems

@@ -1,0 +1,57 @@
+"""A judge through the Anthropic SDK: a forced `submit_verdict` tool call, via the gateway."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pytest_scylla.core import pricing
+from pytest_scylla.formats.spec import RubricItem
+from pytest_scylla.judging import MAX_ATTEMPTS, JudgeResult, JudgeSpec, verdict
+from pytest_scylla.judging.prompt import Prompt
+
+DUMMY_KEY = "sk-ant-scylla-judge-dummy-key-the-gateway-holds-the-real-one"
+MAX_TOKENS = 4096
+
+
+def _add_usage(result: JudgeResult, usage: Any, model: str) -> None:
+    counts = {k: int(getattr(usage, k, 0) or 0) for k in (
+        "input_tokens", "output_tokens", "cache_creation_input_tokens",
+        "cache_read_input_tokens")}
+    for key, value in counts.items():
+        result.usage[key] = result.usage.get(key, 0) + value
+    result.cost_usd += pricing.cost(model, counts)
+
+
+def ask(spec: JudgeSpec, prompt: Prompt, items: Sequence[RubricItem], base_url: str,
+        result: JudgeResult) -> None:
+    import anthropic
+
+    client = anthropic.Anthropic(base_url=base_url, api_key=DUMMY_KEY, max_retries=2,
+                                 timeout=300.0)
+    messages: list[dict[str, Any]] = [{"role": "user", "content": [
+        {"type": "text", "text": prompt.prefix, "cache_control": {"type": "ephemeral"}},
+        {"type": "text", "text": prompt.material}]}]
+    create: Any = client.messages.create  # plain dicts, as the API documents them
+    for _ in range(MAX_ATTEMPTS):
+        result.attempts += 1
+        response = create(model=spec.model, max_tokens=MAX_TOKENS, system=prompt.system,
+                          tools=[verdict.tool(items)],
+                          tool_choice={"type": "tool", "name": verdict.TOOL_NAME},
+                          messages=messages)
+        result.response_model = response.model
+        _add_usage(result, response.usage, response.model or spec.model)
+        call = next((b for b in response.content if b.type == "tool_use"), None)
+        found = (["no submit_verdict call in the answer"] if call is None
+                 else verdict.problems(call.input, items))
+        if not found and call is not None:
+            result.valid, result.verdict = True, dict(call.input)
+            return
+        result.errors.append("; ".join(found))
+        messages.append({"role": "assistant",
+                         "content": [b.model_dump(exclude_none=True) for b in response.content]})
+        feedback = ("The verdict was not accepted: " + "; ".join(found)
+                    + ". Call submit_verdict again with a complete, valid verdict.")
+        messages.append({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": call.id, "is_error": True,
+             "content": feedback}] if call is not None else feedback})

@@ -1,0 +1,108 @@
+"""Judging one run: ask the panel through the gateway, score every valid verdict in code, and
+say why a judged run failed. The oracle's judges answer from the checks."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_scylla.core import pricing
+from pytest_scylla.formats.spec import Case, RubricItem
+from pytest_scylla.judging import JudgeResult, JudgeSpec, run_panel, scoring
+from pytest_scylla.judging import prompt as judge_prompt
+from pytest_scylla.run import checks
+from pytest_scylla.run.gateway import Route
+from pytest_scylla.run.gateway.oracle import Script
+
+if TYPE_CHECKING:
+    from pytest_scylla.run.runner import Runtime
+
+
+
+
+def oracle_verdict(items: list[RubricItem], results: list[checks.CheckResult]) -> dict[str, Any]:
+    """What the oracle judge answers: each judge item in proportion to the checks that passed
+    (in quarter points), so a run that passes its checks scores high and one that fails low."""
+    share = sum(r.passed for r in results) / len(results) if results else 1.0
+    reason = f"oracle judge: {sum(r.passed for r in results)} of {len(results)} checks passed"
+    return {"items": {i.id: {"achieved": round(i.points * share * 4) / 4, "reason": reason}
+                      for i in items},
+            "reasoning": f"SIMULATED verdict derived from the checks ({reason})."}
+
+
+def judge(case: Case, key: str, run_dir: Path, rt: Runtime, final_message: str, diff: str,
+          files: list[str], results: list[checks.CheckResult], rows: list[dict[str, Any]]
+          ) -> dict[str, Any]:
+    """Ask the panel (concurrently, through the gateway) and score every valid verdict in code.
+    Check items come from the checks; a rubric without judge items needs no panel."""
+    began = time.monotonic()
+    items = [i for i in case.rubric.items if i.kind == "judge"]
+    from_checks = {r["id"]: r["achieved"] for r in rows}
+    panel: list[JudgeResult] = []
+    if items:
+        prompt = judge_prompt.build(case, items, final_message, diff, files,
+                                    [r.to_json() for r in results])
+        script = (Script(mode="judge", workspace=run_dir, files=(),
+                         verdict=oracle_verdict(items, results)) if rt.oracle else None)
+        routes: list[Route] = []
+
+        def base_url(number: int, spec: JudgeSpec) -> str:
+            route = rt.gateway.open(Route(
+                key=f"{key}-judge{number}-{secrets.token_hex(3)}",
+                log_path=run_dir / "judge_calls.jsonl", script=script,
+                upstream="oracle" if rt.oracle else "anthropic",
+                pass_auth=spec.kind == "claude-cli"))
+            routes.append(route)
+            return rt.gateway.base_url(route.key)
+
+        try:
+            panel = run_panel(rt.judges, prompt, items, base_url)
+        finally:
+            for route in routes:
+                rt.gateway.close(route.key)
+    verdicts = []
+    for result in panel:
+        entry = result.to_json()
+        entry["judge_model"], entry["judge_number"] = result.model, result.number
+        if result.valid and result.verdict is not None:
+            achieved = {**from_checks, **{i: v["achieved"]
+                                          for i, v in result.verdict["items"].items()}}
+            scored = scoring.score(case.rubric, achieved)
+            entry.update(score=scored.score, impl_rate=scored.impl_rate,
+                         grade=case.rubric.grade(scored.score),
+                         passed=scored.score >= case.rubric.pass_threshold
+                         and scored.required_met,
+                         categories=[asdict(c) for c in scored.categories],
+                         unmet_required=list(scored.unmet_required))
+            entry["_scored"] = scored
+        verdicts.append(entry)
+    valid = [v.pop("_scored") for v in verdicts if "_scored" in v]
+    if not items:
+        valid = [scoring.score(case.rubric, from_checks)]
+    need = max(1, min(rt.min_judges, len(rt.judges))) if items else 1
+    out: dict[str, Any] = {
+        "judges": verdicts, "valid_judges": len(valid), "min_judges": need,
+        "judge_cost_usd": round(sum(r.cost_usd for r in panel), 6),
+        "judge_duration_seconds": round(time.monotonic() - began, 3),
+        "judge_tokens": pricing.token_totals({r.model: r.usage for r in panel}),
+        "consensus": None}
+    if len(valid) >= need:
+        panel_verdict = scoring.consensus(case.rubric, valid)
+        out["consensus"] = asdict(panel_verdict)
+        out.update(score=panel_verdict.score, impl_rate=panel_verdict.impl_rate,
+                   grade=panel_verdict.grade)
+    return out
+
+
+def judged_reason(rec: dict[str, Any], threshold: float) -> str:
+    verdict = rec["consensus"]
+    parts = []
+    if verdict["score"] < threshold:
+        parts.append(f"consensus {verdict['score']:.2f} (grade {verdict['grade']}) is below "
+                     f"the pass threshold {threshold:.2f}")
+    if verdict["unmet_required"]:
+        parts.append(f"required items not met: {', '.join(verdict['unmet_required'])}")
+    return "; ".join(parts)

@@ -1,0 +1,55 @@
+"""A judge on any OpenAI-compatible endpoint (vLLM, llama.cpp, Ollama, …): chat completions
+with a JSON-schema response format, validated like the Anthropic judge's tool input."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from pytest_scylla.formats.spec import RubricItem
+from pytest_scylla.judging import MAX_ATTEMPTS, JudgeResult, JudgeSpec, verdict
+from pytest_scylla.judging.prompt import Prompt
+
+
+def ask(spec: JudgeSpec, prompt: Prompt, items: Sequence[RubricItem], base_url: str,
+        result: JudgeResult) -> None:
+    import httpx
+
+    url = (spec.base_url or base_url).rstrip("/") + "/chat/completions"
+    headers = {"content-type": "application/json"}
+    if os.environ.get("OPENAI_API_KEY"):
+        headers["authorization"] = f"Bearer {os.environ['OPENAI_API_KEY']}"
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": prompt.system},
+        {"role": "user", "content": prompt.prefix + "\n\n" + prompt.material
+         + "\n\nAnswer with the verdict as JSON matching the given schema."}]
+    response_format = {"type": "json_schema", "json_schema": {
+        "name": verdict.TOOL_NAME, "strict": True, "schema": verdict.schema(items)}}
+    with httpx.Client(timeout=300.0) as client:
+        for _ in range(MAX_ATTEMPTS):
+            result.attempts += 1
+            reply = client.post(url, headers=headers, json={
+                "model": spec.model, "messages": messages, "response_format": response_format,
+                "temperature": 0})
+            reply.raise_for_status()
+            data = reply.json()
+            usage = data.get("usage") or {}
+            result.usage["input_tokens"] = (result.usage.get("input_tokens", 0)
+                                            + int(usage.get("prompt_tokens", 0)))
+            result.usage["output_tokens"] = (result.usage.get("output_tokens", 0)
+                                             + int(usage.get("completion_tokens", 0)))
+            text = data["choices"][0]["message"].get("content") or ""
+            try:
+                answer = json.loads(text)
+                found = verdict.problems(answer, items)
+            except ValueError as exc:
+                answer, found = None, [f"not JSON: {exc}"]
+            if not found:
+                result.valid, result.verdict = True, answer
+                return
+            result.errors.append("; ".join(found))
+            messages += [{"role": "assistant", "content": text},
+                         {"role": "user", "content": "The verdict was not accepted: "
+                          + "; ".join(found) + ". Answer again with complete, valid JSON."}]

@@ -1,0 +1,115 @@
+"""`--scylla-plan` (and `scylla plan`): before anything is spent, how many runs the selection
+has, how many are already stored in the experiment folder, and what the rest should cost and
+take — estimated from stored history (this folder and its sibling experiment folders) of the
+same model, at the finest level that has data: case x tier, case, tier, everything."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from pytest_scylla.operations import resume
+from pytest_scylla.results.report import ReportInputError, read_records
+
+Sample = tuple[float, float]  # (dollars incl. judges, seconds)
+
+
+def history(out: Path, simulated: bool) -> list[dict[str, Any]]:
+    """Finished runs (not infra errors) of this folder and its siblings, real or simulated as
+    asked (a simulated run says nothing about a real run's cost)."""
+    folders = {out.resolve()} if out.is_dir() else set()
+    if out.parent.is_dir():
+        folders |= {p.resolve() for p in out.parent.iterdir() if p.is_dir()}
+    found = []
+    for folder in sorted(folders):
+        try:
+            records = read_records(folder)
+        except (ReportInputError, OSError, ValueError):
+            continue
+        found += [r for r in records if r.get("outcome") not in (None, "infra_error")
+                  and bool(r.get("simulated")) == simulated and r.get("timings")]
+    return found
+
+
+def _sample(rec: dict[str, Any]) -> Sample:
+    return (float(rec.get("cost_usd") or 0) + float(rec.get("judge_cost_usd") or 0),
+            float((rec.get("timings") or {}).get("total_s") or 0))
+
+
+def estimate(specs: list[Any], out: Path, model: str, oracle: str | None, fresh: bool,
+             rejudge: bool, workers: int, budget: float | None) -> list[str]:
+    """The plan's lines. `specs` are the collected items' RunSpecs (case, subtest, run)."""
+    stored = {} if fresh else resume.stored_records(out)
+    past = history(out, simulated=oracle is not None)
+    levels: list[dict[Any, list[Sample]]] = [defaultdict(list) for _ in range(4)]
+    for rec in past:
+        if (rec.get("model") or model) != model and oracle is None:
+            continue
+        s = _sample(rec)
+        levels[0][(rec.get("case"), rec.get("tier"))].append(s)
+        levels[1][rec.get("case")].append(s)
+        levels[2][rec.get("tier")].append(s)
+        levels[3][None].append(s)
+    rows: dict[str, dict[str, Any]] = {}
+    unknown_cap = 0.0
+    for spec in specs:
+        key = f"{spec.case.id}-{spec.subtest.ref}-r{spec.run}"
+        tier = spec.subtest.tier
+        row = rows.setdefault(tier, {"runs": 0, "stored": 0, "cost": 0.0, "seconds": 0.0,
+                                     "unknown": 0})
+        row["runs"] += 1
+        old = stored.get(key)
+        if old is not None and old.get("outcome") != "infra_error" and not rejudge:
+            row["stored"] += 1
+            continue
+        if rejudge and old is None:
+            continue  # nothing to re-score
+        for level, index in ((levels[0], (spec.case.id, tier)), (levels[1], spec.case.id),
+                             (levels[2], tier), (levels[3], None)):
+            if level.get(index):
+                samples = level[index]
+                cost = statistics.fmean(c for c, _ in samples)
+                seconds = statistics.fmean(t for _, t in samples)
+                if rejudge:  # judges only: the stored run's judge cost is the best guess
+                    cost = float((old or {}).get("judge_cost_usd") or 0)
+                    seconds = float((old or {}).get("judge_duration_seconds") or 0)
+                row["cost"] += cost
+                row["seconds"] += seconds
+                break
+        else:
+            row["unknown"] += 1
+            unknown_cap += spec.case.max_cost_usd
+    total = {k: sum(r[k] for r in rows.values()) for k in ("runs", "stored", "cost", "seconds",
+                                                           "unknown")}
+    to_run = total["runs"] - total["stored"]
+    lines = ["scylla plan (nothing has run)" + (" -- SIMULATED MODEL: oracle runs cost "
+                                                 "nothing real" if oracle else ""),
+             f"{'tier':<6}{'runs':>6}{'stored':>8}{'to run':>8}{'est. cost':>12}"
+             f"{'est. time':>11}"]
+    for tier in sorted(rows, key=lambda t: (len(t), t)):
+        r = rows[tier]
+        lines.append(f"{tier:<6}{r['runs']:>6}{r['stored']:>8}{r['runs'] - r['stored']:>8}"
+                     f"{'$' + format(r['cost'], '.2f'):>12}{_time(r['seconds'] / workers):>11}")
+    lines.append(f"total: {total['runs']} runs, {total['stored']} stored in {out} "
+                 f"(reused), {to_run} to {'re-score' if rejudge else 'run'}: about "
+                 f"${total['cost']:.2f} and {_time(total['seconds'] / workers)} on {workers} "
+                 f"worker(s), from {len(past)} stored runs of history")
+    if total["unknown"]:
+        lines.append(f"no history for {total['unknown']} runs: not in the estimate; their "
+                     f"per-run limits (max_cost_usd) add up to ${unknown_cap:.2f}")
+    if budget is not None:
+        verdict = "fits" if total["cost"] + (unknown_cap if total["unknown"] else 0) <= budget \
+            else "may not fit: later runs would be skipped"
+        lines.append(f"budget ${budget:.2f}: the estimate {verdict}")
+    return lines
+
+
+def _time(seconds: float) -> str:
+    if not math.isfinite(seconds) or seconds <= 0:
+        return "-"
+    minutes = seconds / 60
+    return f"{minutes / 60:.1f} h" if minutes >= 90 else f"{minutes:.0f} min" \
+        if minutes >= 1 else f"{seconds:.0f} s"

@@ -1,0 +1,219 @@
+"""Resuming an experiment folder: which stored runs count, which run again, and the lock that
+keeps two processes (say a stale worker of a killed session and the session resuming it) from
+running the same run at once; and `perform`, an item's work under that lock: reuse, re-score or
+run, unless the session budget is spent or a usage-window pause holds new runs.
+
+A run's record (`runs/<key>/run.json`) is written atomically at its very end, so a run folder
+without one was cut short and runs again; an `infra_error` record (including "interrupted") runs
+again; any other record with the same config hash is the run's result and is reported from disk
+(`cached`), except a `judge_error`, whose judges are asked again (the agent is not re-run).
+A record made under other conditions is never silently mixed in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_scylla.core import record
+from pytest_scylla.core.record import RECORD_FILE
+from pytest_scylla.formats import provenance
+from pytest_scylla.formats.spec import Case
+from pytest_scylla.formats.tiers import Subtest
+from pytest_scylla.judging import judge_run
+from pytest_scylla.run import checks
+from pytest_scylla.run.runner import (
+    Runtime,
+    check_items,
+    check_score,
+    config_hash,
+    execute,
+    judge_hash,
+    settle,
+    slug,
+    timestamp,
+)
+
+LOCKS = ".locks"
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: str  # run | cached | rejudge | skip | conflict
+    record: dict[str, Any] | None = None
+    reason: str = ""
+
+
+@contextlib.contextmanager
+def run_lock(out: Path, key: str) -> Iterator[None]:
+    """Hold the run's lock (an flock, so a killed holder releases it) while deciding and running."""
+    folder = out / LOCKS
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / f"{key}.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _changed(old: dict[str, str], new: dict[str, str]) -> list[str]:
+    return sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+
+
+def decide(run_dir: Path, config_hash: str, judge_hash: str, inputs: dict[str, str], *,
+           fresh: bool = False, rejudge: bool = False) -> Decision:
+    """What to do with the run whose folder is `run_dir`, given the current conditions."""
+    path = run_dir / RECORD_FILE
+    if not path.is_file():
+        if rejudge:
+            return Decision("skip", None, "--scylla-rejudge: this run is not stored, so there "
+                                          "is nothing to re-score (run it without the option)")
+        why = "half-written run (killed mid-way): run again" if run_dir.exists() else ""
+        return Decision("run", None, why)
+    try:
+        rec = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError:
+        if rejudge:
+            return Decision("skip", None, f"--scylla-rejudge: {path} is unreadable, so there is "
+                                          "nothing to re-score (run it without the option)")
+        return Decision("run", None, f"{path}: unreadable record: run again")
+    if fresh:
+        return Decision("run", None, "--scylla-fresh: run again")
+    stored_hash = rec.get("config_hash")
+    if rec.get("outcome") == "infra_error" and stored_hash in (None, config_hash):
+        if rejudge:  # a void run has nothing worth scoring, and rejudge runs no agent
+            return Decision("skip", None, "--scylla-rejudge: the stored run is an infra_error, "
+                                          "so there is nothing to re-score (run it without "
+                                          "the option)")
+        return Decision("run", None, f"stored infra_error ({rec.get('reason', '')}): run again")
+    if stored_hash != config_hash:
+        changed = _changed(rec.get("inputs") or {}, inputs)
+        detail = (f"changed: {', '.join(changed)}" if changed else
+                  "the model, CLI version, subtest settings, sandbox, oracle mode or limits "
+                  "changed")
+        return Decision("conflict", rec, (
+            f"{run_dir}: the stored run was made under other conditions (config hash "
+            f"{stored_hash}, now {config_hash}; {detail}). Run it again with --scylla-fresh, "
+            "or write to a new --scylla-out folder"))
+    if rejudge:
+        return Decision("rejudge", rec)
+    if rec.get("outcome") == "judge_error":  # the agent's work stands; only the panel failed
+        return Decision("rejudge", rec, "stored judge_error: the judges are asked again")
+    if rec.get("judge_hash") not in (None, judge_hash):
+        return Decision("conflict", rec, (
+            f"{run_dir}: the rubric or the judge panel changed since this run was scored. "
+            "Re-score stored runs with --scylla-rejudge (no agent is re-run), or run them "
+            "again with --scylla-fresh"))
+    return Decision("cached", rec)
+
+
+def stored_records(out: Path) -> dict[str, dict[str, Any]]:
+    """Every complete run record in an experiment folder, by run key."""
+    found = {}
+    for path in sorted(out.glob(f"runs/*/{RECORD_FILE}")):
+        try:
+            rec = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(rec, dict) and rec.get("run_key"):
+            found[rec["run_key"]] = rec
+    return found
+
+
+# ---------------------------------------------------------------------------------------------
+# one item's work
+
+
+def perform(case: Case, sub: Subtest, run: int, rt: Runtime,
+            stop: Callable[[str], None], say: Callable[[str], None]) -> dict[str, Any]:
+    """One item's work, resume-aware: under the run's lock, reuse its stored record (`cached`),
+    re-score it (`--scylla-rejudge`), or run it — unless the session budget is spent or a
+    usage-window pause outlasts --scylla-max-pause (then the item is skipped, saying why). A
+    stored run made under other conditions fails the item and stops the session."""
+    key = slug(case, sub, run)
+    run_dir = rt.out / "runs" / key
+    model = sub.model or rt.model
+    with run_lock(rt.out, key):
+        decision = decide(run_dir, config_hash(case, sub, model, rt), judge_hash(case, rt),
+                          provenance.input_hashes(case, sub, rt.tiers), fresh=rt.fresh,
+                          rejudge=rt.rejudge)
+        if decision.action == "conflict":
+            stop("pytest-scylla: a stored run conflicts with the current conditions")
+            pytest.fail(decision.reason, pytrace=False)
+        if decision.action == "skip":
+            pytest.skip(decision.reason)
+        if decision.action == "cached":
+            assert decision.record is not None
+            return {**decision.record, "cached": True}
+        if rt.ledger is not None:
+            wait_out_pause(rt, say)
+            why = rt.ledger.over_budget(rt.budget_usd)
+            if why:
+                pytest.skip(why)
+        if decision.action == "rejudge":
+            assert decision.record is not None
+            rec = rejudge(case, decision.record, rt)
+            spent = float(rec.get("judge_cost_usd") or 0)
+        else:
+            rec = execute(case, sub, run, rt)
+            spent = float(rec.get("cost_usd") or 0) + float(rec.get("judge_cost_usd") or 0)
+        if rt.ledger is not None:
+            rt.ledger.add(spent, rec["outcome"] == "pass")
+        if decision.action == "rejudge":
+            rec = {**rec, "rejudged_now": True}
+        return rec
+
+
+def wait_out_pause(rt: Runtime, say: Callable[[str], None]) -> None:
+    """Hold this run while the session is paused by a usage-window limit; skip it when the
+    pause is longer than --scylla-max-pause."""
+    assert rt.ledger is not None
+    told = 0.0
+    while (pause := rt.ledger.paused()) is not None:
+        if pause.remaining > rt.max_pause:
+            pytest.skip(f"upstream usage limit ({pause.reason}): new runs paused for "
+                        f"{pause.remaining:.0f}s, longer than --scylla-max-pause="
+                        f"{rt.max_pause:.0f}; resume later with the same --scylla-out")
+        if time.monotonic() - told > 60:
+            until = datetime.fromtimestamp(pause.until, UTC)
+            say(f"scylla: PAUSED by an upstream usage limit ({pause.reason}); new runs wait "
+                f"{pause.remaining:.0f}s, until {until:%H:%M:%S} UTC")
+            told = time.monotonic()
+        time.sleep(min(1.0, pause.remaining + 0.05))
+
+
+def rejudge(case: Case, rec: dict[str, Any], rt: Runtime) -> dict[str, Any]:
+    """Re-score a stored run with the current rubric and panel, from what it stored (final
+    message, diff, file list, check results): no agent runs. The new verdicts replace the old;
+    the old scores are kept in `rejudged` so the change is visible."""
+    run_dir = rt.out / "runs" / rec["run_key"]
+    results = [checks.CheckResult(**c) for c in rec.get("checks") or []]
+    rows = check_items(case, results)
+    diff = (run_dir / "diff.patch").read_text(encoding="utf-8") \
+        if (run_dir / "diff.patch").is_file() else ""
+    files = ((run_dir / "files.txt").read_text(encoding="utf-8").split()
+             if (run_dir / "files.txt").is_file() else [])
+    previous = {k: rec.get(k) for k in ("outcome", "score", "grade", "judge_hash",
+                                        "judge_cost_usd")}
+    previous["judges"] = [j.get("judge_model") for j in rec.get("judges") or []]
+    classified = rec.get("classified") or {"outcome": None, "reason": ""}
+    rec = {**rec, "check_items": rows, "check_score": check_score(rows),
+           "pass_threshold": case.rubric.pass_threshold, "judge_hash": judge_hash(case, rt)}
+    for stale in ("score", "impl_rate", "grade", "consensus"):
+        rec.pop(stale, None)
+    rec.update(judge_run.judge(case, rec["run_key"], run_dir, rt, rec.get("final_message")
+                               or "", diff, files, results, rows))
+    settle(rec, case, classified["outcome"], classified["reason"])
+    rec["rejudged"] = [*(rec.get("rejudged") or []), {"at": timestamp(), "previous": previous}]
+    record.write_json(run_dir / record.RECORD_FILE, rec)
+    return rec

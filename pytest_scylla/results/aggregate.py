@@ -1,0 +1,193 @@
+"""The controller's side: collect every run record from the reports as they arrive (the same at
+-n 0 and under xdist), append them to `runs.jsonl` at once, and at the end of the session write
+the exports and print the tier table. Registered on the controller only."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_scylla.core.record import read_dict
+from pytest_scylla.formats import provenance
+from pytest_scylla.operations import resume
+from pytest_scylla.results import report
+from pytest_scylla.results.report import RUNS_FILE
+
+ITEM_ID = re.compile(r"::(?P<case>[^\[]+)\[(?P<tier>T\d+)-(?P<number>\d{2})-r(?P<run>\d+)\]$")
+
+
+def crash_record(nodeid: str) -> dict[str, Any]:
+    """The row of an item whose worker died before it could report: an infra_error, placed by
+    its node id, so it shows as a crashed run rather than a hole."""
+    match = ITEM_ID.search(nodeid)
+    place: dict[str, Any] = {}
+    if match:
+        place = {"case": match["case"], "tier": match["tier"],
+                 "subtest": f"{match['tier']}-{match['number']}", "run": int(match["run"]),
+                 "run_key": f"{match['case']}-{match['tier']}-{match['number']}-r{match['run']}"}
+    return {"run_key": nodeid, **place, "outcome": "infra_error", "passed": False,
+            "reason": "the worker running this item crashed; nothing was recorded",
+            "crashed": True}
+
+
+def earlier_rows(out: Path) -> dict[str, dict[str, Any]]:
+    """The rows of an earlier session's runs.jsonl that have no run folder: the crash rows of
+    items whose worker died. (A run with a folder is its run.json, or runs again when that is
+    missing; a line a kill cut short is dropped.)"""
+    found: dict[str, dict[str, Any]] = {}
+    path = out / RUNS_FILE
+    if not path.is_file():
+        return found
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        key = row.get("run_key") if isinstance(row, dict) else None
+        if isinstance(key, str) and key and not (out / "runs" / key).exists():
+            found[key] = row
+    return found
+
+
+class Aggregator:
+    def __init__(self, out: Path, settings: Any) -> None:
+        self.out = out
+        self.settings = settings
+        # runs already in the folder (a resumed experiment): part of every report
+        self.stored = {} if settings.plan else {**earlier_rows(out),
+                                                **resume.stored_records(out)}
+        self.records: dict[str, dict[str, Any]] = {}  # this session's
+        self.skips: Counter[str] = Counter()
+        self.failure = ""
+        self.partial: str | None = None
+        self._log_ready = False
+
+    # -- as reports arrive --------------------------------------------------------------------
+    def _rewrite_log(self, records: list[dict[str, Any]]) -> None:
+        """runs.jsonl, atomically, as exactly these records, one line each."""
+        path = self.out / RUNS_FILE
+        text = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records)
+        tmp = path.with_name(f".{RUNS_FILE}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+
+    def _append(self, rec: dict[str, Any]) -> None:
+        """Add a record to runs.jsonl the moment it arrives (a crash keeps it). The first time,
+        the file is first rewritten from the folder's stored runs, which drops a line a killed
+        session cut short and the lines of runs that run again."""
+        self.out.mkdir(parents=True, exist_ok=True)
+        if not self._log_ready:
+            self._log_ready = True
+            if self.stored or (self.out / RUNS_FILE).exists():
+                self._rewrite_log([r for k, r in sorted(self.stored.items())  # not re-run now
+                                   if k not in self.records or self.records[k].get("cached")])
+        with open(self.out / RUNS_FILE, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(rec, separators=(",", ":")) + "\n")
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        props = dict(report.user_properties)
+        rec: dict[str, Any] | None = props.get("scylla_run")  # type: ignore[assignment]
+        if report.skipped and report.when == "setup" and ITEM_ID.search(report.nodeid):
+            reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else ""
+            self.skips[str(reason).removeprefix("Skipped: ").split(":")[0]] += 1
+        if rec is None:
+            # xdist reports an item whose worker died with when="???" and no payload
+            if report.failed and report.when in ("call", "???") and ITEM_ID.search(report.nodeid):
+                rec = crash_record(report.nodeid)
+            else:
+                return
+        key = rec["run_key"]
+        if key in self.records:
+            return
+        self.records[key] = rec
+        if not rec.get("cached"):  # a cached run is in the file already
+            self._append({k: v for k, v in rec.items() if k != "rejudged_now"})
+
+    # -- at the end -----------------------------------------------------------------------------
+    def all_records(self) -> list[dict[str, Any]]:
+        """The experiment's runs: the stored ones, overridden by this session's."""
+        merged = {**self.stored, **{k: {x: v for x, v in r.items()
+                                        if x not in ("cached", "rejudged_now")}
+                                    for k, r in self.records.items()}}
+        return [merged[k] for k in sorted(merged)]
+
+    def _tally(self) -> tuple[int, int, int]:
+        """This session's runs: (run now, reused from disk, re-scored)."""
+        cached = sum(bool(r.get("cached")) for r in self.records.values())
+        rejudged = sum(bool(r.get("rejudged_now")) for r in self.records.values())
+        return len(self.records) - cached - rejudged, cached, rejudged
+
+    def _tables(self) -> report.Tables:
+        tables = report.Tables(partial=self.partial)
+        tables.add_records(self.all_records(), self.out.name, self.out)
+        return tables
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if not self.records:
+            return
+        if exitstatus == pytest.ExitCode.INTERRUPTED:
+            self.partial = "interrupted: the session stopped before every run finished"
+            # runs that a worker recorded while it was being stopped, whose reports never came
+            self.stored.update({k: r for k, r in resume.stored_records(self.out).items()
+                                if k not in self.records})
+        elif self.skips:
+            self.partial = "not every run was run: " + ", ".join(
+                f"{n} skipped ({why})" for why, n in self.skips.items())
+        try:
+            self._rewrite_log(self.all_records())  # one line per run, as the report counts
+            report.write(self.out, self._tables(), self._manifest(self.all_records()),
+                         self.settings.report)
+        except Exception as exc:  # the records are safe in runs.jsonl: say so, don't crash
+            self.failure = (f"writing the reports failed ({type(exc).__name__}: {exc}); every "
+                            f"run is kept in {self.out / RUNS_FILE}: rebuild with "
+                            f"`scylla report {self.out}`")
+
+    def _manifest(self, records: list[dict[str, Any]]) -> dict[str, Any]:
+        s = self.settings
+        manifest = provenance.manifest(records, {
+            "runs": s.runs, "tiers": s.tiers, "subtests": s.subtests, "model": s.model,
+            "label": s.label, "judges": [j.label for j in s.judges], "min_judges": s.min_judges,
+            "oracle": s.oracle, "sandbox": s.sandbox, "report": list(s.report),
+            "budget_usd": s.budget_usd, "max_run_cost": s.max_run_cost, "fresh": s.fresh,
+            "rejudge": s.rejudge})
+        old = read_dict(self.out / "manifest.json")
+        ran, cached, rejudged = self._tally()
+        sessions = [*(old.get("sessions") or []), {
+            "at": manifest["written_at"], "ran": ran, "from_disk": cached, "rejudged": rejudged,
+            "partial": self.partial}]
+        manifest["sessions"] = sessions  # every session that wrote to this folder
+        rejudges = [*(old.get("rejudges") or [])]
+        if rejudged:
+            rejudges.append({"at": manifest["written_at"],
+                             "judges": [j.label for j in s.judges],
+                             "runs": sorted(k for k, r in self.records.items()
+                                            if r.get("rejudged_now"))})
+        manifest["rejudges"] = rejudges
+        manifest["partial"] = self.partial
+        return manifest
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not self.records:
+            return
+        terminalreporter.section("pytest-scylla")
+        if self.failure:
+            terminalreporter.write_line(self.failure, red=True)
+        for line in report.tier_table(self._tables(), self.out):
+            loud = line.startswith(("SIMULATED", "PARTIAL"))
+            terminalreporter.write_line(line, yellow=loud, bold=loud)
+        ran, cached, rejudged = self._tally()
+        earlier = len(set(self.stored) - set(self.records))
+        if cached or rejudged or earlier:
+            terminalreporter.write_line(
+                f"resumed {self.out.name}: {ran} run now, "
+                f"{cached} reused from disk (cached), {rejudged} re-scored, {earlier} earlier "
+                "runs outside this selection kept in the report")
+        if self.partial:
+            terminalreporter.write_line(f"PARTIAL report: {self.partial}; run the same command "
+                                        "again to resume", yellow=True, bold=True)

@@ -1,0 +1,99 @@
+"""`scylla import SRC DEST`: a run tree recorded by the paper's original implementation
+(`T<k>/<subtest>/run_NN/{run_result.json, agent/, judge/judge_0N/judgment.json}`) turned into
+our experiment folder, so its published experiments can be re-analysed with `scylla report`.
+
+The recorded numbers are kept as recorded (its judges' own scores and category totals), so the
+exports reproduce its own; `scoring.py` re-scores them from item points where that matters (see
+tests/test_scoring.py for where the two differ).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+from pytest_scylla.results import report
+from pytest_scylla.results.metrics import model_label
+
+
+class SourceTreeError(ValueError):
+    """The source is not a run tree of the original implementation."""
+
+
+def _judge(folder: Path, number: int, model: str | None) -> dict[str, Any]:
+    data = json.loads((folder / "judgment.json").read_text("utf-8"))
+    cats = data.get("criteria_scores") or {}
+    achieved = sum(c["achieved"] for c in cats.values() if c.get("achieved") != "N/A")
+    maximum = sum(c["max"] for c in cats.values() if c.get("max") != "N/A")
+    timing = folder / "timing.json"
+    seconds = json.loads(timing.read_text("utf-8")).get("judge_duration_seconds") \
+        if timing.is_file() else None
+    return {
+        "judge_model": model, "judge_number": number, "valid": bool(data.get("is_valid", True)),
+        "score": data.get("score"), "passed": data.get("passed"), "grade": data.get("grade"),
+        "impl_rate": achieved / maximum if maximum else None, "seconds": seconds,
+        "verdict": {"reasoning": data.get("reasoning", ""),
+                    "items": {i: v for c in cats.values() for i, v in
+                              (c.get("items") or {}).items()}},
+        "categories": [{"name": name, "score": c.get("score"), "achieved": c.get("achieved"),
+                        "max": c.get("max"), "weight": None} for name, c in cats.items()]}
+
+
+def _run(run_dir: Path, tier: str, subtest: str, model: str | None,
+         case: str) -> dict[str, Any]:
+    data = json.loads((run_dir / "run_result.json").read_text("utf-8"))
+    judges_meta = {j.get("judge_number"): j for j in data.get("judges") or []}
+    judges = []
+    for folder in sorted((run_dir / "judge").glob("judge_*")):
+        number = int(folder.name.split("_")[1])
+        judges.append(_judge(folder, number, judges_meta.get(number, {}).get("model")))
+    tokens = data.get("token_stats") or {}
+    usage = {"input_tokens": tokens.get("input_tokens", 0),
+             "output_tokens": tokens.get("output_tokens", 0),
+             "cache_creation_input_tokens": tokens.get("cache_creation_tokens", 0),
+             "cache_read_input_tokens": tokens.get("cache_read_tokens", 0)}
+    rates = [j["impl_rate"] for j in judges if j["impl_rate"] is not None]
+    agent = run_dir / "agent" / "result.json"
+    api_calls = json.loads(agent.read_text("utf-8")).get("api_calls") if agent.is_file() \
+        else None
+    number = int(data.get("run_number") or run_dir.name.split("_")[1])
+    passed = bool(data.get("judge_passed"))
+    return {
+        "schema": 1, "imported_from": str(run_dir), "run_key": f"{case}-{tier}-{subtest}-r{number}",
+        "case": case, "tier": tier, "subtest": f"{tier}-{subtest}", "run": number,
+        "model": model, "agent_model_label": model_label(model),
+        "outcome": "pass" if passed else "fail", "passed": passed,
+        "score": data.get("judge_score"), "grade": data.get("judge_grade"),
+        "impl_rate": statistics.median(rates) if rates else None,
+        "cost_usd": data.get("cost_usd"), "cost_source": "cli",
+        "exit_code": data.get("exit_code"), "api_calls": api_calls,
+        "timings": {"total_s": data.get("duration_seconds"),
+                    "agent_s": data.get("agent_duration_seconds")},
+        "judge_duration_seconds": data.get("judge_duration_seconds"),
+        "usage": {model or "unknown": usage},
+        "tokens": {**usage, "total_tokens": sum(usage.values())},
+        "judges": judges, "simulated": False}
+
+
+def convert(src: Path, dest: Path) -> int:
+    """Write `dest/runs.jsonl` (+ the exports) from the tree in `src`; returns the run count."""
+    config_file = src / "result.json"
+    config = json.loads(config_file.read_text("utf-8")).get("config", {}) \
+        if config_file.is_file() else {}
+    models = config.get("models") or [None]
+    case = str(config.get("experiment_id") or src.name)
+    run_dirs = sorted(src.glob("T*/*/run_*/run_result.json"))
+    if not run_dirs:
+        raise SourceTreeError(f"{src}: no T<k>/<subtest>/run_NN/run_result.json here; point at "
+                           "the experiment folder of the original implementation")
+    records = [_run(p.parent, p.parts[-4], p.parts[-3], models[0], case) for p in run_dirs]
+    dest.mkdir(parents=True, exist_ok=True)
+    with open(dest / report.RUNS_FILE, "w", encoding="utf-8") as handle:
+        for rec in records:
+            handle.write(json.dumps(rec, separators=(",", ":")) + "\n")
+    tables = report.Tables()
+    tables.add_records(records, dest.name)
+    report.write(dest, tables, {"imported_from": str(src), "config": config})
+    return len(records)

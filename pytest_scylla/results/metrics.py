@@ -1,0 +1,252 @@
+"""Metrics over run records: pure functions, pandas in and out, no I/O.
+
+Column names follow the paper's exports (`runs.csv`, `judges.csv`, `criteria.csv`) plus ours.
+Definitions: ../shared/reference/statistics.md (pass rate CIs, CoP, consistency, grades).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+SMALL_N = 10  # below this many runs a rate's interval is wide: say so
+COUNTED = ("pass", "fail", "timeout", "budget_exceeded", "agent_error")  # in pass rate and CoP
+RUN_COLUMNS = [
+    "experiment", "agent_model", "tier", "subtest", "run_number", "score", "impl_rate", "passed",
+    "grade", "cost_usd", "duration_seconds", "agent_duration_seconds", "judge_duration_seconds",
+    "input_tokens", "output_tokens", "cache_creation_tokens", "cache_read_tokens", "total_tokens",
+    "exit_code", "api_calls", "num_turns", "case_id", "outcome", "judge_cost_usd", "cost_source",
+    "model_usage", "config_hash", "simulated", "run_key", "checks_duration_seconds"]
+
+
+MODEL_ID = re.compile(r"^claude-(opus|sonnet|haiku)-(\d+)(?:-(\d{1,2}))?(?:-\d{8})?$")
+
+
+def model_label(model: str | None) -> str | None:
+    """'claude-sonnet-4-5-20250929' -> 'Sonnet 4.5': the paper's display names in exports."""
+    match = MODEL_ID.match(model or "")
+    if not match:
+        return model
+    family, major, minor = match.groups()
+    return f"{family.capitalize()} {major}{'.' + minor if minor else ''}"
+
+
+def run_row(rec: dict[str, Any], experiment: str) -> dict[str, Any]:
+    """One `runs.csv` row from a run record."""
+    import json
+
+    tokens = rec.get("tokens") or {}
+    timings = rec.get("timings") or {}
+    return {
+        "experiment": experiment,
+        "agent_model": rec.get("agent_model_label") or model_label(rec.get("model")),
+        "tier": rec.get("tier"), "subtest": str(rec.get("subtest", "")).split("-", 1)[-1],
+        "run_number": rec.get("run"), "score": rec.get("score"), "impl_rate": rec.get("impl_rate"),
+        "passed": rec.get("outcome") == "pass", "grade": rec.get("grade"),
+        "cost_usd": rec.get("cost_usd"), "duration_seconds": timings.get("total_s"),
+        "agent_duration_seconds": timings.get("agent_s"),
+        "checks_duration_seconds": timings.get("checks_s"),
+        "judge_duration_seconds": rec.get("judge_duration_seconds"),
+        "input_tokens": tokens.get("input_tokens"), "output_tokens": tokens.get("output_tokens"),
+        "cache_creation_tokens": tokens.get("cache_creation_input_tokens"),
+        "cache_read_tokens": tokens.get("cache_read_input_tokens"),
+        "total_tokens": tokens.get("total_tokens"), "exit_code": rec.get("exit_code"),
+        "api_calls": rec.get("api_calls"), "num_turns": rec.get("num_turns"),
+        "case_id": rec.get("case"), "outcome": rec.get("outcome"),
+        "judge_cost_usd": rec.get("judge_cost_usd"), "cost_source": rec.get("cost_source"),
+        "model_usage": json.dumps(rec.get("usage") or {}, sort_keys=True),
+        "config_hash": rec.get("config_hash"), "simulated": bool(rec.get("simulated")),
+        "run_key": rec.get("run_key")}
+
+
+def _judge_keys(rec: dict[str, Any], judge: dict[str, Any], experiment: str) -> dict[str, Any]:
+    """The columns that place a judge's row: experiment, model, tier, subtest, run, judge."""
+    return {"experiment": experiment,
+            "agent_model": rec.get("agent_model_label") or model_label(rec.get("model")),
+            "tier": rec.get("tier"), "subtest": str(rec.get("subtest", "")).split("-", 1)[-1],
+            "run_number": rec.get("run"), "case_id": rec.get("case"),
+            "judge_model": judge.get("judge_model"), "judge_number": judge.get("judge_number")}
+
+
+def judge_rows(rec: dict[str, Any], experiment: str) -> list[dict[str, Any]]:
+    """`judges.csv` rows (one per judge of the run)."""
+    return [{**_judge_keys(rec, j, experiment),
+             "judge_score": j.get("score"), "judge_impl_rate": j.get("impl_rate"),
+             "judge_passed": j.get("passed"), "judge_grade": j.get("grade"),
+             "judge_is_valid": j.get("valid"),
+             "judge_reasoning": (j.get("verdict") or {}).get("reasoning", ""),
+             "judge_cost_usd": j.get("cost_usd"), "judge_seconds": j.get("seconds"),
+             "judge_input_tokens": (j.get("usage") or {}).get("input_tokens"),
+             "judge_output_tokens": (j.get("usage") or {}).get("output_tokens"),
+             "run_key": rec.get("run_key")} for j in rec.get("judges") or []]
+
+
+def criteria_rows(rec: dict[str, Any], experiment: str) -> list[dict[str, Any]]:
+    """`criteria.csv` rows (judge x category) of the run."""
+    return [{**_judge_keys(rec, j, experiment), "criterion": c["name"],
+             "criterion_score": c["score"], "criterion_achieved": c["achieved"],
+             "criterion_max": c["max"], "run_key": rec.get("run_key")}
+            for j in rec.get("judges") or [] for c in j.get("categories") or []]
+
+
+def clopper_pearson(passes: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
+    from statsmodels.stats.proportion import proportion_confint
+
+    low, high = proportion_confint(passes, n, alpha=alpha, method="beta")
+    return float(low), float(high)
+
+
+def bca_interval(values: Sequence[float], seed: int = 0,
+                 resamples: int = 10_000) -> tuple[float, float] | None:
+    """BCa bootstrap CI of the mean; None when the values are all equal (it degenerates). The
+    values are sorted first: the same runs give the same interval in whatever order they
+    finished (a fixed seed alone would not)."""
+    import numpy as np
+    from scipy.stats import bootstrap
+
+    data = np.sort(np.asarray(values, dtype=float))
+    if len(data) < 2 or np.all(data == data[0]):
+        return None
+    result = bootstrap((data,), np.mean, n_resamples=resamples, method="BCa",
+                       random_state=np.random.default_rng(seed))
+    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+
+
+def pass_rate_ci(passed: Sequence[bool]) -> tuple[float, float, str]:
+    """(low, high, method): BCa when it is defined and n is not small, else Clopper-Pearson."""
+    n, k = len(passed), sum(bool(p) for p in passed)
+    if n >= SMALL_N:
+        bca = bca_interval([float(p) for p in passed])
+        if bca is not None:
+            return bca[0], bca[1], "bca"
+    low, high = clopper_pearson(k, n)
+    return low, high, "clopper-pearson"
+
+
+def cop(mean_cost: float, pass_rate: float) -> float:
+    """Cost-of-Pass: expected dollars per correct solution; infinite when nothing passed."""
+    return math.inf if pass_rate <= 0 else mean_cost / pass_rate
+
+
+def consistency(scores: Sequence[float]) -> float | None:
+    """1 - sd/mean clamped to [0, 1]; a single run counts as fully consistent (the paper's
+    convention: its subtests.csv has 1.0 there) and the small-n warning says how little that
+    means; None without scores."""
+    import statistics
+
+    if not scores:
+        return None
+    if len(scores) == 1:
+        return 1.0
+    mean = statistics.fmean(scores)
+    if mean == 0:
+        return 0.0
+    return min(1.0, max(0.0, 1 - statistics.stdev(scores) / mean))
+
+
+GRADES = ("S", "A", "B", "C", "D", "F")
+PASS_K = (1, 3, 5)
+
+
+def _order(keys: Sequence[str], values: tuple[str, ...]) -> tuple[Any, ...]:
+    return tuple(tier_order(v) if k == "tier" else (0, v) for k, v in zip(keys, values,
+                                                                          strict=True))
+
+
+def group_summary(rows: Iterable[dict[str, Any]], keys: Sequence[str] = ("tier",)
+                  ) -> list[dict[str, Any]]:
+    """Per-tier (or per-`keys` group, e.g. case x tier x subtest) summary over the counted runs:
+    n, pass rate with its CI, score and impl rate (mean/median/sd), consistency, cost, duration,
+    CoP pooled and as the mean of per-case CoP, pass@k and pass^k (averaged over cases, for the
+    k the runs per case allow), grade counts and modal grade, and a warning when n is small."""
+    import statistics
+    from collections import Counter
+
+    from pytest_scylla.results.stats import pass_at_k, pass_hat_k
+
+    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(tuple(str(row[k]) for k in keys), []).append(row)
+    out = []
+    for name in sorted(groups, key=lambda v: _order(keys, v)):
+        runs = groups[name]
+        counted = [r for r in runs if r["outcome"] in COUNTED]
+        n = len(counted)
+        passed = [bool(r["passed"]) for r in counted]
+
+        scores, impl, durations = ([float(r[c]) for r in counted if r.get(c) not in (None, "")]
+                                   for c in ("score", "impl_rate", "duration_seconds"))
+        costs = [float(r["cost_usd"] or 0) for r in counted]
+        rate = sum(passed) / n if n else 0.0
+        low, high, method = pass_rate_ci(passed) if n else (0.0, 0.0, "none")
+        mean_cost = statistics.fmean(costs) if costs else 0.0
+        grades = Counter(r["grade"] for r in counted if r["grade"])
+        by_case: dict[str, list[dict[str, Any]]] = {}
+        for r in counted:
+            by_case.setdefault(str(r.get("case_id") or r.get("experiment")), []).append(r)
+        case_cops = [cop(statistics.fmean(float(r["cost_usd"] or 0) for r in rs),
+                         sum(bool(r["passed"]) for r in rs) / len(rs)) for rs in by_case.values()]
+        per_case_cop = (statistics.fmean(case_cops) if case_cops
+                        and all(math.isfinite(c) for c in case_cops) else None)
+        fewest = min((len(rs) for rs in by_case.values()), default=0)
+        at_k: dict[str, float | None] = {}
+        for k in PASS_K:
+            if k <= fewest:
+                cells = [(len(rs), sum(bool(r["passed"]) for r in rs)) for rs in by_case.values()]
+                at_k[f"pass_at_{k}"] = statistics.fmean(pass_at_k(a, c, k) for a, c in cells)
+                at_k[f"pass_hat_{k}"] = statistics.fmean(pass_hat_k(a, c, k) for a, c in cells)
+            else:
+                at_k[f"pass_at_{k}"] = at_k[f"pass_hat_{k}"] = None
+        warnings = []
+        if n < SMALL_N:
+            warnings.append(f"n={n} < {SMALL_N}: interval is wide")
+        if case_cops and per_case_cop is None:
+            warnings.append("per-case CoP undefined: a case never passed")
+        out.append({
+            **dict(zip(keys, name, strict=True)), "n": n, "excluded": len(runs) - n,
+            "passes": sum(passed), "pass_rate": rate, "ci_low": low, "ci_high": high,
+            "ci_method": method,
+            "mean_score": statistics.fmean(scores) if scores else None,
+            "median_score": statistics.median(scores) if scores else None,
+            "std_score": statistics.stdev(scores) if len(scores) > 1 else None,
+            "mean_impl_rate": statistics.fmean(impl) if impl else None,
+            "median_impl_rate": statistics.median(impl) if impl else None,
+            "std_impl_rate": statistics.stdev(impl) if len(impl) > 1 else None,
+            "consistency": consistency(scores), "mean_cost": mean_cost,
+            "total_cost": math.fsum(costs),
+            "mean_duration": statistics.fmean(durations) if durations else None,
+            "cop": cop(mean_cost, rate) if n else math.inf,
+            "cop_per_case_mean": per_case_cop, "cases": len(by_case), **at_k,
+            **{f"grade_{g}": grades.get(g, 0) for g in GRADES},
+            "modal_grade": modal_grade(grades),
+            "warning": "; ".join(warnings)})
+    return out
+
+
+def modal_grade(grades: Any) -> str | None:
+    """The most frequent grade; a tie goes to the worse grade (a fixed rule, so the result does
+    not depend on the order runs finished in, and never flatters)."""
+    if not grades:
+        return None
+    rank = {g: i for i, g in enumerate(GRADES)}
+    return str(max(grades, key=lambda g: (grades[g], rank.get(g, len(GRADES)))))
+
+
+def frontier(summary: Sequence[dict[str, Any]], key: str = "tier") -> tuple[str, float] | None:
+    """(group, CoP) with the lowest finite CoP; None when nothing passed anywhere."""
+    finite = [(s["cop"], s[key]) for s in summary if math.isfinite(s["cop"])]
+    if not finite:
+        return None
+    best = min(finite)
+    return best[1], best[0]
+
+
+def tier_order(name: str) -> tuple[int, str]:
+    digits = "".join(c for c in name if c.isdigit())
+    return (int(digits) if name.startswith("T") and digits else 10_000, name)
+
+
+def fmt_cop(value: float) -> str:
+    return "∞" if math.isinf(value) else f"${value:.4f}"

@@ -1,0 +1,110 @@
+"""A case's deterministic checks: copy the hidden files in, run each command, compare.
+
+The commands run in the workspace with `python` meaning this interpreter and bytecode writing off,
+so checks leave no artifacts behind that a judge could count against the agent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_scylla.formats.spec import Case, Check
+
+Wrap = Callable[[list[str]], list[str]]
+OUTPUT_LIMIT = 8_000  # characters of stdout/stderr kept per check (head and tail)
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    name: str
+    passed: bool
+    exit_code: int | None  # None: killed at the timeout
+    seconds: float
+    stdout: str
+    stderr: str
+    reason: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def truncate(text: str, limit: int = OUTPUT_LIMIT) -> str:
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n[... {len(text) - limit} characters cut ...]\n{text[-half:]}"
+
+
+def copy_hidden(case: Case, workspace: Path) -> None:
+    """Lay the case's hidden files over the workspace (only after the agent finished)."""
+    if case.hidden is not None:
+        shutil.copytree(case.hidden, workspace, dirs_exist_ok=True)
+
+
+def check_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ if base is None else base)
+    bindir = str(Path(sys.executable).parent)
+    env["PATH"] = os.pathsep.join([bindir, env.get("PATH", os.defpath)])
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env.pop("PYTEST_ADDOPTS", None)
+    env.pop("PYTEST_XDIST_WORKER", None)
+    return env
+
+
+def _verdict(check: Check, code: int | None, stdout: str) -> str:
+    """Why a check failed ('' when it passed)."""
+    if code is None:
+        return f"timed out after {check.timeout_seconds}s"
+    if code != check.expect_exit:
+        return f"exit code {code}, expected {check.expect_exit}"
+    if check.expect_stdout is not None:
+        mode, want = check.expect_stdout
+        ok = {"exact": stdout == want, "contains": want in stdout,
+              "regex": re.search(want, stdout, re.MULTILINE) is not None}[mode]
+        if not ok:
+            return f"stdout does not {'equal' if mode == 'exact' else 'match'} {want!r}"
+    return ""
+
+
+def run_check(check: Check, workspace: Path, env: Mapping[str, str],
+              wrap: Wrap | None = None) -> CheckResult:
+    """Run one check in its own process group; at the timeout the whole group is killed.
+    `wrap` turns the command's argv into the sandbox's argv."""
+    start = time.monotonic()
+    argv = ["/bin/sh", "-c", check.run] if isinstance(check.run, str) else list(check.run)
+    proc = subprocess.Popen(wrap(argv) if wrap else argv, cwd=workspace,
+                            env=dict(env), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, errors="replace",
+                            start_new_session=True)
+    code: int | None
+    try:
+        stdout, stderr = proc.communicate(timeout=check.timeout_seconds)
+        code = proc.returncode
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        stdout, stderr = proc.communicate()
+        code = None
+    reason = _verdict(check, code, stdout)
+    return CheckResult(name=check.name, passed=not reason, exit_code=code,
+                       seconds=round(time.monotonic() - start, 3), stdout=truncate(stdout),
+                       stderr=truncate(stderr), reason=reason)
+
+
+def run_checks(case: Case, workspace: Path, env: Mapping[str, str] | None = None,
+               wrap: Wrap | None = None) -> list[CheckResult]:
+    """Copy hidden files in, then run every check in order."""
+    copy_hidden(case, workspace)
+    run_env = check_env(env)
+    return [run_check(check, workspace, run_env, wrap) for check in case.checks]

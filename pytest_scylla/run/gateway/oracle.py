@@ -1,0 +1,265 @@
+"""The oracle upstream: a scripted model that drives the real CLI through ordinary tool calls.
+
+`solution` reads every file it is about to replace, then writes the case's reference solution with
+the Write tool (the shell when Write is not offered) and ends with a short summary; `noop` answers
+without touching anything; `wrong` writes a broken version (the first half of each file's lines).
+The script is stateless: the next step follows from the oracle's own tool calls already in the
+conversation, so retries and side calls never shift it. Calls without the main agent's tools
+(titles, summaries, sub-agent chatter) get a short sensible text.
+
+Usage numbers are realistic in shape: about four bytes per token, the stable prefix written to
+the prompt cache on the first call and read from it afterwards.
+
+For the harness's own fault tests, `SCYLLA_ORACLE_FAULT` in the gateway's environment makes the
+oracle misbehave: `stall` (never answers), `overloaded` (HTTP 529 with retry-after), `crash`
+(asks the shell to kill the CLI process).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shlex
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_scylla.run.gateway import sse
+
+TOOL_ID = "toolu_oracle_"
+JUDGE_TOOL = "submit_verdict"
+STRUCTURED_TOOL = "StructuredOutput"  # how `claude -p --json-schema` asks for its answer
+MODES = ("solution", "noop", "wrong")
+FAULTS = ("stall", "overloaded", "crash", "rate-limited", "usage-limit")
+_usage_limit_fired = threading.Event()  # the usage-limit fault hits one call per process
+
+
+def mode_for(mode: str, run_key: str) -> str:
+    """`mixed` picks solution (60 %), wrong (25 %) or noop (15 %) from the run's key, so the same
+    run always does the same thing (results reproduce across sessions and worker counts)."""
+    if mode != "mixed":
+        return mode
+    bucket = int(hashlib.sha256(run_key.encode()).hexdigest()[:8], 16) % 20
+    return "solution" if bucket < 12 else "wrong" if bucket < 17 else "noop"
+
+
+@dataclass(frozen=True)
+class Script:
+    """What the oracle does for one run."""
+
+    mode: str
+    workspace: Path
+    files: tuple[tuple[str, str], ...]  # (path relative to the workspace, content to write)
+    existing: frozenset[str] = frozenset()  # of those, the ones the workspace had at the start
+    delegates: tuple[str, ...] = ()  # sub-agents to hand the work down to, outermost first
+    verdict: dict[str, Any] | None = None  # what the oracle judge answers (judge routes only)
+
+    @classmethod
+    def for_case(cls, mode: str, solution: Path | None, workspace: Path,
+                 delegates: tuple[str, ...] = ()) -> Script:
+        files: list[tuple[str, str]] = []
+        if solution is not None and mode != "noop":
+            for path in sorted(p for p in solution.rglob("*") if p.is_file()):
+                text = path.read_text(encoding="utf-8")
+                if mode == "wrong":
+                    lines = text.splitlines(keepends=True)
+                    text = "".join(lines[: len(lines) // 2])
+                files.append((path.relative_to(solution).as_posix(), text))
+        existing = frozenset(rel for rel, _ in files if (workspace / rel).exists())
+        return cls(mode=mode, workspace=workspace, files=tuple(files), existing=existing,
+                   delegates=delegates)
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int
+    blocks: list[dict[str, Any]]
+    stop_reason: str = "end_turn"
+    headers: tuple[tuple[str, str], ...] = ()
+    error: dict[str, Any] | None = None
+    stall: bool = False
+
+
+def fault() -> str | None:
+    value = os.environ.get("SCYLLA_ORACLE_FAULT", "").strip() or None
+    return value if value in FAULTS else None
+
+
+def tool_names(request: dict[str, Any]) -> set[str]:
+    return {t.get("name", "") for t in request.get("tools") or [] if isinstance(t, dict)}
+
+
+def is_main_agent(request: dict[str, Any]) -> bool:
+    """The main agent's calls carry its file tools; side calls carry none of them."""
+    return bool(tool_names(request) & {"Write", "Edit", "Bash"})
+
+
+def _oracle_turns(request: dict[str, Any]) -> tuple[int, bool]:
+    """(how many oracle tool turns are in the conversation, whether the last one failed)."""
+    turns = 0
+    for message in request.get("messages", []):
+        content = message.get("content")
+        if message.get("role") == "assistant" and isinstance(content, list) and any(
+                b.get("type") == "tool_use" and str(b.get("id", "")).startswith(TOOL_ID)
+                for b in content if isinstance(b, dict)):
+            turns += 1
+    failed = False
+    last = request.get("messages", [])[-1:] or [{}]
+    content = last[0].get("content")
+    if isinstance(content, list):
+        failed = any(isinstance(b, dict) and b.get("type") == "tool_result" and b.get("is_error")
+                     for b in content)
+    return turns, failed
+
+
+DELEGATE_MARK = re.compile(r"\[scylla-oracle level (\d+)\]")
+
+
+def _level(request: dict[str, Any]) -> int:
+    """0 for the main agent; N for a sub-agent the oracle delegated to N levels down."""
+    first: dict[str, Any] = next(
+        (m for m in request.get("messages", []) if m.get("role") == "user"), {})
+    content = first.get("content")
+    texts = [content] if isinstance(content, str) else [
+        b.get("text", "") for b in content or [] if isinstance(b, dict)]
+    levels = [int(m.group(1)) for t in texts for m in DELEGATE_MARK.finditer(t)]
+    return max(levels, default=0)
+
+
+def _text(text: str) -> Reply:
+    return Reply(200, [{"type": "text", "text": text}])
+
+
+def _tools(turn: int, calls: list[tuple[str, dict[str, Any]]]) -> Reply:
+    blocks = [{"type": "tool_use", "id": f"{TOOL_ID}{turn:02d}_{i:02d}", "name": name,
+               "input": args} for i, (name, args) in enumerate(calls)]
+    return Reply(200, blocks, stop_reason="tool_use")
+
+
+def plan(script: Script, tools: set[str]) -> list[list[tuple[str, dict[str, Any]]]]:
+    """The tool turns that apply the script's files with the tools this run offers."""
+    if not script.files:
+        return []
+    paths = [(str(script.workspace / rel), text) for rel, text in script.files]
+    if "Write" in tools:
+        existing = [("Read", {"file_path": str(script.workspace / rel)})
+                    for rel, _ in script.files if rel in script.existing]
+        writes = [("Write", {"file_path": p, "content": t}) for p, t in paths]
+        return [existing, writes] if existing else [writes]
+    if "Bash" in tools:
+        writer = shlex.quote("import sys; open(sys.argv[1], 'w').write(sys.argv[2])")
+        commands = [f"mkdir -p {shlex.quote(str(Path(path).parent))} && python3 -c {writer} "
+                    f"{shlex.quote(path)} {shlex.quote(text)}" for path, text in paths]
+        return [[("Bash", {"command": c, "description": "Write a file"}) for c in commands]]
+    return []
+
+
+def judge_faults() -> dict[str, str]:
+    """`SCYLLA_ORACLE_JUDGE_FAULT=malformed-once:<model>,never-valid:<model>` -> {model: kind}."""
+    faults = {}
+    for entry in os.environ.get("SCYLLA_ORACLE_JUDGE_FAULT", "").split(","):
+        kind, _, model = entry.strip().partition(":")
+        if kind in ("malformed-once", "never-valid") and model:
+            faults[model] = kind
+    return faults
+
+
+def _judge(script: Script, request: dict[str, Any]) -> Reply:
+    """A verdict through the forced tool call; faults make it malformed (missing items)."""
+    delay = float(os.environ.get("SCYLLA_ORACLE_JUDGE_DELAY", "0") or 0)
+    if delay > 0:
+        time.sleep(delay)
+    last = (request.get("messages") or [{}])[-1].get("content")
+    if isinstance(last, list) and any(
+            isinstance(b, dict) and b.get("type") == "tool_result" and not b.get("is_error")
+            and str(b.get("tool_use_id", "")).startswith("toolu_oracle_verdict") for b in last):
+        return _text("Verdict submitted.")  # the CLI accepted the structured output
+    kind = judge_faults().get(str(request.get("model")))
+    retry = any(m.get("role") == "assistant" for m in request.get("messages", [])) or (
+        "previous verdict was not accepted" in json.dumps(request.get("messages", [])))
+    verdict = script.verdict or {"items": {}, "reasoning": "no verdict prepared"}
+    if kind == "never-valid" or (kind == "malformed-once" and not retry):
+        items = dict(list(verdict["items"].items())[:-1])  # one item missing
+        verdict = {"items": items, "reasoning": "(oracle fault: incomplete verdict)"}
+    name = STRUCTURED_TOOL if STRUCTURED_TOOL in tool_names(request) else JUDGE_TOOL
+    block = {"type": "tool_use", "id": f"toolu_oracle_verdict_{len(request['messages'])}",
+             "name": name, "input": verdict}
+    return Reply(200, [block], stop_reason="tool_use")
+
+
+def answer(script: Script, request: dict[str, Any], attempt: int = 0) -> Reply:
+    """The oracle's next reply to `request` (`attempt`: the gateway's retry count for it)."""
+    if (request.get("tool_choice") or {}).get("name") == JUDGE_TOOL or (
+            script.verdict is not None and tool_names(request) == {STRUCTURED_TOOL}):
+        return _judge(script, request)
+    injected = fault()
+    if injected == "overloaded":
+        return Reply(529, [], headers=(("retry-after", "1"),),
+                     error={"type": "overloaded_error", "message": "Overloaded (oracle fault)"})
+    if injected == "rate-limited" and attempt == 0:  # a transient limit: a retry succeeds
+        return Reply(429, [], headers=(("retry-after", "1"),), error={
+            "type": "rate_limit_error", "message": "Rate limited (oracle fault)"})
+    if injected == "usage-limit" and not _usage_limit_fired.is_set():
+        _usage_limit_fired.set()
+        seconds = os.environ.get("SCYLLA_ORACLE_LIMIT_SECONDS", "3600")
+        return Reply(429, [], headers=(("retry-after", seconds),), error={
+            "type": "rate_limit_error",
+            "message": "usage limit reached for the current window (oracle fault)"})
+    if not is_main_agent(request):
+        return _text("Done: the requested change is in place.")
+    if injected == "stall":
+        return Reply(200, [], stall=True)
+    turns, failed = _oracle_turns(request)
+    if injected == "crash":
+        if turns == 0:
+            return _tools(0, [("Bash", {"command": "kill -KILL $PPID",
+                                        "description": "Stop the CLI (oracle crash fault)"})])
+        return _text("The CLI should not have survived.")
+    if failed:
+        return _text("A tool call failed; stopping without finishing the change.")
+    level = _level(request)
+    if script.mode != "noop" and level < len(script.delegates) and "Agent" in tool_names(request):
+        if turns == 0:
+            agent = script.delegates[level]
+            return _tools(0, [("Agent", {
+                "description": f"Hand the change to {agent}", "subagent_type": agent,
+                "prompt": f"[scylla-oracle level {level + 1}] Make the change the task asks "
+                          f"for in {script.workspace} and report back."})])
+        return _text(f"Done: {script.delegates[level]} made the change.")
+    steps = plan(script, tool_names(request))
+    if script.mode == "noop":
+        return _text("I read the task and decided to make no changes.")
+    if turns < len(steps):
+        return _tools(turns, steps[turns])
+    if not steps:
+        return _text("No file-writing tool is available, so I could not apply the change.")
+    names = ", ".join(rel for rel, _ in script.files)
+    return _text(f"Done. I wrote {names}.")
+
+
+def usage_for(request_bytes: int, reply: Reply, first_call: bool) -> dict[str, int]:
+    """Token counts shaped like the real API's: ~4 bytes a token, a cached stable prefix."""
+    total_in = max(1, request_bytes // 4)
+    prefix = int(total_in * 0.85)
+    out = max(1, len(json.dumps(reply.blocks)) // 4 + 8)
+    if first_call:
+        return {"input_tokens": total_in - prefix, "cache_creation_input_tokens": prefix,
+                "cache_read_input_tokens": 0, "output_tokens": out}
+    return {"input_tokens": total_in - prefix, "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": prefix, "output_tokens": out}
+
+
+def render(reply: Reply, msg_id: str, model: str, usage: dict[str, int],
+           stream: bool) -> Iterator[bytes]:
+    if reply.error is not None:
+        yield json.dumps({"type": "error", "error": reply.error}).encode()
+    elif stream:
+        yield from sse.message_events(msg_id, model, reply.blocks, reply.stop_reason, usage)
+    else:
+        yield json.dumps(sse.message_json(msg_id, model, reply.blocks, reply.stop_reason,
+                                          usage)).encode()

@@ -1,0 +1,118 @@
+"""The tier overlay: write exactly what a subtest declares into the run, and nothing else.
+
+CLAUDE.md blocks, skills and agents are copied into the workspace; the MCP config, settings and
+system-prompt mode become CLI flags and files; the run gets its own HOME and CLAUDE_CONFIG_DIR so
+the user's own Claude configuration never leaks in. Files are copied, never linked to host paths.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_scylla.formats.tiers import Subtest, TierSet, deep_merge
+
+BLOCK_SEPARATOR = "\n\n"
+
+
+@dataclass(frozen=True)
+class Overlay:
+    args: tuple[str, ...]  # CLI flags for the subtest (system prompt, tools, MCP)
+    env: dict[str, str]  # HOME, CLAUDE_CONFIG_DIR and MCP start-up settings
+    written: tuple[str, ...]  # workspace paths the overlay created (kept out of the agent's diff)
+    model: str | None  # the subtest's model override, if any
+    declared: dict[str, Any] = field(default_factory=dict)  # what the ablation check expects
+
+
+def _substitute(value: str, values: dict[str, str]) -> str:
+    for key, replacement in values.items():
+        value = value.replace("${" + key + "}", replacement)
+    return value
+
+
+def mcp_config(sub: Subtest, tiers: TierSet, workspace: Path, run_dir: Path) -> dict[str, Any]:
+    """`{"mcpServers": {...}}` for the subtest, with each server's files copied into the run."""
+    servers: dict[str, Any] = {}
+    for name in sub.mcp_servers:
+        decl = json.loads(tiers.resource_path("mcp_servers", name).read_text(encoding="utf-8"))
+        server_dir = run_dir / "mcp" / name
+        server_dir.mkdir(parents=True, exist_ok=True)
+        for rel in decl.get("files", []):
+            target = server_dir / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(tiers.dir / "mcp" / rel, target)
+        values = {"WORKSPACE": str(workspace), "SERVER_DIR": str(server_dir)}
+        servers[name] = {
+            "type": "stdio",
+            "command": decl["command"],
+            "args": [_substitute(a, values) for a in decl.get("args", [])],
+            "env": {k: _substitute(v, values) for k, v in decl.get("env", {}).items()},
+        }
+    return {"mcpServers": servers}
+
+
+def apply(sub: Subtest, tiers: TierSet, workspace: Path, run_dir: Path) -> Overlay:
+    """Write the subtest's files into `workspace` and `run_dir`; return flags and environment."""
+    written: list[str] = []
+    claude = workspace / ".claude"
+    if sub.claude_md:
+        blocks = [tiers.resource_path("claude_md", b).read_text(encoding="utf-8").strip()
+                  for b in sub.claude_md]
+        target = workspace / "CLAUDE.md"
+        existing = target.read_text(encoding="utf-8").rstrip() if target.exists() else ""
+        target.write_text(BLOCK_SEPARATOR.join([t for t in (existing, *blocks) if t]) + "\n",
+                          encoding="utf-8")
+        written.append("CLAUDE.md")
+    for name in sub.skills:
+        source = tiers.resource_path("skills", name).parent
+        shutil.copytree(source, claude / "skills" / name, symlinks=False, dirs_exist_ok=True)
+        written.append(f".claude/skills/{name}")
+    for name in sub.agents:
+        (claude / "agents").mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(tiers.resource_path("agents", name), claude / "agents" / f"{name}.md")
+        written.append(f".claude/agents/{name}.md")
+    settings = dict(sub.settings)
+    if sub.tools_deny:
+        settings = deep_merge(settings, {"permissions": {"deny": list(sub.tools_deny)}})
+    if settings:
+        path = claude / "settings.json"
+        present = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+        claude.mkdir(exist_ok=True)
+        merged = deep_merge(present, settings)
+        path.write_text(json.dumps(merged, indent=2) + "\n", encoding="utf-8")
+        written.append(".claude/settings.json")
+
+    home = run_dir / "home"
+    (home / ".claude").mkdir(parents=True, exist_ok=True)
+    config_file = run_dir / "mcp.json"
+    config = mcp_config(sub, tiers, workspace, run_dir)
+    config_file.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    # Always strict: a workspace .mcp.json must never add servers the subtest did not declare.
+    args: list[str] = ["--mcp-config", str(config_file), "--strict-mcp-config"]
+    prompt = sub.system_prompt
+    if prompt is not None and prompt.mode == "none":
+        args += ["--system-prompt", ""]
+    elif prompt is not None and prompt.file is not None:
+        text = prompt.file.read_text(encoding="utf-8")
+        args += ["--system-prompt" if prompt.mode == "replace" else "--append-system-prompt",
+                 text]
+    if sub.tools_allow is not None:
+        args += ["--tools", ",".join(sub.tools_allow)]
+    env = {
+        "HOME": str(home),
+        "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+        "MCP_CONNECTION_NONBLOCKING": "false",
+        "MCP_TIMEOUT": "60000",
+    }
+    declared = {
+        "system_prompt": prompt.mode if prompt else "default",
+        "claude_md": list(sub.claude_md), "skills": list(sub.skills),
+        "agents": list(sub.agents), "mcp_servers": list(sub.mcp_servers),
+        "tools_allow": list(sub.tools_allow) if sub.tools_allow is not None else None,
+        "tools_deny": list(sub.tools_deny),
+    }
+    return Overlay(args=tuple(args), env=env, written=tuple(written), model=sub.model,
+                   declared=declared)

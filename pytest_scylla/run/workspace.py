@@ -1,0 +1,126 @@
+"""A fresh git working tree per run, holding the case's source at its pinned commit.
+
+A source folder is committed into a new repository (fixed author and date, so the same folder
+always gives the same commit). A `repo` + `commit` source is mirrored once per URL into a shared,
+file-locked cache; each run then fetches only that commit's history into a new repository, so no
+run sees another run's work or upstream commits made after the pinned one.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from pytest_scylla.formats.spec import Case
+
+GIT_IDENTITY = {
+    "GIT_AUTHOR_NAME": "scylla", "GIT_AUTHOR_EMAIL": "scylla@localhost",
+    "GIT_COMMITTER_NAME": "scylla", "GIT_COMMITTER_EMAIL": "scylla@localhost",
+    "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z",
+}
+BRANCH = "scylla"
+
+
+class WorkspaceError(RuntimeError):
+    """The workspace could not be made (an infrastructure failure, never the agent's)."""
+
+
+def git(args: Sequence[str], cwd: Path, env: dict[str, str] | None = None,
+        check: bool = True) -> str:
+    full_env = {**os.environ, **GIT_IDENTITY, "GIT_TERMINAL_PROMPT": "0",
+                "GIT_CONFIG_NOSYSTEM": "1", **(env or {})}
+    proc = subprocess.run(["git", "-c", "core.quotepath=off", "-c", "init.defaultBranch=" + BRANCH,
+                           *args], cwd=cwd, env=full_env, capture_output=True, text=True,
+                          errors="replace", stdin=subprocess.DEVNULL, check=False)
+    if check and proc.returncode != 0:
+        raise WorkspaceError(f"git {' '.join(args)} failed in {cwd}: {proc.stderr.strip()}")
+    return proc.stdout
+
+
+@dataclass(frozen=True)
+class Workspace:
+    path: Path
+    base_commit: str  # the pinned commit the run starts from (and is diffed against)
+
+
+def create(case: Case, dest: Path, cache_dir: Path) -> Workspace:
+    """Make `dest` (which must not exist) a working tree of the case's source."""
+    if dest.exists():
+        raise WorkspaceError(f"workspace {dest} already exists")
+    dest.mkdir(parents=True)
+    if case.source.path is not None:
+        shutil.copytree(case.source.path, dest, dirs_exist_ok=True, symlinks=True)
+        shutil.rmtree(dest / ".git", ignore_errors=True)
+        git(["init", "-q"], dest)
+        git(["add", "-A"], dest)
+        git(["commit", "-q", "--allow-empty", "--no-verify", "-m", f"{case.id}: task source"],
+            dest)
+        return Workspace(dest, git(["rev-parse", "HEAD"], dest).strip())
+    assert case.source.repo is not None
+    assert case.source.commit is not None
+    mirror = ensure_mirror(case.source.repo, case.source.commit, cache_dir)
+    git(["init", "-q"], dest)
+    git(["fetch", "-q", "--no-tags", str(mirror), pin_ref(case.source.commit)], dest)
+    git(["checkout", "-q", "-b", BRANCH, case.source.commit], dest)
+    (dest / ".git" / "FETCH_HEAD").unlink(missing_ok=True)
+    return Workspace(dest, case.source.commit)
+
+
+def pin_ref(commit: str) -> str:
+    return f"refs/scylla/pins/{commit}"
+
+
+@contextmanager
+def locked(lock_path: Path) -> Iterator[None]:
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def ensure_mirror(url: str, commit: str, cache_dir: Path) -> Path:
+    """One bare mirror per URL, shared by every run and worker; holds a ref pinning `commit`."""
+    name = hashlib.sha256(url.encode()).hexdigest()[:16]
+    mirror = cache_dir / "mirrors" / f"{name}.git"
+    with locked(cache_dir / "mirrors" / f"{name}.lock"):
+        if not (mirror / "HEAD").exists():
+            tmp = Path(tempfile.mkdtemp(dir=mirror.parent, prefix=f"{name}.partial-"))
+            git(["clone", "-q", "--mirror", url, str(tmp)], mirror.parent)
+            tmp.rename(mirror)
+        present = git(["cat-file", "-t", commit], mirror, check=False).strip() == "commit"
+        if not present:
+            git(["fetch", "-q", "--prune", "origin"], mirror)
+            if git(["cat-file", "-t", commit], mirror, check=False).strip() != "commit":
+                raise WorkspaceError(f"commit {commit} not found in {url}; check the case's "
+                                     "source.commit")
+        git(["update-ref", pin_ref(commit), commit], mirror)
+    return mirror
+
+
+def diff(ws: Workspace, exclude: Sequence[str] = ()) -> str:
+    """Everything that changed since the pinned commit: committed, staged, unstaged and untracked
+    files (not ignored ones), leaving the run's own index untouched."""
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+        git(["add", "-A", "--", ".", *(f":(exclude){p}" for p in exclude)], ws.path, env=env)
+        return git(["diff", "--cached", "--binary", ws.base_commit], ws.path, env=env)
+
+
+def file_list(path: Path) -> list[str]:
+    """Every file in the workspace (relative, sorted), `.git` excluded."""
+    out: list[str] = []
+    for root, dirs, files in os.walk(path):
+        dirs[:] = [d for d in dirs if not (d == ".git" and Path(root) == path)]
+        out.extend(str((Path(root) / f).relative_to(path)) for f in files)
+    return sorted(out)
