@@ -32,6 +32,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from pytest_scylla.core.runspec import RunSpec  # noqa: E402
 from pytest_scylla.formats.spec import load_case  # noqa: E402
 from pytest_scylla.formats.tiers import TierSet  # noqa: E402
 from pytest_scylla.judging import DEFAULT_JUDGES, parse  # noqa: E402
@@ -39,28 +40,25 @@ from pytest_scylla.run import runner  # noqa: E402
 from pytest_scylla.run.agents import claude_code  # noqa: E402
 from pytest_scylla.run.gateway import Gateway, Route, sse  # noqa: E402
 from pytest_scylla.run.gateway.oracle import Script  # noqa: E402
-from pytest_scylla.run.sandbox import choose  # noqa: E402
+from pytest_scylla.run.runtime import build  # noqa: E402
+from pytest_scylla.settings import Settings  # noqa: E402
 
 
 def harness_runs(n: int, sandbox_kind: str, cache: Path, out: Path) -> list[dict]:
     tiers = TierSet(ROOT / "tiers")
     case = load_case(ROOT / "cases/test-001/test.yaml", ROOT / "rubrics", tiers.names)
     sub = tiers.resolve("T0-01")
-    cli = claude_code.find_cli()
-    gateway = Gateway().start()
-    kind, _ = choose(sandbox_kind)
-    (cache / "npm").mkdir(parents=True, exist_ok=True)
-    rt = runner.Runtime(out=out, cache_dir=cache, tiers=tiers, gateway=gateway,
-                        sandbox=kind(gateway.port, gateway.socket_dir, [cache / "npm"]),
-                        cli=cli, cli_version=claude_code.version(cli), model="claude-sonnet-5",
-                        oracle="solution", judges=tuple(parse(j) for j in DEFAULT_JUDGES))
+    settings = Settings(oracle="solution", sandbox=sandbox_kind, cache_dir=cache,
+                        model="claude-sonnet-5", judges=tuple(parse(j) for j in DEFAULT_JUDGES))
+    rt = build(settings, out, "bench", tiers)
     rt.baseline(sub)  # measured once, not part of any run
     recs = []
     for i in range(n):
-        rec = runner.execute(case, sub, i + 1, rt)
+        spec = RunSpec(case, sub, i + 1)
+        rec = runner.execute(spec, rt, rt.conditions(spec))
         assert rec["outcome"] == "pass", rec["reason"]
         recs.append(rec)
-    gateway.stop()
+    rt.gateway.stop()
     return recs
 
 

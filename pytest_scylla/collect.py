@@ -10,35 +10,29 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_scylla.core.record import RunRecord
+from pytest_scylla.core.runspec import RunSpec
 from pytest_scylla.formats.spec import Case, load_case
 from pytest_scylla.formats.tiers import Subtest
 from pytest_scylla.formats.yamlmarks import Problem, SpecError
-from pytest_scylla.settings import SETTINGS_KEY, tierset
+from pytest_scylla.settings import EXPERIMENT_KEY, SESSION_KEY, SETTINGS_KEY, tierset
+
+if TYPE_CHECKING:
+    from pytest_scylla.run.runtime import Runtime
 
 CASE_FILE = "test.yaml"
 
 
-@dataclass(frozen=True)
-class RunSpec:
-    """What one item runs: a case under a composed subtest, as run number `run`."""
-
-    case: Case
-    subtest: Subtest
-    run: int
-
-    @property
-    def key(self) -> str:
-        return f"{self.case.id}[{self.subtest.ref}-r{self.run}]"
-
-
 RUN_KEY = pytest.StashKey[RunSpec]()
 TAGS_KEY = pytest.StashKey[set[str]]()
+RECORD_KEY = pytest.StashKey[RunRecord]()
+# the process's Runtime, or the setup error that prevented it (one message for every run)
+RUNTIME_KEY = pytest.StashKey["Runtime | Exception"]()
 
 
 def is_case_dir(path: Path) -> bool:
@@ -71,7 +65,7 @@ class CaseFile(pytest.File):
         for sub in subtests:
             for run in range(1, settings.runs + 1):
                 spec = RunSpec(case=case, subtest=sub, run=run)
-                item = RunItem.from_parent(self, name=spec.key, callobj=run_case)
+                item = RunItem.from_parent(self, name=spec.key.item_name, callobj=run_case)
                 item.stash[RUN_KEY] = spec
                 for mark in (sub.tier, *marks):
                     item.add_marker(mark)
@@ -112,23 +106,21 @@ class RunItem(pytest.Function):
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         spec = self.stash[RUN_KEY]
-        return self.path, spec.case.line - 1, f"{spec.key} ({spec.subtest.name})"
+        return self.path, spec.case.line - 1, f"{spec.key.item_name} ({spec.subtest.name})"
 
     def setup(self) -> None:
         super().setup()
-        from pytest_scylla import plugin  # the plugin owns the per-process runtime
         from pytest_scylla.operations.resume import perform
 
         spec = self.stash[RUN_KEY]
-        rt = plugin.runtime(self)
-        rec = perform(spec.case, spec.subtest, spec.run, rt, self._stop, self._say)
+        rt = runtime(self)
+        rec = perform(spec, rt, self._stop, self._say)
         rec = json.loads(json.dumps(rec))  # JSON-native, as it travels from xdist workers
         self.stash[RECORD_KEY] = rec
         self.user_properties.append(("scylla_run", rec))
         if rec["outcome"] in ("infra_error", "judge_error"):
-            pytest.fail(f"{rec['outcome']}: {rec['reason']}\nrun folder: "
-                        f"{rt.out / 'runs' / rec['run_key']}", pytrace=False)
-
+            pytest.fail(f"{rec['outcome']}: {rec['reason']}\nrun folder: {rt.run_dir(spec)}",
+                        pytrace=False)
 
     def _stop(self, why: str) -> None:
         """Stop the session after this item (a conflict that every further run would hit)."""
@@ -145,10 +137,27 @@ class RunItem(pytest.Function):
             reporter.write_line(line, yellow=True)
 
 
-RECORD_KEY = pytest.StashKey[dict[str, Any]]()
+def runtime(item: pytest.Item) -> Runtime:
+    """The process's runtime (gateway, sandbox, CLI, baseline), made on first use. A setup
+    problem (no CLI, no credential, no sandbox) fails every run with one clear message."""
+    from pytest_scylla.run.runtime import SETUP_ERRORS, build
+
+    config = item.config
+    if RUNTIME_KEY not in config.stash:
+        try:
+            config.stash[RUNTIME_KEY] = build(config.stash[SETTINGS_KEY],
+                                              config.stash[EXPERIMENT_KEY],
+                                              config.stash[SESSION_KEY], tierset(config))
+        except SETUP_ERRORS as exc:
+            config.stash[RUNTIME_KEY] = exc
+    rt = config.stash[RUNTIME_KEY]
+    if isinstance(rt, Exception):
+        item.session.shouldstop = f"pytest-scylla setup failed: {rt}"
+        pytest.fail(f"setup: {rt}", pytrace=False)
+    return rt
 
 
-def verdict_table(rec: dict[str, Any]) -> str:
+def verdict_table(rec: RunRecord) -> str:
     """The failure text of a judged non-pass: outcome and reason, each judge by category, the
     consensus against the threshold, the weakest items with a judge's reason, failed checks."""
     lines = [f"{rec['outcome']}: {rec['reason']}".rstrip(": ")]
@@ -161,8 +170,8 @@ def verdict_table(rec: dict[str, Any]) -> str:
             cells = "".join(f"{'n/a' if c['score'] is None else format(c['score'], '.2f'):>15}"
                             for c in j["categories"])
             lines.append(f"  {j['judge_model'][:22]:<22}{cells}{j['score']:>8.2f}")
-    if rec.get("consensus"):
-        c = rec["consensus"]
+    c = rec.get("consensus")
+    if c:
         lines.append(f"  consensus {c['score']:.2f} grade {c['grade']} (pass threshold "
                      f"{rec.get('pass_threshold', 0.6):.2f}), {c['valid_judges']} valid judges")
     weakest: dict[str, tuple[float, str, str, str]] = {}

@@ -12,10 +12,7 @@ import pytest
 from pytest_scylla import collect, settings
 from pytest_scylla.formats.spec import CATEGORIES
 from pytest_scylla.formats.tiers import tier_files
-
-EXPERIMENT_KEY = pytest.StashKey[Path]()
-SESSION_KEY = pytest.StashKey[str]()  # the session's id, the same on the controller and workers
-RUNTIME_KEY = pytest.StashKey[Any]()  # a runner.Runtime, or the setup error that prevented it
+from pytest_scylla.settings import EXPERIMENT_KEY, SESSION_KEY
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -106,62 +103,8 @@ class _XdistHooks:
         node.workerinput["scylla_session"] = self.session_id
 
 
-def runtime(item: pytest.Item) -> Any:
-    """The process's runtime (gateway, sandbox, CLI, baseline), made on first use. A setup
-    problem (no CLI, no credential, no sandbox) fails every run with one clear message."""
-    config = item.config
-    if RUNTIME_KEY not in config.stash:
-        config.stash[RUNTIME_KEY] = _make_runtime(config)
-    rt = config.stash[RUNTIME_KEY]
-    if isinstance(rt, Exception):
-        item.session.shouldstop = f"pytest-scylla setup failed: {rt}"
-        pytest.fail(f"setup: {rt}", pytrace=False)
-    return rt
-
-
-def _make_runtime(config: pytest.Config) -> Any:
-    from pytest_scylla.core.tempdirs import clean_stale
-    from pytest_scylla.operations.ledger import Ledger
-    from pytest_scylla.run.agents import claude_code
-    from pytest_scylla.run.gateway import Gateway, UpstreamSetupError
-    from pytest_scylla.run.gateway.server import RetryPolicy, credential_headers
-    from pytest_scylla.run.runner import Runtime
-    from pytest_scylla.run.sandbox import SandboxError, choose
-
-    s = config.stash[settings.SETTINGS_KEY]
-    gateway = None
-    clean_stale()  # run folders of processes that are gone (a killed session)
-    try:
-        if s.oracle is None:
-            credential_headers()
-        cli = claude_code.find_cli(s.cli)
-        cli_version = claude_code.version(cli)
-        kind, _warning = choose(s.sandbox)
-        (s.cache_dir / "npm").mkdir(parents=True, exist_ok=True)
-        gateway = Gateway().start()
-        ledger = Ledger(config.stash[EXPERIMENT_KEY], config.stash[SESSION_KEY])
-        rt = Runtime(out=config.stash[EXPERIMENT_KEY], cache_dir=s.cache_dir,
-                     tiers=settings.tierset(config), gateway=gateway,
-                     sandbox=kind(gateway.port, gateway.socket_dir, [s.cache_dir / "npm"]),
-                     cli=cli, cli_version=cli_version, model=s.model, oracle=s.oracle,
-                     keep_workspaces=s.keep_workspaces, record_bodies=s.record_bodies,
-                     judges=s.judges, min_judges=s.min_judges, fresh=s.fresh,
-                     rejudge=s.rejudge, budget_usd=s.budget_usd, max_run_cost=s.max_run_cost,
-                     max_pause=s.max_pause, ledger=ledger)
-        gateway.retry = RetryPolicy(attempts=s.retries, max_wait=s.retry_wait,
-                                    on_long_limit=ledger.pause)
-        rt.baseline_for(None, ())  # fails early, with one message, if the CLI cannot run
-        if any(j.kind == "anthropic" for j in s.judges):
-            import anthropic  # noqa: F401 - a slow first import, kept out of the first run's timing
-        return rt
-    except (claude_code.SetupError, UpstreamSetupError, SandboxError, OSError) as exc:
-        if gateway is not None:
-            gateway.stop()
-        return exc
-
-
 def pytest_unconfigure(config: pytest.Config) -> None:
-    rt = config.stash.get(RUNTIME_KEY, None)
+    rt = config.stash.get(collect.RUNTIME_KEY, None)
     if rt is not None and not isinstance(rt, Exception):
         rt.gateway.stop()
     if not hasattr(config, "workerinput") and config.pluginmanager.hasplugin("dsession"):

@@ -116,6 +116,8 @@ class Settings:
 
 SETTINGS_KEY = pytest.StashKey[Settings]()
 TIERSET_KEY = pytest.StashKey[TierSet]()
+EXPERIMENT_KEY = pytest.StashKey[Path]()  # the experiment folder, the same in every process
+SESSION_KEY = pytest.StashKey[str]()  # the session's id, the same on the controller and workers
 
 
 def _matches(selector: str, sub: Subtest) -> bool:

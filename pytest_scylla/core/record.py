@@ -1,4 +1,6 @@
-"""The per-run record: one JSON-native dict, written atomically to `<out>/runs/<key>/run.json`."""
+"""The per-run record: one JSON-native dict, written atomically to `<out>/runs/<key>/run.json`
+and attached to the run's pytest report, so it crosses from xdist workers to the controller.
+`RunRecord` names its fields (the README's Outputs table says what each holds)."""
 
 from __future__ import annotations
 
@@ -6,10 +8,90 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 RECORD_SCHEMA = 1
 RECORD_FILE = "run.json"
+
+
+class RunRecord(TypedDict, total=False):
+    """One run's record. Identity and conditions first, then what the agent did, the checks,
+    the judges and the outcome; nested values are JSON-native."""
+
+    schema: int
+    run_key: str  # RunKey.folder
+    case: str
+    category: str
+    tier: str
+    subtest: str  # RunKey.subtest, T5-02
+    subtest_name: str
+    run: int
+    agent: str
+    cli_version: str
+    model: str
+    oracle: str | None
+    simulated: bool
+    sandbox: str
+    plugin_version: str
+    started_at: str
+    finished_at: str
+    inputs: dict[str, str]
+    source: dict[str, Any]
+    config_hash: str
+    judge_hash: str
+    declared: dict[str, Any]
+    oracle_script: dict[str, Any]
+    # the agent
+    exit_code: int | None
+    timed_out: bool
+    final_message: str
+    num_turns: int | None
+    stop_reason: str | None
+    terminal_reason: str | None
+    cli_result: dict[str, Any]
+    cli_init: dict[str, Any] | None
+    usage: dict[str, Any]
+    tokens: dict[str, int]
+    api_calls: int
+    refused_calls: int
+    infra_events: list[dict[str, Any]]
+    budget: dict[str, Any]
+    ablation: dict[str, Any]
+    cost_usd: float | None
+    cost_source: str
+    gateway_cost_usd: float | None
+    cli_cost_usd: float | None
+    costs_agree: bool | None
+    unpriced_models: list[str]
+    prices_as_of: str
+    timings: dict[str, float]
+    # checks and judges
+    checks: list[dict[str, Any]]
+    check_items: list[dict[str, Any]]
+    check_score: float | None
+    classified: dict[str, Any]
+    judges: list[dict[str, Any]]
+    valid_judges: int
+    min_judges: int
+    judge_cost_usd: float
+    judge_duration_seconds: float
+    judge_tokens: dict[str, int]
+    consensus: dict[str, Any] | None
+    score: float | None
+    impl_rate: float | None
+    grade: str | None
+    pass_threshold: float
+    # the outcome
+    # pass | fail | timeout | budget_exceeded | agent_error | infra_error | judge_error
+    outcome: str
+    passed: bool
+    reason: str
+    # set on the way (not stored by the run itself)
+    cached: bool  # reported from disk by a resumed session
+    rejudged_now: bool  # re-scored by this session
+    rejudged: list[dict[str, Any]]  # earlier scores, one entry per rejudge
+    crashed: bool  # the controller's row for an item whose worker died
+    imported_from: str  # `scylla import`: the original run folder
 
 
 def write_json(path: Path, data: Any) -> None:

@@ -5,16 +5,20 @@ shards keep every machine's provenance)."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import json
 import platform
 import subprocess
 import sys
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from pytest_scylla import __version__
 from pytest_scylla.core import pricing
+from pytest_scylla.core.runspec import RunSpec
 from pytest_scylla.formats.spec import Case
 from pytest_scylla.formats.tiers import Subtest, TierSet
 
@@ -65,17 +69,63 @@ def input_hashes(case: Case, sub: Subtest, tiers: TierSet) -> dict[str, str]:
     return dict(sorted(found.items()))
 
 
-def run_inputs(case: Case, sub: Subtest, tiers: TierSet) -> dict[str, str]:
-    """The inputs that decide how the agent's run goes: all of `input_hashes` but the rubric
-    (it only scores the run: a rubric edit calls for --scylla-rejudge, not a re-run) and the
-    tier file (the resolved subtest stands for it: editing a neighbouring subtest changes
-    nothing here)."""
-    rubric = _name(case.rubric.path.resolve(), case.root.parent
-                   if case.rubric.path.resolve().is_relative_to(case.root.resolve())
-                   else case.rubric.path.resolve().parent)
-    tier_file = _name(sub.file, tiers.dir)
-    return {k: v for k, v in input_hashes(case, sub, tiers).items()
-            if k not in (rubric, tier_file)}
+def _scoring_inputs(case: Case, sub: Subtest, tiers: TierSet) -> tuple[str, str]:
+    """The names, in `input_hashes`, of the rubric and of the tier file."""
+    rubric = case.rubric.path.resolve()
+    inside = rubric.is_relative_to(case.root.resolve())
+    return (_name(rubric, case.root.parent if inside else rubric.parent),
+            _name(sub.file, tiers.dir))
+
+
+def subtest_conditions(sub: Subtest, tiers: TierSet) -> dict[str, Any]:
+    """The resolved subtest as it reaches the CLI (where it is written down left out)."""
+    fields = dataclasses.asdict(sub)
+    for name in ("file", "line", "description", "extends", "name"):
+        fields.pop(name, None)
+    if sub.system_prompt is not None:
+        prompt = sub.system_prompt.file
+        fields["system_prompt"] = {
+            "mode": sub.system_prompt.mode,
+            "file": None if prompt is None else content_hash(tiers.dir / prompt)}
+    return fields
+
+
+@dataclass(frozen=True)
+class Conditions:
+    """What a stored run is compared against on resume, computed once per run: the content
+    hashes of its inputs, the config hash (everything that decides how the agent's run goes)
+    and the judge hash (what decides its scoring)."""
+
+    inputs: dict[str, str]
+    config_hash: str
+    judge_hash: str
+
+
+def _short(parts: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()
+                          ).hexdigest()[:16]
+
+
+def conditions(spec: RunSpec, tiers: TierSet, *, model: str, cli_version: str,
+               oracle: str | None, sandbox: str, judges: list[str], min_judges: int
+               ) -> Conditions:
+    """The run's conditions. The config hash covers the inputs but the rubric (it only scores
+    the run: a rubric edit calls for --scylla-rejudge, not a re-run) and the tier file (the
+    resolved subtest stands for it: editing a neighbouring subtest changes nothing), plus model,
+    CLI version, oracle mode, sandbox and limits; no paths, so the same conditions hash the same
+    in every run and on every machine. The judge hash covers the rubric's content and the
+    panel."""
+    case, sub = spec.case, spec.subtest
+    inputs = input_hashes(case, sub, tiers)
+    rubric, tier_file = _scoring_inputs(case, sub, tiers)
+    config = _short({
+        "inputs": {k: v for k, v in inputs.items() if k not in (rubric, tier_file)},
+        "subtest": subtest_conditions(sub, tiers), "model": model, "cli": cli_version,
+        "oracle": oracle, "sandbox": sandbox, "max_turns": case.max_turns,
+        "timeout": case.timeout_seconds, "plugin": __version__})
+    judge = _short({"rubric": inputs[rubric], "judges": judges, "min_judges": min_judges,
+                    "oracle": oracle})
+    return Conditions(inputs=inputs, config_hash=config, judge_hash=judge)
 
 
 def plugin_commit() -> str | None:

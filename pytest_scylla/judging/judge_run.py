@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import secrets
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_scylla.core import pricing
+from pytest_scylla.core.record import RunRecord
 from pytest_scylla.formats.spec import Case, RubricItem
 from pytest_scylla.judging import JudgeResult, JudgeSpec, run_panel, scoring
 from pytest_scylla.judging import prompt as judge_prompt
@@ -18,9 +19,24 @@ from pytest_scylla.run.gateway import Route
 from pytest_scylla.run.gateway.oracle import Script
 
 if TYPE_CHECKING:
-    from pytest_scylla.run.runner import Runtime
+    from pytest_scylla.run.runtime import Runtime
 
 
+@dataclass(frozen=True)
+class Evidence:
+    """What the judges see of a run (besides the task and rubric): all of it written by the
+    agent or measured on its work, so untrusted, and fenced in the prompt."""
+
+    final_message: str
+    diff: str
+    files: list[str]
+    checks: list[checks.CheckResult]
+
+    def check_rows(self, case: Case) -> list[dict[str, Any]]:
+        return scoring.check_items(case.rubric, {r.name: r.passed for r in self.checks})
+
+    def check_score(self, case: Case) -> float | None:
+        return scoring.check_score(self.check_rows(case))
 
 
 def oracle_verdict(items: list[RubricItem], results: list[checks.CheckResult]) -> dict[str, Any]:
@@ -33,33 +49,32 @@ def oracle_verdict(items: list[RubricItem], results: list[checks.CheckResult]) -
             "reasoning": f"SIMULATED verdict derived from the checks ({reason})."}
 
 
-def judge(case: Case, key: str, run_dir: Path, rt: Runtime, final_message: str, diff: str,
-          files: list[str], results: list[checks.CheckResult], rows: list[dict[str, Any]]
-          ) -> dict[str, Any]:
+def judge(case: Case, key: str, run_dir: Path, rt: Runtime, evidence: Evidence) -> RunRecord:
     """Ask the panel (concurrently, through the gateway) and score every valid verdict in code.
     Check items come from the checks; a rubric without judge items needs no panel."""
     began = time.monotonic()
     items = [i for i in case.rubric.items if i.kind == "judge"]
-    from_checks = {r["id"]: r["achieved"] for r in rows}
+    results = evidence.checks
+    from_checks = {r["id"]: r["achieved"] for r in evidence.check_rows(case)}
     panel: list[JudgeResult] = []
     if items:
-        prompt = judge_prompt.build(case, items, final_message, diff, files,
-                                    [r.to_json() for r in results])
+        prompt = judge_prompt.build(case, items, evidence.final_message, evidence.diff,
+                                    evidence.files, [r.to_json() for r in results])
         script = (Script(mode="judge", workspace=run_dir, files=(),
-                         verdict=oracle_verdict(items, results)) if rt.oracle else None)
+                         verdict=oracle_verdict(items, results)) if rt.settings.oracle else None)
         routes: list[Route] = []
 
         def base_url(number: int, spec: JudgeSpec) -> str:
             route = rt.gateway.open(Route(
                 key=f"{key}-judge{number}-{secrets.token_hex(3)}",
                 log_path=run_dir / "judge_calls.jsonl", script=script,
-                upstream="oracle" if rt.oracle else "anthropic",
+                upstream="oracle" if rt.settings.oracle else "anthropic",
                 pass_auth=spec.kind == "claude-cli"))
             routes.append(route)
             return rt.gateway.base_url(route.key)
 
         try:
-            panel = run_panel(rt.judges, prompt, items, base_url)
+            panel = run_panel(rt.settings.judges, prompt, items, base_url)
         finally:
             for route in routes:
                 rt.gateway.close(route.key)
@@ -82,8 +97,8 @@ def judge(case: Case, key: str, run_dir: Path, rt: Runtime, final_message: str, 
     valid = [v.pop("_scored") for v in verdicts if "_scored" in v]
     if not items:
         valid = [scoring.score(case.rubric, from_checks)]
-    need = max(1, min(rt.min_judges, len(rt.judges))) if items else 1
-    out: dict[str, Any] = {
+    need = max(1, min(rt.settings.min_judges, len(rt.settings.judges))) if items else 1
+    out: RunRecord = {
         "judges": verdicts, "valid_judges": len(valid), "min_judges": need,
         "judge_cost_usd": round(sum(r.cost_usd for r in panel), 6),
         "judge_duration_seconds": round(time.monotonic() - began, 3),
@@ -92,13 +107,14 @@ def judge(case: Case, key: str, run_dir: Path, rt: Runtime, final_message: str, 
     if len(valid) >= need:
         panel_verdict = scoring.consensus(case.rubric, valid)
         out["consensus"] = asdict(panel_verdict)
-        out.update(score=panel_verdict.score, impl_rate=panel_verdict.impl_rate,
-                   grade=panel_verdict.grade)
+        out.update({"score": panel_verdict.score, "impl_rate": panel_verdict.impl_rate,
+                    "grade": panel_verdict.grade})
     return out
 
 
-def judged_reason(rec: dict[str, Any], threshold: float) -> str:
-    verdict = rec["consensus"]
+def judged_reason(rec: RunRecord, threshold: float) -> str:
+    """Why a judged run failed: the consensus below the threshold, required items unmet."""
+    verdict = rec.get("consensus") or {}
     parts = []
     if verdict["score"] < threshold:
         parts.append(f"consensus {verdict['score']:.2f} (grade {verdict['grade']}) is below "

@@ -107,3 +107,21 @@ def consensus(rubric: Rubric, judges: Sequence[Scored]) -> Consensus:
     return Consensus(score=mean, impl_rate=statistics.median(rates) if rates else None,
                      passed=passed, grade=rubric.grade(mean), unmet_required=unmet,
                      valid_judges=len(judges))
+
+
+def check_items(rubric: Rubric, passed: Mapping[str, bool]) -> list[dict[str, Any]]:
+    """The rubric's `check` items scored from the checks (`passed`: check name -> passed): full
+    points when the item's check passed, none otherwise (a missing check is not met)."""
+    rows = []
+    for item in (i for i in rubric.items if i.kind == "check"):
+        met = bool(passed.get(item.check or ""))
+        rows.append({"id": item.id, "category": item.category, "check": item.check,
+                     "points": item.points, "achieved": item.points if met else 0.0,
+                     "required": item.required, "met": met})
+    return rows
+
+
+def check_score(rows: Sequence[Mapping[str, Any]]) -> float | None:
+    """The share of check-item points achieved (None without check items)."""
+    total = sum(r["points"] for r in rows)
+    return sum(r["achieved"] for r in rows) / total if total else None

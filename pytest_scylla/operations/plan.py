@@ -56,7 +56,7 @@ def estimate(specs: list[Any], out: Path, model: str, oracle: str | None, fresh:
     rows: dict[str, dict[str, Any]] = {}
     unknown_cap = 0.0
     for spec in specs:
-        key = f"{spec.case.id}-{spec.subtest.ref}-r{spec.run}"
+        key = spec.key.folder
         tier = spec.subtest.tier
         row = rows.setdefault(tier, {"runs": 0, "stored": 0, "cost": 0.0, "seconds": 0.0,
                                      "unknown": 0})

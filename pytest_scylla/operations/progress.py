@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from pytest_scylla import settings
+from pytest_scylla.core.runspec import is_run_item
 from pytest_scylla.operations.ledger import Ledger
-from pytest_scylla.results.aggregate import ITEM_ID
 
 TTY_INTERVAL, LOG_INTERVAL = 10.0, 60.0
 
@@ -56,16 +56,16 @@ class Progress:
     # -- counting -----------------------------------------------------------------------------
     # Only runs count (items with a run id): a session of ordinary tests shows no line at all.
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        self.total = max(self.total, sum(bool(ITEM_ID.search(i.nodeid)) for i in session.items))
+        self.total = max(self.total, sum(is_run_item(i.nodeid) for i in session.items))
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
-        self.total = max(self.total, sum(bool(ITEM_ID.search(i)) for i in ids))
+        self.total = max(self.total, sum(is_run_item(i) for i in ids))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         finished = report.when in ("call", "???") or (report.when == "setup"
                                                       and not report.passed)
-        if not finished or not ITEM_ID.search(report.nodeid):
+        if not finished or not is_run_item(report.nodeid):
             return
         self.done += 1
         rec: dict[str, Any] | None = dict(report.user_properties).get(  # type: ignore[assignment]

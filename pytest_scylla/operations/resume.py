@@ -20,28 +20,19 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from pytest_scylla.core import record
-from pytest_scylla.core.record import RECORD_FILE
-from pytest_scylla.formats import provenance
-from pytest_scylla.formats.spec import Case
-from pytest_scylla.formats.tiers import Subtest
+from pytest_scylla.core.record import RECORD_FILE, RunRecord
+from pytest_scylla.core.runspec import RunSpec
+from pytest_scylla.formats.provenance import Conditions
 from pytest_scylla.judging import judge_run
 from pytest_scylla.run import checks
-from pytest_scylla.run.runner import (
-    Runtime,
-    check_items,
-    check_score,
-    config_hash,
-    execute,
-    judge_hash,
-    settle,
-    slug,
-    timestamp,
-)
+from pytest_scylla.run.outcome import settle
+from pytest_scylla.run.runner import execute, timestamp
+from pytest_scylla.run.runtime import Runtime
 
 LOCKS = ".locks"
 
@@ -134,19 +125,17 @@ def stored_records(out: Path) -> dict[str, dict[str, Any]]:
 # one item's work
 
 
-def perform(case: Case, sub: Subtest, run: int, rt: Runtime,
-            stop: Callable[[str], None], say: Callable[[str], None]) -> dict[str, Any]:
+def perform(spec: RunSpec, rt: Runtime, stop: Callable[[str], None],
+            say: Callable[[str], None]) -> RunRecord:
     """One item's work, resume-aware: under the run's lock, reuse its stored record (`cached`),
     re-score it (`--scylla-rejudge`), or run it — unless the session budget is spent or a
     usage-window pause outlasts --scylla-max-pause (then the item is skipped, saying why). A
     stored run made under other conditions fails the item and stops the session."""
-    key = slug(case, sub, run)
-    run_dir = rt.out / "runs" / key
-    model = sub.model or rt.model
-    with run_lock(rt.out, key):
-        decision = decide(run_dir, config_hash(case, sub, model, rt), judge_hash(case, rt),
-                          provenance.input_hashes(case, sub, rt.tiers), fresh=rt.fresh,
-                          rejudge=rt.rejudge)
+    s = rt.settings
+    cond = rt.conditions(spec)  # hashed once, for the decision and the record
+    with run_lock(rt.out, spec.key.folder):
+        decision = decide(rt.run_dir(spec), cond.config_hash, cond.judge_hash, cond.inputs,
+                          fresh=s.fresh, rejudge=s.rejudge)
         if decision.action == "conflict":
             stop("pytest-scylla: a stored run conflicts with the current conditions")
             pytest.fail(decision.reason, pytrace=False)
@@ -154,23 +143,23 @@ def perform(case: Case, sub: Subtest, run: int, rt: Runtime,
             pytest.skip(decision.reason)
         if decision.action == "cached":
             assert decision.record is not None
-            return {**decision.record, "cached": True}
+            return cast(RunRecord, {**decision.record, "cached": True})
         if rt.ledger is not None:
             wait_out_pause(rt, say)
-            why = rt.ledger.over_budget(rt.budget_usd)
+            why = rt.ledger.over_budget(s.budget_usd)
             if why:
                 pytest.skip(why)
         if decision.action == "rejudge":
             assert decision.record is not None
-            rec = rejudge(case, decision.record, rt)
+            rec = rejudge(spec, decision.record, rt, cond)
             spent = float(rec.get("judge_cost_usd") or 0)
         else:
-            rec = execute(case, sub, run, rt)
+            rec = execute(spec, rt, cond)
             spent = float(rec.get("cost_usd") or 0) + float(rec.get("judge_cost_usd") or 0)
         if rt.ledger is not None:
             rt.ledger.add(spent, rec["outcome"] == "pass")
         if decision.action == "rejudge":
-            rec = {**rec, "rejudged_now": True}
+            rec["rejudged_now"] = True
         return rec
 
 
@@ -180,10 +169,10 @@ def wait_out_pause(rt: Runtime, say: Callable[[str], None]) -> None:
     assert rt.ledger is not None
     told = 0.0
     while (pause := rt.ledger.paused()) is not None:
-        if pause.remaining > rt.max_pause:
+        if pause.remaining > rt.settings.max_pause:
             pytest.skip(f"upstream usage limit ({pause.reason}): new runs paused for "
                         f"{pause.remaining:.0f}s, longer than --scylla-max-pause="
-                        f"{rt.max_pause:.0f}; resume later with the same --scylla-out")
+                        f"{rt.settings.max_pause:.0f}; resume later with the same --scylla-out")
         if time.monotonic() - told > 60:
             until = datetime.fromtimestamp(pause.until, UTC)
             say(f"scylla: PAUSED by an upstream usage limit ({pause.reason}); new runs wait "
@@ -192,27 +181,31 @@ def wait_out_pause(rt: Runtime, say: Callable[[str], None]) -> None:
         time.sleep(min(1.0, pause.remaining + 0.05))
 
 
-def rejudge(case: Case, rec: dict[str, Any], rt: Runtime) -> dict[str, Any]:
+def rejudge(spec: RunSpec, stored: dict[str, Any], rt: Runtime, cond: Conditions
+            ) -> RunRecord:
     """Re-score a stored run with the current rubric and panel, from what it stored (final
     message, diff, file list, check results): no agent runs. The new verdicts replace the old;
     the old scores are kept in `rejudged` so the change is visible."""
-    run_dir = rt.out / "runs" / rec["run_key"]
-    results = [checks.CheckResult(**c) for c in rec.get("checks") or []]
-    rows = check_items(case, results)
-    diff = (run_dir / "diff.patch").read_text(encoding="utf-8") \
-        if (run_dir / "diff.patch").is_file() else ""
-    files = ((run_dir / "files.txt").read_text(encoding="utf-8").split()
-             if (run_dir / "files.txt").is_file() else [])
-    previous = {k: rec.get(k) for k in ("outcome", "score", "grade", "judge_hash",
-                                        "judge_cost_usd")}
-    previous["judges"] = [j.get("judge_model") for j in rec.get("judges") or []]
-    classified = rec.get("classified") or {"outcome": None, "reason": ""}
-    rec = {**rec, "check_items": rows, "check_score": check_score(rows),
-           "pass_threshold": case.rubric.pass_threshold, "judge_hash": judge_hash(case, rt)}
-    for stale in ("score", "impl_rate", "grade", "consensus"):
-        rec.pop(stale, None)
-    rec.update(judge_run.judge(case, rec["run_key"], run_dir, rt, rec.get("final_message")
-                               or "", diff, files, results, rows))
+    case = spec.case
+    run_dir = rt.run_dir(spec)
+    evidence = judge_run.Evidence(
+        final_message=stored.get("final_message") or "",
+        diff=(run_dir / "diff.patch").read_text(encoding="utf-8")
+        if (run_dir / "diff.patch").is_file() else "",
+        files=((run_dir / "files.txt").read_text(encoding="utf-8").split()
+               if (run_dir / "files.txt").is_file() else []),
+        checks=[checks.CheckResult(**c) for c in stored.get("checks") or []])
+    previous = {k: stored.get(k) for k in ("outcome", "score", "grade", "judge_hash",
+                                           "judge_cost_usd")}
+    previous["judges"] = [j.get("judge_model") for j in stored.get("judges") or []]
+    classified = stored.get("classified") or {"outcome": None, "reason": ""}
+    kept = {k: v for k, v in stored.items() if k not in ("score", "impl_rate", "grade",
+                                                          "consensus")}  # re-scored below
+    rec = cast(RunRecord, {**kept, "check_items": evidence.check_rows(case),
+                           "check_score": evidence.check_score(case),
+                           "pass_threshold": case.rubric.pass_threshold,
+                           "judge_hash": cond.judge_hash})
+    rec.update(judge_run.judge(case, spec.key.folder, run_dir, rt, evidence))
     settle(rec, case, classified["outcome"], classified["reason"])
     rec["rejudged"] = [*(rec.get("rejudged") or []), {"at": timestamp(), "previous": previous}]
     record.write_json(run_dir / record.RECORD_FILE, rec)

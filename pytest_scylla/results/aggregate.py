@@ -5,7 +5,6 @@ the exports and print the tier table. Registered on the controller only."""
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -13,23 +12,21 @@ from typing import Any
 import pytest
 
 from pytest_scylla.core.record import read_dict
+from pytest_scylla.core.runspec import RunKey, is_run_item
 from pytest_scylla.formats import provenance
 from pytest_scylla.operations import resume
 from pytest_scylla.results import report
 from pytest_scylla.results.report import RUNS_FILE
 
-ITEM_ID = re.compile(r"::(?P<case>[^\[]+)\[(?P<tier>T\d+)-(?P<number>\d{2})-r(?P<run>\d+)\]$")
-
 
 def crash_record(nodeid: str) -> dict[str, Any]:
     """The row of an item whose worker died before it could report: an infra_error, placed by
     its node id, so it shows as a crashed run rather than a hole."""
-    match = ITEM_ID.search(nodeid)
+    key = RunKey.from_nodeid(nodeid)
     place: dict[str, Any] = {}
-    if match:
-        place = {"case": match["case"], "tier": match["tier"],
-                 "subtest": f"{match['tier']}-{match['number']}", "run": int(match["run"]),
-                 "run_key": f"{match['case']}-{match['tier']}-{match['number']}-r{match['run']}"}
+    if key:
+        place = {"case": key.case, "tier": key.tier, "subtest": key.subtest, "run": key.run,
+                 "run_key": key.folder}
     return {"run_key": nodeid, **place, "outcome": "infra_error", "passed": False,
             "reason": "the worker running this item crashed; nothing was recorded",
             "crashed": True}
@@ -92,12 +89,12 @@ class Aggregator:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         props = dict(report.user_properties)
         rec: dict[str, Any] | None = props.get("scylla_run")  # type: ignore[assignment]
-        if report.skipped and report.when == "setup" and ITEM_ID.search(report.nodeid):
+        if report.skipped and report.when == "setup" and is_run_item(report.nodeid):
             reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else ""
             self.skips[str(reason).removeprefix("Skipped: ").split(":")[0]] += 1
         if rec is None:
             # xdist reports an item whose worker died with when="???" and no payload
-            if report.failed and report.when in ("call", "???") and ITEM_ID.search(report.nodeid):
+            if report.failed and report.when in ("call", "???") and is_run_item(report.nodeid):
                 rec = crash_record(report.nodeid)
             else:
                 return

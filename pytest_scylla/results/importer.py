@@ -14,6 +14,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from pytest_scylla.core.runspec import RunKey
 from pytest_scylla.results import report
 from pytest_scylla.results.metrics import model_label
 
@@ -61,7 +62,8 @@ def _run(run_dir: Path, tier: str, subtest: str, model: str | None,
     number = int(data.get("run_number") or run_dir.name.split("_")[1])
     passed = bool(data.get("judge_passed"))
     return {
-        "schema": 1, "imported_from": str(run_dir), "run_key": f"{case}-{tier}-{subtest}-r{number}",
+        "schema": 1, "imported_from": str(run_dir),
+        "run_key": RunKey(case, tier, subtest, number).folder,
         "case": case, "tier": tier, "subtest": f"{tier}-{subtest}", "run": number,
         "model": model, "agent_model_label": model_label(model),
         "outcome": "pass" if passed else "fail", "passed": passed,

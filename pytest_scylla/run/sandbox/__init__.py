@@ -28,6 +28,16 @@ INSIDE_SOCKET_DIR = "/run/scylla"
 BRIDGE = Path(__file__).with_name("bridge.py")
 
 
+def base_env(private: Path) -> dict[str, str]:
+    """The environment every sandboxed process starts from: nothing of the user's own (no
+    credential, no config), HOME and TMPDIR inside the run's private folder."""
+    bindir = str(Path(sys.executable).parent)
+    path = os.environ.get("PATH", os.defpath)
+    return {"PATH": os.pathsep.join([bindir, path]), "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
+            "TERM": "dumb", "USER": os.environ.get("USER", "scylla"), "HOME": str(private / "home"),
+            "TMPDIR": str(private / "tmp"), "NO_COLOR": "1"}
+
+
 class SandboxError(RuntimeError):
     """The sandbox cannot be used (bubblewrap missing or refused)."""
 

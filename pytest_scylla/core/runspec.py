@@ -1,0 +1,66 @@
+"""What one run is, and the one spelling of its key.
+
+A run is a case under a tier subtest, as run number `run`. Its key has two spellings, both made
+and parsed here only: the folder name `test-001-T5-02-r3` (run folders, gateway routes, records'
+`run_key`) and the pytest item name `test-001[T5-02-r3]` (node ids, `-k`, `--lf`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from pytest_scylla.formats.spec import Case
+from pytest_scylla.formats.tiers import Subtest
+
+ITEM_NAME = re.compile(r"(?P<case>[^\[/:]+)\[(?P<tier>T\d+)-(?P<number>\d{2})-r(?P<run>\d+)\]$")
+
+
+@dataclass(frozen=True)
+class RunKey:
+    """A run's identity, known without reading any case file."""
+
+    case: str
+    tier: str
+    number: str  # the subtest's two digits
+    run: int
+
+    @property
+    def subtest(self) -> str:
+        """The subtest reference, `T5-02`."""
+        return f"{self.tier}-{self.number}"
+
+    @property
+    def folder(self) -> str:
+        """`test-001-T5-02-r3`: the run's folder, route and record key."""
+        return f"{self.case}-{self.subtest}-r{self.run}"
+
+    @property
+    def item_name(self) -> str:
+        """`test-001[T5-02-r3]`: the pytest item's name."""
+        return f"{self.case}[{self.subtest}-r{self.run}]"
+
+    @classmethod
+    def from_nodeid(cls, nodeid: str) -> RunKey | None:
+        """The key of a run item's node id (`cases/x/test.yaml::x[T0-01-r1]`), else None."""
+        match = ITEM_NAME.search(nodeid.rpartition("::")[2])
+        if match is None or "::" not in nodeid:
+            return None
+        return cls(match["case"], match["tier"], match["number"], int(match["run"]))
+
+
+def is_run_item(nodeid: str) -> bool:
+    return RunKey.from_nodeid(nodeid) is not None
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """What one item runs: a case under a composed subtest, as run number `run`."""
+
+    case: Case
+    subtest: Subtest
+    run: int
+
+    @property
+    def key(self) -> RunKey:
+        return RunKey(self.case.id, self.subtest.tier, self.subtest.number, self.run)

@@ -1,0 +1,141 @@
+"""The ablation expectation: what the CLI brings by itself (its *baseline*, measured once per
+CLI version, sandbox and tool configuration) plus what a subtest declares is exactly what the
+gateway must see in a run's first request. Also whom the oracle delegates to, so sub-agent
+paths run for real."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import shutil
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pytest_scylla.core import record
+from pytest_scylla.formats.tiers import Subtest, TierSet, front_matter
+from pytest_scylla.run import overlay, workspace
+from pytest_scylla.run.agents import claude_code
+from pytest_scylla.run.gateway import Gateway, Route, ablation
+from pytest_scylla.run.gateway.oracle import Script
+from pytest_scylla.run.sandbox import Sandbox, base_env
+
+
+def measure(gateway: Gateway, sandbox: Sandbox, cli: Path, cli_version: str, model: str,
+            cache_dir: Path, allow: tuple[str, ...] | None = None,
+            deny: tuple[str, ...] = ()) -> dict[str, Any]:
+    """What the CLI brings with nothing declared but a tool configuration: its built-in tools,
+    skills and agents and the size of its default system prompt. (The tool configuration matters:
+    this CLI offers Glob and Grep when Bash is denied, and lists skills only with the Skill tool.)
+    Measured once per CLI version, sandbox and tool configuration, cached on disk; the gateway
+    answers the single call itself, so it costs nothing."""
+    tools_key = hashlib.sha256(json.dumps([allow, list(deny)]).encode()).hexdigest()[:10]
+    cache = cache_dir / (f"baseline-{claude_code.NAME}-{_safe(cli_version)}-"
+                            f"{sandbox.name}-{tools_key}.json")
+    with workspace.locked(cache_dir / "baseline.lock"):
+        if cache.exists():
+            return _baseline(json.loads(cache.read_text(encoding="utf-8")))
+        private = Path(tempfile.mkdtemp(prefix="scylla-baseline-"))
+        try:
+            ws = private / "work"
+            ws.mkdir()
+            (ws / "README.md").write_text("baseline\n", encoding="utf-8")
+            workspace.git(["init", "-q"], ws)
+            workspace.git(["add", "-A"], ws)
+            workspace.git(["commit", "-q", "-m", "baseline"], ws)
+            (private / "home" / ".claude").mkdir(parents=True)
+            (private / "tmp").mkdir()
+            (private / "mcp.json").write_text('{"mcpServers": {}}\n', encoding="utf-8")
+            flags: tuple[str, ...] = ("--mcp-config", str(private / "mcp.json"),
+                                      "--strict-mcp-config")
+            if allow is not None:
+                flags += ("--tools", ",".join(allow))
+            if deny:
+                (ws / ".claude").mkdir()
+                (ws / ".claude" / "settings.json").write_text(json.dumps(
+                    {"permissions": {"deny": list(deny)}}), encoding="utf-8")
+            key = f"baseline-{secrets.token_hex(4)}"
+            route = gateway.open(Route(key=key, log_path=private / "calls.jsonl",
+                                          script=Script.for_case("noop", None, ws),
+                                          capture_first=True))
+            env = claude_code.environment(base_env(private), {
+                "HOME": str(private / "home"),
+                "CLAUDE_CONFIG_DIR": str(private / "home" / ".claude")},
+                sandbox.base_url(key))
+            argv = claude_code.command(cli, model, 1, flags)
+            with open(private / "out.jsonl", "wb") as out, open(private / "err.txt", "wb") as err:
+                finished = sandbox.run(argv, ws, private, env, "Say OK.", 120, out, err,
+                                          bridge=True)
+            gateway.close(key)
+            if not route.first_request:
+                said = claude_code.parse(private / "out.jsonl").final_message
+                raise claude_code.SetupError(
+                    f"could not measure the CLI's baseline request (exit {finished.exit_code}): "
+                    + (said or (private / "err.txt").read_text(errors="replace")[-500:]))
+            data = {"cli_version": cli_version, "sandbox": sandbox.name,
+                    "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                    "request": route.first_request}
+            record.write_json(cache, data)
+            return _baseline(data)
+        finally:
+            shutil.rmtree(private, ignore_errors=True)
+
+
+def _baseline(data: dict[str, Any]) -> dict[str, Any]:
+    """The built-ins of a stored baseline request (parsed on load, so the parser can improve)."""
+    seen = ablation.observe(data["request"])
+    return {"cli_version": data["cli_version"], "tools": sorted(seen.tools),
+            "skills": sorted(seen.skills), "agents": sorted(seen.agents),
+            "system_chars": len(seen.system)}
+
+
+def _safe(text: str) -> str:
+    return "".join(c if c.isalnum() or c in ".-" else "_" for c in text)[:60]
+
+
+def expectation(ov: overlay.Overlay, sub: Subtest, tiers: TierSet, ws: Path,
+                baseline: dict[str, Any]) -> ablation.Expected:
+    declared = ov.declared
+    tools = set(baseline["tools"])
+    blocks_dir = tiers.dir / "blocks"
+    library = sorted(p.stem for p in blocks_dir.glob("*.md")) if blocks_dir.is_dir() else []
+    prompt = sub.system_prompt
+    return ablation.Expected(
+        tools=frozenset(tools), mcp_servers=frozenset(declared["mcp_servers"]),
+        skills=frozenset(baseline["skills"]) | frozenset(declared["skills"]),
+        agents=frozenset(baseline["agents"]) | frozenset(declared["agents"]),
+        tools_allow=(frozenset(declared["tools_allow"]) if declared["tools_allow"] is not None
+                     else None),
+        tools_deny=frozenset(declared["tools_deny"]),
+        claude_md_path=str(ws / "CLAUDE.md"),
+        claude_md_blocks=tuple((b, tiers.resource_path("claude_md", b).read_text("utf-8"))
+                               for b in declared["claude_md"]),
+        other_blocks=tuple((b, tiers.resource_path("claude_md", b).read_text("utf-8"))
+                           for b in library if b not in declared["claude_md"]),
+        descriptions=tuple(_description(tiers, kind, name) for kind in ("skills", "agents")
+                           for name in declared[kind]),
+        system_mode=declared["system_prompt"],
+        system_text=(prompt.file.read_text("utf-8") if prompt is not None
+                     and prompt.file is not None else None),
+        default_system_chars=int(baseline["system_chars"]))
+
+
+def delegates(tiers: TierSet, sub: Subtest) -> tuple[str, ...]:
+    """Whom the oracle hands the work to, so sub-agent paths run for real: an orchestrator
+    (an agent with the Agent tool) if the subtest has one, then an agent that can write."""
+    def tools(name: str) -> set[str] | None:
+        meta, _, _ = front_matter(tiers.resource_path("agents", name))
+        raw = (meta or {}).get("tools")
+        return None if raw is None else {t.strip() for t in str(raw).split(",")}
+
+    lead = next((a for a in sub.agents if "Agent" in (tools(a) or set())), None)
+    writer = next((a for a in sub.agents if tools(a) is None or "Write" in (tools(a) or set())),
+                  None)
+    return tuple(a for a in (lead, writer) if a)
+
+
+def _description(tiers: TierSet, kind: str, name: str) -> tuple[str, str]:
+    meta, _, _ = front_matter(tiers.resource_path(kind, name))  # type: ignore[arg-type]
+    return name, str((meta or {}).get("description", ""))

@@ -1,0 +1,79 @@
+"""How a run ends: `classify` sorts out the runs that are not judged normally (void, timed out,
+over budget, crashed), `settle` gives every run its one outcome, `costs` says what the agent
+cost and by whose measure. See ARCHITECTURE.md, "Outcomes"."""
+
+from __future__ import annotations
+
+from pytest_scylla.core import pricing
+from pytest_scylla.core.record import RunRecord
+from pytest_scylla.formats.spec import Case
+from pytest_scylla.judging.judge_run import judged_reason
+from pytest_scylla.run.agents import claude_code
+from pytest_scylla.run.gateway import Route
+from pytest_scylla.run.sandbox import Finished
+
+COST_TOLERANCE = 0.02  # relative difference between gateway and CLI cost that is still "agreeing"
+
+
+def settle(rec: RunRecord, case: Case, outcome: str | None, reason: str) -> None:
+    """The run's outcome: the one `classify` gave (timeout, agent_error, ...), else the panel's
+    (pass, fail, or judge_error without enough valid judges)."""
+    if outcome is None and rec.get("consensus") is None:
+        outcome, reason = "judge_error", (
+            f"only {rec['valid_judges']} valid judge(s), {rec['min_judges']} needed: "
+            + "; ".join(f"{j['judge_model']}: {j['errors'][-1] if j['errors'] else '?'}"
+                        for j in rec["judges"] if not j["valid"]))
+    elif outcome is None:
+        passed = bool((rec.get("consensus") or {}).get("passed"))
+        outcome = "pass" if passed else "fail"
+        reason = "" if passed else judged_reason(rec, case.rubric.pass_threshold)
+    rec.update({"outcome": outcome, "passed": outcome == "pass", "reason": reason})
+
+
+def classify(finished: Finished, result: claude_code.Result, route: Route,
+             stderr_tail: str) -> tuple[str | None, str]:
+    """(outcome, reason) for runs that are not judged normally; (None, '') to judge them."""
+    if route.ablation_failed():
+        assert route.ablation is not None
+        return "infra_error", "ablation check failed: " + "; ".join(route.ablation["problems"])
+    if finished.timed_out:
+        return "timeout", f"agent killed at the case timeout ({finished.seconds:.0f}s)"
+    if route.budget_exceeded:
+        return "budget_exceeded", (f"gateway refused calls over the run budget "
+                                   f"${route.max_cost_usd:.2f}")
+    ended_well = finished.exit_code == 0 and result.found and not result.is_error
+    if ended_well or result.subtype == "error_max_turns":
+        return None, ""
+    if route.infra:
+        last = route.infra[-1]
+        return "infra_error", (f"upstream failure: {len(route.infra)} call(s) failed, last "
+                               f"status {last['status']} retry-after {last['retry_after']} "
+                               f"({last['detail']})")
+    code = finished.exit_code
+    what = (f"killed by signal {code - 128}" if code is not None and code > 128
+            else f"exit code {code}")
+    if not result.found:
+        return "agent_error", f"CLI ended without a result ({what}): {stderr_tail}"
+    return "agent_error", (f"CLI reported an error ({what}, {result.subtype}): "
+                           f"{result.final_message[:300]}")
+
+
+def costs(route: Route, result: claude_code.Result) -> RunRecord:
+    """The agent's cost: the gateway's measure priced from the dated table, else the CLI's own
+    figure for models the table lacks, and whether the two agree."""
+    gateway_cost = round(route.spent_usd, 6) if route.usage else None
+    cli_cost = result.total_cost_usd
+    cost: float | None
+    if gateway_cost is not None and not route.unpriced_models:
+        cost, source = gateway_cost, "gateway"
+    elif cli_cost is not None:
+        cost, source = cli_cost, "cli"
+    else:
+        cost, source = gateway_cost, "unknown"
+    agree = None
+    if gateway_cost is not None and cli_cost is not None:
+        agree = abs(gateway_cost - cli_cost) <= COST_TOLERANCE * max(cli_cost, gateway_cost, 1e-9)
+    return {"cost_usd": cost, "cost_source": source, "gateway_cost_usd": gateway_cost,
+            "cli_cost_usd": cli_cost, "costs_agree": agree,
+            "unpriced_models": sorted(route.unpriced_models),
+            "prices_as_of": pricing.PRICES_AS_OF}

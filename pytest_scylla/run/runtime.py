@@ -1,0 +1,96 @@
+"""What one pytest process sets up once and every run shares: the resolved settings, the
+gateway, the sandbox, the CLI and its measured baselines. `build` makes it (or raises one clear
+setup error); `Runtime` holds the settings whole rather than copies of their fields."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_scylla.core.runspec import RunSpec
+from pytest_scylla.core.tempdirs import clean_stale
+from pytest_scylla.formats.provenance import Conditions, conditions
+from pytest_scylla.formats.tiers import Subtest, TierSet
+from pytest_scylla.operations.ledger import Ledger
+from pytest_scylla.run import baseline
+from pytest_scylla.run.agents import claude_code
+from pytest_scylla.run.gateway import Gateway, UpstreamSetupError
+from pytest_scylla.run.gateway.server import RetryPolicy, credential_headers
+from pytest_scylla.run.sandbox import Sandbox, SandboxError, choose
+from pytest_scylla.settings import Settings
+
+# what `build` raises for a setup problem (no CLI, no credential, no sandbox, no disk)
+SETUP_ERRORS = (claude_code.SetupError, UpstreamSetupError, SandboxError, OSError)
+
+
+@dataclass
+class Runtime:
+    """The process's shared parts; everything a run needs beyond its `RunSpec`."""
+
+    settings: Settings
+    out: Path  # the experiment folder
+    tiers: TierSet
+    gateway: Gateway
+    sandbox: Sandbox
+    cli: Path
+    cli_version: str
+    ledger: Ledger | None = None
+    baselines: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def model(self, spec: RunSpec) -> str:
+        """The run's model: its subtest's, else the session's."""
+        return spec.subtest.model or self.settings.model
+
+    def run_dir(self, spec: RunSpec) -> Path:
+        return self.out / "runs" / spec.key.folder
+
+    def conditions(self, spec: RunSpec) -> Conditions:
+        """The run's input hashes, config hash and judge hash (see `provenance.conditions`)."""
+        s = self.settings
+        return conditions(spec, self.tiers, model=self.model(spec), cli_version=self.cli_version,
+                          oracle=s.oracle, sandbox=self.sandbox.name,
+                          judges=[j.label for j in s.judges], min_judges=s.min_judges)
+
+    def baseline(self, sub: Subtest) -> dict[str, Any]:
+        """The baseline for the subtest's tool configuration."""
+        return self.baseline_for(sub.tools_allow, tuple(sorted(sub.tools_deny)))
+
+    def baseline_for(self, allow: tuple[str, ...] | None, deny: tuple[str, ...]
+                     ) -> dict[str, Any]:
+        """The baseline of a tool configuration, measured once per process (and on disk)."""
+        key = json.dumps([allow, deny])
+        if key not in self.baselines:
+            self.baselines[key] = baseline.measure(self.gateway, self.sandbox, self.cli,
+                                                   self.cli_version, self.settings.model,
+                                                   self.settings.cache_dir, allow, deny)
+        return self.baselines[key]
+
+
+def build(settings: Settings, out: Path, session_id: str, tiers: TierSet) -> Runtime:
+    """Set up the gateway, sandbox and CLI for this process, and measure the CLI's baseline so
+    that a CLI that cannot run fails here, once. Raises one of `SETUP_ERRORS`."""
+    clean_stale()  # run folders of processes that are gone (a killed session)
+    if settings.oracle is None:
+        credential_headers()
+    cli = claude_code.find_cli(settings.cli)
+    cli_version = claude_code.version(cli)
+    kind, _warning = choose(settings.sandbox)
+    (settings.cache_dir / "npm").mkdir(parents=True, exist_ok=True)
+    gateway = Gateway().start()
+    try:
+        ledger = Ledger(out, session_id)
+        gateway.retry = RetryPolicy(attempts=settings.retries, max_wait=settings.retry_wait,
+                                    on_long_limit=ledger.pause)
+        rt = Runtime(settings=settings, out=out, tiers=tiers, gateway=gateway,
+                     sandbox=kind(gateway.port, gateway.socket_dir,
+                                  [settings.cache_dir / "npm"]),
+                     cli=cli, cli_version=cli_version, ledger=ledger)
+        rt.baseline_for(None, ())
+    except BaseException:
+        gateway.stop()
+        raise
+    if any(j.kind == "anthropic" for j in settings.judges):
+        import anthropic  # noqa: F401 - a slow first import, kept out of the first run's timing
+    return rt
