@@ -20,8 +20,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from pytest_scylla.formats.spec import load_case  # noqa: E402
-from pytest_scylla.judging import DEFAULT_JUDGES, parse, prompt, run_panel  # noqa: E402
+from pytest_scylla.judging import prompt  # noqa: E402
 from pytest_scylla.judging.judge_run import oracle_verdict  # noqa: E402
+from pytest_scylla.judging.judges import DEFAULT_JUDGES, parse  # noqa: E402
+from pytest_scylla.judging.panel import run_panel  # noqa: E402
 from pytest_scylla.run.gateway import Gateway, Route  # noqa: E402
 from pytest_scylla.run.gateway.oracle import Script  # noqa: E402
 

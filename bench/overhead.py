@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 from pytest_scylla.core.runspec import RunSpec  # noqa: E402
 from pytest_scylla.formats.spec import load_case  # noqa: E402
 from pytest_scylla.formats.tiers import TierSet  # noqa: E402
-from pytest_scylla.judging import DEFAULT_JUDGES, parse  # noqa: E402
+from pytest_scylla.judging.judges import DEFAULT_JUDGES, parse  # noqa: E402
 from pytest_scylla.run import runner  # noqa: E402
 from pytest_scylla.run.agents import claude_code  # noqa: E402
 from pytest_scylla.run.gateway import Gateway, Route, sse  # noqa: E402

@@ -120,6 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _report(dirs: list[Path], out: Path | None, formats: tuple[str, ...]) -> int:
     from pytest_scylla.results import report
+    from pytest_scylla.results.tables import ReportInputError, load
 
     if out is None and len(dirs) > 1:
         print("scylla report: several folders merge into a new one: pass --out DIR",
@@ -127,8 +128,8 @@ def _report(dirs: list[Path], out: Path | None, formats: tuple[str, ...]) -> int
         return 2
     target = out or dirs[0]
     try:
-        tables = report.load(dirs)
-    except report.ReportInputError as exc:
+        tables = load(dirs)
+    except ReportInputError as exc:
         print(f"scylla report: {exc}", file=sys.stderr)
         return 2
     if not tables.runs:

@@ -14,8 +14,8 @@ import pytest
 
 from pytest_scylla.formats.tiers import TIER_NAME, Subtest, TierSet, tier_files
 from pytest_scylla.formats.yamlmarks import display
-from pytest_scylla.judging import JudgeSpec, JudgeSpecError
-from pytest_scylla.judging import parse as parse_judge
+from pytest_scylla.judging.judges import JudgeSpec, JudgeSpecError
+from pytest_scylla.judging.judges import parse as parse_judge
 
 REPORT_FORMATS = ("terminal", "html", "md", "json", "csv")
 ORACLE_MODES = ("solution", "noop", "wrong", "mixed")
@@ -178,6 +178,32 @@ def _path(config: pytest.Config, dest: str, default: Path) -> Path:
 
 def resolve(config: pytest.Config) -> Settings:
     """Read and check every scylla option once; a bad value is a `pytest.UsageError`."""
+    tiers_dir = _path(config, "scylla_tiers_dir", config.rootpath / "tiers")
+    tiers, (subtests, subtests_origin) = _tiers(config, tiers_dir), _subtests(config)
+    judges, min_judges = _judges(config)
+    flags = {name: bool(config.getoption(f"scylla_{name}") or config.getini(f"scylla_{name}"))
+             for name in ("keep_workspaces", "record_bodies", "fresh", "rejudge", "plan")}
+    if flags["fresh"] and flags["rejudge"]:
+        raise pytest.UsageError("--scylla-fresh and --scylla-rejudge exclude each other: fresh "
+                                "re-runs the agents, rejudge only re-scores stored runs")
+    out_raw = config.getoption("scylla_out") or config.getini("scylla_out")
+    settings = Settings(
+        runs=_runs(config), tiers=tiers, subtests=subtests,
+        out=_path(config, "scylla_out", Path()) if out_raw else None, label=_label(config),
+        report=_report(config), oracle=_oracle(config), tiers_dir=tiers_dir,
+        rubrics_dir=_path(config, "scylla_rubrics_dir", config.rootpath / "rubrics"),
+        model=_model(config), sandbox=_sandbox(config),
+        cli=str(_value(config, "scylla_cli")[0]).strip() or None,
+        cache_dir=_path(config, "scylla_cache_dir", default_cache_dir()),
+        judges=judges, min_judges=min_judges, **_limits(config), **flags)
+    if subtests is not None:
+        # Checking that each selector matches something needs the tiers: parse them now, once.
+        config.stash[TIERSET_KEY] = TierSet(tiers_dir)
+        _check_subtests_exist(config.stash[TIERSET_KEY], settings, subtests_origin)
+    return settings
+
+
+def _runs(config: pytest.Config) -> int:
     raw, origin = _value(config, "scylla_runs")
     try:
         runs = int(str(raw))
@@ -187,10 +213,10 @@ def resolve(config: pytest.Config) -> Settings:
     if not 1 <= runs <= MAX_RUNS:
         raise pytest.UsageError(f"{origin}={runs}: runs per cell must be between 1 and "
                                 f"{MAX_RUNS}, e.g. --scylla-runs=10")
+    return runs
 
-    tiers_dir = _path(config, "scylla_tiers_dir", config.rootpath / "tiers")
-    rubrics_dir = _path(config, "scylla_rubrics_dir", config.rootpath / "rubrics")
 
+def _tiers(config: pytest.Config, tiers_dir: Path) -> tuple[str, ...] | None:
     raw, origin = _value(config, "scylla_tiers")
     tiers = _list(raw)
     if tiers is not None:
@@ -203,14 +229,20 @@ def resolve(config: pytest.Config) -> Settings:
                 raise pytest.UsageError(
                     f"{origin}: unknown tier '{tier}'; tiers in {display(tiers_dir)}: "
                     f"{', '.join(known) or 'none (no T*.yaml files there)'}")
+    return tiers
 
-    raw, subtests_origin = _value(config, "scylla_subtests")
+
+def _subtests(config: pytest.Config) -> tuple[tuple[str, ...] | None, str]:
+    raw, origin = _value(config, "scylla_subtests")
     subtests = _list(raw)
     for selector in subtests or ():
         if not SUBTEST_SELECTOR.match(selector):
-            raise pytest.UsageError(f"{subtests_origin}: '{selector}' is not a subtest selector; "
+            raise pytest.UsageError(f"{origin}: '{selector}' is not a subtest selector; "
                                     "expected e.g. 02, 02-core or T5-02")
+    return subtests, origin
 
+
+def _report(config: pytest.Config) -> tuple[str, ...]:
     raw, origin = _value(config, "scylla_report")
     report = _list(raw) or ()
     if "all" in report:
@@ -221,31 +253,47 @@ def resolve(config: pytest.Config) -> Settings:
         if fmt not in REPORT_FORMATS:
             raise pytest.UsageError(f"{origin}: unknown report format '{fmt}'; choose from "
                                     f"{', '.join(REPORT_FORMATS)}, all or none")
+    return report
 
+
+def _oracle(config: pytest.Config) -> str | None:
     raw, origin = _value(config, "scylla_oracle")
     oracle = str(raw) or None
     if oracle is not None and oracle not in ORACLE_MODES:
         raise pytest.UsageError(f"{origin}: unknown oracle mode '{oracle}'; choose from "
                                 f"{', '.join(ORACLE_MODES)}")
+    return oracle
 
-    out_raw = config.getoption("scylla_out") or config.getini("scylla_out")
-    out = _path(config, "scylla_out", Path()) if out_raw else None
+
+def _label(config: pytest.Config) -> str:
     raw, origin = _value(config, "scylla_label")
     label = str(raw).strip()
     if label and not LABEL.match(label):
         raise pytest.UsageError(f"{origin}={raw!r}: a label is up to 64 letters, digits, '.', "
                                 "'_' or '-' (it becomes part of a folder name), e.g. "
                                 "--scylla-label=sonnet5-baseline")
+    return label
 
+
+def _sandbox(config: pytest.Config) -> str:
     raw, origin = _value(config, "scylla_sandbox")
     sandbox = str(raw).strip() or "auto"
     if sandbox not in SANDBOXES:
         raise pytest.UsageError(f"{origin}: unknown sandbox '{sandbox}'; choose from "
                                 f"{', '.join(SANDBOXES)}")
+    return sandbox
+
+
+def _model(config: pytest.Config) -> str:
     raw, origin = _value(config, "scylla_model")
     model = str(raw).strip()
     if not model or any(c.isspace() for c in model):
         raise pytest.UsageError(f"{origin}={raw!r}: expected a model id such as {DEFAULT_MODEL}")
+    return model
+
+
+def _judges(config: pytest.Config) -> tuple[tuple[JudgeSpec, ...], int]:
+    """The panel and how many valid judges a verdict needs (at most the panel's size)."""
     raw, origin = _value(config, "scylla_judges")
     try:
         judges = tuple(parse_judge(e) for e in _list(raw) or ())
@@ -261,22 +309,11 @@ def resolve(config: pytest.Config) -> Settings:
         min_judges = 0
     if min_judges < 1:
         raise pytest.UsageError(f"{origin}={raw!r}: expected a whole number of judges >= 1")
-    cli = str(_value(config, "scylla_cli")[0]).strip() or None
-    cache_dir = _path(config, "scylla_cache_dir", default_cache_dir())
-    flags = {name: bool(config.getoption(f"scylla_{name}") or config.getini(f"scylla_{name}"))
-             for name in ("keep_workspaces", "record_bodies", "fresh", "rejudge", "plan")}
-    if flags["fresh"] and flags["rejudge"]:
-        raise pytest.UsageError("--scylla-fresh and --scylla-rejudge exclude each other: fresh "
-                                "re-runs the agents, rejudge only re-scores stored runs")
-    numbers = {
-        "budget_usd": _number(config, "scylla_budget_usd", "dollars", "--scylla-budget-usd=25",
-                              positive=True),
-        "max_run_cost": _number(config, "scylla_max_run_cost", "dollars",
-                                "--scylla-max-run-cost=2.5", positive=True),
-        "retry_wait": _number(config, "scylla_retry_wait", "seconds", "--scylla-retry-wait=120"),
-        "max_pause": _number(config, "scylla_max_pause", "seconds", "--scylla-max-pause=3600"),
-        "progress": _number(config, "scylla_progress", "seconds", "--scylla-progress=30"),
-    }
+    return judges, min(min_judges, len(judges))
+
+
+def _limits(config: pytest.Config) -> dict[str, Any]:
+    """Budgets, retries, pauses and the progress interval."""
     raw, origin = _value(config, "scylla_retries")
     try:
         retries = int(str(raw))
@@ -285,23 +322,16 @@ def resolve(config: pytest.Config) -> Settings:
     if not 1 <= retries <= 20:
         raise pytest.UsageError(f"{origin}={raw!r}: expected a number of attempts from 1 to 20, "
                                 "e.g. --scylla-retries=4")
-
-    settings = Settings(runs=runs, tiers=tiers, subtests=subtests, out=out, label=label,
-                        report=report,
-                        oracle=oracle, tiers_dir=tiers_dir, rubrics_dir=rubrics_dir,
-                        model=model, sandbox=sandbox, cli=cli, cache_dir=cache_dir,
-                        judges=judges, min_judges=min(min_judges, len(judges)),
-                        retries=retries, budget_usd=numbers["budget_usd"],
-                        max_run_cost=numbers["max_run_cost"],
-                        retry_wait=numbers["retry_wait"] if numbers["retry_wait"] is not None
-                        else 120.0,
-                        max_pause=numbers["max_pause"] if numbers["max_pause"] is not None
-                        else 21600.0, progress=numbers["progress"], **flags)
-    if subtests is not None:
-        # Checking that each selector matches something needs the tiers: parse them now, once.
-        config.stash[TIERSET_KEY] = TierSet(tiers_dir)
-        _check_subtests_exist(config.stash[TIERSET_KEY], settings, subtests_origin)
-    return settings
+    retry_wait = _number(config, "scylla_retry_wait", "seconds", "--scylla-retry-wait=120")
+    max_pause = _number(config, "scylla_max_pause", "seconds", "--scylla-max-pause=3600")
+    return {
+        "budget_usd": _number(config, "scylla_budget_usd", "dollars", "--scylla-budget-usd=25",
+                              positive=True),
+        "max_run_cost": _number(config, "scylla_max_run_cost", "dollars",
+                                "--scylla-max-run-cost=2.5", positive=True),
+        "retries": retries, "retry_wait": 120.0 if retry_wait is None else retry_wait,
+        "max_pause": 21600.0 if max_pause is None else max_pause,
+        "progress": _number(config, "scylla_progress", "seconds", "--scylla-progress=30")}
 
 
 def _number(config: pytest.Config, dest: str, unit: str, example: str,

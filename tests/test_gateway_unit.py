@@ -16,7 +16,7 @@ import pytest
 
 from pytest_scylla.core import pricing
 from pytest_scylla.run.gateway import Gateway, Route, ablation, oracle, sse
-from pytest_scylla.run.gateway.server import RetryPolicy
+from pytest_scylla.run.gateway.routes import RetryPolicy
 
 
 def test_usage_reader_follows_a_stream_cut_anywhere() -> None:

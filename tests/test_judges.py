@@ -13,7 +13,10 @@ from typing import Any, ClassVar
 import pytest
 
 from pytest_scylla.formats.spec import load_case
-from pytest_scylla.judging import JudgeSpec, parse, prompt, run_panel, verdict
+from pytest_scylla.judging import prompt, verdict
+from pytest_scylla.judging.judges import JudgeSpec, parse
+from pytest_scylla.judging.panel import run_panel
+from pytest_scylla.run.gateway import Gateway, Route
 
 from .conftest import workers
 
@@ -140,6 +143,8 @@ def test_prompt_fences_run_data_and_keeps_a_stable_cacheable_prefix(tmp_path: Pa
 class _OpenAI(http.server.BaseHTTPRequestHandler):
     answers: ClassVar[list[str]] = []
     requests: ClassVar[list[dict[str, Any]]] = []
+    auth: ClassVar[list[str | None]] = []
+    paths: ClassVar[list[str]] = []
 
     def log_message(self, *args: Any) -> None:
         pass
@@ -147,7 +152,10 @@ class _OpenAI(http.server.BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["content-length"])))
         type(self).requests.append(body)
-        data = json.dumps({"choices": [{"message": {"content": type(self).answers.pop(0)}}],
+        type(self).auth.append(self.headers.get("authorization"))
+        type(self).paths.append(self.path)
+        data = json.dumps({"model": body["model"],
+                           "choices": [{"message": {"content": type(self).answers.pop(0)}}],
                            "usage": {"prompt_tokens": 100, "completion_tokens": 20}}).encode()
         self.send_response(200)
         self.send_header("content-type", "application/json")
@@ -156,18 +164,31 @@ class _OpenAI(http.server.BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
-def test_openai_compatible_judge_uses_a_json_schema_and_retries() -> None:
+def test_openai_compatible_judge_goes_through_the_gateway_with_a_json_schema(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An `openai:` judge asks its endpoint through the gateway like every model call: the
+    gateway relays to the endpoint (adding OPENAI_API_KEY, which the judge never holds), and logs
+    each call with its usage in the run's judge call log."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-openai")
     case = load_case(ROOT / "cases/test-001/test.yaml", ROOT / "rubrics")
     items = [i for i in case.rubric.items if i.kind == "judge"]
     good = {"items": {i.id: {"achieved": i.points, "reason": "fine"} for i in items},
             "reasoning": "ok"}
     _OpenAI.answers = ["not json", json.dumps(good)]
+    _OpenAI.requests, _OpenAI.auth, _OpenAI.paths = [], [], []
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _OpenAI)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     spec = parse(f"openai:local-model@http://127.0.0.1:{server.server_address[1]}/v1")
-    [result] = run_panel([spec], prompt.build(case, items, "", "", [], []), items,
-                         lambda n, s: "")
-    server.shutdown()
+    gateway = Gateway().start()
+    log = tmp_path / "judge_calls.jsonl"
+    route = gateway.open(Route(key="judge1", log_path=log, upstream="openai",
+                               upstream_url=spec.base_url))
+    try:
+        [result] = run_panel([spec], prompt.build(case, items, "", "", [], []), items,
+                             lambda n, s: gateway.base_url(route.key))
+    finally:
+        gateway.stop()
+        server.shutdown()
     assert result.valid is True
     assert result.attempts == 2
     assert result.errors[0].startswith("not JSON")
@@ -175,6 +196,13 @@ def test_openai_compatible_judge_uses_a_json_schema_and_retries() -> None:
     fmt = _OpenAI.requests[0]["response_format"]
     assert fmt["type"] == "json_schema"
     assert fmt["json_schema"]["schema"] == verdict.schema(items)
+    assert _OpenAI.paths == ["/v1/chat/completions"] * 2
+    assert _OpenAI.auth == ["Bearer sk-test-openai"] * 2  # added by the gateway
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(c["status"], c["upstream"], c["usage"]) for c in calls] == [
+        (200, "openai", {"input_tokens": 100, "output_tokens": 20})] * 2
+    assert route.usage["local-model"]["calls"] == 2  # counted (unpriced: not in the table)
+    assert route.unpriced_models == {"local-model"}
 
 
 def test_claude_cli_judge_answers_through_json_schema(mini: Path, pytester: pytest.Pytester,

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from pytest_scylla.cli import main
-from pytest_scylla.results import metrics, report
+from pytest_scylla.results import metrics, report, text_tables
+from pytest_scylla.results.tables import Tables, load
 
 from .conftest import workers
 
@@ -192,7 +193,7 @@ def test_the_papers_tables_16_to_19_come_out_of_its_imported_dryrun(tmp_path: Pa
 
     dest = tmp_path / "2026-01-20T06-13-07-test-001"
     assert main(["import", str(DRYRUN), str(dest)]) == 0
-    paper = report.paper_tables(report.load([dest]))
+    paper = report.paper_tables(load([dest]))
     for row in paper["tiers"]:
         rate, mean, median, grade, cop = TABLE_16[row["tier"]]
         assert _printed(row["pass_rate"], rate)
@@ -230,10 +231,10 @@ def test_latex_tables_render_infinity_and_escape_text() -> None:
              "grade": "F", "case_id": "c_1", "experiment": "e"}] * 2 + [
         {"tier": "T1", "outcome": "pass", "passed": True, "score": 0.9, "cost_usd": 0.25,
          "grade": "A", "case_id": "c_1", "experiment": "e"}] * 2
-    tables = report.Tables(runs=rows)
+    tables = Tables(runs=rows)
     summary = {"experiment": "50%_run #1", "simulated": True,
                "tiers": metrics.group_summary(rows)}
-    tex = report.latex(summary, report.statistical_results(tables),
+    tex = text_tables.latex(summary, report.statistical_results(tables),
                        report.paper_tables(tables, summary["tiers"]))
     assert "% 50\\%\\_run \\#1:" in tex
     assert "% SIMULATED MODEL" in tex

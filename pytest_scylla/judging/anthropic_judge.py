@@ -7,7 +7,8 @@ from typing import Any
 
 from pytest_scylla.core import pricing
 from pytest_scylla.formats.spec import RubricItem
-from pytest_scylla.judging import MAX_ATTEMPTS, JudgeResult, JudgeSpec, verdict
+from pytest_scylla.judging import verdict
+from pytest_scylla.judging.judges import MAX_ATTEMPTS, JudgeResult, JudgeSpec
 from pytest_scylla.judging.prompt import Prompt
 
 DUMMY_KEY = "sk-ant-scylla-judge-dummy-key-the-gateway-holds-the-real-one"

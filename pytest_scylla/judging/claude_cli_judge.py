@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pytest_scylla.formats.spec import RubricItem
-from pytest_scylla.judging import MAX_ATTEMPTS, JudgeResult, JudgeSpec, verdict
+from pytest_scylla.judging import verdict
+from pytest_scylla.judging.judges import MAX_ATTEMPTS, JudgeResult, JudgeSpec
 from pytest_scylla.judging.prompt import Prompt
 from pytest_scylla.run.agents import claude_code
 

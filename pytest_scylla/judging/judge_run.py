@@ -12,8 +12,10 @@ from typing import TYPE_CHECKING, Any
 from pytest_scylla.core import pricing
 from pytest_scylla.core.record import RunRecord
 from pytest_scylla.formats.spec import Case, RubricItem
-from pytest_scylla.judging import JudgeResult, JudgeSpec, run_panel, scoring
 from pytest_scylla.judging import prompt as judge_prompt
+from pytest_scylla.judging import scoring
+from pytest_scylla.judging.judges import JudgeResult, JudgeSpec
+from pytest_scylla.judging.panel import run_panel
 from pytest_scylla.run import checks
 from pytest_scylla.run.gateway import Route
 from pytest_scylla.run.gateway.oracle import Script
@@ -65,10 +67,14 @@ def judge(case: Case, key: str, run_dir: Path, rt: Runtime, evidence: Evidence) 
         routes: list[Route] = []
 
         def base_url(number: int, spec: JudgeSpec) -> str:
+            # openai judges reach their own endpoint (the oracle speaks only Anthropic's API),
+            # through the gateway all the same: logged, priced and budgeted like every call
+            upstream = ("openai" if spec.kind == "openai" else
+                        "oracle" if rt.settings.oracle else "anthropic")
             route = rt.gateway.open(Route(
                 key=f"{key}-judge{number}-{secrets.token_hex(3)}",
-                log_path=run_dir / "judge_calls.jsonl", script=script,
-                upstream="oracle" if rt.settings.oracle else "anthropic",
+                log_path=run_dir / "judge_calls.jsonl", script=script, upstream=upstream,
+                upstream_url=spec.base_url.rstrip("/") if spec.base_url else None,
                 pass_auth=spec.kind == "claude-cli"))
             routes.append(route)
             return rt.gateway.base_url(route.key)

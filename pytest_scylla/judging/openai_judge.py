@@ -1,15 +1,17 @@
 """A judge on any OpenAI-compatible endpoint (vLLM, llama.cpp, Ollama, …): chat completions
-with a JSON-schema response format, validated like the Anthropic judge's tool input."""
+with a JSON-schema response format, validated like the Anthropic judge's tool input. Its calls
+go to the gateway, which relays them to the endpoint (adding `OPENAI_API_KEY` when set), so they
+are logged, priced and budgeted like every other model call."""
 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from typing import Any
 
 from pytest_scylla.formats.spec import RubricItem
-from pytest_scylla.judging import MAX_ATTEMPTS, JudgeResult, JudgeSpec, verdict
+from pytest_scylla.judging import verdict
+from pytest_scylla.judging.judges import MAX_ATTEMPTS, JudgeResult, JudgeSpec
 from pytest_scylla.judging.prompt import Prompt
 
 
@@ -17,10 +19,8 @@ def ask(spec: JudgeSpec, prompt: Prompt, items: Sequence[RubricItem], base_url: 
         result: JudgeResult) -> None:
     import httpx
 
-    url = (spec.base_url or base_url).rstrip("/") + "/chat/completions"
+    url = base_url.rstrip("/") + "/chat/completions"
     headers = {"content-type": "application/json"}
-    if os.environ.get("OPENAI_API_KEY"):
-        headers["authorization"] = f"Bearer {os.environ['OPENAI_API_KEY']}"
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": prompt.system},
         {"role": "user", "content": prompt.prefix + "\n\n" + prompt.material

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_scylla.operations import resume
-from pytest_scylla.results.report import ReportInputError, read_records
+from pytest_scylla.results.tables import ReportInputError, read_records
 
 Sample = tuple[float, float]  # (dollars incl. judges, seconds)
 

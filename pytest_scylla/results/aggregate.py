@@ -16,7 +16,7 @@ from pytest_scylla.core.runspec import RunKey, is_run_item
 from pytest_scylla.formats import provenance
 from pytest_scylla.operations import resume
 from pytest_scylla.results import report
-from pytest_scylla.results.report import RUNS_FILE
+from pytest_scylla.results.tables import RUNS_FILE, Tables
 
 
 def crash_record(nodeid: str) -> dict[str, Any]:
@@ -119,8 +119,8 @@ class Aggregator:
         rejudged = sum(bool(r.get("rejudged_now")) for r in self.records.values())
         return len(self.records) - cached - rejudged, cached, rejudged
 
-    def _tables(self) -> report.Tables:
-        tables = report.Tables(partial=self.partial)
+    def _tables(self) -> Tables:
+        tables = Tables(partial=self.partial)
         tables.add_records(self.all_records(), self.out.name, self.out)
         return tables
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pytest_scylla.results.report import Tables
+from pytest_scylla.results.tables import Tables
 
 Summary = list[dict[str, Any]]  # metrics.group_summary of the runs
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_scylla.results import metrics
-from pytest_scylla.results.report import Tables
+from pytest_scylla.results.tables import Tables
 
 REASON_LIMIT = 200  # characters of a judge's reason per item
 TEXT_LIMIT = 4_000  # characters of a diff or transcript shown per run (the full ones stay in

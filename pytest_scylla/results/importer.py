@@ -17,6 +17,7 @@ from typing import Any
 from pytest_scylla.core.runspec import RunKey
 from pytest_scylla.results import report
 from pytest_scylla.results.metrics import model_label
+from pytest_scylla.results.tables import RUNS_FILE, Tables
 
 
 class SourceTreeError(ValueError):
@@ -92,10 +93,10 @@ def convert(src: Path, dest: Path) -> int:
                            "the experiment folder of the original implementation")
     records = [_run(p.parent, p.parts[-4], p.parts[-3], models[0], case) for p in run_dirs]
     dest.mkdir(parents=True, exist_ok=True)
-    with open(dest / report.RUNS_FILE, "w", encoding="utf-8") as handle:
+    with open(dest / RUNS_FILE, "w", encoding="utf-8") as handle:
         for rec in records:
             handle.write(json.dumps(rec, separators=(",", ":")) + "\n")
-    tables = report.Tables()
+    tables = Tables()
     tables.add_records(records, dest.name)
     report.write(dest, tables, {"imported_from": str(src), "config": config})
     return len(records)

@@ -17,7 +17,7 @@ from pytest_scylla.operations.ledger import Ledger
 from pytest_scylla.run import baseline
 from pytest_scylla.run.agents import claude_code
 from pytest_scylla.run.gateway import Gateway, UpstreamSetupError
-from pytest_scylla.run.gateway.server import RetryPolicy, credential_headers
+from pytest_scylla.run.gateway.routes import RetryPolicy, credential_headers
 from pytest_scylla.run.sandbox import Sandbox, SandboxError, choose
 from pytest_scylla.settings import Settings
 

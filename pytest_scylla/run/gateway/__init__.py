@@ -9,6 +9,7 @@ upstream failure it sees. It listens on 127.0.0.1 and on a unix socket (for sand
 network).
 """
 
-from pytest_scylla.run.gateway.server import Gateway, Route, UpstreamSetupError
+from pytest_scylla.run.gateway.routes import Route, UpstreamSetupError
+from pytest_scylla.run.gateway.server import Gateway
 
 __all__ = ["Gateway", "Route", "UpstreamSetupError"]

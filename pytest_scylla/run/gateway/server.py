@@ -5,124 +5,25 @@ from __future__ import annotations
 import http.server
 import json
 import os
-import random
 import shutil
 import socketserver
 import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
 from pytest_scylla.core import pricing
 from pytest_scylla.core.tempdirs import claim_private
-from pytest_scylla.run.gateway import ablation, oracle
-from pytest_scylla.run.gateway.sse import UsageReader
+from pytest_scylla.run.gateway import ablation, oracle, upstreams
+from pytest_scylla.run.gateway.routes import (
+    RetryPolicy,
+    Route,
+    now,
+    retry_after_seconds,
+)
 
 DEFAULT_UPSTREAM = "https://api.anthropic.com"
-INFRA_STATUSES = frozenset({408, 429, 500, 502, 503, 504, 529})
-HOP_HEADERS = frozenset({"connection", "keep-alive", "transfer-encoding", "content-length",
-                         "content-encoding", "host", "proxy-connection", "upgrade", "te",
-                         "trailer"})
-CLIENT_AUTH = frozenset({"x-api-key", "authorization"})
-STALL_LIMIT_SECONDS = 24 * 3600
-
-
-class UpstreamSetupError(RuntimeError):
-    """The real upstream cannot be used (no credential)."""
-
-
-def credential_headers(environ: dict[str, str] | None = None) -> dict[str, str]:
-    """The real credential for the upstream, from the harness's own environment."""
-    env = os.environ if environ is None else environ
-    if env.get("ANTHROPIC_API_KEY"):
-        return {"x-api-key": env["ANTHROPIC_API_KEY"]}
-    if env.get("ANTHROPIC_AUTH_TOKEN"):
-        return {"authorization": f"Bearer {env['ANTHROPIC_AUTH_TOKEN']}"}
-    raise UpstreamSetupError(
-        "no model credential: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) in the environment "
-        "pytest runs in, or run offline with --scylla-oracle (a SIMULATED model)")
-
-
-@dataclass
-class Route:
-    """One run's path through the gateway, and what the gateway saw of it."""
-
-    key: str
-    log_path: Path
-    upstream: str = "oracle"  # oracle | anthropic
-    max_cost_usd: float = float("inf")
-    bodies_dir: Path | None = None
-    script: oracle.Script | None = None
-    expected: ablation.Expected | None = None
-    capture_first: bool = False
-    pass_auth: bool = False  # without a credential of our own, forward the client's (CLI login)
-    # what happened
-    spent_usd: float = 0.0
-    calls: int = 0
-    refused: int = 0
-    budget_exceeded: bool = False
-    unpriced_models: set[str] = field(default_factory=set)
-    infra: list[dict[str, Any]] = field(default_factory=list)
-    ablation: dict[str, Any] | None = None
-    first_request: dict[str, Any] | None = None
-    usage: dict[str, dict[str, int]] = field(default_factory=dict)  # per model
-    closed: threading.Event = field(default_factory=threading.Event)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def ablation_failed(self) -> bool:
-        return self.ablation is not None and bool(self.ablation.get("problems"))
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
-
-
-def retryable(status: int | None) -> bool:
-    """An answer worth asking again: timeouts, rate limits, overload, server errors, and no
-    answer at all (None: the connection failed)."""
-    return status is None or status in INFRA_STATUSES or status >= 500
-
-
-def retry_after_seconds(value: str | None) -> float | None:
-    """The retry-after header in seconds (a number or an HTTP date), None if absent or odd."""
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    from email.utils import parsedate_to_datetime
-
-    try:
-        return max(0.0, (parsedate_to_datetime(value) - datetime.now(UTC)).total_seconds())
-    except (TypeError, ValueError):
-        return None
-
-
-@dataclass
-class RetryPolicy:
-    """How the gateway rides out transient upstream trouble before the CLI sees any of it:
-    up to `attempts` tries with exponential backoff (with jitter), honouring retry-after, at
-    most `max_wait` seconds of waiting per call. A retry-after longer than that is a usage-window
-    limit: the call is answered at once and `on_long_limit(seconds, message)` is told, so the
-    session can pause new runs instead of burning through its queue."""
-
-    attempts: int = 4
-    max_wait: float = 120.0
-    base: float = 1.0
-    cap: float = 30.0
-    on_long_limit: Callable[[float, str], None] | None = None
-
-    def delay(self, attempt: int, retry_after: str | None) -> float:
-        hinted = retry_after_seconds(retry_after)
-        if hinted is not None:
-            return hinted
-        backoff: float = min(self.cap, self.base * 2.0 ** attempt)
-        return backoff * (0.5 + random.random() / 2)
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -278,7 +179,7 @@ class Gateway:
         except ValueError:
             request = {}
         entry: dict[str, Any] = {
-            "ts": _now(), "run": route.key, "seq": seq, "endpoint": path,
+            "ts": now(), "run": route.key, "seq": seq, "endpoint": path,
             "upstream": route.upstream, "model_requested": request.get("model"),
             "role": "main" if oracle.is_main_agent(request) else "side",
             "stream": bool(request.get("stream")), "request_bytes": len(body)}
@@ -299,16 +200,16 @@ class Gateway:
             wait = limit[0] - time.time()
             message = (f"pytest-scylla gateway: upstream usage limit ({limit[1]}); it resets in "
                        f"{wait:.0f}s and new runs are paused until then")
-            self._infra(route, 429, None, message)
+            self.infra(route, 429, None, message)
             client.send_json(429, {"type": "error", "error": {"type": "rate_limit_error",
                                                               "message": message}})
             self._log(route, {**entry, "status": 429, "limited": True,
                               "latency_s": round(time.monotonic() - start, 4)})
             return
         if route.upstream == "oracle":
-            result = self._oracle(route, path, request, body, client, start)
+            result = upstreams.from_oracle(self, route, path, request, body, client, start)
         else:
-            result = self._forward(route, path, query, client, body, start)
+            result = upstreams.forward(self, route, path, query, client, body, start)
         self._log(route, {**entry, **result})
 
     def _refusal(self, route: Route, path: str, request: dict[str, Any]) -> str | None:
@@ -335,7 +236,7 @@ class Gateway:
                         + "; ".join(route.ablation["problems"]))
         return None
 
-    def _account(self, route: Route, model: str | None, usage: dict[str, int]) -> float:
+    def account(self, route: Route, model: str | None, usage: dict[str, int]) -> float:
         price = pricing.price(model)
         dollars = price.cost(usage)
         with route.lock:
@@ -348,15 +249,15 @@ class Gateway:
             total["calls"] = total.get("calls", 0) + 1
         return dollars
 
-    def _infra(self, route: Route, status: int | None, retry_after: str | None,
+    def infra(self, route: Route, status: int | None, retry_after: str | None,
                detail: str, retried: bool = False) -> dict[str, Any]:
-        event = {"ts": _now(), "status": status, "retry_after": retry_after, "detail": detail,
+        event = {"ts": now(), "status": status, "retry_after": retry_after, "detail": detail,
                  "retried_by_gateway": retried}
         with route.lock:
             route.infra.append(event)
         return event
 
-    def _again(self, route: Route, attempt: int, waited: float, status: int | None,
+    def again(self, route: Route, attempt: int, waited: float, status: int | None,
                retry_after: str | None, detail: str) -> float | None:
         """After a failed attempt: the seconds to wait before the next one, or None to pass
         the failure on (attempts or waiting used up, a usage-window limit, the run closed)."""
@@ -367,17 +268,17 @@ class Gateway:
             self.limited = (time.time() + hinted, detail or "rate limit")
             if policy.on_long_limit is not None:
                 policy.on_long_limit(hinted, detail or "rate limit")
-            self._infra(route, status, retry_after, f"usage-window limit: {detail}")
+            self.infra(route, status, retry_after, f"usage-window limit: {detail}")
             return None
         if attempt + 1 >= policy.attempts or waited + delay > policy.max_wait:
-            self._infra(route, status, retry_after, detail)
+            self.infra(route, status, retry_after, detail)
             return None
-        self._infra(route, status, retry_after, detail, retried=True)
+        self.infra(route, status, retry_after, detail, retried=True)
         if route.closed.wait(delay):
             return None
         return delay
 
-    def _to_client(self, headers: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    def to_client(self, headers: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
         """The headers of an upstream error passed on to the CLI. Under a usage-window limit its
         retry-after is dropped: the CLI would sleep out a window of hours inside the run and end
         as a timeout (a scored failure); without it, its own short retries fail, and the run is
@@ -386,158 +287,13 @@ class Gateway:
             return list(headers)
         return [(k, v) for k, v in headers if k.lower() != "retry-after"]
 
-    def _oracle(self, route: Route, path: str, request: dict[str, Any], body: bytes,
-                client: _Handler, start: float) -> dict[str, Any]:
-        model = str(request.get("model") or "oracle")
-        if path.startswith("/v1/messages/count_tokens"):
-            client.send_json(200, {"input_tokens": max(1, len(body) // 4)})
-            return {"status": 200, "latency_s": round(time.monotonic() - start, 4)}
-        assert route.script is not None, "oracle route without a script"
-        attempt, waited = 0, 0.0
-        while True:
-            reply = oracle.answer(route.script, request, attempt)
-            if reply.error is None or not retryable(reply.status):
-                break
-            retry_after = dict(reply.headers).get("retry-after")
-            delay = self._again(route, attempt, waited, reply.status, retry_after,
-                                reply.error.get("message", ""))
-            if delay is None:
-                break
-            attempt, waited = attempt + 1, waited + delay
-        tries = {"attempts": attempt + 1, "retry_wait_s": round(waited, 3)} if attempt else {}
-        if reply.stall:
-            route.closed.wait(STALL_LIMIT_SECONDS)
-            client.close_connection = True
-            return {"status": None, "stalled": True,
-                    "latency_s": round(time.monotonic() - start, 4)}
-        if reply.error is not None:
-            retry_after = dict(reply.headers).get("retry-after")
-            if not retryable(reply.status):
-                self._infra(route, reply.status, retry_after, reply.error.get("message", ""))
-            client.send_json(reply.status, {"type": "error", "error": reply.error},
-                             self._to_client(reply.headers))
-            return {"status": reply.status, "retry_after": retry_after,
-                    "error": reply.error.get("type"), **tries,
-                    "latency_s": round(time.monotonic() - start, 4)}
-        usage = oracle.usage_for(len(body), reply, first_call=not route.usage)
-        msg_id = f"msg_oracle_{route.key}_{route.calls:04d}"
-        stream = bool(request.get("stream"))
-        first_byte: float | None = None
-        size = 0
-        pieces = oracle.render(reply, msg_id, model, usage, stream)
-        if stream:
-            client.start_chunks(200, [("content-type", "text/event-stream"),
-                                      ("cache-control", "no-cache")])
-            for piece in pieces:
-                first_byte = first_byte or time.monotonic()
-                client.chunk(piece)
-                size += len(piece)
-            client.end_chunks()
-        else:
-            data = client.send_json(200, json.loads(b"".join(pieces)))
-            first_byte, size = time.monotonic(), len(data)
-        dollars = self._account(route, model, usage)
-        if route.bodies_dir is not None:
-            (route.bodies_dir / f"{route.calls:04d}.response.txt").write_text(
-                json.dumps(reply.blocks), encoding="utf-8")
-        return {"status": 200, "model": model, "usage": usage, "cost_usd": round(dollars, 6),
-                "stop_reason": reply.stop_reason, "response_bytes": size, **tries,
-                "ttft_s": round((first_byte or time.monotonic()) - start, 4),
-                "latency_s": round(time.monotonic() - start, 4)}
-
-    def _http(self) -> Any:
+    def http(self) -> Any:
         if self._client is None:
             import httpx
 
             self._client = httpx.Client(timeout=httpx.Timeout(600.0, connect=15.0),
                                         follow_redirects=False)
         return self._client
-
-    def _forward(self, route: Route, path: str, query: str, client: _Handler, body: bytes,
-                 start: float) -> dict[str, Any]:
-        import httpx
-
-        headers = {k: v for k, v in client.headers.items()
-                   if k.lower() not in HOP_HEADERS and k.lower() not in CLIENT_AUTH}
-        try:
-            headers.update(credential_headers())
-        except UpstreamSetupError as exc:
-            if not route.pass_auth:
-                client.send_json(401, {"type": "error", "error": {
-                    "type": "authentication_error", "message": f"pytest-scylla: {exc}"}})
-                return {"status": 401, "error": "no credential",
-                        "latency_s": round(time.monotonic() - start, 4)}
-            headers.update({k: v for k, v in client.headers.items()
-                            if k.lower() in CLIENT_AUTH})
-        url = self.upstream_url + path + (f"?{query}" if query else "")
-        attempt, waited = 0, 0.0
-        while True:
-            tries = {"attempts": attempt + 1, "retry_wait_s": round(waited, 3)} if attempt else {}
-            reader = UsageReader()
-            first_byte: float | None = None
-            size = 0
-            try:
-                with self._http().stream("POST", url, content=body, headers=headers) as response:
-                    status = response.status_code
-                    out_headers = [(k, v) for k, v in response.headers.items()
-                                   if k.lower() not in HOP_HEADERS]
-                    retry_after = response.headers.get("retry-after")
-                    if retryable(status):  # small error bodies: read, then retry or pass on
-                        data = response.read()
-                        reader.read_json(data)
-                        detail = (reader.error or {}).get("message", "") or f"HTTP {status}"
-                        delay = self._again(route, attempt, waited, status, retry_after, detail)
-                        if delay is not None:
-                            attempt, waited = attempt + 1, waited + delay
-                            continue
-                        client.start_chunks(status, self._to_client(out_headers))
-                        client.chunk(data)
-                        client.end_chunks()
-                        return {"status": status, "retry_after": retry_after,
-                                "error": (reader.error or {}).get("type"), **tries,
-                                "response_bytes": len(data),
-                                "latency_s": round(time.monotonic() - start, 4)}
-                    streamed = "text/event-stream" in response.headers.get("content-type", "")
-                    client.start_chunks(status, out_headers)
-                    kept = bytearray()
-                    for piece in response.iter_bytes():
-                        first_byte = first_byte or time.monotonic()
-                        size += len(piece)
-                        if streamed:
-                            reader.feed(piece)
-                        elif len(kept) < 1_000_000:
-                            kept += piece
-                        client.chunk(piece)
-                    client.end_chunks()
-                    if not streamed:
-                        reader.read_json(bytes(kept))
-                    if route.bodies_dir is not None:
-                        (route.bodies_dir / f"{route.calls:04d}.status").write_text(str(status))
-            except httpx.HTTPError as exc:
-                detail = f"{type(exc).__name__}: {exc}"
-                if first_byte is None:  # nothing reached the client yet: it may be retried
-                    delay = self._again(route, attempt, waited, None, None, detail)
-                    if delay is not None:
-                        attempt, waited = attempt + 1, waited + delay
-                        continue
-                    client.send_json(502, {"type": "error", "error": {
-                        "type": "api_error", "message": f"pytest-scylla gateway: upstream "
-                                                        f"unreachable ({detail})"}})
-                else:
-                    self._infra(route, None, None, detail)
-                    client.close_connection = True
-                return {"status": None, "error": detail, **tries,
-                        "latency_s": round(time.monotonic() - start, 4)}
-            break
-        result: dict[str, Any] = {"status": status, "latency_s": round(time.monotonic() - start,
-                                                                        4),
-                                  "ttft_s": round((first_byte or time.monotonic()) - start, 4),
-                                  "response_bytes": size, **tries}
-        if reader.usage:
-            dollars = self._account(route, reader.model, reader.usage)
-            result.update(model=reader.model, usage=reader.usage, cost_usd=round(dollars, 6),
-                          stop_reason=reader.stop_reason)
-        return result
 
     def _log(self, route: Route, entry: dict[str, Any]) -> None:
         line = (json.dumps(entry, separators=(",", ":")) + "\n").encode()

@@ -8,6 +8,8 @@ from typing import Any
 
 USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_creation_input_tokens",
                 "cache_read_input_tokens")
+# OpenAI-compatible chat completions (judges of kind `openai:`) name the same counts otherwise
+OPENAI_USAGE = {"prompt_tokens": "input_tokens", "completion_tokens": "output_tokens"}
 
 
 def event(name: str, data: dict[str, Any]) -> bytes:
@@ -90,6 +92,9 @@ class UsageReader:
             for key in USAGE_FIELDS:
                 if isinstance(usage.get(key), int):
                     self.usage[key] = usage[key]
+            for theirs, ours in OPENAI_USAGE.items():
+                if isinstance(usage.get(theirs), int):
+                    self.usage[ours] = usage[theirs]
 
     def read_json(self, body: bytes) -> None:
         """A non-streamed response body."""
@@ -100,7 +105,10 @@ class UsageReader:
         if isinstance(data, dict):
             self.model = data.get("model")
             self._usage(data.get("usage"))
-            self.stop_reason = data.get("stop_reason")
+            choices = data.get("choices")
+            self.stop_reason = data.get("stop_reason") or (
+                choices[0].get("finish_reason") if isinstance(choices, list) and choices
+                and isinstance(choices[0], dict) else None)
             if data.get("type") == "error":
                 self.error = data.get("error")
 

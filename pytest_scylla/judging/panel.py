@@ -1,0 +1,37 @@
+"""The judge panel: every judge asked at once, each through the gateway; one judge's failure
+never breaks the others (it is an invalid judge, with its error)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+from pytest_scylla.formats.spec import RubricItem
+from pytest_scylla.judging import anthropic_judge, claude_cli_judge, openai_judge
+from pytest_scylla.judging.judges import JudgeResult, JudgeSpec
+from pytest_scylla.judging.prompt import Prompt
+
+Asker = Callable[[JudgeSpec, Prompt, Sequence[RubricItem], str, JudgeResult], None]
+
+
+def run_panel(specs: Sequence[JudgeSpec], prompt: Prompt, items: Sequence[RubricItem],
+              base_url: Callable[[int, JudgeSpec], str]) -> list[JudgeResult]:
+    """Ask every judge at once; each result says whether its verdict is valid."""
+    askers: dict[str, Asker] = {"anthropic": anthropic_judge.ask, "openai": openai_judge.ask,
+                                "claude-cli": claude_cli_judge.ask}
+
+    def one(number: int, spec: JudgeSpec) -> JudgeResult:
+        result = JudgeResult(number=number, model=spec.model, kind=spec.kind)
+        began = time.monotonic()
+        try:
+            askers[spec.kind](spec, prompt, items, base_url(number, spec), result)
+        except Exception as exc:  # a judge that breaks is an invalid judge, not a crash
+            result.errors.append(f"{type(exc).__name__}: {exc}")
+            result.valid = False
+        result.seconds = round(time.monotonic() - began, 3)
+        return result
+
+    with ThreadPoolExecutor(max_workers=max(1, len(specs))) as pool:
+        futures = [pool.submit(one, n, spec) for n, spec in enumerate(specs, start=1)]
+        return [f.result() for f in futures]

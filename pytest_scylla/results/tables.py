@@ -1,0 +1,127 @@
+"""The tables every report is made from: one row per run, judge and criterion, built from run
+records (an experiment folder, or several merged) or from a folder of paper-format CSVs. The
+renderers (exports, text tables, figures, HTML) all read a `Tables`."""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_scylla.results import metrics
+
+RUNS_FILE = "runs.jsonl"
+
+
+@dataclass
+class Tables:
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    judges: list[dict[str, Any]] = field(default_factory=list)
+    criteria: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    records: list[dict[str, Any]] = field(default_factory=list)  # for the HTML drill-down
+    sources: dict[str, Path] = field(default_factory=dict)  # run key -> its stored run folder
+    partial: str | None = None  # why the report does not cover every run of the session
+
+    def add_records(self, records: list[dict[str, Any]], experiment: str,
+                    folder: Path | None = None) -> None:
+        for rec in records:
+            self.records.append(rec)
+            if folder is not None and (folder / "runs" / rec["run_key"]).is_dir():
+                self.sources[rec["run_key"]] = folder / "runs" / rec["run_key"]
+            self.runs.append(metrics.run_row(rec, experiment))
+            self.judges.extend(metrics.judge_rows(rec, experiment))
+            self.criteria.extend(metrics.criteria_rows(rec, experiment))
+
+
+class ReportInputError(ValueError):
+    """A folder that holds no runs this module can read."""
+
+
+def read_records(folder: Path, notes: list[str] | None = None) -> list[dict[str, Any]]:
+    """The run records of an experiment folder: `runs.jsonl`, else every `runs/*/run.json`.
+    A last line cut short by a kill is left out, saying so in `notes`."""
+    if (folder / RUNS_FILE).is_file():
+        records = {}
+        lines = (folder / RUNS_FILE).read_text("utf-8").splitlines()
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                if number == len(lines):  # the line being written when the session was killed
+                    if notes is not None:
+                        notes.append(f"{folder / RUNS_FILE}:{number}: a record cut short (the "
+                                     "session was killed while writing it) is left out; the "
+                                     "next session in this folder runs that run again")
+                    continue
+                raise ReportInputError(f"{folder / RUNS_FILE}:{number}: not a JSON record "
+                                       "(a line cut by a crash? remove it and re-run "
+                                       "`scylla report`)") from None
+            records[rec["run_key"]] = rec
+        return list(records.values())
+    return [json.loads(p.read_text("utf-8")) for p in sorted(folder.glob("runs/*/run.json"))]
+
+
+def _paper_csv(folder: Path) -> Tables:
+    """A folder of paper-format exports: runs.csv (+ judges.csv, criteria.csv)."""
+    def rows(name: str) -> list[dict[str, Any]]:
+        path = folder / name
+        if not path.is_file():
+            return []
+        with path.open(encoding="utf-8") as handle:
+            return list(csv.DictReader(handle))
+
+    def num(value: Any) -> float | None:
+        return None if value in (None, "") else float(value)
+
+    tables = Tables()
+    for r in rows("runs.csv"):
+        row = {c: r.get(c) for c in metrics.RUN_COLUMNS}
+        passed = str(r.get("passed")).lower() == "true"
+        row.update(passed=passed, outcome=r.get("outcome") or ("pass" if passed else "fail"),
+                   score=num(r.get("score")), impl_rate=num(r.get("impl_rate")),
+                   cost_usd=num(r.get("cost_usd")), case_id=r.get("case_id") or r["experiment"],
+                   judge_cost_usd=num(r.get("judge_cost_usd")),
+                   simulated=str(r.get("simulated")).lower() == "true",
+                   run_key=r.get("run_key") or f"{r['experiment']}/{r['tier']}-{r['subtest']}"
+                                              f"-r{r['run_number']}")
+        tables.runs.append(row)
+    tables.judges = rows("judges.csv")
+    tables.criteria = rows("criteria.csv")
+    return tables
+
+
+def load(folders: list[Path]) -> Tables:
+    """Everything in the given folders, merged; the same run key in two folders is kept twice
+    (two independent runs), renamed `<folder>/<key>`, with a warning."""
+    tables = Tables()
+    seen: dict[str, Path] = {}
+    for folder in dict.fromkeys(f.resolve() for f in folders):  # each folder once
+        if not folder.is_dir():
+            raise ReportInputError(f"{folder}: no such folder")
+        records = read_records(folder, tables.warnings)
+        if records:
+            for rec in records:
+                key = rec["run_key"]
+                if key in seen:
+                    tables.warnings.append(f"run {key} is in {seen[key]} and {folder}: both "
+                                           "kept as separate runs")
+                    rec = {**rec, "run_key": f"{folder.name}/{key}"}
+                seen[rec["run_key"]] = folder
+                tables.add_records([rec], folder.name, folder)
+                if rec["run_key"] != key and (folder / "runs" / key).is_dir():
+                    tables.sources[rec["run_key"]] = folder / "runs" / key
+        elif (folder / "runs.csv").is_file():
+            more = _paper_csv(folder)
+            tables.runs += more.runs
+            tables.judges += more.judges
+            tables.criteria += more.criteria
+        else:
+            raise ReportInputError(f"{folder}: no runs.jsonl, runs/*/run.json or runs.csv "
+                                   "here; point at an experiment folder such as "
+                                   "reports/<timestamp>/")
+    return tables

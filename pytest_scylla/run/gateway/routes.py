@@ -1,0 +1,112 @@
+"""A run's route through the gateway and the rules for its upstream calls: the credential the
+gateway adds, which answers are retried and how long to wait."""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pytest_scylla.run.gateway import ablation, oracle
+
+INFRA_STATUSES = frozenset({408, 429, 500, 502, 503, 504, 529})
+
+
+class UpstreamSetupError(RuntimeError):
+    """The real upstream cannot be used (no credential)."""
+
+
+def credential_headers(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The real credential for the upstream, from the harness's own environment."""
+    env = os.environ if environ is None else environ
+    if env.get("ANTHROPIC_API_KEY"):
+        return {"x-api-key": env["ANTHROPIC_API_KEY"]}
+    if env.get("ANTHROPIC_AUTH_TOKEN"):
+        return {"authorization": f"Bearer {env['ANTHROPIC_AUTH_TOKEN']}"}
+    raise UpstreamSetupError(
+        "no model credential: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) in the environment "
+        "pytest runs in, or run offline with --scylla-oracle (a SIMULATED model)")
+
+
+@dataclass
+class Route:
+    """One run's path through the gateway, and what the gateway saw of it."""
+
+    key: str
+    log_path: Path
+    upstream: str = "oracle"  # oracle | anthropic | openai
+    upstream_url: str | None = None  # where `openai` calls go (the judge's endpoint)
+    max_cost_usd: float = float("inf")
+    bodies_dir: Path | None = None
+    script: oracle.Script | None = None
+    expected: ablation.Expected | None = None
+    capture_first: bool = False
+    pass_auth: bool = False  # without a credential of our own, forward the client's (CLI login)
+    # what happened
+    spent_usd: float = 0.0
+    calls: int = 0
+    refused: int = 0
+    budget_exceeded: bool = False
+    unpriced_models: set[str] = field(default_factory=set)
+    infra: list[dict[str, Any]] = field(default_factory=list)
+    ablation: dict[str, Any] | None = None
+    first_request: dict[str, Any] | None = None
+    usage: dict[str, dict[str, int]] = field(default_factory=dict)  # per model
+    closed: threading.Event = field(default_factory=threading.Event)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def ablation_failed(self) -> bool:
+        return self.ablation is not None and bool(self.ablation.get("problems"))
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def retryable(status: int | None) -> bool:
+    """An answer worth asking again: timeouts, rate limits, overload, server errors, and no
+    answer at all (None: the connection failed)."""
+    return status is None or status in INFRA_STATUSES or status >= 500
+
+
+def retry_after_seconds(value: str | None) -> float | None:
+    """The retry-after header in seconds (a number or an HTTP date), None if absent or odd."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    from email.utils import parsedate_to_datetime
+
+    try:
+        return max(0.0, (parsedate_to_datetime(value) - datetime.now(UTC)).total_seconds())
+    except (TypeError, ValueError):
+        return None
+
+
+@dataclass
+class RetryPolicy:
+    """How the gateway rides out transient upstream trouble before the CLI sees any of it:
+    up to `attempts` tries with exponential backoff (with jitter), honouring retry-after, at
+    most `max_wait` seconds of waiting per call. A retry-after longer than that is a usage-window
+    limit: the call is answered at once and `on_long_limit(seconds, message)` is told, so the
+    session can pause new runs instead of burning through its queue."""
+
+    attempts: int = 4
+    max_wait: float = 120.0
+    base: float = 1.0
+    cap: float = 30.0
+    on_long_limit: Callable[[float, str], None] | None = None
+
+    def delay(self, attempt: int, retry_after: str | None) -> float:
+        hinted = retry_after_seconds(retry_after)
+        if hinted is not None:
+            return hinted
+        backoff: float = min(self.cap, self.base * 2.0 ** attempt)
+        return backoff * (0.5 + random.random() / 2)

@@ -1,0 +1,81 @@
+"""The package's shape: no import cycles (lazy imports inside functions count too), no module
+over 400 lines and no function over 80, so each file reads in one sitting."""
+
+from __future__ import annotations
+
+import ast
+import graphlib
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "pytest_scylla"
+MAX_MODULE_LINES = 400
+MAX_FUNCTION_LINES = 80
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+def import_graph(modules: dict[str, Path]) -> dict[str, set[str]]:
+    """module -> the package modules it imports, at any depth of its code."""
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        edges: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*anchor, base] if base else anchor)
+                # `from package import module` depends on the module; else on `base` itself
+                targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
+                           for alias in node.names]
+            else:
+                continue
+            # a module's own enclosing packages are imported before it anyway: not an edge
+            edges.update(t for t in targets if t in modules and t != name
+                         and not name.startswith(t + "."))
+        graph[name] = edges
+    return graph
+
+
+def test_no_import_cycles() -> None:
+    sorter = graphlib.TopologicalSorter(import_graph(_modules()))
+    try:
+        sorter.prepare()
+    except graphlib.CycleError as exc:
+        pytest.fail(f"import cycle: {' -> '.join(exc.args[1])}")
+
+
+def test_the_cycle_check_finds_a_cycle() -> None:
+    """Positive control: the same check on a graph with a lazy back edge."""
+    graph = import_graph(_modules())
+    graph["pytest_scylla.core.record"] = {"pytest_scylla.collect"}  # collect -> ... -> record
+    with pytest.raises(graphlib.CycleError):
+        graphlib.TopologicalSorter(graph).prepare()
+
+
+def test_modules_and_functions_stay_short() -> None:
+    long_modules, long_functions = [], []
+    for name, path in _modules().items():
+        text = path.read_text(encoding="utf-8")
+        if len(text.splitlines()) > MAX_MODULE_LINES:
+            long_modules.append(f"{name}: {len(text.splitlines())} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    long_functions.append(f"{name}.{node.name}: {length} lines")
+    assert long_modules == [], f"split these modules (over {MAX_MODULE_LINES} lines)"
+    assert long_functions == [], f"split these functions (over {MAX_FUNCTION_LINES} lines)"
