@@ -20,9 +20,10 @@ from pytest_scylla.core.runspec import RunSpec
 from pytest_scylla.formats.spec import Case, load_case
 from pytest_scylla.formats.tiers import Subtest
 from pytest_scylla.formats.yamlmarks import Problem, SpecError
-from pytest_scylla.settings import EXPERIMENT_KEY, SESSION_KEY, SETTINGS_KEY, tierset
+from pytest_scylla.settings import SETTINGS_KEY, tierset
 
 if TYPE_CHECKING:
+    from pytest_scylla.formats.provenance import Conditions
     from pytest_scylla.run.runtime import Runtime
 
 CASE_FILE = "test.yaml"
@@ -114,13 +115,18 @@ class RunItem(pytest.Function):
 
         spec = self.stash[RUN_KEY]
         rt = runtime(self)
-        rec = perform(spec, rt, self._stop, self._say)
+        rec = perform(spec, rt, self._execute, self._stop, self._say)
         rec = json.loads(json.dumps(rec))  # JSON-native, as it travels from xdist workers
         self.stash[RECORD_KEY] = rec
         self.user_properties.append(("scylla_run", rec))
         if rec["outcome"] in ("infra_error", "judge_error"):
             pytest.fail(f"{rec['outcome']}: {rec['reason']}\nrun folder: {rt.run_dir(spec)}",
                         pytrace=False)
+
+    def _execute(self, spec: RunSpec, rt: Runtime, cond: Conditions) -> RunRecord:
+        rec: RunRecord = self.config.hook.pytest_scylla_execute(spec=spec, runtime=rt,
+                                                                conditions=cond)
+        return rec
 
     def _stop(self, why: str) -> None:
         """Stop the session after this item (a conflict that every further run would hit)."""
@@ -140,14 +146,12 @@ class RunItem(pytest.Function):
 def runtime(item: pytest.Item) -> Runtime:
     """The process's runtime (gateway, sandbox, CLI, baseline), made on first use. A setup
     problem (no CLI, no credential, no sandbox) fails every run with one clear message."""
-    from pytest_scylla.run.runtime import SETUP_ERRORS, build
+    from pytest_scylla.run.runtime import SETUP_ERRORS
 
     config = item.config
     if RUNTIME_KEY not in config.stash:
         try:
-            config.stash[RUNTIME_KEY] = build(config.stash[SETTINGS_KEY],
-                                              config.stash[EXPERIMENT_KEY],
-                                              config.stash[SESSION_KEY], tierset(config))
+            config.stash[RUNTIME_KEY] = config.hook.pytest_scylla_runtime(config=config)
         except SETUP_ERRORS as exc:
             config.stash[RUNTIME_KEY] = exc
     rt = config.stash[RUNTIME_KEY]

@@ -19,6 +19,29 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     settings.addoptions(parser)
 
 
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from pytest_scylla import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_scylla_runtime(config: pytest.Config) -> Any:
+    """The built-in runtime: gateway, sandbox and the real CLI (its baseline measured)."""
+    from pytest_scylla.run.runtime import build
+
+    return build(config.stash[settings.SETTINGS_KEY], config.stash[EXPERIMENT_KEY],
+                 config.stash[SESSION_KEY], settings.tierset(config))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_scylla_execute(spec: Any, runtime: Any, conditions: Any) -> Any:
+    """The built-in runner: the real agent in its sandbox, checks, judges."""
+    from pytest_scylla.run.runner import execute
+
+    return execute(spec, runtime, conditions)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[settings.SETTINGS_KEY] = settings.resolve(config)

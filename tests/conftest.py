@@ -27,8 +27,17 @@ MINI_ITEMS = [f"alpha[{s}-r1]" for s in MINI_SUBTESTS] + [
 def mini(pytester: pytest.Pytester) -> Path:
     """The `mini` project (cases alpha and beta, tiers T0, T1, T5) as the pytester root."""
     shutil.copytree(FIXTURES / "mini", pytester.path, dirs_exist_ok=True)
-    pytester.makeini("[pytest]\naddopts = -p no:cacheprovider -p no:benchmark\n")
+    pytester.makeini("[pytest]\naddopts = -p no:cacheprovider -p no:benchmark "
+                     "-p no:hypothesispytest\n")
     return pytester.path
+
+
+@pytest.fixture
+def standin(mini: Path) -> Path:
+    """The mini project with the stand-in runner (`fixtures/standin/conftest.py`): every run's
+    record made from its key in-process, no CLI; everything after the runner seam is real."""
+    shutil.copy(FIXTURES / "standin" / "conftest.py", mini / "conftest.py")
+    return mini
 
 
 @pytest.fixture

@@ -24,6 +24,48 @@ STABLE = ("tier", "subtest", "run_number", "case_id", "passed", "score", "grade"
           "impl_rate", "exit_code", "num_turns", "api_calls")
 
 
+TIMINGS = {"duration_seconds", "agent_duration_seconds", "judge_duration_seconds",
+           "checks_duration_seconds", "judge_seconds", "mean_duration", "written_at"}
+
+
+def _strip(value: object) -> object:
+    """The value with every timing field removed, at any depth."""
+    if isinstance(value, dict):
+        return {k: _strip(v) for k, v in value.items() if k not in TIMINGS}
+    if isinstance(value, list):
+        return [_strip(v) for v in value]
+    return value
+
+
+def test_exports_are_identical_at_0_and_3_workers(standin: Path,
+                                                  pytester: pytest.Pytester) -> None:
+    """Through the stand-in runner (36 runs, mixed outcomes): every export and statistic is
+    the same whatever the worker count and arrival order; only timings may differ."""
+    exports: dict[int, dict[str, object]] = {}
+    for n in (0, 3):
+        out = standin / f"out{n}" / "exp"  # the same experiment name in each
+        result = pytester.runpytest("cases", *workers(n), "--scylla-runs=3",
+                                    f"--scylla-out={out}", "--scylla-report=md,json,csv")
+        counts = result.parseoutcomes()
+        records = [json.loads(p.read_text()) for p in out.glob("runs/*/run.json")]
+        assert len(records) == 3 * len(MINI_ITEMS)
+        passes = sum(r["outcome"] == "pass" for r in records)
+        assert 0 < passes < len(records)  # mixed: the comparison is not of constant columns
+        assert (counts.get("passed", 0), counts.get("failed", 0)) == (
+            passes, len(records) - passes)
+        assert counts.get("errors", 0) == 0
+        assert len((out / "runs.jsonl").read_text().splitlines()) == len(records)
+        exports[n] = {name: [_strip(row) for row in _table(out / name)] for name in
+                      ("runs.csv", "judges.csv", "criteria.csv", "subtests.csv")}
+        for name in ("summary.json", "statistical_results.json"):
+            exports[n][name] = _strip(json.loads((out / name).read_text()))
+        exports[n]["inputs"] = json.loads((out / "manifest.json").read_text())["inputs"]
+        assert len(exports[n]["judges.csv"]) == 3 * len(records)  # type: ignore[arg-type]
+    for name in exports[0]:
+        assert exports[0][name] == exports[3][name], name
+
+
+@pytest.mark.slow
 def test_exports_are_the_same_at_0_2_and_8_workers(mini: Path, pytester: pytest.Pytester,
                                                    oracle: list[str]) -> None:
     tables, manifests = {}, {}

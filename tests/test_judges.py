@@ -28,11 +28,10 @@ def record(out: Path, key: str = "alpha-T0-01-r1") -> dict[str, Any]:
     return json.loads((out / "runs" / key / "run.json").read_text())
 
 
-@pytest.mark.parametrize("n", [0, 2])
 def test_every_judge_answers_through_the_sdk_and_the_run_is_scored_in_code(
-        mini: Path, pytester: pytest.Pytester, oracle: list[str], n: int) -> None:
+        mini: Path, pytester: pytest.Pytester, oracle: list[str]) -> None:
     out = mini / "out"
-    result = pytester.runpytest("cases", "-k", ALPHA, *workers(n), *oracle,
+    result = pytester.runpytest("cases", "-k", ALPHA, *workers(0), *oracle,
                                 f"--scylla-out={out}")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["scylla: judges=claude-opus-4-8,claude-sonnet-5,"

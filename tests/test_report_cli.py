@@ -20,12 +20,14 @@ DRYRUN = Path(__file__).parent / "fixtures" / "dryrun"
 
 
 def test_shards_from_two_sessions_merge_into_one_report(
-        mini: Path, pytester: pytest.Pytester, oracle: list[str],
+        standin: Path, pytester: pytest.Pytester, oracle: list[str],
         capsys: pytest.CaptureFixture[str]) -> None:
+    mini = standin  # the controller and the merge are the subject: the stand-in runner
     for marker, name in (("T0", "shard-a"), ("T1 or T5", "shard-b")):
         result = pytester.runpytest("cases", "-m", marker, *workers(2), *oracle,
                                     f"--scylla-out={mini / name}")
-        assert result.ret == 0
+        assert result.ret in (0, 1)  # the stand-in's mixed outcomes
+        assert "error" not in result.parseoutcomes()
     merged = mini / "merged"
     assert main(["report", str(mini / "shard-a"), str(mini / "shard-b"), "--out",
                  str(merged)]) == 0

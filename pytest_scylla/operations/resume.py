@@ -31,7 +31,7 @@ from pytest_scylla.formats.provenance import Conditions
 from pytest_scylla.judging import judge_run
 from pytest_scylla.run import checks
 from pytest_scylla.run.outcome import settle
-from pytest_scylla.run.runner import execute, timestamp
+from pytest_scylla.run.runner import timestamp
 from pytest_scylla.run.runtime import Runtime
 
 LOCKS = ".locks"
@@ -125,12 +125,15 @@ def stored_records(out: Path) -> dict[str, dict[str, Any]]:
 # one item's work
 
 
-def perform(spec: RunSpec, rt: Runtime, stop: Callable[[str], None],
+Execute = Callable[[RunSpec, Runtime, Conditions], RunRecord]
+
+
+def perform(spec: RunSpec, rt: Runtime, execute: Execute, stop: Callable[[str], None],
             say: Callable[[str], None]) -> RunRecord:
     """One item's work, resume-aware: under the run's lock, reuse its stored record (`cached`),
-    re-score it (`--scylla-rejudge`), or run it — unless the session budget is spent or a
-    usage-window pause outlasts --scylla-max-pause (then the item is skipped, saying why). A
-    stored run made under other conditions fails the item and stops the session."""
+    re-score it (`--scylla-rejudge`), or run it with `execute` — unless the session budget is
+    spent or a usage-window pause outlasts --scylla-max-pause (then the item is skipped, saying
+    why). A stored run made under other conditions fails the item and stops the session."""
     s = rt.settings
     cond = rt.conditions(spec)  # hashed once, for the decision and the record
     with run_lock(rt.out, spec.key.folder):

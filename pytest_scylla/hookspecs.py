@@ -1,0 +1,30 @@
+"""pytest-scylla's extension points (`pytest_scylla_*` hooks), registered by the plugin.
+
+A plugin or conftest.py implements them like any pytest hook. The built-in implementations come
+last (`trylast`), so the first other plugin that answers replaces them. A replacement of
+`pytest_scylla_execute` that does not run the agent must mark its records `simulated`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from pytest_scylla.core.record import RunRecord
+    from pytest_scylla.core.runspec import RunSpec
+    from pytest_scylla.formats.provenance import Conditions
+    from pytest_scylla.run.runtime import Runtime
+
+@pytest.hookspec(firstresult=True)
+def pytest_scylla_runtime(config: pytest.Config) -> Runtime | None:
+    """Set up what every run of this process shares (gateway, sandbox, CLI); called once per
+    process, at its first run. Raise one of `run.runtime.SETUP_ERRORS` for a setup problem."""
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_scylla_execute(spec: RunSpec, runtime: Runtime, conditions: Conditions
+                          ) -> RunRecord | None:
+    """Run one item (resume has decided it must run) and return its record, written to its run
+    folder."""
