@@ -85,9 +85,12 @@ def retry_after_seconds(value: str | None) -> float | None:
     from email.utils import parsedate_to_datetime
 
     try:
-        return max(0.0, (parsedate_to_datetime(value) - datetime.now(UTC)).total_seconds())
+        when = parsedate_to_datetime(value)
     except (TypeError, ValueError):
         return None
+    if when.tzinfo is None:  # the asctime form and `-0000` carry no zone: HTTP dates are GMT
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
 @dataclass

@@ -133,10 +133,9 @@ def _headers(route: Route, client: Client) -> dict[str, str]:
 
 
 def _relay(response: Any, client: Client, reader: UsageReader) -> tuple[float | None, int]:
-    """Stream a successful answer to the client unchanged, reading its usage on the way."""
+    """Stream the body of a successful answer (its headers are out) to the client unchanged,
+    reading its usage on the way."""
     streamed = "text/event-stream" in response.headers.get("content-type", "")
-    client.start_chunks(response.status_code, [(k, v) for k, v in response.headers.items()
-                                               if k.lower() not in HOP_HEADERS])
     first_byte: float | None = None
     size = 0
     kept = bytearray()
@@ -173,6 +172,7 @@ def forward(gw: Gate, route: Route, path: str, query: str, client: Client, body:
         reader = UsageReader()
         first_byte: float | None = None
         size = 0
+        answered = False  # the status line went to the client: this call cannot be retried
         try:
             with gw.http().stream("POST", url, content=body, headers=headers) as response:
                 status = response.status_code
@@ -194,12 +194,15 @@ def forward(gw: Gate, route: Route, path: str, query: str, client: Client, body:
                             "error": (reader.error or {}).get("type"), **tries,
                             "response_bytes": len(data),
                             "latency_s": round(time.monotonic() - start, 4)}
+                client.start_chunks(status, [(k, v) for k, v in response.headers.items()
+                                             if k.lower() not in HOP_HEADERS])
+                answered = True
                 first_byte, size = _relay(response, client, reader)
                 if route.bodies_dir is not None:
                     (route.bodies_dir / f"{route.calls:04d}.status").write_text(str(status))
         except httpx.HTTPError as exc:
             detail = f"{type(exc).__name__}: {exc}"
-            if first_byte is None:  # nothing reached the client yet: it may be retried
+            if not answered:  # nothing reached the client yet: it may be retried
                 delay = gw.again(route, attempt, waited, None, None, detail)
                 if delay is not None:
                     attempt, waited = attempt + 1, waited + delay
