@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +48,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{tier}: runs of tier {tier}")
     for category in CATEGORIES:
         config.addinivalue_line("markers", f"{category}: cases of category {category}")
-    config.stash[EXPERIMENT_KEY] = experiment_dir(config)
+    config.stash[EXPERIMENT_KEY] = settings.experiment_dir(config)
     worker = getattr(config, "workerinput", None)
     if worker and "scylla_session" in worker:
         config.stash[SESSION_KEY] = worker["scylla_session"]
@@ -75,25 +73,6 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistHooks(config.stash[EXPERIMENT_KEY],
                                                   config.stash[SESSION_KEY]), "scylla-xdist")
-
-
-def experiment_dir(config: pytest.Config) -> Path:
-    """--scylla-out, else the controller's `reports/<timestamp>-<label>` (shared with its
-    workers); the label defaults to the model id, or `oracle-<mode>` under the oracle."""
-    s = config.stash[settings.SETTINGS_KEY]
-    if s.out is not None:
-        return s.out
-    worker = getattr(config, "workerinput", None)
-    if worker and "scylla_out" in worker:
-        return Path(worker["scylla_out"])
-    label = s.label or re.sub(r"[^A-Za-z0-9._-]+", "-", f"oracle-{s.oracle}" if s.oracle
-                              else s.model)
-    folder = config.rootpath / "reports" / f"{datetime.now():%Y%m%d-%H%M%S}-{label}"
-    suffix = 2
-    while folder.exists():  # two sessions started in the same second
-        folder = folder.with_name(f"{datetime.now():%Y%m%d-%H%M%S}-{label}-{suffix}")
-        suffix += 1
-    return folder
 
 
 class _Plan:

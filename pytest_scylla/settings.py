@@ -7,6 +7,7 @@ import math
 import os
 import re
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ import pytest
 
 from pytest_scylla.formats.tiers import TIER_NAME, Subtest, TierSet, tier_files
 from pytest_scylla.formats.yamlmarks import display
-from pytest_scylla.judging.judges import JudgeSpec, JudgeSpecError
+from pytest_scylla.judging.judges import DEFAULT_JUDGES, JudgeSpec, JudgeSpecError
 from pytest_scylla.judging.judges import parse as parse_judge
 
 REPORT_FORMATS = ("terminal", "html", "md", "json", "csv")
@@ -44,8 +45,8 @@ OPTIONS: tuple[tuple[str, str, str, str], ...] = (
      "bwrap or local (default auto)", "KIND", "auto"),
     ("cli", "the Claude Code executable (default: claude on PATH)", "PATH", ""),
     ("judges", "the judge panel, comma-separated: model ids (Anthropic, through the gateway) or "
-     "openai:<model>@<base-url> (default: claude-opus-4-8,claude-sonnet-5,claude-haiku-4-5)",
-     "JUDGES", "claude-opus-4-8,claude-sonnet-5,claude-haiku-4-5"),
+     f"openai:<model>@<base-url> (default: {','.join(DEFAULT_JUDGES)})",
+     "JUDGES", ",".join(DEFAULT_JUDGES)),
     ("min-judges", "valid judges a verdict needs, else judge_error (default 2, at most the "
      "panel size)", "N", "2"),
     ("cache-dir", "shared cache for repo mirrors, MCP packages and CLI baselines "
@@ -349,6 +350,25 @@ def _number(config: pytest.Config, dest: str, unit: str, example: str,
         raise pytest.UsageError(f"{origin}={raw!r}: expected a {'positive' if positive else ''}"
                                 f"{' ' if positive else ''}number of {unit}, e.g. {example}")
     return value
+
+
+def experiment_dir(config: pytest.Config) -> Path:
+    """--scylla-out, else the controller's `reports/<timestamp>-<label>` (shared with its
+    workers); the label defaults to the model id, or `oracle-<mode>` under the oracle."""
+    s = config.stash[SETTINGS_KEY]
+    if s.out is not None:
+        return s.out
+    worker = getattr(config, "workerinput", None)
+    if worker and "scylla_out" in worker:
+        return Path(worker["scylla_out"])
+    label = s.label or re.sub(r"[^A-Za-z0-9._-]+", "-", f"oracle-{s.oracle}" if s.oracle
+                              else s.model)
+    folder = config.rootpath / "reports" / f"{datetime.now():%Y%m%d-%H%M%S}-{label}"
+    suffix = 2
+    while folder.exists():  # two sessions started in the same second
+        folder = folder.with_name(f"{datetime.now():%Y%m%d-%H%M%S}-{label}-{suffix}")
+        suffix += 1
+    return folder
 
 
 def default_cache_dir() -> Path:

@@ -8,7 +8,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 DEFAULT_JUDGES = ("claude-opus-4-8", "claude-sonnet-5", "claude-haiku-4-5")
-DEFAULT_MIN_VALID = 2
 MAX_ATTEMPTS = 3
 KINDS = ("anthropic", "openai", "claude-cli")
 

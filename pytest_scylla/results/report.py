@@ -48,9 +48,6 @@ def statistical_results(tables: Tables) -> dict[str, Any]:
     return out
 
 
-FORMATS = ("terminal", "html", "md", "json", "csv")
-
-
 def write(out: Path, tables: Tables, manifest: dict[str, Any] | None = None,
           formats: tuple[str, ...] = ("csv", "json")) -> dict[str, Any]:
     """Write the exports (CSV and JSON always: they are the store others rebuild from) and the

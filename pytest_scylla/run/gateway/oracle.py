@@ -34,7 +34,6 @@ from pytest_scylla.run.gateway import sse
 TOOL_ID = "toolu_oracle_"
 JUDGE_TOOL = "submit_verdict"
 STRUCTURED_TOOL = "StructuredOutput"  # how `claude -p --json-schema` asks for its answer
-MODES = ("solution", "noop", "wrong")
 FAULTS = ("stall", "overloaded", "crash", "rate-limited", "usage-limit")
 _usage_limit_fired = threading.Event()  # the usage-limit fault hits one call per process
 

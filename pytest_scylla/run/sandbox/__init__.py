@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-KINDS = ("auto", "local", "bwrap")
 INSIDE_PORT = 8787  # the bridge's port inside bwrap's private network namespace
 INSIDE_SOCKET_DIR = "/run/scylla"
 BRIDGE = Path(__file__).with_name("bridge.py")
