@@ -136,6 +136,7 @@ def test_sigkill_at_random_moments_then_resume_gives_the_uninterrupted_exports(
     assert not list(out.glob("runs/*/workspace"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [2, 0])
 def test_ctrl_c_writes_a_partial_report_and_leaves_nothing_behind(
         mini: Path, oracle: list[str], tmp_path: Path, n: int) -> None:
