@@ -60,6 +60,7 @@ def test_scylla_command_help() -> None:
         assert command in out
 
 
+@pytest.mark.slow
 def test_overhead_benchmark_runs_and_reports_both_measures() -> None:
     done = subprocess.run([sys.executable, str(ROOT / "bench/overhead.py"), "--runs", "1",
                            "--calls", "5"], capture_output=True, text=True, timeout=300)
@@ -76,6 +77,7 @@ def test_judge_panel_benchmark_runs_and_reports_the_ratio() -> None:
                      done.stdout)  # the ratio is reported, not asserted (noisy machines)
 
 
+@pytest.mark.slow
 def test_report_scale_benchmark_runs_and_reports_time_and_size() -> None:
     done = subprocess.run([sys.executable, str(ROOT / "bench/report_scale.py"), "--runs", "42"],
                           capture_output=True, text=True, timeout=300)
