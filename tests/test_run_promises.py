@@ -96,3 +96,87 @@ def test_forcing_an_unusable_bwrap_is_one_setup_error_and_nothing_runs(
     assert [ln for ln in result.outlines if ln.startswith("setup:")] == [f"setup: {problem}"]
     assert not (out / "runs").exists()
     assert "Traceback" not in result.stdout.str()
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. a sandbox that fails once the session is set up
+
+BWRAP_GONE = """
+import os
+import shutil
+import tempfile
+
+import pytest
+
+from pytest_scylla import plugin
+
+_PATH = os.environ["PATH"]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    plugin.runtime(item)  # the session's setup, bubblewrap probed and working
+    tools = tempfile.mkdtemp(dir=item.config.rootpath)
+    os.symlink(shutil.which("git"), os.path.join(tools, "git"))
+    os.environ["PATH"] = tools  # ... then bubblewrap is gone (git stays: the workspace needs it)
+
+
+def pytest_unconfigure(config):
+    os.environ["PATH"] = _PATH
+"""
+
+# A bubblewrap that passes the session's probe and baseline, then fails to set up each run's
+# sandbox (a run's private folder is scylla-run-*), as when the kernel runs out of namespaces.
+BWRAP_FAILS_AT_RUNS = """case "$*" in
+  *scylla-run-*) cat >/dev/null
+    echo 'bwrap: Creating new namespace failed: No space left on device' >&2
+    exit 1;;
+esac
+exec /usr/bin/bwrap "$@"
+"""
+
+
+def test_a_sandbox_that_cannot_start_after_setup_is_an_infra_error_with_its_record(
+        mini: Path, pytester: pytest.Pytester, oracle: list[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """bubblewrap disappears between the session's setup and a run: the run is an infra_error
+    (pytest ERROR, not FAIL) whose reason names the missing program, and its record is written
+    although the agent never started."""
+    pytester.makeconftest(BWRAP_GONE)
+    monkeypatch.setenv("PATH", os.environ["PATH"])  # put back after the session, whatever happens
+    out = mini / "out"
+    result = pytester.runpytest("cases", "-k", ALPHA, "-p", "no:xdist", *oracle,
+                                f"--scylla-out={out}", "--scylla-sandbox=bwrap")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines([
+        "*ERROR at setup of alpha[[]T0-01-r1]*",
+        "infra_error: FileNotFoundError: [[]Errno 2] No such file or directory: 'bwrap'",
+        f"run folder: {out}/runs/alpha-T0-01-r1"])
+    assert "Traceback" not in result.stdout.str()
+    rec = records(out)["alpha-T0-01-r1"]
+    assert (rec["outcome"], rec["passed"], rec["sandbox"]) == ("infra_error", False, "bwrap")
+    assert rec["reason"] == "FileNotFoundError: [Errno 2] No such file or directory: 'bwrap'"
+    assert rec["api_calls"] == 0  # nothing reached the model
+    assert "agent_s" not in rec["timings"]
+    logged = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
+    assert [(r["run_key"], r["outcome"]) for r in logged] == [("alpha-T0-01-r1", "infra_error")]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "product bug: runner.classify (pytest_scylla/runner.py, `if not result.found`) takes a "
+    "sandbox that exits before the CLI starts for the CLI ending without a result: agent_error, "
+    "a pytest FAIL, judged on a workspace the agent never saw"))
+def test_a_sandbox_that_fails_to_set_up_a_run_is_an_infra_error(
+        mini: Path, pytester: pytest.Pytester, oracle: list[str],
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """bubblewrap works for the session's setup, then exits 1 setting up a run's sandbox: that
+    is the harness failing (infra_error, pytest ERROR) with bubblewrap's message, not a FAIL."""
+    fake_bwrap(tmp_path / "bin", BWRAP_FAILS_AT_RUNS, monkeypatch)
+    out = mini / "out"
+    result = pytester.runpytest("cases", "-k", ALPHA, "-p", "no:xdist", *oracle,
+                                f"--scylla-out={out}", "--scylla-sandbox=bwrap")
+    rec = records(out)["alpha-T0-01-r1"]
+    assert rec["api_calls"] == 0  # the CLI never started
+    assert rec["outcome"] == "infra_error", rec["reason"]
+    assert "bwrap: Creating new namespace failed" in rec["reason"]
+    result.assert_outcomes(errors=1)
