@@ -180,3 +180,70 @@ def test_a_sandbox_that_fails_to_set_up_a_run_is_an_infra_error(
     assert rec["outcome"] == "infra_error", rec["reason"]
     assert "bwrap: Creating new namespace failed" in rec["reason"]
     result.assert_outcomes(errors=1)
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. hidden files
+
+LIST_FIRST = """
+import pytest_scylla.gateway.oracle as oracle
+
+_plan = oracle.plan
+
+
+def plan(script, tools):
+    # the oracle's own turns, after one that lists every file the agent can see
+    listing = ("Bash", {"command": "find . -path ./.git -prune -o -type f -print | sort",
+                        "description": "List the workspace"})
+    return [[listing]] + _plan(script, tools)
+
+
+oracle.plan = plan
+
+
+def pytest_unconfigure(config):  # inline runs share this process's modules: put it back
+    oracle.plan = _plan
+"""
+
+
+def test_hidden_files_are_out_of_the_agents_sight_and_there_for_the_checks(
+        mini: Path, pytester: pytest.Pytester, edit: Edit, oracle: list[str]) -> None:
+    """A case's hidden/ folder is copied in only after the agent finished: the agent's own
+    listing of its workspace (a Bash call of the real CLI, in its sandbox) lacks the hidden
+    files, so do the file list and diff handed to the judges; the checks then find them."""
+    hidden = mini / "cases" / "alpha" / "hidden"
+    (hidden / "deep").mkdir(parents=True)
+    (hidden / "check_hidden.py").write_text(
+        "print(open('deep/expected.txt').read().strip())\n")
+    (hidden / "deep" / "expected.txt").write_text("hidden check ran\n")
+    edit("cases/alpha/test.yaml", "solution: solution",
+         "  - name: hidden\n    run: [python, check_hidden.py]\n"
+         "    expect_stdout: {exact: \"hidden check ran\\n\"}\nhidden: hidden\nsolution: solution")
+    pytester.makeconftest(LIST_FIRST)
+    out = mini / "out"
+    result = pytester.runpytest("cases", "-k", ALPHA, "-p", "no:xdist", *oracle,
+                                f"--scylla-out={out}")
+    result.assert_outcomes(passed=1)
+    key = "alpha-T0-01-r1"
+    listing_id = next(b["id"] for e in events(out, key) if e["type"] == "assistant"
+                      for b in e["message"]["content"]
+                      if b["type"] == "tool_use" and b["name"] == "Bash")
+    [listing] = [b for e in events(out, key) if e["type"] == "user"
+                 for b in e["message"]["content"]
+                 if isinstance(b, dict) and b.get("tool_use_id") == listing_id]
+    seen = listing["content"] if isinstance(listing["content"], str) else "".join(
+        part.get("text", "") for part in listing["content"])
+    assert not listing.get("is_error"), seen
+    assert "./main.py" in seen.splitlines()  # the listing works: it shows the source
+    assert "check_hidden.py" not in seen
+    assert "expected.txt" not in seen
+    files = (out / "runs" / key / "files.txt").read_text().splitlines()
+    assert "main.py" in files
+    assert not any("check_hidden" in f or "expected.txt" in f for f in files)
+    diff = (out / "runs" / key / "diff.patch").read_text()
+    assert "main.py" in diff
+    assert "check_hidden" not in diff
+    assert "expected.txt" not in diff
+    checks = {c["name"]: c for c in records(out)[key]["checks"]}
+    assert checks["hidden"]["passed"] is True
+    assert checks["hidden"]["stdout"] == "hidden check ran\n"
