@@ -247,3 +247,38 @@ def test_hidden_files_are_out_of_the_agents_sight_and_there_for_the_checks(
     checks = {c["name"]: c for c in records(out)[key]["checks"]}
     assert checks["hidden"]["passed"] is True
     assert checks["hidden"]["stdout"] == "hidden check ran\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. a model the price table does not know
+
+UNPRICED = "claude-sonnet-6"
+
+
+def test_an_unpriced_model_costs_what_the_cli_says(mini: Path, pytester: pytest.Pytester,
+                                                   oracle: list[str]) -> None:
+    """--scylla-model with an id missing from the price table: the run's cost is the CLI's own
+    figure from its result line (cost_source cli), the model is flagged unpriced, and the
+    gateway's estimate (priced as the dearest model in the table, $15/$75 per Mtok in, out) is
+    kept beside it; the session's agent spend is the CLI's figure."""
+    out = mini / "out"
+    result = pytester.runpytest("cases", "-k", ALPHA, "-p", "no:xdist", *oracle,
+                                f"--scylla-out={out}", f"--scylla-model={UNPRICED}")
+    result.assert_outcomes(passed=1)
+    key = "alpha-T0-01-r1"
+    rec = records(out)[key]
+    [cli_result] = [e for e in events(out, key) if e["type"] == "result"]
+    assert cli_result["total_cost_usd"] > 0
+    assert rec["model"] == UNPRICED
+    assert rec["unpriced_models"] == [UNPRICED]
+    assert rec["cost_source"] == "cli"
+    assert rec["cost_usd"] == rec["cli_cost_usd"] == cli_result["total_cost_usd"]
+    usages = [c["usage"] for c in calls(out, key)]
+    assert {c["model"] for c in calls(out, key)} == {UNPRICED}
+    dearest = sum(u["input_tokens"] * 15 + u["output_tokens"] * 75
+                  + u["cache_creation_input_tokens"] * 15 * 1.25
+                  + u["cache_read_input_tokens"] * 15 * 0.1 for u in usages) / 1e6
+    assert rec["gateway_cost_usd"] == pytest.approx(dearest, abs=2e-6)
+    assert rec["gateway_cost_usd"] != pytest.approx(rec["cost_usd"])  # the source decides
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["agent_cost_usd"] == pytest.approx(cli_result["total_cost_usd"])
