@@ -282,3 +282,30 @@ def test_an_unpriced_model_costs_what_the_cli_says(mini: Path, pytester: pytest.
     assert rec["gateway_cost_usd"] != pytest.approx(rec["cost_usd"])  # the source decides
     summary = json.loads((out / "summary.json").read_text())
     assert summary["agent_cost_usd"] == pytest.approx(cli_result["total_cost_usd"])
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. max_turns
+
+
+def test_the_cases_max_turns_stops_the_cli_and_the_run_is_still_judged(
+        mini: Path, pytester: pytest.Pytester, edit: Edit, oracle: list[str]) -> None:
+    """max_turns: 2 in the case reaches the CLI: the oracle needs three model calls for alpha
+    (read main.py, write it, sum up) and the CLI stops after two with error_max_turns. That end
+    is judged on what the agent left (here: the written fix passes), not an agent_error."""
+    edit("cases/alpha/test.yaml", "rubric: basic", "rubric: basic\nmax_turns: 2")
+    out = mini / "out"
+    result = pytester.runpytest("cases", "-k", ALPHA, "-p", "no:xdist", *oracle,
+                                f"--scylla-out={out}")
+    result.assert_outcomes(passed=1)
+    key = "alpha-T0-01-r1"
+    rec = records(out)[key]
+    [cli_result] = [e for e in events(out, key) if e["type"] == "result"]
+    assert (cli_result["subtype"], cli_result["is_error"]) == ("error_max_turns", True)
+    assert rec["exit_code"] != 0
+    main = [c for c in calls(out, key) if c["role"] == "main"]
+    assert [c["stop_reason"] for c in main] == ["tool_use", "tool_use"]  # no third call
+    assert rec["classified"] == {"outcome": None, "reason": ""}
+    assert rec["outcome"] == "pass"
+    assert {c["name"]: c["passed"] for c in rec["checks"]} == {"runs": True}
+    assert rec["consensus"]["passed"] is True
