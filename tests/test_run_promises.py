@@ -6,9 +6,12 @@ CLI error result is the agent's failure, numeric options keep to their ranges, a
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import socket
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -309,3 +312,82 @@ def test_the_cases_max_turns_stops_the_cli_and_the_run_is_still_judged(
     assert rec["outcome"] == "pass"
     assert {c["name"]: c["passed"] for c in rec["checks"]} == {"runs": True}
     assert rec["consensus"]["passed"] is True
+
+
+# ---------------------------------------------------------------------------------------------
+# 6. the CLI ends with an error result
+
+
+class _Rejecting(http.server.BaseHTTPRequestHandler):
+    """The vendor API behind the gateway: a 400 for every agent request, a zero-point verdict
+    for every judge request (forced tool choice). The CLI in front of it stays real."""
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        if body.get("tool_choice"):
+            required = body["tools"][0]["input_schema"]["properties"]["items"]["required"]
+            verdict = {"items": {i: {"achieved": 0, "reason": "stand-in"} for i in required},
+                       "reasoning": "stand-in"}
+            status, answer = 200, {
+                "id": "msg_j", "type": "message", "role": "assistant", "model": body["model"],
+                "stop_reason": "tool_use", "usage": {"input_tokens": 100, "output_tokens": 10},
+                "content": [{"type": "tool_use", "id": "toolu_j",
+                             "name": body["tools"][0]["name"], "input": verdict}]}
+        else:
+            status, answer = 400, {"type": "error", "error": {
+                "type": "invalid_request_error", "message": REJECTION}}
+        data = json.dumps(answer).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+REJECTION = "messages.0.content.0.type: unsupported block type for this model"
+
+
+@pytest.fixture
+def rejecting_upstream(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The gateway's real-upstream path pointed at `_Rejecting`, with a stand-in API key."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Rejecting)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-stand-in-key")
+    monkeypatch.setenv("SCYLLA_UPSTREAM_URL", url)
+    yield url
+    server.shutdown()
+
+
+def test_a_cli_error_result_is_an_agent_error_counted_as_a_fail(
+        mini: Path, pytester: pytest.Pytester, oracle: list[str],
+        rejecting_upstream: str) -> None:
+    """The API answers the agent's request with a 400 and the CLI ends with `is_error: true` in
+    its result line: the run is an agent_error, a pytest FAIL (not an ERROR) carrying the CLI's
+    message, and it counts in the tier's pass rate as a failed run."""
+    out = mini / "out"
+    result = pytester.runpytest("cases", "-k", ALPHA, "-p", "no:xdist", oracle[1],
+                                f"--scylla-out={out}", "--scylla-model=claude-haiku-4-5",
+                                "--scylla-judges=claude-haiku-4-5", "--scylla-min-judges=1")
+    result.assert_outcomes(failed=1)
+    key = "alpha-T0-01-r1"
+    [cli_result] = [e for e in events(out, key) if e["type"] == "result"]
+    assert cli_result["is_error"] is True
+    assert cli_result["api_error_status"] == 400
+    assert REJECTION in cli_result["result"]
+    rec = records(out)[key]
+    assert rec["outcome"] == "agent_error"
+    assert rec["passed"] is False
+    assert rec["exit_code"] == 1
+    assert rec["infra_events"] == []  # a 400 is no outage: nothing for the harness to retry
+    assert rec["reason"].startswith("CLI reported an error (exit code 1, ")
+    assert REJECTION in rec["reason"]
+    result.stdout.fnmatch_lines(["*_ alpha[[]T0-01-r1] (01-vanilla) _*",
+                                 f"agent_error: CLI reported an error (exit code 1, *{REJECTION}*"])
+    assert "ERROR at setup" not in result.stdout.str()
+    [tier] = json.loads((out / "summary.json").read_text())["tiers"]
+    assert (tier["tier"], tier["n"], tier["excluded"], tier["passes"]) == ("T0", 1, 0, 0)
+    assert tier["pass_rate"] == 0.0
