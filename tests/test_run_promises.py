@@ -391,3 +391,55 @@ def test_a_cli_error_result_is_an_agent_error_counted_as_a_fail(
     [tier] = json.loads((out / "summary.json").read_text())["tiers"]
     assert (tier["tier"], tier["n"], tier["excluded"], tier["passes"]) == ("T0", 1, 0, 0)
     assert tier["pass_rate"] == 0.0
+
+
+# ---------------------------------------------------------------------------------------------
+# 7. numeric options and their ranges
+
+# option: (Settings field, {rejected value: what its error line says is allowed},
+#          {accepted value at or inside a bound: the value the session then uses})
+RUNS = "runs per cell must be between 1 and 1000"
+JUDGES = "expected a whole number of judges >= 1"
+ATTEMPTS = "expected a number of attempts from 1 to 20"
+SECONDS = "expected a number of seconds"
+DOLLARS = "expected a positive number of dollars"
+RANGES: dict[str, tuple[str, dict[str, str], dict[str, float]]] = {
+    "runs": ("runs", {"0": RUNS, "1001": RUNS, "2.5": "expected a whole number of runs",
+                      "ten": "expected a whole number of runs"},
+             {"1": 1, "1000": 1000}),
+    "min-judges": ("min_judges", {"0": JUDGES, "-1": JUDGES, "two": JUDGES},
+                   {"1": 1, "5": 3}),  # at most the panel: the default one has three judges
+    "retries": ("retries", {"0": ATTEMPTS, "21": ATTEMPTS, "four": ATTEMPTS},
+                {"1": 1, "20": 20}),
+    "retry-wait": ("retry_wait", {"-0.5": SECONDS, "soon": SECONDS, "nan": SECONDS,
+                                  "inf": SECONDS}, {"0": 0.0, "7.5": 7.5}),
+    "max-pause": ("max_pause", {"-1": SECONDS, "6h": SECONDS, "inf": SECONDS}, {"0": 0.0}),
+    "progress": ("progress", {"-1": SECONDS, "often": SECONDS, "nan": SECONDS}, {"0": 0.0}),
+    "budget-usd": ("budget_usd", {"0": DOLLARS, "-5": DOLLARS, "$5": DOLLARS, "inf": DOLLARS},
+                   {"0.01": 0.01, "25": 25.0}),
+    "max-run-cost": ("max_run_cost", {"0": DOLLARS, "-0.1": DOLLARS, "lots": DOLLARS},
+                     {"0.01": 0.01}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RANGES))
+def test_numeric_options_reject_out_of_range_values_and_accept_their_bounds(
+        pytester: pytest.Pytester, name: str) -> None:
+    """Each numeric --scylla-* option: a value out of its range or not a number is one usage
+    error line naming the option, the value and what is allowed; the bounds are accepted and
+    used."""
+    from pytest_scylla.settings import SETTINGS_KEY
+
+    field, rejected, accepted = RANGES[name]
+    quick = ("-p", "no:unraisableexception")  # its gc passes at each unconfigure cost ~0.2 s
+    for value, expected in rejected.items():
+        result = pytester.runpytest(*quick, "--collect-only", f"--scylla-{name}={value}")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR, (value, result.stdout.str())
+        [line] = [ln for ln in result.errlines if ln.strip()]
+        assert line.startswith((f"ERROR: --scylla-{name}={value}: ",
+                                f"ERROR: --scylla-{name}={value!r}: ")), line
+        assert expected in line, line
+        assert result.outlines == []  # no traceback, no session
+    for value, used in accepted.items():
+        config = pytester.parseconfigure(*quick, f"--scylla-{name}={value}")
+        assert getattr(config.stash[SETTINGS_KEY], field) == used, value
