@@ -51,7 +51,7 @@ def harness_runs(n: int, sandbox_kind: str, cache: Path, out: Path) -> list[dict
     settings = Settings(oracle="solution", sandbox=sandbox_kind, cache_dir=cache,
                         model="claude-sonnet-5", judges=tuple(parse(j) for j in DEFAULT_JUDGES))
     rt = build(settings, out, "bench", tiers)
-    rt.baseline(sub)  # measured once, not part of any run
+    rt.baseline(RunSpec(case, sub, 1))  # measured once, not part of any run
     recs = []
     for i in range(n):
         spec = RunSpec(case, sub, i + 1)

@@ -67,6 +67,7 @@ class CaseFile(pytest.File):
             for run in range(1, settings.runs + 1):
                 spec = RunSpec(case=case, subtest=sub, run=run)
                 item = RunItem.from_parent(self, name=spec.key.item_name, callobj=run_case)
+                _as_parsed(item)
                 item.stash[RUN_KEY] = spec
                 for mark in (sub.tier, *marks):
                     item.add_marker(mark)
@@ -97,6 +98,15 @@ class CaseFile(pytest.File):
         if problems:
             raise SpecError(problems)
         return chosen
+
+
+def _as_parsed(item: pytest.Item) -> None:
+    """pytest 9.2 keeps node ids structured (names, then params in brackets). A run item's
+    name carries its params without a callspec, so its id would never equal the same id read
+    back from pytest's cache (`--lf`, `--ff`): make it the parsed form of its own string."""
+    node_id = getattr(item, "_id", None)
+    if node_id is not None and hasattr(node_id, "parse"):
+        item._id = type(node_id).parse(str(node_id))
 
 
 class RunItem(pytest.Function):

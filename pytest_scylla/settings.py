@@ -209,8 +209,8 @@ def _runs(config: pytest.Config) -> int:
     try:
         runs = int(str(raw))
     except ValueError:
-        raise pytest.UsageError(f"{origin}={raw!r}: expected a whole number of runs, e.g. "
-                                "--scylla-runs=10") from None
+        raise pytest.UsageError(f"{origin}={raw!r}: expected a whole number of runs from 1 to "
+                                f"{MAX_RUNS}, e.g. --scylla-runs=10") from None
     if not 1 <= runs <= MAX_RUNS:
         raise pytest.UsageError(f"{origin}={runs}: runs per cell must be between 1 and "
                                 f"{MAX_RUNS}, e.g. --scylla-runs=10")
@@ -347,8 +347,8 @@ def _number(config: pytest.Config, dest: str, unit: str, example: str,
     except ValueError:
         value = math.nan
     if not math.isfinite(value) or value < 0 or (positive and value == 0):
-        raise pytest.UsageError(f"{origin}={raw!r}: expected a {'positive' if positive else ''}"
-                                f"{' ' if positive else ''}number of {unit}, e.g. {example}")
+        raise pytest.UsageError(f"{origin}={raw!r}: expected a number of {unit} "
+                                f"{'> 0' if positive else '>= 0'}, e.g. {example}")
     return value
 
 

@@ -29,11 +29,12 @@ def measure(gateway: Gateway, sandbox: Sandbox, cli: Path, cli_version: str, mod
     """What the CLI brings with nothing declared but a tool configuration: its built-in tools,
     skills and agents and the size of its default system prompt. (The tool configuration matters:
     this CLI offers Glob and Grep when Bash is denied, and lists skills only with the Skill tool.)
-    Measured once per CLI version, sandbox and tool configuration, cached on disk; the gateway
-    answers the single call itself, so it costs nothing."""
-    tools_key = hashlib.sha256(json.dumps([allow, list(deny)]).encode()).hexdigest()[:10]
+    Measured once per CLI version, sandbox, model (the CLI's default system prompt differs by
+    model) and tool configuration, cached on disk; the gateway answers the single call itself,
+    so it costs nothing."""
+    key = hashlib.sha256(json.dumps([model, allow, list(deny)]).encode()).hexdigest()[:10]
     cache = cache_dir / (f"baseline-{claude_code.NAME}-{_safe(cli_version)}-"
-                            f"{sandbox.name}-{tools_key}.json")
+                         f"{sandbox.name}-{key}.json")
     with workspace.locked(cache_dir / "baseline.lock"):
         if cache.exists():
             return _baseline(json.loads(cache.read_text(encoding="utf-8")))

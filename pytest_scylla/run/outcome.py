@@ -31,8 +31,9 @@ def settle(rec: RunRecord, case: Case, outcome: str | None, reason: str) -> None
 
 
 def classify(finished: Finished, result: claude_code.Result, route: Route,
-             stderr_tail: str) -> tuple[str | None, str]:
-    """(outcome, reason) for runs that are not judged normally; (None, '') to judge them."""
+             stderr_tail: str, sandbox_error: str | None = None) -> tuple[str | None, str]:
+    """(outcome, reason) for runs that are not judged normally; (None, '') to judge them.
+    `sandbox_error`: the sandbox's own message when it could not start the CLI."""
     if route.ablation_failed():
         assert route.ablation is not None
         return "infra_error", "ablation check failed: " + "; ".join(route.ablation["problems"])
@@ -41,6 +42,8 @@ def classify(finished: Finished, result: claude_code.Result, route: Route,
     if route.budget_exceeded:
         return "budget_exceeded", (f"gateway refused calls over the run budget "
                                    f"${route.max_cost_usd:.2f}")
+    if sandbox_error is not None and not result.found and route.calls == 0:
+        return "infra_error", f"the sandbox could not start the CLI: {sandbox_error}"
     ended_well = finished.exit_code == 0 and result.found and not result.is_error
     if ended_well or result.subtype == "error_max_turns":
         return None, ""

@@ -114,7 +114,7 @@ def _prepare(run: _Run, rec: RunRecord) -> tuple[workspace.Workspace, overlay.Ov
                      "path": case.source.path.name if case.source.path else None,
                      "base_commit": ws.base_commit}
     rec["declared"] = ov.declared
-    expected = expectation(ov, sub, rt.tiers, run.ws_path, rt.baseline(sub))
+    expected = expectation(ov, sub, rt.tiers, run.ws_path, rt.baseline(spec))
     oracle = rt.settings.oracle
     script = (Script.for_case(mode_for(oracle, spec.key.folder), case.solution, run.ws_path,
                               delegates(rt.tiers, sub)) if oracle else None)
@@ -175,7 +175,8 @@ def _judge(run: _Run, rec: RunRecord, ws: workspace.Workspace, ov: overlay.Overl
     rec.update({"checks": [r.to_json() for r in results],
                 "check_items": evidence.check_rows(spec.case),
                 "check_score": evidence.check_score(spec.case)})
-    outcome, reason = classify(finished, run.result, route, stderr_tail)
+    outcome, reason = classify(finished, run.result, route, stderr_tail,
+                               rt.sandbox.failed_to_start(stderr_tail))
     rec["classified"] = {"outcome": outcome, "reason": reason}  # before judging
     if outcome != "infra_error":  # a void run is not worth a judge's tokens
         rec.update(judge_run.judge(spec.case, spec.key.folder, run.run_dir, rt, evidence))

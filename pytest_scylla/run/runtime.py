@@ -12,7 +12,7 @@ from typing import Any
 from pytest_scylla.core.runspec import RunSpec
 from pytest_scylla.core.tempdirs import clean_stale
 from pytest_scylla.formats.provenance import Conditions, conditions
-from pytest_scylla.formats.tiers import Subtest, TierSet
+from pytest_scylla.formats.tiers import TierSet
 from pytest_scylla.operations.ledger import Ledger
 from pytest_scylla.run import baseline
 from pytest_scylla.run.agents import claude_code
@@ -53,17 +53,19 @@ class Runtime:
                           oracle=s.oracle, sandbox=self.sandbox.name,
                           judges=[j.label for j in s.judges], min_judges=s.min_judges)
 
-    def baseline(self, sub: Subtest) -> dict[str, Any]:
-        """The baseline for the subtest's tool configuration."""
-        return self.baseline_for(sub.tools_allow, tuple(sorted(sub.tools_deny)))
+    def baseline(self, spec: RunSpec) -> dict[str, Any]:
+        """The baseline for the run's model and its subtest's tool configuration."""
+        sub = spec.subtest
+        return self.baseline_for(self.model(spec), sub.tools_allow, tuple(sorted(sub.tools_deny)))
 
-    def baseline_for(self, allow: tuple[str, ...] | None, deny: tuple[str, ...]
+    def baseline_for(self, model: str, allow: tuple[str, ...] | None, deny: tuple[str, ...]
                      ) -> dict[str, Any]:
-        """The baseline of a tool configuration, measured once per process (and on disk)."""
-        key = json.dumps([allow, deny])
+        """The baseline of a model and tool configuration (the CLI's default system prompt
+        differs by model), measured once per process (and on disk)."""
+        key = json.dumps([model, allow, deny])
         if key not in self.baselines:
             self.baselines[key] = baseline.measure(self.gateway, self.sandbox, self.cli,
-                                                   self.cli_version, self.settings.model,
+                                                   self.cli_version, model,
                                                    self.settings.cache_dir, allow, deny)
         return self.baselines[key]
 
@@ -87,7 +89,7 @@ def build(settings: Settings, out: Path, session_id: str, tiers: TierSet) -> Run
                      sandbox=kind(gateway.port, gateway.socket_dir,
                                   [settings.cache_dir / "npm"]),
                      cli=cli, cli_version=cli_version, ledger=ledger)
-        rt.baseline_for(None, ())
+        rt.baseline_for(settings.model, None, ())
     except BaseException:
         gateway.stop()
         raise

@@ -60,9 +60,10 @@ def start(argv: Sequence[str], cwd: Path, env: dict[str, str], stdin: str | None
                             stdout=stdout, stderr=stderr)
     if stdin is not None:
         assert proc.stdin is not None
-        with contextlib.suppress(BrokenPipeError):
+        with contextlib.suppress(BrokenPipeError):  # it may exit before it reads its input
             proc.stdin.write(stdin.encode())
-        proc.stdin.close()
+        with contextlib.suppress(BrokenPipeError):  # the flush in close() may find it gone too
+            proc.stdin.close()
     return proc
 
 
@@ -101,6 +102,10 @@ class Sandbox:
         """The argv that runs `argv` in this sandbox with `private` writable."""
         return list(argv)
 
+    def failed_to_start(self, stderr_tail: str) -> str | None:
+        """The sandbox's own error when it could not start the command (from its stderr)."""
+        return None
+
     def run(self, argv: Sequence[str], cwd: Path, private: Path, env: dict[str, str],
             stdin: str | None, timeout: float, stdout: IO[bytes] | int,
             stderr: IO[bytes] | int, bridge: bool = False) -> Finished:
@@ -111,6 +116,10 @@ class Sandbox:
 
 class Bwrap(Sandbox):
     name = "bwrap"
+
+    def failed_to_start(self, stderr_tail: str) -> str | None:
+        first = stderr_tail.lstrip().partition("\n")[0]
+        return first if first.startswith("bwrap: ") else None
 
     def base_url(self, key: str) -> str:
         return f"http://127.0.0.1:{INSIDE_PORT}/run/{key}"
