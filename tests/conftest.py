@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -10,6 +11,8 @@ import numpy  # noqa: F401 - C extensions must be imported before pytester's inl
 import pytest
 import scipy.stats  # noqa: F401 - (they snapshot and restore sys.modules; numpy cannot be
 import statsmodels.stats.proportion  # noqa: F401 - loaded twice in one process)
+
+from pytest_scylla.run.sandbox import bwrap_works
 
 FIXTURES = Path(__file__).parent / "fixtures"
 Edit = Callable[[str, str, str], None]
@@ -76,3 +79,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def workers(n: int) -> list[str]:
     """pytest arguments for n xdist workers (n=0: no xdist at all)."""
     return ["-n", str(n)] if n else ["-p", "no:xdist"]
+
+
+def in_ci() -> bool:
+    """True in CI (`CI` set to anything but empty, 0, false or no; `.ci/run` sets CI=true)."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def require(problem: str | None) -> None:
+    """Go on when `problem` is None. Otherwise skip the calling test, naming the problem, or
+    under CI fail it: CI installs what the test needs, so there a missing tool is a failure,
+    never a silent pass."""
+    if problem is None:
+        return
+    if in_ci():
+        pytest.fail(f"CI: {problem}", pytrace=False)
+    pytest.skip(problem)
+
+
+def needs_bwrap() -> None:
+    """Every test that needs bubblewrap calls this first (skip outside CI, fail in CI)."""
+    require(bwrap_works())  # None, or why not ("bubblewrap cannot create a sandbox here: ...")

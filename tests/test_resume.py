@@ -4,7 +4,9 @@ through the real CLI against the oracle."""
 from __future__ import annotations
 
 import csv
+import itertools
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +16,7 @@ import pytest
 
 from pytest_scylla.cli import main
 
-from .conftest import Edit, workers
+from .conftest import MINI_ITEMS, Edit, workers
 
 T0 = "alpha and T0"
 
@@ -122,19 +124,36 @@ def test_rejudge_rescores_stored_runs_after_a_rubric_edit_without_agent_calls(
 
 def test_the_session_budget_skips_new_runs_with_the_reason(
         mini: Path, pytester: pytest.Pytester, oracle: list[str]) -> None:
-    out = mini / "out"
+    """A run starts only while the session's spend plus its average run cost fits the budget;
+    the runs that would not are skipped, saying why. Checked against the spend the records
+    show, whatever the oracle's prices."""
+    out, budget = mini / "out", 0.3
     result = pytester.runpytest("cases", *workers(0), *oracle, f"--scylla-out={out}",
-                                "--scylla-budget-usd=0.3", "-rs", "-p", "no:randomly")
+                                f"--scylla-budget-usd={budget}", "-rs", "-p", "no:randomly")
     outcomes = result.parseoutcomes()
-    assert outcomes["passed"] == 2  # ~$0.15 a run: the third would pass $0.30
-    assert outcomes["skipped"] == 10
+    # at -n 0 runs go one after the other, and runs.jsonl gets each record as its run ends
+    ran = [json.loads(line) for line in lines(out / "runs.jsonl")]
+    costs = [float(r["cost_usd"] or 0) + float(r["judge_cost_usd"] or 0) for r in ran]
+    started = len(ran)
+    assert started >= 1  # the first run always starts: nothing has been spent
+    assert outcomes.get("passed", 0) == started  # the oracle solves every run it starts
+    assert outcomes.get("passed", 0) + outcomes.get("skipped", 0) == len(MINI_ITEMS) == 12
+    assert outcomes.get("skipped", 0) >= 1  # the budget did stop something
+    spent = 0.0
+    for done, cost in enumerate(costs[:-1], start=1):  # run done+1 was allowed to start:
+        spent += cost
+        assert spent + spent / done <= budget  # its expected cost (the average) still fitted
+    spent += costs[-1]
+    assert spent + spent / started > budget  # and one more run would not have
+    skipped = len(MINI_ITEMS) - started
     result.stdout.fnmatch_lines([
-        "PARTIAL: not every run was run: 10 skipped (session budget $0.30 reached)*",
-        "SKIPPED [[]10[]] *session budget $0.30 reached: $0.* spent on 2 runs*not started"])
+        f"PARTIAL: not every run was run: {skipped} skipped (session budget $0.30 reached)*",
+        f"SKIPPED [[]{skipped}[]] *session budget $0.30 reached: ${spent:.4f} spent on "
+        f"{started} runs*not started"])
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["runs"] == 2
+    assert summary["runs"] == started
     assert "skipped" in summary["partial"]
-    assert len(records(out)) == 2
+    assert sorted(records(out)) == sorted(r["run_key"] for r in ran)
 
 
 def test_a_usage_window_limit_pauses_new_runs_then_they_go_on(
@@ -188,13 +207,27 @@ def test_plan_estimates_from_history_and_runs_nothing(
 def test_progress_lines_count_runs_and_spend(mini: Path, pytester: pytest.Pytester,
                                              oracle: list[str],
                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """While runs go on, a status line counts the runs done and passed and what they spent
+    (agent plus judges) against the budget."""
     monkeypatch.setenv("SCYLLA_ORACLE_JUDGE_DELAY", "1")
+    out = mini / "out"
     result = pytester.runpytest("cases", "-k", T0, *workers(2), *oracle,
-                                f"--scylla-out={mini / 'out'}", "--scylla-progress=0.5",
+                                f"--scylla-out={out}", "--scylla-progress=0.5",
                                 "--scylla-budget-usd=50")
     result.assert_outcomes(passed=3)
-    result.stdout.re_match_lines([r"scylla: [0-3]/3 runs, [0-3] pass, spend \$[0-9.]+ of "
-                                  r"\$50\.00 budget.*"])
+    shown = [(int(done), int(passes), spend) for done, passes, spend in re.findall(
+        r"^scylla: (\d+)/3 runs, (\d+) pass, spend \$([0-9.]+) of \$50\.00 budget",
+        result.stdout.str(), re.MULTILINE)]
+    progressed = [line for line in shown if line[0] >= 1]
+    assert progressed, shown  # a line after a run had finished, not only "0/3 runs"
+    costs = [float(r["cost_usd"]) + float(r["judge_cost_usd"]) for r in records(out).values()]
+    assert len(costs) == 3
+    for done, passes, spend in progressed:
+        assert done <= 3
+        assert passes == done  # every oracle run passes
+        # the spend shown is that of `done` of the runs (whichever finished first)
+        assert spend in {f"{sum(c):.4f}" for c in itertools.combinations(costs, done)}, spend
+    assert [d for d, _, _ in shown] == sorted(d for d, _, _ in shown)  # it only counts up
 
 
 @pytest.mark.parametrize(("stored", "options", "action", "says"), [

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from pytest_scylla.run.gateway import Gateway
-from pytest_scylla.run.sandbox import Bwrap, Sandbox, bwrap_works, choose
+from pytest_scylla.run.sandbox import Bwrap, Sandbox, choose
+
+from .conftest import needs_bwrap
 
 PROBE = r"""
 import pathlib, socket, sys, urllib.request
@@ -56,9 +58,9 @@ def gateway() -> Gateway:
 
 def test_bwrap_allows_only_the_workspace_and_the_gateway(gateway: Gateway,
                                                          tmp_path: Path) -> None:
-    problem = bwrap_works()
-    if problem is not None:
-        pytest.skip(f"bubblewrap cannot run here: {problem}")
+    """A process in the bwrap sandbox reaches the gateway and writes its workspace, and
+    nothing else: no DNS, no internet, no write to /usr or to the host's /tmp."""
+    needs_bwrap()
     results = _probe(Bwrap(gateway.port, gateway.socket_dir), gateway, tmp_path)
     assert results["gateway"] == "ok 200"  # through the unix-socket bridge
     assert results["dns"].startswith("blocked")
@@ -74,12 +76,20 @@ def test_local_sandbox_is_reported_as_not_isolated(gateway: Gateway, tmp_path: P
     assert choose("local") == (Sandbox, None)
 
 
-def test_auto_prefers_bwrap_and_warns_when_it_falls_back() -> None:
+def test_auto_prefers_bwrap_when_it_works() -> None:
+    """Where bubblewrap works, `auto` picks it and has nothing to warn about (in CI, where
+    bubblewrap is installed, this always runs)."""
+    needs_bwrap()
+    assert choose("auto") == (Bwrap, None)
+
+
+def test_auto_falls_back_to_local_with_a_warning_when_bwrap_is_missing(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Where bubblewrap is not installed, `auto` falls back to the local sandbox and says so:
+    the warning names the reason and that runs are NOT isolated."""
+    monkeypatch.setenv("PATH", str(tmp_path))  # an empty folder: no bwrap to be found
     kind, warning = choose("auto")
-    if bwrap_works() is None:
-        assert kind is Bwrap
-        assert warning is None
-    else:
-        assert kind is Sandbox
-        assert warning
-        assert "NOT isolated" in warning
+    assert kind is Sandbox
+    assert warning is not None
+    assert "NOT isolated" in warning
+    assert "bubblewrap (bwrap) is not installed" in warning

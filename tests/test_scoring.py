@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -57,14 +58,21 @@ def _rubric(spec: list[tuple[float, list[tuple[float, bool]]]], threshold: float
                   pass_threshold=threshold)
 
 
-rubrics = st.lists(st.tuples(st.floats(0.05, 1.0), st.lists(
-    st.tuples(st.sampled_from([0.25, 0.5, 1.0, 2.0]), st.booleans()), min_size=1, max_size=4)),
-    min_size=1, max_size=4).map(_rubric)
+def _rubrics(min_items: int = 1) -> st.SearchStrategy[Rubric]:
+    """Rubrics of 1-4 weighted categories of 1-4 items, with at least `min_items` items."""
+    spec = st.lists(st.tuples(st.floats(0.05, 1.0), st.lists(
+        st.tuples(st.sampled_from([0.25, 0.5, 1.0, 2.0]), st.booleans()), min_size=1,
+        max_size=4)), min_size=1, max_size=4)
+    return spec.filter(lambda cats: sum(len(items) for _, items in cats) >= min_items).map(
+        _rubric)
+
+
+rubrics = _rubrics()
 
 
 @st.composite
-def rubric_and_verdict(draw: Any) -> tuple[Rubric, dict[str, Any]]:
-    rubric = draw(rubrics)
+def rubric_and_verdict(draw: Any, min_items: int = 1) -> tuple[Rubric, dict[str, Any]]:
+    rubric = draw(_rubrics(min_items))
     verdict: dict[str, Any] = {}
     for item in rubric.items:
         if draw(st.booleans()) and draw(st.booleans()):
@@ -82,28 +90,52 @@ def test_score_is_within_0_and_1_and_impl_rate_too(case: tuple[Rubric, dict[str,
     assert result.impl_rate is None or 0.0 <= result.impl_rate <= 1.0 + 1e-12
 
 
-@given(rubric_and_verdict(), st.data())
-def test_marking_an_item_na_never_lowers_a_full_score_category(
-        case: tuple[Rubric, dict[str, Any]], data: st.DataObject) -> None:
-    rubric, verdict = case
+@given(_rubrics(min_items=2), st.data())
+def test_marking_one_item_na_keeps_a_full_score_rubric_full(rubric: Rubric,
+                                                            data: st.DataObject) -> None:
+    """With two items or more, something is left to score after one N/A: every category that
+    remains is full (achieved = max), so their weighted mean is 1 whatever the weights."""
     full = {i.id: i.points for i in rubric.items}  # everything achieved
     item = data.draw(st.sampled_from(list(rubric.items)))
-    if len(rubric.items) == 1:  # all N/A: nothing left to score (judges reject such verdicts)
-        return
-    before = scoring.score(rubric, full).score
-    after = scoring.score(rubric, {**full, item.id: scoring.NA}).score
-    assert after >= before - 1e-9
-    # and an N/A item that had scored zero can only help
+    assert scoring.score(rubric, full).score == pytest.approx(1.0)
+    assert scoring.score(rubric, {**full, item.id: scoring.NA}).score == pytest.approx(1.0)
+
+
+@given(st.sampled_from([0.25, 0.5, 1.0, 2.0]), st.booleans())
+def test_a_verdict_with_every_item_na_scores_zero_with_no_impl_rate(points: float,
+                                                                    required: bool) -> None:
+    """A one-item rubric whose item is N/A has nothing left to score: no category counts, the
+    score is 0 (not 1, not a division by zero) and the implementation rate is undefined."""
+    rubric = _rubric([(1.0, [(points, required)])])
+    result = scoring.score(rubric, {"c0i0": scoring.NA})
+    assert result.score == 0.0
+    assert result.impl_rate is None
+    assert [c.score for c in result.categories] == [None]
+
+
+@given(rubric_and_verdict(), st.data())
+def test_marking_an_item_that_scored_zero_na_never_lowers_the_score(
+        case: tuple[Rubric, dict[str, Any]], data: st.DataObject) -> None:
+    """Within its category a zero item only adds to the max, so leaving it out raises or keeps
+    the category's score; when it was the category's last scorable item, the category scored
+    0 and leaves the weighted mean, which can only raise it (or keep it at 0 when nothing is
+    left). Either way the judge's score does not go down."""
+    rubric, verdict = case
+    item = data.draw(st.sampled_from(list(rubric.items)))
     zeroed = {**verdict, item.id: 0.0}
-    assert scoring.score(rubric, {**zeroed, item.id: scoring.NA}).score >= \
-        scoring.score(rubric, zeroed).score - 1e-9 or _only_category(rubric, item.id)
-
-
-def _only_category(rubric: Rubric, item_id: str) -> bool:
-    """N/A on the last scorable item of a category removes the category (weights renormalise),
-    which can move the score either way; the invariant above is about items, not categories."""
-    cat = next(c for c in rubric.categories if any(i.id == item_id for i in c.items))
-    return len(cat.items) == 1
+    before = scoring.score(rubric, zeroed)
+    after = scoring.score(rubric, {**zeroed, item.id: scoring.NA})
+    assert after.score >= before.score - 1e-9
+    category = next(c for c in rubric.categories if item.id in {i.id for i in c.items})
+    left = [i for i in category.items if i.id != item.id and zeroed[i.id] != scoring.NA]
+    was = next(c.score for c in before.categories if c.name == category.name)
+    now = next(c.score for c in after.categories if c.name == category.name)
+    assert was is not None  # the zeroed item was scorable
+    if left:  # the category stays, its score at least what it was
+        assert now is not None
+        assert now >= was - 1e-12
+    else:  # its last scorable item: the category drops out of the weighted mean
+        assert now is None
 
 
 @given(rubrics)
