@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import asdict, dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ import pytest
 
 from pytest_scylla.cli import main
 
-from .conftest import FIXTURES
+from .conftest import FIXTURES, workers
 
 SELECTION = "alpha and (T0-00 or T0-01)"
 KEYS = ("alpha-T0-00-r1", "alpha-T0-01-r1")
@@ -293,3 +293,76 @@ def test_plan_without_history_says_so(
     assert "from 0 stored runs of history" in text
     assert ("no history for 3 runs: not in the estimate; their per-run limits (max_cost_usd) "
             "add up to $6.00") in text
+
+
+# ---------------------------------------------------------------------------------------------
+# xdist: one ledger for the whole session
+
+
+def test_the_session_budget_holds_across_xdist_workers(
+        mini: Path, pytester: pytest.Pytester, oracle: list[str]) -> None:
+    """Two workers share the session's spend: it ends within the budget plus one run per
+    worker (the runs in flight), later runs are skipped saying why."""
+    out, budget = mini / "out", 0.45
+    result = pytester.runpytest("cases", *workers(2), *NO_HYPOTHESIS, *oracle,
+                                f"--scylla-out={out}", f"--scylla-budget-usd={budget}", "-rs")
+    recs = _records(out)
+    costs = [r["cost_usd"] + r["judge_cost_usd"] for r in recs.values()]
+    outcomes = result.parseoutcomes()
+    assert outcomes["passed"] == len(recs)
+    assert outcomes["skipped"] == 12 - len(recs) > 0
+    assert sum(costs) <= budget + 2 * max(costs)
+    result.stdout.fnmatch_lines([f"SKIPPED [[]*[]] *session budget ${budget:.2f} reached: $* "
+                                 "spent on * runs (about $* a run); not started"])
+    ledgers = [json.loads(p.read_text()) for p in out.glob(".session/*/*.json")]
+    assert len(ledgers) == 2  # each worker counted its own runs, in the session's one folder
+    assert all(entry["runs"] >= 1 for entry in ledgers)
+    assert sum(entry["runs"] for entry in ledgers) == len(recs)
+    assert sum(entry["spent_usd"] for entry in ledgers) == pytest.approx(sum(costs))
+    # a worker's refusal counted the other worker's runs too: more than any one worker ran
+    said = [int(n) for n in re.findall(r"spent on (\d+) runs", result.stdout.str())]
+    assert max(said) > max(entry["runs"] for entry in ledgers), said
+    assert "skipped (session budget" in json.loads((out / "summary.json").read_text())["partial"]
+
+
+@pytest.mark.slow
+def test_a_usage_window_pause_on_one_worker_holds_new_runs_on_the_other(
+        mini: Path, pytester: pytest.Pytester, oracle: list[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only gw0's upstream answers a usage-window 429: gw1 finishes its run in flight, then
+    starts nothing until the pause written to the session's pause.json is over."""
+    seconds = 8  # longer than gw1's run in flight, so gw1 has to wait out the rest
+    pytester.makeconftest("""
+        import os
+
+        def pytest_configure(config):
+            if getattr(config, "workerinput", {}).get("workerid") == "gw0":
+                os.environ["SCYLLA_ORACLE_FAULT"] = "usage-limit"
+    """)
+    monkeypatch.setenv("SCYLLA_ORACLE_LIMIT_SECONDS", str(seconds))
+    out = mini / "out"
+    result = pytester.runpytest("cases", "-k", "alpha and (T0 or T1)", "-v", *workers(2),
+                                *NO_HYPOTHESIS, *oracle, f"--scylla-out={out}",
+                                "--scylla-retry-wait=2", "--scylla-progress=1")
+    result.assert_outcomes(passed=4, errors=1)
+    worker = {f"alpha-{m[2]}-r1": m[1] for m in re.finditer(
+        r"\[(gw\d)\] \[ *\d+%\] \w+ cases/alpha/test\.yaml::alpha\[(T\d-\d\d)-r1\]",
+        result.stdout.str())}
+    recs = _records(out)
+    assert sorted(worker) == sorted(recs)
+    (pause_file,) = out.glob(".session/*/pause.json")
+    until = json.loads(pause_file.read_text())["until"]
+    began = until - seconds  # when gw0's gateway met the limit
+    (void,) = (k for k, r in recs.items() if r["outcome"] == "infra_error")
+    assert worker[void] == "gw0"
+    assert "upstream usage limit" in recs[void]["reason"]
+    for key, rec in recs.items():  # started before the pause began, or once it was over
+        start = _epoch(rec["started_at"])
+        assert start <= began or start >= int(until), (key, rec["started_at"], until)
+    other = sorted((r for k, r in recs.items() if worker[k] == "gw1"),
+                   key=lambda r: r["started_at"])
+    assert _epoch(other[0]["finished_at"]) < int(until) - 1  # gw1 was free during the pause
+    assert any(_epoch(r["started_at"]) >= int(until) for r in other[1:])  # and was held
+    stamp = datetime.fromtimestamp(until, UTC)
+    result.stdout.fnmatch_lines([f"scylla: */5 runs*PAUSED until {stamp:%H:%M:%S} UTC by an "
+                                 "upstream usage limit*"])
