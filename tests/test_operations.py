@@ -16,9 +16,11 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -366,3 +368,45 @@ def test_a_usage_window_pause_on_one_worker_holds_new_runs_on_the_other(
     stamp = datetime.fromtimestamp(until, UTC)
     result.stdout.fnmatch_lines([f"scylla: */5 runs*PAUSED until {stamp:%H:%M:%S} UTC by an "
                                  "upstream usage limit*"])
+
+
+# ---------------------------------------------------------------------------------------------
+# Ctrl-C
+
+
+def test_ctrl_c_records_the_run_in_flight_as_interrupted(mini: Path,
+                                                         campaign: Campaign) -> None:
+    """SIGINT to the session while its run's agent waits on the model: the run's run.json says
+    infra_error, "interrupted", so the next session runs it again. (The stall fault would stall
+    the CLI baseline measurement too, so the session uses the campaign's cache, which holds
+    the baseline already.)"""
+    tmp = Path(tempfile.mkdtemp(prefix="scy-"))  # short: the gateway's unix socket lives here
+    out, key = mini / "exp", "alpha-T0-01-r1"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "cases", "-k", "alpha and T0-01", *workers(0),
+         *NO_HYPOTHESIS, "--scylla-oracle", f"--scylla-cache-dir={campaign.cache}",
+         f"--scylla-out={out}", "--scylla-progress=0"],
+        cwd=mini, env=_environment(tmp, SCYLLA_ORACLE_FAULT="stall"), stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        transcript = out / "runs" / key / "transcript.jsonl"
+        deadline = time.monotonic() + 60
+        while proc.poll() is None and time.monotonic() < deadline and not (
+                transcript.is_file() and transcript.stat().st_size):
+            time.sleep(0.05)  # the CLI has started and stalls on its first model call
+        assert proc.poll() is None, "the session ended before it could be interrupted"
+        assert transcript.is_file(), "the CLI did not start"
+        assert transcript.stat().st_size, "the CLI did not start"
+        assert not (out / "runs" / key / "run.json").exists()  # in flight
+        time.sleep(0.5)
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+        output = proc.communicate(timeout=120)[0].decode()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        shutil.rmtree(tmp, ignore_errors=True)
+    assert proc.returncode == pytest.ExitCode.INTERRUPTED, output
+    rec = json.loads((out / "runs" / key / "run.json").read_text())
+    assert (rec["outcome"], rec["passed"]) == ("infra_error", False)
+    assert "interrupted" in rec["reason"], rec["reason"]
+    assert rec["finished_at"] >= rec["started_at"]
