@@ -248,3 +248,17 @@ def test_without_a_credential_only_pass_through_routes_reach_the_upstream(
     assert "ANTHROPIC_API_KEY" in refused.text
     assert passed.status_code == 200
     assert _Upstream.keys[-1] == "cli-login"
+
+
+def test_oracle_faults_spare_the_harness_baseline_probe(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """SCYLLA_ORACLE_FAULT hits the runs' calls, not the CLI baseline probe (a stalled probe
+    would hang the session's setup)."""
+    from pytest_scylla.run.gateway import oracle
+
+    monkeypatch.setenv("SCYLLA_ORACLE_FAULT", "overloaded")
+    request = {"model": "claude-sonnet-5", "messages": [{"role": "user", "content": "Say OK."}]}
+    run = oracle.Script(mode="noop", workspace=tmp_path, files=())
+    assert oracle.answer(run, request).status == 529
+    probe = oracle.Script(mode="noop", workspace=tmp_path, files=(), faults=False)
+    assert oracle.answer(probe, request).status == 200

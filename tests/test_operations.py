@@ -256,6 +256,28 @@ def test_a_run_in_two_merged_folders_is_kept_twice_with_a_warning(
     assert (once["runs"], once["warnings"]) == (2, [])
 
 
+def test_paper_format_folders_sharing_runs_are_kept_twice_with_a_warning(
+        tmp_path: Path) -> None:
+    """Two copies of the paper's exported dryrun (7 runs each, runs.csv format): 14 runs, each
+    of the second copy renamed and named in a warning, never silently merged into 7."""
+    from pytest_scylla.results.tables import load
+
+    dryrun = Path(__file__).parent / "fixtures" / "dryrun"
+    a, b = tmp_path / "A", tmp_path / "B"
+    for folder in (a, b):
+        folder.mkdir()
+        for name in ("runs.csv", "judges.csv", "criteria.csv"):
+            shutil.copy(dryrun / name, folder / name)
+    with (dryrun / "runs.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    tables = load([a, b])
+    assert len(tables.runs) == 2 * len(rows) == 14
+    assert len({r["run_key"] for r in tables.runs}) == 14
+    assert len(tables.warnings) == len(rows)
+    assert all(f"is in {a.resolve()} and {b.resolve()}" in w for w in tables.warnings)
+    assert sum(str(r["run_key"]).startswith("B/") for r in tables.runs) == len(rows)
+
+
 def _plan(root: Path, out: Path, oracle: list[str], capfd: pytest.CaptureFixture[str],
           monkeypatch: pytest.MonkeyPatch) -> str:
     """`scylla plan` for alpha's three T0 runs into `out`; what it printed."""

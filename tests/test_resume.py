@@ -4,6 +4,7 @@ through the real CLI against the oracle."""
 from __future__ import annotations
 
 import csv
+import hashlib
 import itertools
 import json
 import re
@@ -113,6 +114,10 @@ def test_rejudge_rescores_stored_runs_after_a_rubric_edit_without_agent_calls(
         assert rec["grade"] != "S"
         assert rec["rejudged"][0]["previous"]["grade"] == "S"
         assert rec["judge_hash"] != before[key]["judge_hash"]
+        # the record names the rubric it was scored under now (the manifest reads it)
+        assert rec["inputs"]["rubrics/basic.yaml"] == hashlib.sha256(
+            (mini / "rubrics/basic.yaml").read_bytes()).hexdigest()
+        assert rec["inputs"]["rubrics/basic.yaml"] != before[key]["inputs"]["rubrics/basic.yaml"]
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["rejudges"][0]["runs"] == sorted(after)
     assert main(["report", str(out), "--report", "none"]) == 0  # and the report reflects it

@@ -207,7 +207,7 @@ def rejudge(spec: RunSpec, stored: dict[str, Any], rt: Runtime, cond: Conditions
     rec = cast(RunRecord, {**kept, "check_items": evidence.check_rows(case),
                            "check_score": evidence.check_score(case),
                            "pass_threshold": case.rubric.pass_threshold,
-                           "judge_hash": cond.judge_hash})
+                           "judge_hash": cond.judge_hash, "inputs": cond.inputs})
     rec.update(judge_run.judge(case, spec.key.folder, run_dir, rt, evidence))
     settle(rec, case, classified["outcome"], classified["reason"])
     rec["rejudged"] = [*(rec.get("rejudged") or []), {"at": timestamp(), "previous": previous}]

@@ -95,6 +95,16 @@ def _paper_csv(folder: Path) -> Tables:
     return tables
 
 
+def _once(seen: dict[str, Path], key: str, folder: Path, warnings: list[str]) -> str:
+    """The key a run of `folder` is kept under: its own, or `<folder>/<key>` when an earlier
+    folder had a run of that key (two independent runs, both kept, with a warning)."""
+    if key in seen:
+        warnings.append(f"run {key} is in {seen[key]} and {folder}: both kept as separate runs")
+        key = f"{folder.name}/{key}"
+    seen[key] = folder
+    return key
+
+
 def load(folders: list[Path]) -> Tables:
     """Everything in the given folders, merged; the same run key in two folders is kept twice
     (two independent runs), renamed `<folder>/<key>`, with a warning."""
@@ -107,16 +117,14 @@ def load(folders: list[Path]) -> Tables:
         if records:
             for rec in records:
                 key = rec["run_key"]
-                if key in seen:
-                    tables.warnings.append(f"run {key} is in {seen[key]} and {folder}: both "
-                                           "kept as separate runs")
-                    rec = {**rec, "run_key": f"{folder.name}/{key}"}
-                seen[rec["run_key"]] = folder
+                rec = {**rec, "run_key": _once(seen, key, folder, tables.warnings)}
                 tables.add_records([rec], folder.name, folder)
                 if rec["run_key"] != key and (folder / "runs" / key).is_dir():
                     tables.sources[rec["run_key"]] = folder / "runs" / key
         elif (folder / "runs.csv").is_file():
             more = _paper_csv(folder)
+            for row in more.runs:
+                row["run_key"] = _once(seen, row["run_key"], folder, tables.warnings)
             tables.runs += more.runs
             tables.judges += more.judges
             tables.criteria += more.criteria

@@ -10,6 +10,7 @@ import json
 import secrets
 import shutil
 import tempfile
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -58,9 +59,9 @@ def measure(gateway: Gateway, sandbox: Sandbox, cli: Path, cli_version: str, mod
                 (ws / ".claude" / "settings.json").write_text(json.dumps(
                     {"permissions": {"deny": list(deny)}}), encoding="utf-8")
             key = f"baseline-{secrets.token_hex(4)}"
-            route = gateway.open(Route(key=key, log_path=private / "calls.jsonl",
-                                          script=Script.for_case("noop", None, ws),
-                                          capture_first=True))
+            probe = replace(Script.for_case("noop", None, ws), faults=False)
+            route = gateway.open(Route(key=key, log_path=private / "calls.jsonl", script=probe,
+                                       capture_first=True))
             env = claude_code.environment(base_env(private), {
                 "HOME": str(private / "home"),
                 "CLAUDE_CONFIG_DIR": str(private / "home" / ".claude")},

@@ -57,6 +57,7 @@ class Script:
     existing: frozenset[str] = frozenset()  # of those, the ones the workspace had at the start
     delegates: tuple[str, ...] = ()  # sub-agents to hand the work down to, outermost first
     verdict: dict[str, Any] | None = None  # what the oracle judge answers (judge routes only)
+    faults: bool = True  # SCYLLA_ORACLE_FAULT applies (not to the harness's baseline probe)
 
     @classmethod
     def for_case(cls, mode: str, solution: Path | None, workspace: Path,
@@ -196,7 +197,7 @@ def answer(script: Script, request: dict[str, Any], attempt: int = 0) -> Reply:
     if (request.get("tool_choice") or {}).get("name") == JUDGE_TOOL or (
             script.verdict is not None and tool_names(request) == {STRUCTURED_TOOL}):
         return _judge(script, request)
-    injected = fault()
+    injected = fault() if script.faults else None
     if injected == "overloaded":
         return Reply(529, [], headers=(("retry-after", "1"),),
                      error={"type": "overloaded_error", "message": "Overloaded (oracle fault)"})
