@@ -7,6 +7,7 @@ is an error, never skipped. `resolve()` returns the composed declaration that a 
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -230,36 +231,26 @@ class TierSet:
                     f"{', '.join(self.known_refs())}")]) from None
         if not parents:
             return replace(own, system_prompt=own.system_prompt or SystemPrompt())
-        problems = []
+        problems, settled = [], {}
         for attr in ("system_prompt", "model"):
-            if getattr(own, attr) is None:
-                values = {repr(getattr(p, attr)): p.ref for p in parents
-                          if getattr(p, attr) not in (None, SystemPrompt())}
-                if len(values) > 1:
-                    problems.append(doc_problem(
-                        f"{ref} extends {', '.join(values.values())}, which set different "
-                        f"'{attr}' values; set '{attr}' in {ref} itself to settle it"))
+            # the values the parents set (a default system prompt sets nothing), one parent each
+            given = {repr(getattr(p, attr)): p for p in parents
+                     if getattr(p, attr) not in (None, SystemPrompt())}
+            settled[attr] = getattr(own, attr)
+            if settled[attr] is None and len(given) > 1:
+                problems.append(doc_problem(
+                    f"{ref} extends {', '.join(p.ref for p in given.values())}, which set "
+                    f"different '{attr}' values; set '{attr}' in {ref} itself to settle it"))
+            elif settled[attr] is None and given:
+                settled[attr] = getattr(next(iter(given.values())), attr)
         if problems:
             raise SpecError(problems)
         chain = [*parents, own]
-
-        def inherited(attr: str) -> Any:
-            if getattr(own, attr) is not None:
-                return getattr(own, attr)
-            for sub in reversed(parents):
-                value = getattr(sub, attr)
-                if value not in (None, SystemPrompt()):
-                    return value
-            return None
-
         allows = [p.tools_allow for p in parents if p.tools_allow is not None]
-        settings: dict[str, Any] = {}
-        for sub in chain:
-            settings = deep_merge(settings, sub.settings)
         return replace(
             own,
-            system_prompt=inherited("system_prompt") or SystemPrompt(),
-            model=inherited("model"),
+            system_prompt=settled["system_prompt"] or SystemPrompt(),
+            model=settled["model"],
             claude_md=_union(*(s.claude_md for s in chain)),
             skills=_union(*(s.skills for s in chain)),
             agents=_union(*(s.agents for s in chain)),
@@ -267,7 +258,7 @@ class TierSet:
             tools_allow=own.tools_allow if own.tools_allow is not None
             else (_union(*allows) if allows else None),
             tools_deny=_union(*(s.tools_deny for s in chain)),
-            settings=settings,
+            settings=functools.reduce(deep_merge, (s.settings for s in chain), {}),
         )
 
     def known_refs(self) -> list[str]:

@@ -14,7 +14,7 @@ import os
 import socket
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from pytest_scylla.core.record import read_dict, write_json
@@ -53,20 +53,14 @@ class Ledger:
         """Count one finished run of this process."""
         self._own = Totals(self._own.spent_usd + dollars, self._own.runs + 1,
                            self._own.passes + int(passed))
-        write_json(self.mine, {"spent_usd": self._own.spent_usd, "runs": self._own.runs,
-                               "passes": self._own.passes})
+        write_json(self.mine, asdict(self._own))
 
     def totals(self) -> Totals:
         """The whole session's, over every process's file."""
-        spent, runs, passes = 0.0, 0, 0
-        for path in self.dir.glob("*.json"):
-            if path.name == "pause.json":
-                continue
-            data = read_dict(path)
-            spent += float(data.get("spent_usd") or 0)
-            runs += int(data.get("runs") or 0)
-            passes += int(data.get("passes") or 0)
-        return Totals(spent, runs, passes)
+        files = [read_dict(p) for p in self.dir.glob("*.json") if p.name != "pause.json"]
+        return Totals(spent_usd=sum((float(d.get("spent_usd") or 0) for d in files), 0.0),
+                      runs=sum(int(d.get("runs") or 0) for d in files),
+                      passes=sum(int(d.get("passes") or 0) for d in files))
 
     def over_budget(self, budget: float | None) -> str | None:
         """Why no new run may start under `budget` (None: it may). A run is expected to cost

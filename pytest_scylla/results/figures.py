@@ -29,6 +29,11 @@ def _plt() -> Any:
     return plt
 
 
+def _axes(width: float = 6, height: float = 3.2, columns: int = 1) -> Any:
+    """A new figure and its axes (one per column)."""
+    return _plt().subplots(1, columns, figsize=(width, height))
+
+
 def _save(fig: Any, folder: Path, stem: str) -> str:
     folder.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
@@ -47,16 +52,11 @@ def _frame(rows: list[dict[str, Any]]) -> Any:
 def pass_rate(tables: Tables, summary: Summary, folder: Path) -> str | None:
     if not summary:
         return None
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(6, 3.2))
-    tiers = [s["tier"] for s in summary]
-    rates = [s["pass_rate"] for s in summary]
-    errors = [[r - s["ci_low"] for r, s in zip(rates, summary, strict=True)],
-              [s["ci_high"] - r for r, s in zip(rates, summary, strict=True)]]
-    ax.bar(tiers, rates, yerr=errors, capsize=4, color="#4c72b0")
-    ax.set_ylim(0, 1.05)
-    ax.set_ylabel("pass rate (95% CI)")
-    ax.set_title("Pass rate by tier")
+    fig, ax = _axes()
+    tiers = _frame(summary)
+    ax.bar(tiers["tier"], tiers["pass_rate"], capsize=4, color="#4c72b0",
+           yerr=[tiers["pass_rate"] - tiers["ci_low"], tiers["ci_high"] - tiers["pass_rate"]])
+    ax.set(ylim=(0, 1.05), ylabel="pass rate (95% CI)", title="Pass rate by tier")
     return _save(fig, folder, "pass_rate")
 
 
@@ -64,15 +64,12 @@ def cop(tables: Tables, summary: Summary, folder: Path) -> str | None:
     finite = [s for s in summary if math.isfinite(s["cop"]) and s["cop"] > 0]
     if not finite:
         return None
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(6, 3.2))
+    fig, ax = _axes()
     ax.bar([s["tier"] for s in finite], [s["cop"] for s in finite], color="#55a868")
     for s in summary:
         if not math.isfinite(s["cop"]):
             ax.annotate("∞", (s["tier"], min(x["cop"] for x in finite)), ha="center")
-    ax.set_yscale("log")
-    ax.set_ylabel("Cost-of-Pass (USD, log)")
-    ax.set_title("Cost-of-Pass by tier")
+    ax.set(yscale="log", ylabel="Cost-of-Pass (USD, log)", title="Cost-of-Pass by tier")
     return _save(fig, folder, "cop")
 
 
@@ -80,8 +77,7 @@ def pareto(tables: Tables, summary: Summary, folder: Path) -> str | None:
     scored = [s for s in summary if s["mean_score"] is not None]
     if not scored:
         return None
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(5, 3.6))
+    fig, ax = _axes(5, 3.6)
     points = sorted((s["mean_cost"], s["mean_score"], s["tier"]) for s in scored)
     ax.scatter([p[0] for p in points], [p[1] for p in points], color="#c44e52")
     for cost, score, tier in points:
@@ -92,9 +88,8 @@ def pareto(tables: Tables, summary: Summary, folder: Path) -> str | None:
             front.append((cost, score))
             best = score
     ax.plot([p[0] for p in front], [p[1] for p in front], "--", color="grey")
-    ax.set_xlabel("mean cost per run (USD)")
-    ax.set_ylabel("mean score")
-    ax.set_title("Cost vs score (Pareto frontier dashed)")
+    ax.set(xlabel="mean cost per run (USD)", ylabel="mean score",
+           title="Cost vs score (Pareto frontier dashed)")
     return _save(fig, folder, "pareto")
 
 
@@ -104,11 +99,9 @@ def tokens(tables: Tables, summary: Summary, folder: Path) -> str | None:
     if frame.empty or frame[cols].fillna(0).astype(float).to_numpy().sum() == 0:
         return None
     means = frame.groupby("tier")[cols].apply(lambda g: g.fillna(0).astype(float).mean())
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(6, 3.2))
+    fig, ax = _axes()
     means.plot(kind="bar", stacked=True, ax=ax)
-    ax.set_ylabel("tokens per run (mean)")
-    ax.set_title("Token distribution by tier")
+    ax.set(ylabel="tokens per run (mean)", title="Token distribution by tier")
     return _save(fig, folder, "tokens")
 
 
@@ -124,11 +117,9 @@ def latency(tables: Tables, summary: Summary, folder: Path) -> str | None:
     means = frame.groupby("tier")[["agent", "other", "judges"]].mean()
     if means.empty:  # no run with a tier (e.g. only crash rows)
         return None
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(6, 3.2))
+    fig, ax = _axes()
     means.plot(kind="bar", stacked=True, ax=ax)
-    ax.set_ylabel("seconds per run (mean)")
-    ax.set_title("Latency: agent, checks and setup, judges")
+    ax.set(ylabel="seconds per run (mean)", title="Latency: agent, checks and setup, judges")
     return _save(fig, folder, "latency")
 
 
@@ -138,20 +129,17 @@ def scores(tables: Tables, summary: Summary, folder: Path) -> str | None:
     frame = _frame([r for r in tables.runs if r["score"] is not None])
     if frame.empty:
         return None
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(6, 3.2))
+    fig, ax = _axes()
     frame["score"] = frame["score"].astype(float)
-    with warnings.catch_warnings():  # seaborn's own use of a deprecated matplotlib argument
-        warnings.simplefilter("ignore", DeprecationWarning)
+    # seaborn's own use of a deprecated matplotlib argument
+    with warnings.catch_warnings(action="ignore", category=DeprecationWarning):
         sns.boxplot(data=frame, x="tier", y="score", ax=ax, color="#dddddd")
     sns.stripplot(data=frame, x="tier", y="score", ax=ax, size=3, color="#4c72b0")
-    ax.set_ylim(-0.02, 1.02)
-    ax.set_title("Score distribution by tier")
+    ax.set(ylim=(-0.02, 1.02), title="Score distribution by tier")
     return _save(fig, folder, "scores")
 
 
 def criteria(tables: Tables, summary: Summary, folder: Path) -> str | None:
-
     frame = _frame([c for c in tables.criteria if c.get("criterion_score") not in (None, "")])
     if frame.empty:
         return None
@@ -185,8 +173,7 @@ def judges(tables: Tables, summary: Summary, folder: Path) -> str | None:
     wide = frame.pivot_table(index="run", columns="judge_model", values="judge_score")
     pairs = {(p["judge1"], p["judge2"]): p for p in judge_pairs(
         zip(frame["judge_model"], frame["run"], frame["judge_score"], strict=True))}
-    plt = _plt()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.6))
+    fig, (left, right) = _axes(9, 3.6, columns=2)
     models = sorted(wide.columns)
     for i, a in enumerate(models):
         for b in models[i + 1:]:
@@ -196,15 +183,12 @@ def judges(tables: Tables, summary: Summary, folder: Path) -> str | None:
                      else f"rho {rho:.3f}, r {r:.3f}")
             left.scatter(wide[a], wide[b], s=12, label=f"{a} vs {b}: {stats}")
     left.plot([0, 1], [0, 1], ":", color="grey")
-    left.set_xlabel("judge score")
-    left.set_ylabel("other judge's score")
+    left.set(xlabel="judge score", ylabel="other judge's score", title="Judge agreement")
     left.legend(fontsize=6)
-    left.set_title("Judge agreement")
     sns.barplot(data=frame, x="judge_model", y="judge_score", ax=right, color="#8172b2",
                 order=models)
-    right.set_ylim(0, 1.05)
+    right.set(ylim=(0, 1.05), title="Judge bias (mean score)")
     right.tick_params(axis="x", labelrotation=20, labelsize=7)
-    right.set_title("Judge bias (mean score)")
     return _save(fig, folder, "judges")
 
 
@@ -215,22 +199,18 @@ def judge_scores(tables: Tables, summary: Summary, folder: Path) -> str | None:
     frame = _judge_frame(tables)
     if frame is None:
         return None
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(7, 3.4))
+    fig, ax = _axes(7, 3.4)
     tiers = sorted(frame["tier"].astype(str).unique(), key=lambda t: (len(t), t))
-    with warnings.catch_warnings():  # seaborn's own use of a deprecated matplotlib argument
-        warnings.simplefilter("ignore", DeprecationWarning)
+    # seaborn's own use of a deprecated matplotlib argument
+    with warnings.catch_warnings(action="ignore", category=DeprecationWarning):
         sns.boxplot(data=frame, x="tier", y="judge_score", hue="judge_model", ax=ax,
                     order=tiers, hue_order=sorted(frame["judge_model"].unique()))
-    ax.set_ylim(-0.02, 1.02)
-    ax.set_ylabel("judge score")
+    ax.set(ylim=(-0.02, 1.02), ylabel="judge score", title="Judge scores by tier")
     ax.legend(fontsize=6, title=None)
-    ax.set_title("Judge scores by tier")
     return _save(fig, folder, "judge_scores")
 
 
 def grades(tables: Tables, summary: Summary, folder: Path) -> str | None:
-
     frame = _frame([r for r in tables.runs if r["score"] is not None])
     if frame.empty:
         return None
@@ -245,8 +225,7 @@ def _heatmap(frame: Any, rows: str, value: str, cmap: str, title: str, folder: P
 
     frame[value] = frame[value].astype(float)
     pivot = frame.pivot_table(index=rows, columns="tier", values=value, aggfunc="mean")
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(6, 0.5 * len(pivot) + 1.5))
+    fig, ax = _axes(height=0.5 * len(pivot) + 1.5)
     sns.heatmap(pivot, annot=True, fmt=".2f", vmin=0, vmax=1, cmap=cmap, ax=ax)
     ax.set_title(title)
     return _save(fig, folder, stem)

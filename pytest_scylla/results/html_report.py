@@ -15,6 +15,7 @@ from typing import Any
 
 from pytest_scylla.results import metrics
 from pytest_scylla.results.tables import Tables
+from pytest_scylla.run.checks import truncate
 
 REASON_LIMIT = 200  # characters of a judge's reason per item
 TEXT_LIMIT = 4_000  # characters of a diff or transcript shown per run (the full ones stay in
@@ -40,13 +41,6 @@ document.querySelectorAll('details[data-run]').forEach(function (d) {
   });
 });
 """
-
-
-def _cut(text: str, limit: int = TEXT_LIMIT) -> str:
-    if len(text) <= limit:
-        return text
-    return text[: limit // 2] + f"\n[... {len(text) - limit} characters cut ...]\n" + \
-        text[-limit // 2:]
 
 
 def _fmt(value: Any, digits: int = 3) -> str:
@@ -89,7 +83,7 @@ def _run_detail(rec: dict[str, Any], folder: Path | None) -> str:
     for judge in rec.get("judges") or []:
         items = (judge.get("verdict") or {}).get("items", {})
         rows = [{"item": i, "achieved": v.get("achieved"),
-                 "reason": _cut(str(v.get("reason")), REASON_LIMIT)} for i, v in items.items()]
+                 "reason": truncate(str(v.get("reason")), REASON_LIMIT)} for i, v in items.items()]
         state = "valid" if judge.get("valid") else f"INVALID: {judge.get('errors')}"
         parts.append(f"<h4>{escape(str(judge.get('judge_model')))} — score "
                      f"{_fmt(judge.get('score'))} ({escape(state)})</h4>"
@@ -105,7 +99,7 @@ def _run_detail(rec: dict[str, Any], folder: Path | None) -> str:
             path = folder / name
             if path.is_file():
                 text = read(path) if read else path.read_text("utf-8", errors="replace")
-                parts.append(f"<h4>{title}</h4><pre>{escape(_cut(text))}</pre>")
+                parts.append(f"<h4>{title}</h4><pre>{escape(truncate(text, TEXT_LIMIT))}</pre>")
     return "".join(parts)
 
 

@@ -24,18 +24,24 @@ class SourceTreeError(ValueError):
     """The source is not a run tree of the original implementation."""
 
 
-def _judge(folder: Path, number: int, model: str | None) -> dict[str, Any]:
+def _optional(path: Path) -> dict[str, Any]:
+    """A JSON file the original implementation does not always write; {} when it is absent."""
+    return json.loads(path.read_text("utf-8")) if path.is_file() else {}
+
+
+def _judge(folder: Path, models: dict[int, str | None]) -> dict[str, Any]:
+    """`judge/judge_0N/`; `models` maps judge numbers to their models."""
+    number = int(folder.name.split("_")[1])
     data = json.loads((folder / "judgment.json").read_text("utf-8"))
     cats = data.get("criteria_scores") or {}
     achieved = sum(c["achieved"] for c in cats.values() if c.get("achieved") != "N/A")
     maximum = sum(c["max"] for c in cats.values() if c.get("max") != "N/A")
-    timing = folder / "timing.json"
-    seconds = json.loads(timing.read_text("utf-8")).get("judge_duration_seconds") \
-        if timing.is_file() else None
     return {
-        "judge_model": model, "judge_number": number, "valid": bool(data.get("is_valid", True)),
-        "score": data.get("score"), "passed": data.get("passed"), "grade": data.get("grade"),
-        "impl_rate": achieved / maximum if maximum else None, "seconds": seconds,
+        "judge_model": models.get(number), "judge_number": number,
+        "valid": bool(data.get("is_valid", True)), "score": data.get("score"),
+        "passed": data.get("passed"), "grade": data.get("grade"),
+        "impl_rate": achieved / maximum if maximum else None,
+        "seconds": _optional(folder / "timing.json").get("judge_duration_seconds"),
         "verdict": {"reasoning": data.get("reasoning", ""),
                     "items": {i: v for c in cats.values() for i, v in
                               (c.get("items") or {}).items()}},
@@ -46,20 +52,15 @@ def _judge(folder: Path, number: int, model: str | None) -> dict[str, Any]:
 def _run(run_dir: Path, tier: str, subtest: str, model: str | None,
          case: str) -> dict[str, Any]:
     data = json.loads((run_dir / "run_result.json").read_text("utf-8"))
-    judges_meta = {j.get("judge_number"): j for j in data.get("judges") or []}
-    judges = []
-    for folder in sorted((run_dir / "judge").glob("judge_*")):
-        number = int(folder.name.split("_")[1])
-        judges.append(_judge(folder, number, judges_meta.get(number, {}).get("model")))
+    models = {j.get("judge_number"): j.get("model") for j in data.get("judges") or []}
+    judges = [_judge(folder, models) for folder in sorted((run_dir / "judge").glob("judge_*"))]
     tokens = data.get("token_stats") or {}
     usage = {"input_tokens": tokens.get("input_tokens", 0),
              "output_tokens": tokens.get("output_tokens", 0),
              "cache_creation_input_tokens": tokens.get("cache_creation_tokens", 0),
              "cache_read_input_tokens": tokens.get("cache_read_tokens", 0)}
     rates = [j["impl_rate"] for j in judges if j["impl_rate"] is not None]
-    agent = run_dir / "agent" / "result.json"
-    api_calls = json.loads(agent.read_text("utf-8")).get("api_calls") if agent.is_file() \
-        else None
+    api_calls = _optional(run_dir / "agent" / "result.json").get("api_calls")
     number = int(data.get("run_number") or run_dir.name.split("_")[1])
     passed = bool(data.get("judge_passed"))
     return {
@@ -82,9 +83,7 @@ def _run(run_dir: Path, tier: str, subtest: str, model: str | None,
 
 def convert(src: Path, dest: Path) -> int:
     """Write `dest/runs.jsonl` (+ the exports) from the tree in `src`; returns the run count."""
-    config_file = src / "result.json"
-    config = json.loads(config_file.read_text("utf-8")).get("config", {}) \
-        if config_file.is_file() else {}
+    config = _optional(src / "result.json").get("config", {})
     models = config.get("models") or [None]
     case = str(config.get("experiment_id") or src.name)
     run_dirs = sorted(src.glob("T*/*/run_*/run_result.json"))

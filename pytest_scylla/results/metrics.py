@@ -33,6 +33,14 @@ def model_label(model: str | None) -> str | None:
     return f"{family.capitalize()} {major}{'.' + minor if minor else ''}"
 
 
+def _place(rec: dict[str, Any], experiment: str) -> dict[str, Any]:
+    """The columns that place a run: experiment, model, tier, subtest, run number, case."""
+    return {"experiment": experiment,
+            "agent_model": rec.get("agent_model_label") or model_label(rec.get("model")),
+            "tier": rec.get("tier"), "subtest": str(rec.get("subtest", "")).split("-", 1)[-1],
+            "run_number": rec.get("run"), "case_id": rec.get("case")}
+
+
 def run_row(rec: dict[str, Any], experiment: str) -> dict[str, Any]:
     """One `runs.csv` row from a run record."""
     import json
@@ -40,10 +48,7 @@ def run_row(rec: dict[str, Any], experiment: str) -> dict[str, Any]:
     tokens = rec.get("tokens") or {}
     timings = rec.get("timings") or {}
     return {
-        "experiment": experiment,
-        "agent_model": rec.get("agent_model_label") or model_label(rec.get("model")),
-        "tier": rec.get("tier"), "subtest": str(rec.get("subtest", "")).split("-", 1)[-1],
-        "run_number": rec.get("run"), "score": rec.get("score"), "impl_rate": rec.get("impl_rate"),
+        **_place(rec, experiment), "score": rec.get("score"), "impl_rate": rec.get("impl_rate"),
         "passed": rec.get("outcome") == "pass", "grade": rec.get("grade"),
         "cost_usd": rec.get("cost_usd"), "duration_seconds": timings.get("total_s"),
         "agent_duration_seconds": timings.get("agent_s"),
@@ -54,7 +59,7 @@ def run_row(rec: dict[str, Any], experiment: str) -> dict[str, Any]:
         "cache_read_tokens": tokens.get("cache_read_input_tokens"),
         "total_tokens": tokens.get("total_tokens"), "exit_code": rec.get("exit_code"),
         "api_calls": rec.get("api_calls"), "num_turns": rec.get("num_turns"),
-        "case_id": rec.get("case"), "outcome": rec.get("outcome"),
+        "outcome": rec.get("outcome"),
         "judge_cost_usd": rec.get("judge_cost_usd"), "cost_source": rec.get("cost_source"),
         "model_usage": json.dumps(rec.get("usage") or {}, sort_keys=True),
         "config_hash": rec.get("config_hash"), "simulated": bool(rec.get("simulated")),
@@ -62,12 +67,9 @@ def run_row(rec: dict[str, Any], experiment: str) -> dict[str, Any]:
 
 
 def _judge_keys(rec: dict[str, Any], judge: dict[str, Any], experiment: str) -> dict[str, Any]:
-    """The columns that place a judge's row: experiment, model, tier, subtest, run, judge."""
-    return {"experiment": experiment,
-            "agent_model": rec.get("agent_model_label") or model_label(rec.get("model")),
-            "tier": rec.get("tier"), "subtest": str(rec.get("subtest", "")).split("-", 1)[-1],
-            "run_number": rec.get("run"), "case_id": rec.get("case"),
-            "judge_model": judge.get("judge_model"), "judge_number": judge.get("judge_number")}
+    """The columns that place a judge's row: the run's, then the judge."""
+    return {**_place(rec, experiment), "judge_model": judge.get("judge_model"),
+            "judge_number": judge.get("judge_number")}
 
 
 def judge_rows(rec: dict[str, Any], experiment: str) -> list[dict[str, Any]]:
@@ -186,19 +188,17 @@ def group_summary(rows: Iterable[dict[str, Any]], keys: Sequence[str] = ("tier",
         by_case: dict[str, list[dict[str, Any]]] = {}
         for r in counted:
             by_case.setdefault(str(r.get("case_id") or r.get("experiment")), []).append(r)
-        case_cops = [cop(statistics.fmean(float(r["cost_usd"] or 0) for r in rs),
-                         sum(bool(r["passed"]) for r in rs) / len(rs)) for rs in by_case.values()]
+        cells = [(len(rs), sum(bool(r["passed"]) for r in rs)) for rs in by_case.values()]
+        case_cops = [cop(statistics.fmean(float(r["cost_usd"] or 0) for r in rs), c / a)
+                     for rs, (a, c) in zip(by_case.values(), cells, strict=True)]
         per_case_cop = (statistics.fmean(case_cops) if case_cops
                         and all(math.isfinite(c) for c in case_cops) else None)
-        fewest = min((len(rs) for rs in by_case.values()), default=0)
+        fewest = min((a for a, _ in cells), default=0)
         at_k: dict[str, float | None] = {}
         for k in PASS_K:
-            if k <= fewest:
-                cells = [(len(rs), sum(bool(r["passed"]) for r in rs)) for rs in by_case.values()]
-                at_k[f"pass_at_{k}"] = statistics.fmean(pass_at_k(a, c, k) for a, c in cells)
-                at_k[f"pass_hat_{k}"] = statistics.fmean(pass_hat_k(a, c, k) for a, c in cells)
-            else:
-                at_k[f"pass_at_{k}"] = at_k[f"pass_hat_{k}"] = None
+            for prefix, chance in (("pass_at", pass_at_k), ("pass_hat", pass_hat_k)):
+                at_k[f"{prefix}_{k}"] = (statistics.fmean(chance(a, c, k) for a, c in cells)
+                                       if k <= fewest else None)
         warnings = []
         if n < SMALL_N:
             warnings.append(f"n={n} < {SMALL_N}: interval is wide")
@@ -236,11 +236,8 @@ def modal_grade(grades: Any) -> str | None:
 
 def frontier(summary: Sequence[dict[str, Any]], key: str = "tier") -> tuple[str, float] | None:
     """(group, CoP) with the lowest finite CoP; None when nothing passed anywhere."""
-    finite = [(s["cop"], s[key]) for s in summary if math.isfinite(s["cop"])]
-    if not finite:
-        return None
-    best = min(finite)
-    return best[1], best[0]
+    best = min(((s["cop"], s[key]) for s in summary if math.isfinite(s["cop"])), default=None)
+    return (best[1], best[0]) if best else None
 
 
 def tier_order(name: str) -> tuple[int, str]:

@@ -57,12 +57,9 @@ def cliffs_delta_ci(a: Sequence[float], b: Sequence[float], seed: int = 0,
         return None
     rng = np.random.default_rng(seed)
     xa, xb = np.sort(np.asarray(a, float)), np.sort(np.asarray(b, float))  # order-free result
-    deltas = []
-    for _ in range(resamples):
-        ra = rng.choice(xa, size=len(xa), replace=True)
-        rb = rng.choice(xb, size=len(xb), replace=True)
-        diff = np.sign(ra[:, None] - rb[None, :])
-        deltas.append(diff.mean())
+    deltas = [np.sign(rng.choice(xa, size=len(xa), replace=True)[:, None]
+                      - rng.choice(xb, size=len(xb), replace=True)[None, :]).mean()
+              for _ in range(resamples)]
     low, high = np.percentile(deltas, [2.5, 97.5])
     return float(low), float(high)
 
@@ -142,11 +139,10 @@ def judge_pairs(scores: Iterable[tuple[str, str, float]]) -> list[dict[str, Any]
         shared = sorted(set(by_judge[first]) & set(by_judge[second]))
         a = [by_judge[first][r] for r in shared]
         b = [by_judge[second][r] for r in shared]
+        diffs = [abs(x - y) for x, y in zip(a, b, strict=True)]
         row: dict[str, Any] = {"judge1": first, "judge2": second, "n": len(shared),
                                "spearman": None, "pearson": None,
-                               "mean_abs_diff": (math.fsum(abs(x - y) for x, y in zip(
-                                                   a, b, strict=True)) / len(shared))
-                                                 if shared else None,
+                               "mean_abs_diff": math.fsum(diffs) / len(diffs) if diffs else None,
                                "note": ""}
         if len(shared) < 3 or len(set(a)) < 2 or len(set(b)) < 2:
             row["note"] = "too few runs or no variation"

@@ -98,8 +98,7 @@ def ensure_mirror(url: str, commit: str, cache_dir: Path) -> Path:
             tmp = Path(tempfile.mkdtemp(dir=mirror.parent, prefix=f"{name}.partial-"))
             git(["clone", "-q", "--mirror", url, str(tmp)], mirror.parent)
             tmp.rename(mirror)
-        present = git(["cat-file", "-t", commit], mirror, check=False).strip() == "commit"
-        if not present:
+        if git(["cat-file", "-t", commit], mirror, check=False).strip() != "commit":
             git(["fetch", "-q", "--prune", "origin"], mirror)
             if git(["cat-file", "-t", commit], mirror, check=False).strip() != "commit":
                 raise WorkspaceError(f"commit {commit} not found in {url}; check the case's "

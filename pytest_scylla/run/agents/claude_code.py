@@ -9,7 +9,7 @@ import functools
 import json
 import shutil
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -88,13 +88,9 @@ class Result:
     events: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        return {"result_seen": self.found, "subtype": self.subtype, "is_error": self.is_error,
-                "num_turns": self.num_turns, "stop_reason": self.stop_reason,
-                "terminal_reason": self.terminal_reason,
-                "api_error_status": self.api_error_status,
-                "total_cost_usd": self.total_cost_usd, "usage": self.usage,
-                "model_usage": self.model_usage, "duration_ms": self.duration_ms,
-                "events": self.events}
+        """Every field but the final message and the init event; `found` as `result_seen`."""
+        data = {k: v for k, v in asdict(self).items() if k not in ("final_message", "init")}
+        return {"result_seen": data.pop("found"), **data}
 
 
 def parse(transcript: Path) -> Result:

@@ -10,6 +10,7 @@ the subtest's own additions and removals are compared.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -78,8 +79,7 @@ def observe(request: dict[str, Any]) -> Observed:
     heads = (SKILLS_HEAD, AGENTS_HEAD, CLAUDE_MD_HEAD)
     for chunk in chunks:
         starts = sorted((chunk.find(h), h) for h in heads if h in chunk)
-        for i, (start, head) in enumerate(starts):
-            end = starts[i + 1][0] if i + 1 < len(starts) else len(chunk)
+        for (start, head), (end, _) in itertools.pairwise([*starts, (len(chunk), "")]):
             section = chunk[start:end]
             if head in (SKILLS_HEAD, AGENTS_HEAD):
                 listed = LISTED.findall(section)
@@ -134,11 +134,10 @@ def compare(expected: Expected, seen: Observed) -> list[str]:
                      for t in sorted(tools - expected.tools_allow)]
     problems += [f"denied tool '{t}' is in the request" for t in sorted(tools &
                                                                         expected.tools_deny)]
-    for kind in ("tools", "mcp_servers", "skills", "agents"):
+    for kind, label in (("tools", "tool"), ("mcp_servers", "MCP server"), ("skills", "skill"),
+                        ("agents", "agent")):
         want: frozenset[str] = getattr(expected, kind)
         got: set[str] = tools if kind == "tools" else getattr(seen, kind)
-        label = {"tools": "tool", "mcp_servers": "MCP server", "skills": "skill",
-                 "agents": "agent"}[kind]
         problems += [f"declared {label} '{n}' is missing from the request"
                      for n in sorted(want - got)]
         problems += [f"{label} '{n}' is in the request but not declared"

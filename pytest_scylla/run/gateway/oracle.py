@@ -99,22 +99,20 @@ def is_main_agent(request: dict[str, Any]) -> bool:
     return bool(tool_names(request) & {"Write", "Edit", "Bash"})
 
 
+def _last_results(request: dict[str, Any]) -> list[dict[str, Any]]:
+    """The tool results in the conversation's last message."""
+    content = (request.get("messages") or [{}])[-1].get("content")
+    return [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"] \
+        if isinstance(content, list) else []
+
+
 def _oracle_turns(request: dict[str, Any]) -> tuple[int, bool]:
     """(how many oracle tool turns are in the conversation, whether the last one failed)."""
-    turns = 0
-    for message in request.get("messages", []):
-        content = message.get("content")
-        if message.get("role") == "assistant" and isinstance(content, list) and any(
-                b.get("type") == "tool_use" and str(b.get("id", "")).startswith(TOOL_ID)
-                for b in content if isinstance(b, dict)):
-            turns += 1
-    failed = False
-    last = request.get("messages", [])[-1:] or [{}]
-    content = last[0].get("content")
-    if isinstance(content, list):
-        failed = any(isinstance(b, dict) and b.get("type") == "tool_result" and b.get("is_error")
-                     for b in content)
-    return turns, failed
+    turns = sum(1 for m in request.get("messages", [])
+                if m.get("role") == "assistant" and isinstance(m.get("content"), list) and any(
+                    b.get("type") == "tool_use" and str(b.get("id", "")).startswith(TOOL_ID)
+                    for b in m["content"] if isinstance(b, dict)))
+    return turns, any(b.get("is_error") for b in _last_results(request))
 
 
 DELEGATE_MARK = re.compile(r"\[scylla-oracle level (\d+)\]")
@@ -161,12 +159,10 @@ def plan(script: Script, tools: set[str]) -> list[list[tuple[str, dict[str, Any]
 
 def judge_faults() -> dict[str, str]:
     """`SCYLLA_ORACLE_JUDGE_FAULT=malformed-once:<model>,never-valid:<model>` -> {model: kind}."""
-    faults = {}
-    for entry in os.environ.get("SCYLLA_ORACLE_JUDGE_FAULT", "").split(","):
-        kind, _, model = entry.strip().partition(":")
-        if kind in ("malformed-once", "never-valid") and model:
-            faults[model] = kind
-    return faults
+    entries = (e.strip().partition(":") for e in
+               os.environ.get("SCYLLA_ORACLE_JUDGE_FAULT", "").split(","))
+    return {model: kind for kind, _, model in entries
+            if kind in ("malformed-once", "never-valid") and model}
 
 
 def _judge(script: Script, request: dict[str, Any]) -> Reply:
@@ -174,10 +170,8 @@ def _judge(script: Script, request: dict[str, Any]) -> Reply:
     delay = float(os.environ.get("SCYLLA_ORACLE_JUDGE_DELAY", "0") or 0)
     if delay > 0:
         time.sleep(delay)
-    last = (request.get("messages") or [{}])[-1].get("content")
-    if isinstance(last, list) and any(
-            isinstance(b, dict) and b.get("type") == "tool_result" and not b.get("is_error")
-            and str(b.get("tool_use_id", "")).startswith("toolu_oracle_verdict") for b in last):
+    if any(not b.get("is_error") and str(b.get("tool_use_id", "")).startswith(
+            "toolu_oracle_verdict") for b in _last_results(request)):
         return _text("Verdict submitted.")  # the CLI accepted the structured output
     kind = judge_faults().get(str(request.get("model")))
     retry = any(m.get("role") == "assistant" for m in request.get("messages", [])) or (
@@ -246,12 +240,10 @@ def usage_for(request_bytes: int, reply: Reply, first_call: bool) -> dict[str, i
     """Token counts shaped like the real API's: ~4 bytes a token, a cached stable prefix."""
     total_in = max(1, request_bytes // 4)
     prefix = int(total_in * 0.85)
-    out = max(1, len(json.dumps(reply.blocks)) // 4 + 8)
-    if first_call:
-        return {"input_tokens": total_in - prefix, "cache_creation_input_tokens": prefix,
-                "cache_read_input_tokens": 0, "output_tokens": out}
-    return {"input_tokens": total_in - prefix, "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": prefix, "output_tokens": out}
+    return {"input_tokens": total_in - prefix,
+            "cache_creation_input_tokens": prefix if first_call else 0,
+            "cache_read_input_tokens": 0 if first_call else prefix,
+            "output_tokens": max(1, len(json.dumps(reply.blocks)) // 4 + 8)}
 
 
 def render(reply: Reply, msg_id: str, model: str, usage: dict[str, int],
