@@ -138,6 +138,11 @@ def test_html_and_markdown_reports_are_self_contained(
     assert "| T5 | 1 | 1.000 |" in md  # 1 run (runs.csv), pass rate 1.000 (Table 16)
     assert main(["report", str(DRYRUN), "--out", str(out), "--report", "pdf"]) == 2
     assert "unknown report format(s) pdf" in capsys.readouterr().err
+    # the same runs give the same figures, byte for byte (no dates, ids or unseeded resampling)
+    again = tmp_path / "again"
+    assert main(["report", str(DRYRUN), "--out", str(again), "--report", "html"]) == 0
+    for path in sorted((out / "figures").iterdir()):
+        assert path.read_bytes() == (again / "figures" / path.name).read_bytes(), path.name
 
 
 def test_a_session_writes_the_html_report_on_request(mini: Path, pytester: pytest.Pytester,

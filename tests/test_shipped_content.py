@@ -84,7 +84,7 @@ def test_every_resource_file_is_valid(path: Path) -> None:
     kind = {"blocks": "claude_md", "agents": "agents", "mcp": "mcp_servers"}.get(
         path.parent.name, "skills")
     name = path.parent.name if kind == "skills" else path.stem
-    assert check_resource(ROOT / "tiers", kind, name, path) == []  # type: ignore[arg-type]
+    assert check_resource(kind, name, path) == []  # type: ignore[arg-type]
 
 
 def test_no_stray_files_under_tiers() -> None:

@@ -192,7 +192,7 @@ class TierSet:
         resource is missing and is reported where it is named."""
         key = (kind, name)
         if key not in self._resource_problems:
-            self._resource_problems[key] = check_resource(self.dir, kind, name,
+            self._resource_problems[key] = check_resource(kind, name,
                                                           self.resource_path(kind, name))
         return self._resource_problems[key]
 
@@ -287,7 +287,7 @@ def front_matter(path: Path) -> tuple[dict[str, Any] | None, int, str]:
     return (meta if isinstance(meta, dict) else {"__invalid__": True}), span, text[match.end():]
 
 
-def check_resource(tiers_dir: Path, kind: ResourceKind, name: str, path: Path) -> list[Problem]:
+def check_resource(kind: ResourceKind, name: str, path: Path) -> list[Problem]:
     """Problems with one resource file; `line=None` problems mean the file is missing."""
     where = display(path)
     if not path.is_file():

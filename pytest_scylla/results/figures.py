@@ -26,6 +26,7 @@ def _plt() -> Any:
     import seaborn as sns
 
     sns.set_theme(style="whitegrid", context="paper")
+    matplotlib.rcParams["svg.hashsalt"] = "pytest-scylla"  # element ids: the same every build
     return plt
 
 
@@ -38,7 +39,7 @@ def _save(fig: Any, folder: Path, stem: str) -> str:
     folder.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
     fig.savefig(folder / f"{stem}.png", dpi=110)
-    fig.savefig(folder / f"{stem}.svg")
+    fig.savefig(folder / f"{stem}.svg", metadata={"Date": None})  # the same data, same bytes
     _plt().close(fig)
     return stem
 
@@ -186,7 +187,7 @@ def judges(tables: Tables, summary: Summary, folder: Path) -> str | None:
     left.set(xlabel="judge score", ylabel="other judge's score", title="Judge agreement")
     left.legend(fontsize=6)
     sns.barplot(data=frame, x="judge_model", y="judge_score", ax=right, color="#8172b2",
-                order=models)
+                order=models, seed=0)  # its bootstrapped error bars: the same on every rebuild
     right.set(ylim=(0, 1.05), title="Judge bias (mean score)")
     right.tick_params(axis="x", labelrotation=20, labelsize=7)
     return _save(fig, folder, "judges")
