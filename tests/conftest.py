@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import os
 import shutil
 from collections.abc import Callable
@@ -74,6 +75,27 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if slow:
         config.hook.pytest_deselected(items=slow)
         items[:] = [item for item in items if not item.get_closest_marker("slow")]
+
+
+# timing fields: the only columns of an export that may differ between two runs of the same runs
+TIMINGS = {"duration_seconds", "agent_duration_seconds", "judge_duration_seconds",
+           "checks_duration_seconds", "judge_seconds", "mean_duration", "written_at"}
+
+
+def without_timings(value: object) -> object:
+    """The value with every timing field removed, at any depth."""
+    if isinstance(value, dict):
+        return {k: without_timings(v) for k, v in value.items() if k not in TIMINGS}
+    if isinstance(value, list):
+        return [without_timings(v) for v in value]
+    return value
+
+
+def export_rows(path: Path) -> list[dict[str, str]]:
+    """A CSV export's rows without their timing columns."""
+    with path.open() as handle:
+        return [{k: v for k, v in row.items() if k not in TIMINGS}
+                for row in csv.DictReader(handle)]
 
 
 def workers(n: int) -> list[str]:

@@ -12,7 +12,7 @@ import pytest
 
 from pytest_scylla.results import metrics
 
-from .conftest import MINI_ITEMS, workers
+from .conftest import MINI_ITEMS, export_rows, without_timings, workers
 
 
 def _table(path: Path) -> list[dict[str, str]]:
@@ -22,19 +22,6 @@ def _table(path: Path) -> list[dict[str, str]]:
 
 STABLE = ("tier", "subtest", "run_number", "case_id", "passed", "score", "grade", "outcome",
           "impl_rate", "exit_code", "num_turns", "api_calls")
-
-
-TIMINGS = {"duration_seconds", "agent_duration_seconds", "judge_duration_seconds",
-           "checks_duration_seconds", "judge_seconds", "mean_duration", "written_at"}
-
-
-def _strip(value: object) -> object:
-    """The value with every timing field removed, at any depth."""
-    if isinstance(value, dict):
-        return {k: _strip(v) for k, v in value.items() if k not in TIMINGS}
-    if isinstance(value, list):
-        return [_strip(v) for v in value]
-    return value
 
 
 def test_exports_are_identical_at_0_and_3_workers(standin: Path,
@@ -55,10 +42,10 @@ def test_exports_are_identical_at_0_and_3_workers(standin: Path,
             passes, len(records) - passes)
         assert counts.get("errors", 0) == 0
         assert len((out / "runs.jsonl").read_text().splitlines()) == len(records)
-        exports[n] = {name: [_strip(row) for row in _table(out / name)] for name in
+        exports[n] = {name: export_rows(out / name) for name in
                       ("runs.csv", "judges.csv", "criteria.csv", "subtests.csv")}
         for name in ("summary.json", "statistical_results.json"):
-            exports[n][name] = _strip(json.loads((out / name).read_text()))
+            exports[n][name] = without_timings(json.loads((out / name).read_text()))
         exports[n]["inputs"] = json.loads((out / "manifest.json").read_text())["inputs"]
         assert len(exports[n]["judges.csv"]) == 3 * len(records)  # type: ignore[arg-type]
     for name in exports[0]:

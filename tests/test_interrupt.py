@@ -5,7 +5,6 @@ left running or lying around. Real CLI, real xdist workers, oracle upstream."""
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import random
@@ -20,8 +19,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import MINI_ITEMS, workers
-from .test_synthetic import TIMINGS
+from .conftest import MINI_ITEMS, export_rows, workers
 
 RUNS = 4  # runs per cell: the mini project's 12 items x 4 = 48 runs
 ITEMS = len(MINI_ITEMS)
@@ -60,12 +58,6 @@ def _wait_gone(group: int, seconds: float = 60) -> list[int]:
     while (left := _alive(group)) and time.monotonic() < deadline:
         time.sleep(0.2)
     return left
-
-
-def _csv(path: Path) -> list[dict[str, str]]:
-    with path.open() as handle:
-        return [{k: v for k, v in row.items() if k not in TIMINGS}
-                for row in csv.DictReader(handle)]
 
 
 def _records(out: Path) -> dict[str, dict[str, Any]]:
@@ -128,7 +120,7 @@ def test_sigkill_at_random_moments_then_resume_gives_the_uninterrupted_exports(
               for line in (out / "runs.jsonl").read_text().splitlines()]
     assert sorted(logged) == sorted(records)  # every run exactly once
     for name in ("runs.csv", "judges.csv", "criteria.csv", "subtests.csv"):
-        assert _csv(out / name) == _csv(reference / name), name
+        assert export_rows(out / name) == export_rows(reference / name), name
     summary = json.loads((out / "summary.json").read_text())
     assert summary["partial"] is None
     assert summary["runs"] == ITEMS * RUNS

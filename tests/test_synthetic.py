@@ -5,14 +5,13 @@ apart from timings."""
 
 from __future__ import annotations
 
-import csv
 import json
 import shutil
 from pathlib import Path
 
 import pytest
 
-from .conftest import workers
+from .conftest import export_rows, without_timings, workers
 
 TIERS = {  # one subtest a tier, built from the mini project's resources
     "T0": "  01-rules:\n    description: one block\n    claude_md: [rules]\n",
@@ -27,24 +26,7 @@ TIERS = {  # one subtest a tier, built from the mini project's resources
     "T6": "  01-all:\n    description: everything\n    skills: [review]\n    agents: [helper]\n"
           "    claude_md: [rules]\n    mcp_servers: [notes]\n",
 }
-TIMINGS = {"duration_seconds", "agent_duration_seconds", "judge_duration_seconds",
-           "checks_duration_seconds", "judge_seconds", "mean_duration", "written_at"}
 RUNS = 10
-
-
-def _strip(value: object) -> object:
-    """The value with every timing field removed, at any depth."""
-    if isinstance(value, dict):
-        return {k: _strip(v) for k, v in value.items() if k not in TIMINGS}
-    if isinstance(value, list):
-        return [_strip(v) for v in value]
-    return value
-
-
-def _csv(path: Path) -> list[dict[str, str]]:
-    with path.open() as handle:
-        return [{k: v for k, v in row.items() if k not in TIMINGS}
-                for row in csv.DictReader(handle)]
 
 
 @pytest.fixture
@@ -76,9 +58,9 @@ def test_a_210_run_experiment_exports_the_same_at_0_and_4_workers(
         assert counts.get("failed", 0) > 20  # mixed: some runs botch or skip the task
         assert counts.get("errors", 0) == 0  # pytester's keys are plural
         outs[n] = out
-    runs = _csv(outs[0] / "runs.csv")
+    runs = export_rows(outs[0] / "runs.csv")
     assert len(runs) == 210
-    assert len(_csv(outs[0] / "judges.csv")) == 3 * 210
+    assert len(export_rows(outs[0] / "judges.csv")) == 3 * 210
     assert {r["tier"] for r in runs} == set(TIERS)
     hashes: dict[tuple[str, str], set[str]] = {}
     for r in runs:  # the same conditions hash the same, whichever run and worker
@@ -86,9 +68,9 @@ def test_a_210_run_experiment_exports_the_same_at_0_and_4_workers(
     assert all(len(h) == 1 for h in hashes.values())
     assert len({h for hs in hashes.values() for h in hs}) == 21
     for name in ("runs.csv", "judges.csv", "criteria.csv", "subtests.csv"):
-        assert _csv(outs[0] / name) == _csv(outs[4] / name), name
+        assert export_rows(outs[0] / name) == export_rows(outs[4] / name), name
     for name in ("summary.json", "statistical_results.json"):
-        first, second = (_strip(json.loads((o / name).read_text())) for o in outs.values())
+        first, second = (without_timings(json.loads((o / name).read_text())) for o in outs.values())
         assert first == second, name
     md = [(o / "tables.md").read_text().splitlines() for o in outs.values()]
     latency = next(i for i, line in enumerate(md[0]) if line.startswith("## Latency"))
