@@ -115,6 +115,9 @@ class Progress:
                 return  # nothing new: keep quiet
             self._last = text
             reporter.ensure_newline()
+            writer = getattr(reporter, "_tw", None)
+            if writer is not None and writer.width_of_current_line:  # after xdist's dots
+                reporter.write("\n")
             reporter.write_line(text, cyan=True)
 
     def _tick(self) -> None:
