@@ -4,6 +4,7 @@ reference solution passes its checks and its untouched source does not."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -180,13 +181,16 @@ def _workspace(case: Case, tmp_path: Path, solved: bool) -> Path:
         assert case.solution is not None
         assert case.solution.is_dir()
         shutil.copytree(case.solution, ws, dirs_exist_ok=True)
+    if case.hidden is not None:
+        shutil.copytree(case.hidden, ws, dirs_exist_ok=True)
     return ws
 
 
 @pytest.mark.parametrize("case_dir", CASE_DIRS, ids=lambda p: p.name)
 def test_reference_solution_passes_every_check(case_dir: Path, tmp_path: Path) -> None:
     case = load(case_dir)
-    results = run_checks(case, _workspace(case, tmp_path, solved=True))
+    results = run_checks(case, _workspace(case, tmp_path, solved=True), os.environ,
+                         tmp_path / "fresh")
     failed = {r.name: (r.reason, r.stdout[-500:], r.stderr[-500:]) for r in results
               if not r.passed}
     assert failed == {}
@@ -195,7 +199,8 @@ def test_reference_solution_passes_every_check(case_dir: Path, tmp_path: Path) -
 @pytest.mark.parametrize("case_dir", CASE_DIRS, ids=lambda p: p.name)
 def test_untouched_source_fails_a_required_check(case_dir: Path, tmp_path: Path) -> None:
     case = load(case_dir)
-    results = {r.name: r for r in run_checks(case, _workspace(case, tmp_path, solved=False))}
+    results = {r.name: r for r in run_checks(
+        case, _workspace(case, tmp_path, solved=False), os.environ, tmp_path / "fresh")}
     required = {i.check for i in case.rubric.items if i.kind == "check" and i.required}
     assert required, "a case needs at least one required check item"
     assert any(not results[name].passed for name in required)

@@ -21,19 +21,19 @@ def case() -> Case:
 
 
 def test_folder_source_is_committed_deterministically(case: Case, tmp_path: Path) -> None:
-    one = create(case, tmp_path / "one", tmp_path / "cache")
-    two = create(case, tmp_path / "two", tmp_path / "cache")
+    one = create(case, tmp_path / "one", tmp_path / "cache", tmp_path / "h" / "one")
+    two = create(case, tmp_path / "two", tmp_path / "cache", tmp_path / "h" / "two")
     assert one.base_commit == two.base_commit
     assert len(one.base_commit) == 40
     assert file_list(one.path) == ["README.md"]
     assert diff(one) == ""
     with pytest.raises(WorkspaceError, match="already exists"):
-        create(case, tmp_path / "one", tmp_path / "cache")
+        create(case, tmp_path / "one", tmp_path / "cache", tmp_path / "h" / "one")
 
 
 def test_diff_shows_committed_staged_unstaged_and_untracked_work(case: Case,
                                                                  tmp_path: Path) -> None:
-    ws = create(case, tmp_path / "ws", tmp_path / "cache")
+    ws = create(case, tmp_path / "ws", tmp_path / "cache", tmp_path / "h" / "ws")
     (ws.path / "committed.py").write_text("x = 1\n")
     git(["add", "committed.py"], ws.path)
     git(["commit", "-q", "-m", "agent commit"], ws.path)
@@ -73,7 +73,7 @@ def test_repo_source_holds_only_the_pinned_history(case: Case, tmp_path: Path,
                                                    upstream: tuple[Path, str, str]) -> None:
     repo, pinned, future = upstream
     remote = replace(case, source=Source(repo=repo.as_uri(), commit=pinned))
-    ws = create(remote, tmp_path / "ws", tmp_path / "cache")
+    ws = create(remote, tmp_path / "ws", tmp_path / "cache", tmp_path / "h" / "ws")
     assert ws.base_commit == pinned
     assert git(["rev-parse", "HEAD"], ws.path).strip() == pinned
     assert (ws.path / "lib.py").read_text() == "def f():\n    return 0\n"
@@ -97,8 +97,8 @@ def test_mirror_is_shared_and_locked_across_concurrent_runs(
 
     monkeypatch.setattr(wsmod, "git", counting_git)
     with ThreadPoolExecutor(4) as pool:
-        made = list(pool.map(lambda i: create(remote, tmp_path / f"ws{i}", tmp_path / "cache"),
-                             range(4)))
+        made = list(pool.map(lambda i: create(remote, tmp_path / f"ws{i}", tmp_path / "cache",
+                                              tmp_path / "h" / f"ws{i}"), range(4)))
     assert {w.base_commit for w in made} == {pinned}
     assert len(clones) == 1
     assert len(list((tmp_path / "cache/mirrors").glob("*.git"))) == 1
@@ -110,4 +110,4 @@ def test_unknown_commit_is_a_clear_error(case: Case, tmp_path: Path,
     missing = "0" * 40
     remote = replace(case, source=Source(repo=repo.as_uri(), commit=missing))
     with pytest.raises(WorkspaceError, match=f"commit {missing} not found in"):
-        create(remote, tmp_path / "ws", tmp_path / "cache")
+        create(remote, tmp_path / "ws", tmp_path / "cache", tmp_path / "h" / "ws")

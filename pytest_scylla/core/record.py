@@ -66,6 +66,8 @@ class RunRecord(TypedDict, total=False):
     prices_as_of: str
     timings: dict[str, float]
     # checks and judges
+    integrity: list[dict[str, str]]  # tampering found before the checks: kind, path, detail
+    leftover_processes: int  # processes the agent left running (killed by the harness)
     checks: list[dict[str, Any]]
     check_items: list[dict[str, Any]]
     check_score: float | None

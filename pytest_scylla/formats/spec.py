@@ -120,6 +120,7 @@ class Case:
     hidden: Path | None = None
     solution: Path | None = None
     tiers: tuple[str, ...] | None = None
+    protected: tuple[str, ...] = ()  # globs restored from the pinned commit before the checks
 
 
 def load_rubric(path: Path) -> Rubric:
@@ -289,4 +290,5 @@ def load_case(file: Path, rubrics_dir: Path, known_tiers: Collection[str] | None
         timeout_seconds=data.get("timeout_seconds", DEFAULT_TIMEOUT_SECONDS),
         max_cost_usd=float(data.get("max_cost_usd", DEFAULT_MAX_COST_USD)),
         max_turns=data.get("max_turns", DEFAULT_MAX_TURNS), hidden=hidden, solution=solution,
-        tiers=tuple(data["tiers"]) if "tiers" in data else None)
+        tiers=tuple(data["tiers"]) if "tiers" in data else None,
+        protected=tuple(data.get("protected", ())))

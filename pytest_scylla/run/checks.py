@@ -1,7 +1,10 @@
-"""A case's deterministic checks: copy the hidden files in, run each command, compare.
+"""A case's deterministic checks: run each command in the workspace, compare.
 
-The commands run in the workspace with `python` meaning this interpreter and bytecode writing off,
-so checks leave no artifacts behind that a judge could count against the agent.
+The commands run (in the sandbox) after `integrity.secure` has copied the hidden files in, with
+`python` meaning this interpreter and a fresh HOME and temp folder the agent never saw. Python
+is isolated from what the agent could have planted around it: no user site, no start-up file
+from the environment, bytecode neither written nor read next to the sources (a planted .pyc
+cannot stand in for a hidden test), pytest's cache off.
 """
 
 from __future__ import annotations
@@ -9,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -46,19 +48,18 @@ def truncate(text: str, limit: int = OUTPUT_LIMIT) -> str:
     return f"{text[:half]}\n[... {len(text) - limit} characters cut ...]\n{text[-half:]}"
 
 
-def copy_hidden(case: Case, workspace: Path) -> None:
-    """Lay the case's hidden files over the workspace (only after the agent finished)."""
-    if case.hidden is not None:
-        shutil.copytree(case.hidden, workspace, dirs_exist_ok=True)
-
-
-def check_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    env = dict(os.environ if base is None else base)
+def check_env(base: Mapping[str, str], fresh: Path) -> dict[str, str]:
+    """The checks' environment: `base` (an allow-list) with HOME, TMPDIR and the bytecode cache
+    in `fresh`, a new folder the agent never saw."""
+    for sub in ("home", "tmp", "pycache"):
+        (fresh / sub).mkdir(parents=True)
+    env = {k: v for k, v in base.items() if not k.startswith(("PYTHON", "PYTEST"))}
     bindir = str(Path(sys.executable).parent)
-    env["PATH"] = os.pathsep.join([bindir, env.get("PATH", os.defpath)])
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    env.pop("PYTEST_ADDOPTS", None)
-    env.pop("PYTEST_XDIST_WORKER", None)
+    env.update({"PATH": os.pathsep.join([bindir, env.get("PATH", os.defpath)]),
+                "HOME": str(fresh / "home"), "TMPDIR": str(fresh / "tmp"),
+                "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1",
+                "PYTHONPYCACHEPREFIX": str(fresh / "pycache"),
+                "PYTEST_ADDOPTS": "-p no:cacheprovider"})
     return env
 
 
@@ -102,9 +103,8 @@ def run_check(check: Check, workspace: Path, env: Mapping[str, str],
                        stderr=truncate(stderr), reason=reason)
 
 
-def run_checks(case: Case, workspace: Path, env: Mapping[str, str] | None = None,
+def run_checks(case: Case, workspace: Path, env: Mapping[str, str], fresh: Path,
                wrap: Wrap | None = None) -> list[CheckResult]:
-    """Copy hidden files in, then run every check in order."""
-    copy_hidden(case, workspace)
-    run_env = check_env(env)
+    """Run every check in order (the hidden files already in place)."""
+    run_env = check_env(env, fresh)
     return [run_check(check, workspace, run_env, wrap) for check in case.checks]

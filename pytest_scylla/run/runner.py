@@ -20,7 +20,7 @@ from pytest_scylla.core.runspec import RunSpec
 from pytest_scylla.core.tempdirs import claim_private
 from pytest_scylla.formats.provenance import Conditions
 from pytest_scylla.judging import judge_run
-from pytest_scylla.run import checks, mcp_install, overlay, workspace
+from pytest_scylla.run import checks, hostile, integrity, mcp_install, overlay, workspace
 from pytest_scylla.run.agents import claude_code
 from pytest_scylla.run.baseline import delegates, expectation
 from pytest_scylla.run.gateway import Route
@@ -31,7 +31,7 @@ from pytest_scylla.run.sandbox import Finished, base_env
 
 # what ends a run as an infra_error with the exception as its reason
 SETUP_FAILURES = (workspace.WorkspaceError, mcp_install.InstallError, claude_code.SetupError,
-                  OSError)
+                  hostile.HostileDataError, OSError)
 
 
 def timestamp() -> str:
@@ -45,7 +45,8 @@ class _Run:
     spec: RunSpec
     rt: Runtime
     run_dir: Path
-    private: Path
+    private: Path  # the agent's: workspace, HOME, TMPDIR (writable in the sandbox)
+    harness: Path  # the harness's own (its git copy), never inside the sandbox
     began: float = field(default_factory=time.monotonic)
     route: Route | None = None
     result: claude_code.Result = field(default_factory=claude_code.Result)
@@ -62,7 +63,7 @@ def execute(spec: RunSpec, rt: Runtime, cond: Conditions) -> RunRecord:
     if run_dir.exists():
         shutil.rmtree(run_dir)
     run_dir.mkdir(parents=True)
-    run = _Run(spec, rt, run_dir, claim_private())
+    run = _Run(spec, rt, run_dir, claim_private(), claim_private())
     (run.private / "tmp").mkdir()
     rec = _identity(run, cond)
     try:
@@ -102,7 +103,7 @@ def _prepare(run: _Run, rec: RunRecord) -> tuple[workspace.Workspace, overlay.Ov
     gateway route, which checks the ablation on the first request."""
     spec, rt = run.spec, run.rt
     case, sub = spec.case, spec.subtest
-    ws = workspace.create(case, run.ws_path, rt.settings.cache_dir)
+    ws = workspace.create(case, run.ws_path, rt.settings.cache_dir, run.harness)
     ov = overlay.apply(sub, rt.tiers, run.ws_path, run.private)
     config_file = run.private / "mcp.json"
     declarations = {n: json.loads(rt.tiers.resource_path("mcp_servers", n).read_text("utf-8"))
@@ -160,16 +161,19 @@ def _judge(run: _Run, rec: RunRecord, ws: workspace.Workspace, ov: overlay.Overl
     and the panel's verdict unless the run is void."""
     spec, rt, route = run.spec, run.rt, run.route
     assert route is not None
-    diff = workspace.diff(ws, exclude=ov.written)
-    files = workspace.file_list(run.ws_path)
+    entries, cut = hostile.walk(run.ws_path)
+    diff = workspace.diff(ws, ov.written, entries)
+    files = workspace.file_list(run.ws_path, entries, cut)
     (run.run_dir / "diff.patch").write_text(diff, encoding="utf-8")
     (run.run_dir / "files.txt").write_text("\n".join(files) + "\n", encoding="utf-8")
     check_began = time.monotonic()
+    rec["integrity"] = [f.to_json() for f in integrity.secure(spec.case, ws.tree(), entries)]
 
     def wrap(cmd: list[str]) -> list[str]:
         return rt.sandbox.wrap(cmd, run.ws_path, run.private)
 
-    results = checks.run_checks(spec.case, run.ws_path, base_env(run.private), wrap)
+    fresh = run.private / f"checks-{secrets.token_hex(8)}"  # a name the agent could not guess
+    results = checks.run_checks(spec.case, run.ws_path, base_env(run.private), fresh, wrap)
     run.timings["checks_s"] = round(time.monotonic() - check_began, 3)
     evidence = judge_run.Evidence(run.result.final_message, diff, files, results)
     rec.update({"checks": [r.to_json() for r in results],
@@ -201,4 +205,5 @@ def _finish(run: _Run, rec: RunRecord) -> None:
     if run.rt.settings.keep_workspaces and run.ws_path.exists():
         shutil.move(str(run.ws_path), str(run.run_dir / "workspace"))
     shutil.rmtree(run.private, ignore_errors=True)
+    shutil.rmtree(run.harness, ignore_errors=True)
     record.write_json(run.run_dir / record.RECORD_FILE, rec)

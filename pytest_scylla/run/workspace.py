@@ -4,6 +4,10 @@ A source folder is committed into a new repository (fixed author and date, so th
 always gives the same commit). A `repo` + `commit` source is mirrored once per URL into a shared,
 file-locked cache; each run then fetches only that commit's history into a new repository, so no
 run sees another run's work or upstream commits made after the pinned one.
+
+Before the agent starts, the harness copies the workspace's repository to a folder of its own:
+after the agent, the workspace's `.git` is just files the agent wrote, and every diff is read
+through the harness's copy (see `hostile`).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_scylla.formats.spec import Case
+from pytest_scylla.run import hostile
 
 GIT_IDENTITY = {
     "GIT_AUTHOR_NAME": "scylla", "GIT_AUTHOR_EMAIL": "scylla@localhost",
@@ -33,9 +38,16 @@ class WorkspaceError(RuntimeError):
     """The workspace could not be made (an infrastructure failure, never the agent's)."""
 
 
+def trusted_env() -> dict[str, str]:
+    """git's environment for the case's own source, before any agent ran: the harness's, less
+    every model credential (a private source repository may need the user's git setup)."""
+    return {k: v for k, v in os.environ.items()
+            if not k.startswith(("ANTHROPIC_", "OPENAI_")) and "API_KEY" not in k}
+
+
 def git(args: Sequence[str], cwd: Path, env: dict[str, str] | None = None,
         check: bool = True) -> str:
-    full_env = {**os.environ, **GIT_IDENTITY, "GIT_TERMINAL_PROMPT": "0",
+    full_env = {**trusted_env(), **GIT_IDENTITY, "GIT_TERMINAL_PROMPT": "0",
                 "GIT_CONFIG_NOSYSTEM": "1", **(env or {})}
     proc = subprocess.run(["git", "-c", "core.quotepath=off", "-c", "init.defaultBranch=" + BRANCH,
                            *args], cwd=cwd, env=full_env, capture_output=True, text=True,
@@ -49,10 +61,22 @@ def git(args: Sequence[str], cwd: Path, env: dict[str, str] | None = None,
 class Workspace:
     path: Path
     base_commit: str  # the pinned commit the run starts from (and is diffed against)
+    git_dir: Path  # the harness's copy of the repository, made before the agent started
+
+    def tree(self) -> hostile.Tree:
+        return hostile.Tree(self.path, self.git_dir, self.base_commit)
 
 
-def create(case: Case, dest: Path, cache_dir: Path) -> Workspace:
-    """Make `dest` (which must not exist) a working tree of the case's source."""
+def create(case: Case, dest: Path, cache_dir: Path, harness: Path) -> Workspace:
+    """Make `dest` (which must not exist) a working tree of the case's source; its repository
+    is copied to `harness/git`, a folder the agent cannot reach."""
+    made = _checkout(case, dest, cache_dir)
+    shutil.copytree(dest / ".git", harness / "git", symlinks=True)
+    return Workspace(dest, made, harness / "git")
+
+
+def _checkout(case: Case, dest: Path, cache_dir: Path) -> str:
+    """The source at its pinned commit in `dest`; returns that commit."""
     if dest.exists():
         raise WorkspaceError(f"workspace {dest} already exists")
     dest.mkdir(parents=True)
@@ -63,7 +87,7 @@ def create(case: Case, dest: Path, cache_dir: Path) -> Workspace:
         git(["add", "-A"], dest)
         git(["commit", "-q", "--allow-empty", "--no-verify", "-m", f"{case.id}: task source"],
             dest)
-        return Workspace(dest, git(["rev-parse", "HEAD"], dest).strip())
+        return git(["rev-parse", "HEAD"], dest).strip()
     assert case.source.repo is not None
     assert case.source.commit is not None
     mirror = ensure_mirror(case.source.repo, case.source.commit, cache_dir)
@@ -71,7 +95,7 @@ def create(case: Case, dest: Path, cache_dir: Path) -> Workspace:
     git(["fetch", "-q", "--no-tags", str(mirror), pin_ref(case.source.commit)], dest)
     git(["checkout", "-q", "-b", BRANCH, case.source.commit], dest)
     (dest / ".git" / "FETCH_HEAD").unlink(missing_ok=True)
-    return Workspace(dest, case.source.commit)
+    return case.source.commit
 
 
 def pin_ref(commit: str) -> str:
@@ -107,19 +131,19 @@ def ensure_mirror(url: str, commit: str, cache_dir: Path) -> Path:
     return mirror
 
 
-def diff(ws: Workspace, exclude: Sequence[str] = ()) -> str:
+def diff(ws: Workspace, exclude: Sequence[str] = (),
+         entries: Sequence[hostile.Entry] = ()) -> str:
     """Everything that changed since the pinned commit: committed, staged, unstaged and untracked
-    files (not ignored ones), leaving the run's own index untouched."""
-    with tempfile.TemporaryDirectory() as tmp:
-        env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
-        git(["add", "-A", "--", ".", *(f":(exclude){p}" for p in exclude)], ws.path, env=env)
-        return git(["diff", "--cached", "--binary", ws.base_commit], ws.path, env=env)
+    files (not ignored ones), read through the harness's git directory; the workspace's own
+    repository is neither used nor touched."""
+    return ws.tree().diff(exclude, entries)
 
 
-def file_list(path: Path) -> list[str]:
-    """Every file in the workspace (relative, sorted), `.git` excluded."""
-    out: list[str] = []
-    for root, dirs, files in os.walk(path):
-        dirs[:] = [d for d in dirs if not (d == ".git" and Path(root) == path)]
-        out.extend(str((Path(root) / f).relative_to(path)) for f in files)
-    return sorted(out)
+def file_list(path: Path, entries: Sequence[hostile.Entry] | None = None,
+              cut: bool = False) -> list[str]:
+    """Every file and link in the workspace (relative, sorted), `.git` excluded; links are
+    listed, never followed."""
+    if entries is None:
+        entries, cut = hostile.walk(path)
+    names = [e.rel for e in entries if e.kind != "dir"]
+    return names + ([f"[... more than {hostile.MAX_FILES} entries; list cut ...]"] if cut else [])

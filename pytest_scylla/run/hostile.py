@@ -1,0 +1,234 @@
+"""The workspace after the agent, read as hostile data.
+
+Everything the agent could write is untrusted: its `.git` is just files, a symlink is never
+followed, nothing it wrote runs outside the sandbox, and what is read back is bounded. The harness
+keeps its own git directory (a copy of the workspace's, taken before the agent starts, outside
+anything the agent can reach) and runs git on the workspace with an allow-listed environment and
+none of the agent's configuration, hooks, filters, attributes drivers or fsmonitor.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+MAX_FILES = 20_000  # workspace entries listed; beyond this the list says it was cut
+MAX_FILE_BYTES = 2_000_000  # a larger file is named in the diff, not read into it
+MAX_DIFF_BYTES = 8_000_000  # the diff read back from git, at most
+# Settings that make git ignore what a repository could say about itself: no fsmonitor, hooks,
+# attribute files, external diff or text conversion, and symlinks stored as links.
+SAFE_GIT = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null",
+            "-c", "core.attributesFile=/dev/null", "-c", "core.untrackedCache=false",
+            "-c", "core.symlinks=true", "-c", "core.quotepath=off", "-c", "diff.external=",
+            "-c", "protocol.allow=never")
+
+
+class HostileDataError(RuntimeError):
+    """Reading the workspace back failed (an infrastructure failure, never the agent's)."""
+
+
+def git_env(git_dir: Path, work_tree: Path, index: Path, home: Path) -> dict[str, str]:
+    """An allow-listed environment for git over the agent's files: no credential, no HOME or
+    global/system configuration of the user's."""
+    return {"PATH": os.environ.get("PATH", os.defpath), "LANG": "C.UTF-8", "HOME": str(home),
+            "GIT_DIR": str(git_dir), "GIT_WORK_TREE": str(work_tree),
+            "GIT_INDEX_FILE": str(index), "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": os.devnull, "GIT_ATTR_NOSYSTEM": "1",
+            "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0", "GIT_NO_REPLACE_OBJECTS": "1"}
+
+
+def run_git(args: Sequence[str], env: dict[str, str], limit: int = MAX_DIFF_BYTES) -> bytes:
+    """git with the safety settings; its output cut at `limit` bytes (the process is stopped)."""
+    proc = subprocess.Popen(["git", *SAFE_GIT, *args], cwd=env["GIT_WORK_TREE"], env=env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdout is not None
+    chunks, size = [], 0
+    while size <= limit and (chunk := proc.stdout.read(1 << 16)):
+        chunks.append(chunk)
+        size += len(chunk)
+    out = b"".join(chunks)
+    cut = size > limit
+    if cut:
+        proc.kill()
+        out = out[:limit] + b"\n[... output cut by the harness ...]\n"
+    _, err = proc.communicate()
+    if proc.returncode != 0 and not cut:
+        raise HostileDataError(f"git {' '.join(args[:2])}: {err.decode(errors='replace')[:300]}")
+    return out
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One thing in the workspace, seen with lstat."""
+
+    rel: str
+    kind: str  # file | link | dir | other
+    size: int
+    executable: bool = False
+
+
+def walk(root: Path, limit: int = MAX_FILES) -> tuple[list[Entry], bool]:
+    """Every entry under `root` (the top `.git` skipped), never following a symlink; (entries,
+    whether the list was cut at `limit`)."""
+    entries: list[Entry] = []
+    stack = [""]
+    while stack:
+        rel_dir = stack.pop()
+        try:
+            names = sorted(os.listdir(root / rel_dir if rel_dir else root))
+        except OSError:
+            continue
+        for name in names:
+            rel = f"{rel_dir}/{name}" if rel_dir else name
+            if rel == ".git":
+                continue
+            try:
+                st = os.lstat(root / rel)
+            except OSError:
+                continue
+            kind = ("link" if stat.S_ISLNK(st.st_mode) else "dir" if stat.S_ISDIR(st.st_mode)
+                    else "file" if stat.S_ISREG(st.st_mode) else "other")
+            entries.append(Entry(rel, kind, st.st_size, bool(st.st_mode & 0o111)))
+            if len(entries) >= limit:
+                return sorted(entries, key=lambda e: e.rel), True
+            if kind == "dir":
+                stack.append(rel)
+    return sorted(entries, key=lambda e: e.rel), False
+
+
+@dataclass(frozen=True)
+class Tree:
+    """The agent's working tree, read through the harness's own git directory."""
+
+    root: Path
+    git_dir: Path  # the harness's copy of the workspace's repository, out of the agent's reach
+    base: str  # the pinned commit
+
+    @contextlib.contextmanager
+    def _env(self) -> Iterator[dict[str, str]]:
+        with tempfile.TemporaryDirectory(prefix="scylla-git-") as tmp:
+            yield git_env(self.git_dir, self.root, Path(tmp) / "index", Path(tmp))
+
+    def diff(self, exclude: Sequence[str] = (), entries: Sequence[Entry] = ()) -> str:
+        """What changed since the pinned commit (committed or not, untracked files included,
+        ignored ones not) as a binary-safe diff. Files over MAX_FILE_BYTES are named at the end
+        instead of read."""
+        big = [e.rel for e in entries if e.kind == "file" and e.size > MAX_FILE_BYTES]
+        skip = [f":(exclude,literal){p}" for p in (*exclude, *big)]
+        with self._env() as env:
+            run_git(["add", "-A", "--", ".", *skip], env)
+            out = run_git(["diff", "--cached", "--binary", "--no-ext-diff", "--no-textconv",
+                           "--no-color", self.base], env)
+        notes = "".join(f"[harness: {p} is over {MAX_FILE_BYTES} bytes; not shown]\n" for p in big)
+        return out.decode("utf-8", errors="replace") + notes
+
+    def files(self) -> dict[str, tuple[str, str]]:
+        """The pinned commit's files: {path: (git mode, blob id)}."""
+        files = {}
+        with self._env() as env:
+            out = run_git(["ls-tree", "-r", "-z", "--full-tree", self.base], env)
+        for line in out.decode("utf-8", errors="surrogateescape").split("\0"):
+            if line:
+                meta, _, path = line.partition("\t")
+                mode, _kind, blob_id = meta.split()
+                files[path] = (mode, blob_id)
+        return files
+
+    def blob(self, blob_id: str) -> bytes:
+        with self._env() as env:
+            return run_git(["cat-file", "blob", blob_id], env, limit=1 << 32)
+
+
+def no_follow(path: str, flags: int) -> int:
+    """An `open()` opener that refuses a link in the last place."""
+    return os.open(path, flags | os.O_NOFOLLOW)
+
+
+# -- writing into the workspace without following anything the agent placed ----------------
+
+def _open_dir(name: str, dir_fd: int) -> int:
+    return os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd)
+
+
+def remove(name: str, dir_fd: int) -> None:
+    """Remove whatever `name` is inside `dir_fd` (a link itself, never its target)."""
+    st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    if stat.S_ISDIR(st.st_mode):
+        shutil.rmtree(name, dir_fd=dir_fd)
+    else:
+        os.unlink(name, dir_fd=dir_fd)
+
+
+@contextlib.contextmanager
+def parent_dir(root: Path, rel: str, cleared: list[str]) -> Iterator[tuple[int, str]]:
+    """(fd of the real directory that holds `rel`, its last name), making the directories on the
+    way; anything that is not a real directory on the way is removed first and its path added to
+    `cleared`."""
+    parts = rel.split("/")
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for i, part in enumerate(parts[:-1]):
+            try:
+                nxt = _open_dir(part, fd)
+            except OSError as exc:
+                if exc.errno not in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
+                    raise
+                if exc.errno != errno.ENOENT:
+                    remove(part, fd)
+                    cleared.append("/".join(parts[: i + 1]))
+                os.mkdir(part, 0o755, dir_fd=fd)
+                nxt = _open_dir(part, fd)
+            os.close(fd)
+            fd = nxt
+        yield fd, parts[-1]
+    finally:
+        os.close(fd)
+
+
+def place(root: Path, rel: str, data: bytes, mode: str = "100644") -> list[str]:
+    """Write `data` at `rel` under `root` as a new file (a link for mode 120000) that nothing the
+    agent made can redirect; returns the paths of what had to be removed first."""
+    cleared: list[str] = []
+    with parent_dir(root, rel, cleared) as (fd, name):
+        with contextlib.suppress(FileNotFoundError):
+            remove(name, fd)
+            cleared.append(rel)
+        if mode == "120000":
+            os.symlink(data.decode("utf-8", errors="surrogateescape"), name, dir_fd=fd)
+        else:
+            perms = 0o755 if mode == "100755" else 0o644
+            out = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, perms,
+                          dir_fd=fd)
+            with os.fdopen(out, "wb") as handle:
+                handle.write(data)
+    return cleared
+
+
+def delete(root: Path, rel: str) -> bool:
+    """Remove `rel` under `root` if it is there (links themselves, never their targets)."""
+    parts = rel.split("/")
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for part in parts[:-1]:
+            try:
+                nxt = _open_dir(part, fd)
+            except OSError:
+                return False  # a parent that is not a real directory: nothing of ours inside
+            os.close(fd)
+            fd = nxt
+        try:
+            remove(parts[-1], fd)
+        except FileNotFoundError:
+            return False
+        return True
+    finally:
+        os.close(fd)

@@ -1,0 +1,160 @@
+"""Before the checks: put back the ground they stand on, and record every sign of tampering.
+
+The checks run the agent's code; they must not also run test machinery the agent supplied:
+- a case's `protected` paths are restored from the pinned commit (`protected_path`);
+- conftest.py files, interpreter start-up files (sitecustomize.py, usercustomize.py, *.pth) and
+  modules named like the standard library that the agent added where they would be imported are
+  removed (`conftest`, `startup_file`, `shadowing_module`);
+- hidden files go only where nothing is: what the agent placed there is removed (`hidden_path`).
+Each finding names its path; the run is then checked and judged on the restored workspace.
+Nothing here follows a link or runs anything the agent wrote (see `hostile`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from pytest_scylla.formats.spec import Case
+from pytest_scylla.run import hostile
+from pytest_scylla.run.hostile import Entry
+
+STARTUP_FILES = frozenset({"sitecustomize.py", "usercustomize.py"})
+# the standard library's top-level names, less the dunder ones a project legitimately has
+STDLIB = frozenset(n for n in sys.stdlib_module_names if not n.startswith("__"))
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str  # protected_path | hidden_path | conftest | startup_file | shadowing_module
+    path: str
+    detail: str
+
+    def to_json(self) -> dict[str, str]:
+        return asdict(self)
+
+
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """A gitignore-style glob (`*`, `?`, `**`; a trailing `/` means everything below) as a
+    regex over workspace-relative paths."""
+    pattern = pattern.strip("/") + ("/**" if pattern.endswith("/") else "")
+    out = ""
+    for token in re.split(r"(\*\*/|/\*\*|\*\*|\*|\?)", pattern):
+        out += {"**/": "(?:.*/)?", "/**": "(?:/.*)?", "**": ".*", "*": "[^/]*",
+                "?": "[^/]"}.get(token, re.escape(token))
+    return re.compile(out + r"\Z")
+
+
+def _blob_id(data: bytes, like: str) -> str:
+    algo = hashlib.sha256 if len(like) == 64 else hashlib.sha1
+    return algo(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def _unchanged(root: Path, entry: Entry, mode: str, blob_id: str) -> bool:
+    """Whether the workspace entry still is the pinned commit's file (content, link, exec bit)."""
+    path = root / entry.rel
+    if mode == "120000":
+        return entry.kind == "link" and _blob_id(
+            str(path.readlink()).encode("utf-8", "surrogateescape"), blob_id) == blob_id
+    if entry.kind != "file" or entry.size > hostile.MAX_FILE_BYTES:
+        return False
+    if entry.executable != (mode == "100755"):
+        return False
+    with open(path, "rb", opener=hostile.no_follow) as handle:
+        return _blob_id(handle.read(), blob_id) == blob_id
+
+
+def _protected(case: Case, ws: hostile.Tree, base: dict[str, tuple[str, str]],
+               entries: dict[str, Entry]) -> list[Finding]:
+    rules = [glob_regex(p) for p in case.protected]
+    findings = []
+    for rel in sorted({*base, *entries}):
+        if not any(rule.match(rel) for rule in rules):
+            continue
+        entry = entries.get(rel)
+        if rel not in base:
+            if entry is not None and entry.kind != "dir" and hostile.delete(ws.root, rel):
+                findings.append(Finding("protected_path", rel, "added by the agent; removed"))
+            continue
+        mode, blob_id = base[rel]
+        if entry is not None and _unchanged(ws.root, entry, mode, blob_id):
+            continue
+        hostile.place(ws.root, rel, ws.blob(blob_id), mode)
+        what = "deleted" if entry is None else "changed"
+        findings.append(Finding("protected_path", rel,
+                                f"{what} by the agent; restored from the pinned commit"))
+    return findings
+
+
+def _planted(rel: str, entry: Entry, entries: dict[str, Entry]) -> tuple[str, str] | None:
+    """(kind, detail) when `rel` is test or interpreter machinery the checks would pick up."""
+    parent, _, name = rel.rpartition("/")
+    if name == "conftest.py":
+        return "conftest", "a conftest.py the case does not ship; removed before the checks"
+    if name in STARTUP_FILES or (name.endswith(".pth") and entry.kind != "dir"):
+        return "startup_file", "an interpreter start-up file; removed before the checks"
+    module = name[:-3] if name.endswith(".py") and entry.kind != "dir" else (
+        name if entry.kind == "dir" and f"{rel}/__init__.py" in entries else None)
+    on_path = not parent or f"{parent}/__init__.py" not in entries  # a sys.path root
+    if module in STDLIB and on_path:
+        return "shadowing_module", (f"named like the standard-library module '{module}'; "
+                                    "removed before the checks")
+    return None
+
+
+def _remove_planted(ws: hostile.Tree, entries: dict[str, Entry],
+                    base: dict[str, tuple[str, str]], keep: set[str]) -> list[Finding]:
+    findings: list[Finding] = []
+    gone: list[str] = []
+    for rel, entry in sorted(entries.items()):
+        if rel in keep or any(rel.startswith(g + "/") for g in gone):
+            continue
+        if rel in base or any(p.startswith(rel + "/") for p in base):
+            continue  # there at the pinned commit: the case's own
+        planted = _planted(rel, entry, entries)
+        if planted is not None and hostile.delete(ws.root, rel):
+            findings.append(Finding(planted[0], rel, planted[1]))
+            gone.append(rel)
+    return findings
+
+
+def _hidden_files(case: Case) -> dict[str, tuple[bytes, str]]:
+    """The case's hidden files (trusted: the case author's), {path: (content, git mode)}."""
+    if case.hidden is None:
+        return {}
+    return {p.relative_to(case.hidden).as_posix(): (
+        p.read_bytes(), "100755" if p.stat().st_mode & 0o111 else "100644")
+        for p in sorted(case.hidden.rglob("*")) if p.is_file()}
+
+
+def _place_hidden(ws: hostile.Tree, hidden: dict[str, tuple[bytes, str]],
+                  base: dict[str, tuple[str, str]], entries: dict[str, Entry]) -> list[Finding]:
+    """Copy the hidden files in; a hidden top-level folder the pinned commit lacks but the agent
+    made is removed whole first, and anything else in the way is removed and reported."""
+    findings = []
+    detail = "placed by the agent where a hidden file goes; removed before the copy"
+    for top in sorted({rel.split("/")[0] for rel in hidden}):
+        in_base = top in base or any(p.startswith(top + "/") for p in base)
+        if top in entries and not in_base and hostile.delete(ws.root, top):
+            findings.append(Finding("hidden_path", top, detail))
+    for rel, (data, mode) in hidden.items():
+        for cleared in hostile.place(ws.root, rel, data, mode):
+            if cleared not in base:
+                findings.append(Finding("hidden_path", cleared, detail))
+    return findings
+
+
+def secure(case: Case, ws: hostile.Tree, entries: Sequence[Entry]) -> list[Finding]:
+    """Restore protected paths, remove planted machinery, copy the hidden files in: the
+    workspace the checks run on. `entries`: the workspace as `hostile.walk` saw it."""
+    base = ws.files()
+    listed = {e.rel: e for e in entries}
+    hidden = _hidden_files(case)
+    findings = _protected(case, ws, base, listed)
+    keep = set(hidden) | {f.path for f in findings}
+    findings += _remove_planted(ws, listed, base, keep)
+    return findings + _place_hidden(ws, hidden, base, listed)
