@@ -262,3 +262,29 @@ def test_oracle_faults_spare_the_harness_baseline_probe(tmp_path: Path,
     assert oracle.answer(run, request).status == 529
     probe = oracle.Script(mode="noop", workspace=tmp_path, files=(), faults=False)
     assert oracle.answer(probe, request).status == 200
+
+
+@pytest.mark.parametrize("path", ["/v1/files", "/v1/messages/batches", "/v1/models",
+                                  "//v1/messages", "/v1/complete"])
+def test_only_model_endpoints_are_forwarded(gateway: Gateway, tmp_path: Path,
+                                            path: str) -> None:
+    """The gateway is no open proxy: anything but the model endpoints is refused with 403, never
+    reaches the upstream (the real credential stays unused) and is logged as refused. The same
+    client and route reach /v1/messages (the positive control)."""
+    route = gateway.open(Route(key="r", log_path=tmp_path / "calls.jsonl", upstream="anthropic"))
+    body = json.dumps({"model": "claude-haiku-4-5", "stream": True, "messages": []})
+    before = len(_Upstream.keys)
+    with httpx.Client(timeout=30) as client:
+        refused = client.post(gateway.base_url("r") + path, content=body,
+                              headers={"x-api-key": "dummy"})
+        assert len(_Upstream.keys) == before  # nothing forwarded
+        ok = client.post(gateway.base_url("r") + "/v1/messages", content=body,
+                         headers={"x-api-key": "dummy"})
+    assert refused.status_code == 403
+    assert refused.json()["error"]["type"] == "permission_error"
+    assert ok.status_code == 200
+    assert _Upstream.keys[before:] == ["sk-real"]
+    assert route.refused == 1
+    log = [json.loads(x) for x in (tmp_path / "calls.jsonl").read_text().splitlines()]
+    assert [(x["endpoint"], x["status"], "refused" in x) for x in log] == [
+        (path, 403, True), ("/v1/messages", 200, False)]

@@ -72,7 +72,7 @@ def judge(case: Case, key: str, run_dir: Path, rt: Runtime, evidence: Evidence) 
             upstream = ("openai" if spec.kind == "openai" else
                         "oracle" if rt.settings.oracle else "anthropic")
             route = rt.gateway.open(Route(
-                key=f"{key}-judge{number}-{secrets.token_hex(3)}",
+                key=f"{key}-judge{number}-{secrets.token_hex(8)}",
                 log_path=run_dir / "judge_calls.jsonl", script=script, upstream=upstream,
                 upstream_url=spec.base_url.rstrip("/") if spec.base_url else None,
                 pass_auth=spec.kind == "claude-cli"))

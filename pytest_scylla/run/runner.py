@@ -124,7 +124,7 @@ def _prepare(run: _Run, rec: RunRecord) -> tuple[workspace.Workspace, overlay.Ov
                                 "files": [rel for rel, _ in script.files]}
     max_cost = rt.settings.max_run_cost
     run.route = rt.gateway.open(Route(
-        key=f"{spec.key.folder}-{secrets.token_hex(3)}",
+        key=f"{spec.key.folder}-{secrets.token_hex(8)}",
         log_path=run.run_dir / "model_calls.jsonl", upstream="oracle" if oracle else "anthropic",
         max_cost_usd=max_cost if max_cost is not None else case.max_cost_usd,
         bodies_dir=run.run_dir / "bodies" if rt.settings.record_bodies else None,

@@ -15,6 +15,11 @@ from typing import Any
 from pytest_scylla.run.gateway import ablation, oracle
 
 INFRA_STATUSES = frozenset({408, 429, 500, 502, 503, 504, 529})
+# What each upstream's clients may call (paths below the route); anything else is refused with
+# 403 and never forwarded: the credential serves model calls only, each one logged and priced.
+ENDPOINTS = {"anthropic": frozenset({"/v1/messages", "/v1/messages/count_tokens"}),
+             "openai": frozenset({"/chat/completions"})}
+ENDPOINTS["oracle"] = ENDPOINTS["anthropic"]
 
 
 class UpstreamSetupError(RuntimeError):

@@ -17,6 +17,7 @@ from pytest_scylla.core import pricing
 from pytest_scylla.core.tempdirs import claim_private
 from pytest_scylla.run.gateway import ablation, oracle, upstreams
 from pytest_scylla.run.gateway.routes import (
+    ENDPOINTS,
     RetryPolicy,
     Route,
     now,
@@ -187,12 +188,16 @@ class Gateway:
             route.bodies_dir.mkdir(parents=True, exist_ok=True)
             (route.bodies_dir / f"{seq:04d}.request.json").write_bytes(body)
 
-        refusal = self._refusal(route, path, request)
+        if path not in ENDPOINTS[route.upstream]:
+            status, refusal = 403, f"pytest-scylla gateway: {path} is not a model endpoint"
+        else:
+            status, refusal = 400, self._refusal(route, path, request)
         if refusal is not None:
             route.refused += 1
-            client.send_json(400, {"type": "error", "error": {
-                "type": "invalid_request_error", "message": refusal}})
-            self._log(route, {**entry, "status": 400, "refused": refusal,
+            client.send_json(status, {"type": "error", "error": {
+                "type": "permission_error" if status == 403 else "invalid_request_error",
+                "message": refusal}})
+            self._log(route, {**entry, "status": status, "refused": refusal,
                               "latency_s": round(time.monotonic() - start, 4)})
             return
         limit = self.limited
