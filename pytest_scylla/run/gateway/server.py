@@ -188,6 +188,7 @@ class Gateway:
             route.bodies_dir.mkdir(parents=True, exist_ok=True)
             (route.bodies_dir / f"{seq:04d}.request.json").write_bytes(body)
 
+        refusal: str | None
         if path not in ENDPOINTS[route.upstream]:
             status, refusal = 403, f"pytest-scylla gateway: {path} is not a model endpoint"
         else:
