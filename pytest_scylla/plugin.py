@@ -131,7 +131,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     from pytest_scylla.run.sandbox import SandboxError, choose
 
     try:
-        kind, warning = choose(s.sandbox)
+        kind, warning = choose(s.sandbox, real_model=s.oracle is None)
         lines.append(warning or f"scylla: sandbox={kind.name}")
     except SandboxError as exc:
         lines.append(f"scylla: sandbox problem: {exc}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_scylla.run.gateway import Gateway
-from pytest_scylla.run.sandbox import Bwrap, Sandbox, choose
+from pytest_scylla.run.sandbox import Bwrap, Sandbox, SandboxError, choose
 
 from .conftest import needs_bwrap
 
@@ -93,3 +94,108 @@ def test_auto_falls_back_to_local_with_a_warning_when_bwrap_is_missing(
     assert warning is not None
     assert "NOT isolated" in warning
     assert "bubblewrap (bwrap) is not installed" in warning
+
+
+def _fake_installs(root: Path) -> dict[str, Path]:
+    """A native install (~/.local/bin/claude -> ~/.local/share/claude/versions/X) next to other
+    data in ~/.local, and an npm install (prefix/bin/tool -> ../lib/node_modules/@s/pkg/cli.js)."""
+    local = root / "home" / ".local"
+    version = local / "share" / "claude" / "versions" / "9.9.9"
+    version.parent.mkdir(parents=True)
+    version.write_text("#!/bin/sh\necho native-cli-ran\n")
+    version.chmod(0o755)
+    (local / "bin").mkdir()
+    (local / "bin" / "claude").symlink_to(version)
+    (local / "share" / "secret.txt").write_text("not for the agent\n")
+    package = root / "npm" / "lib" / "node_modules" / "@s" / "pkg"
+    (package / "dist").mkdir(parents=True)
+    (package / "package.json").write_text("{}")
+    (package / "dist" / "cli.js").write_text("")
+    (package / "dist" / "cli.js").chmod(0o755)
+    (root / "npm" / "bin").mkdir()
+    (root / "npm" / "bin" / "ruff").symlink_to(package / "dist" / "cli.js")
+    return {"local": local, "version": version, "package": package}
+
+
+def test_bwrap_binds_a_cli_install_not_the_folder_around_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gateway: Gateway) -> None:
+    """The CLI's own files are visible in the sandbox (it runs), the rest of ~/.local is not."""
+    needs_bwrap()
+    from pytest_scylla.run import sandbox as sandbox_mod
+
+    made = _fake_installs(tmp_path)
+    monkeypatch.setenv("PATH", f"{made['local'] / 'bin'}:{tmp_path / 'npm' / 'bin'}:"
+                       f"{os.environ['PATH']}")
+    paths = sandbox_mod._system_paths.__wrapped__()
+    assert made["local"] / "bin" / "claude" in paths
+    assert made["version"] in paths
+    assert made["package"] in paths  # the npm package folder, found through its package.json
+    assert {p for p in paths if p == made["local"] or made["local"] in p.parents} == {
+        made["local"] / "bin" / "claude", made["version"]}
+    monkeypatch.setattr(sandbox_mod, "_system_paths", lambda: paths)
+    private = tmp_path / "private"
+    (private / "work").mkdir(parents=True)
+    secret = made["local"] / "share" / "secret.txt"
+    argv = Bwrap(gateway.port, gateway.socket_dir).wrap(
+        ["/bin/sh", "-c", f"claude; cat {secret} || echo secret-unreadable"], private / "work",
+        private)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PATH": os.environ["PATH"]})
+    assert "native-cli-ran" in done.stdout
+    assert "secret-unreadable" in done.stdout
+    assert "not for the agent" not in done.stdout
+    # positive control: bound the old way (the folder around the command), the secret shows
+    monkeypatch.setattr(sandbox_mod, "_system_paths", lambda: (*paths, made["local"]))
+    argv = Bwrap(gateway.port, gateway.socket_dir).wrap(
+        ["/bin/sh", "-c", f"cat {secret}"], private / "work", private)
+    assert "not for the agent" in subprocess.run(argv, capture_output=True, text=True,
+                                                 timeout=60).stdout
+
+
+DETACH = ("setsid sleep {t}1 & nohup sleep {t}2 >/dev/null 2>&1 & (sleep {t}3 &) ; "
+          "sh -c 'sleep {t}4 &' ; echo started")
+
+
+def _sleepers(tag: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            if entry.name.isdigit() and tag in cmdline:
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def test_local_stops_what_the_agent_left_running_and_counts_it(tmp_path: Path) -> None:
+    """Processes detached with setsid, nohup or a double fork outlive the command (the positive
+    control, started the plain way); under the local sandbox they are killed when it exits, and
+    the run records how many there were."""
+    one, two = f"7{os.getpid()}", f"8{os.getpid()}"  # tags no other process has
+    control = subprocess.run(["/bin/sh", "-c", DETACH.format(t=one)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30)
+    assert control.returncode == 0
+    try:
+        assert len(_sleepers(f"sleep {one}")) == 4
+    finally:
+        for pid in _sleepers(f"sleep {one}"):
+            os.kill(pid, 9)
+    private = tmp_path / "private"
+    (private / "work").mkdir(parents=True)
+    finished = Sandbox().run(["/bin/sh", "-c", DETACH.format(t=two)], private / "work",
+                             private, {"PATH": os.environ["PATH"]}, None, 30,
+                             subprocess.DEVNULL, subprocess.DEVNULL)
+    assert finished.exit_code == 0
+    assert finished.leftovers == 4
+    assert _sleepers(f"sleep {two}") == []
+
+
+def test_auto_never_falls_back_to_local_when_a_real_model_is_called(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap to be found
+    with pytest.raises(SandboxError, match=r"--scylla-sandbox=auto: bubblewrap \(bwrap\) is "
+                       r"not installed, and this session calls a real model.*apt-get install "
+                       r"bubblewrap.*--scylla-sandbox=local to accept that knowingly"):
+        choose("auto", real_model=True)
+    assert choose("local", real_model=True) == (Sandbox, None)  # chosen knowingly

@@ -97,6 +97,8 @@ def run_check(check: Check, workspace: Path, env: Mapping[str, str],
             os.killpg(proc.pid, signal.SIGKILL)
         stdout, stderr = proc.communicate()
         code = None
+    with contextlib.suppress(ProcessLookupError):  # what the check left running, too
+        os.killpg(proc.pid, signal.SIGKILL)
     reason = _verdict(check, code, stdout)
     return CheckResult(name=check.name, passed=not reason, exit_code=code,
                        seconds=round(time.monotonic() - start, 3), stdout=truncate(stdout),

@@ -149,6 +149,7 @@ def _agent(run: _Run, ov: overlay.Overlay, rec: RunRecord) -> tuple[Finished, st
     run.result = result = claude_code.parse(transcript)
     stderr_tail = (run.run_dir / "agent.stderr.txt").read_text(errors="replace")[-500:].strip()
     rec.update({"exit_code": finished.exit_code, "timed_out": finished.timed_out,
+                "leftover_processes": finished.leftovers,
                 "final_message": result.final_message, "num_turns": result.num_turns,
                 "stop_reason": result.stop_reason, "terminal_reason": result.terminal_reason,
                 "cli_result": result.to_json(), "cli_init": result.init})

@@ -18,7 +18,7 @@ from pytest_scylla.run import baseline
 from pytest_scylla.run.agents import claude_code
 from pytest_scylla.run.gateway import Gateway, UpstreamSetupError
 from pytest_scylla.run.gateway.routes import RetryPolicy, credential_headers
-from pytest_scylla.run.sandbox import Sandbox, SandboxError, choose
+from pytest_scylla.run.sandbox import Sandbox, SandboxError, choose, hide_environment
 from pytest_scylla.settings import Settings
 
 # what `build` raises for a setup problem (no CLI, no credential, no sandbox, no disk)
@@ -78,7 +78,9 @@ def build(settings: Settings, out: Path, session_id: str, tiers: TierSet) -> Run
         credential_headers()
     cli = claude_code.find_cli(settings.cli)
     cli_version = claude_code.version(cli)
-    kind, _warning = choose(settings.sandbox)
+    kind, _warning = choose(settings.sandbox, real_model=settings.oracle is None)
+    if kind is Sandbox and settings.oracle is None:
+        hide_environment()
     (settings.cache_dir / "npm").mkdir(parents=True, exist_ok=True)
     gateway = Gateway().start()
     try:

@@ -1,10 +1,14 @@
 """How the agent CLI and the checks are started: `local` or `bwrap` (bubblewrap).
 
-`local` runs the command in its own process group with the run's own HOME; at the timeout the
-whole group is killed. `bwrap` runs it with no network at all (only the gateway, reached through a
+`local` runs the command in its own process group with the run's own HOME; when it exits or
+times out, the whole group is killed, and so is every process that left the group (`setsid`,
+`nohup` and double forks are reparented to the harness, which is their subreaper); how many were
+left behind is recorded. It isolates nothing else: the agent can read and write everything this
+user can. `bwrap` runs it with no network at all (only the gateway, reached through a
 unix socket that a small bridge inside relays to 127.0.0.1), a read-only system, and write access
 only to the run's private folder (workspace and HOME). `auto` picks bwrap when it is installed and
-works, else local (the pytest header then says so).
+works, else local (the pytest header then says so) — but never when the session calls a real
+model with the user's credential: then it stops and says how to get bubblewrap.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO
 
@@ -46,11 +50,72 @@ class Finished:
     exit_code: int | None  # None: killed at the timeout
     timed_out: bool
     seconds: float
+    leftovers: int = 0  # processes still running after the command ended (killed)
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _processes() -> dict[int, tuple[int, int]]:
+    """{pid: (parent pid, process group)} of every process this user can see."""
+    found = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/stat", "rb") as handle:
+                    fields = handle.read().rpartition(b")")[2].split()
+            except OSError:
+                continue
+            found[int(entry.name)] = (int(fields[1]), int(fields[2]))
+    return found
+
+
+@functools.lru_cache(maxsize=1)
+def become_subreaper() -> bool:
+    """Make this process the reaper of its orphaned descendants (Linux), so that a process the
+    agent detached is reparented here, where it can be found and stopped."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(libc.prctl(36, 1, 0, 0, 0) == 0)  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        return False
+
+
+def hide_environment() -> None:
+    """Make this process non-dumpable (Linux): its /proc entries, the credential in its initial
+    environment among them, become unreadable to the agent under `local` (unless the agent runs
+    as root, which no setting here can stop)."""
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE
+
+
+def sweep(group: int, before: set[int]) -> int:
+    """Kill what is left of the process group `group` and every process reparented to this one
+    since `before` (this process's children then); returns how many there were."""
+    me, killed = os.getpid(), set[int]()
+    for _ in range(20):  # a killed parent's children are reparented a moment later
+        table = _processes()
+        left = {pid for pid, (ppid, pgrp) in table.items()
+                if pid != me and (pgrp == group or (ppid == me and pid not in before))}
+        if not left - killed and killed:
+            break
+        for pid in left - killed:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+            killed.add(pid)
+        for pid in killed:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
+        if not left:
+            break
+        time.sleep(0.05)
+    return len(killed)
 
 
 def start(argv: Sequence[str], cwd: Path, env: dict[str, str], stdin: str | None,
@@ -109,9 +174,17 @@ class Sandbox:
     def run(self, argv: Sequence[str], cwd: Path, private: Path, env: dict[str, str],
             stdin: str | None, timeout: float, stdout: IO[bytes] | int,
             stderr: IO[bytes] | int, bridge: bool = False) -> Finished:
+        """Run `argv`, wait for it (at most `timeout` seconds), then stop whatever it left."""
+        become_subreaper()
+        me = os.getpid()
+        before = {pid for pid, (ppid, _) in _processes().items() if ppid == me}
         began = time.monotonic()
         proc = start(self.wrap(argv, cwd, private, bridge), cwd, env, stdin, stdout, stderr)
-        return wait(proc, timeout, began)
+        try:
+            finished = wait(proc, timeout, began)
+        finally:
+            left = sweep(proc.pid, before)
+        return replace(finished, leftovers=left)
 
 
 class Bwrap(Sandbox):
@@ -151,7 +224,9 @@ class Bwrap(Sandbox):
 
 @functools.lru_cache(maxsize=1)
 def _system_paths() -> tuple[Path, ...]:
-    """Read-only paths outside /usr the sandboxed tools need: this Python, the agent CLI."""
+    """Read-only paths outside /usr the sandboxed tools need: this Python's prefix, and for the
+    agent CLI and its helpers their own files only (the command itself and its package folder),
+    never a whole folder such as ~/.local that holds other programs and data."""
     paths: set[Path] = set()
     for prefix in {sys.base_prefix, sys.prefix, sys.exec_prefix}:
         p = Path(prefix).resolve()
@@ -160,9 +235,9 @@ def _system_paths() -> tuple[Path, ...]:
     for tool in ("claude", "node", "npx", "git", "ruff"):
         found = shutil.which(tool)
         if found:
-            for p in (Path(found).parent, Path(found).resolve().parent):
+            for p in (Path(found).absolute(), _install_root(Path(found).resolve())):
                 if not _under_usr(p) and not any(p.is_relative_to(q) for q in paths):
-                    paths.add(_install_root(p))
+                    paths.add(p)
     return tuple(sorted(paths))
 
 
@@ -170,9 +245,16 @@ def _under_usr(path: Path) -> bool:
     return path.is_relative_to("/usr") or path.is_relative_to("/etc")
 
 
-def _install_root(bindir: Path) -> Path:
-    """A tool's install folder: the parent of its bin/ when it has one."""
-    return bindir.parent if bindir.name == "bin" else bindir
+def _install_root(target: Path) -> Path:
+    """The folder a command's real file belongs to: its npm package (the nearest folder with a
+    package.json inside node_modules), else the file alone."""
+    for folder in target.parents:
+        scope = folder.parent.parent if folder.parent.name.startswith("@") else folder.parent
+        if scope.name == "node_modules" and (folder / "package.json").is_file():
+            return folder
+        if folder.name == "node_modules":
+            break
+    return target
 
 
 def bwrap_works() -> str | None:
@@ -189,16 +271,21 @@ def bwrap_works() -> str | None:
     return None
 
 
-def choose(kind: str) -> tuple[type[Sandbox], str | None]:
-    """(sandbox class, warning) for the `--scylla-sandbox` value."""
+def choose(kind: str, real_model: bool = False) -> tuple[type[Sandbox], str | None]:
+    """(sandbox class, warning) for the `--scylla-sandbox` value; `real_model`: the session
+    calls a real model with the user's credential (then `auto` never falls back to local)."""
     if kind == "local":
         return Sandbox, None
     problem = bwrap_works()
-    if kind == "bwrap":
-        if problem:
-            raise SandboxError(f"--scylla-sandbox=bwrap: {problem}; install it (Debian/Ubuntu: "
-                               "apt-get install bubblewrap) or use --scylla-sandbox=local")
-        return Bwrap, None
+    if kind == "bwrap" and problem:
+        raise SandboxError(f"--scylla-sandbox=bwrap: {problem}; install it (Debian/Ubuntu: "
+                           "apt-get install bubblewrap) or use --scylla-sandbox=local")
+    if problem and real_model:
+        raise SandboxError(
+            f"--scylla-sandbox=auto: {problem}, and this session calls a real model with your "
+            "credential: an unisolated agent could read it and everything else this user can. "
+            "Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) or pass "
+            "--scylla-sandbox=local to accept that knowingly")
     if problem:
         return Sandbox, (f"sandbox: local (NOT isolated: {problem}); the agent can write "
                          "anywhere this user can")
