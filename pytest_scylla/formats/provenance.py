@@ -18,6 +18,7 @@ from typing import Any
 
 from pytest_scylla import __version__
 from pytest_scylla.core import pricing
+from pytest_scylla.core.environ import credential_free
 from pytest_scylla.core.runspec import RunSpec
 from pytest_scylla.formats.spec import Case
 from pytest_scylla.formats.tiers import Subtest, TierSet
@@ -136,10 +137,11 @@ def plugin_commit() -> str | None:
         return None
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True,
-                              text=True, timeout=10, check=True).stdout.strip()
+                              text=True, timeout=10, check=True,
+                              env=credential_free()).stdout.strip()
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
                                cwd=here, capture_output=True, text=True, timeout=10,
-                               check=True).stdout.strip()
+                               check=True, env=credential_free()).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None
     return head + ("+dirty" if dirty else "")

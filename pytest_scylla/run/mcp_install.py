@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from pytest_scylla.core.environ import credential_free
 from pytest_scylla.run.workspace import locked
 
 PINNED = re.compile(r"^(@?[^@\s]+)@(\d[^\s]*)$")
@@ -39,7 +40,8 @@ def install(spec: str, cache_dir: Path) -> Path:
             prefix.mkdir(parents=True, exist_ok=True)
             done = subprocess.run([npm, "install", "--prefix", str(prefix), "--no-audit",
                                    "--no-fund", "--ignore-scripts", spec],
-                                  capture_output=True, text=True, timeout=600)
+                                  capture_output=True, text=True, timeout=600,
+                                  env=credential_free())
             if done.returncode != 0:
                 raise InstallError(f"npm install {spec} failed: {done.stderr.strip()[-500:]}")
             marker.write_text(spec + "\n", encoding="utf-8")

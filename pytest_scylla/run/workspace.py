@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
-import os
 import shutil
 import subprocess
 import tempfile
@@ -23,6 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_scylla.core.environ import credential_free
 from pytest_scylla.formats.spec import Case
 from pytest_scylla.run import hostile
 
@@ -38,16 +38,9 @@ class WorkspaceError(RuntimeError):
     """The workspace could not be made (an infrastructure failure, never the agent's)."""
 
 
-def trusted_env() -> dict[str, str]:
-    """git's environment for the case's own source, before any agent ran: the harness's, less
-    every model credential (a private source repository may need the user's git setup)."""
-    return {k: v for k, v in os.environ.items()
-            if not k.startswith(("ANTHROPIC_", "OPENAI_")) and "API_KEY" not in k}
-
-
 def git(args: Sequence[str], cwd: Path, env: dict[str, str] | None = None,
         check: bool = True) -> str:
-    full_env = {**trusted_env(), **GIT_IDENTITY, "GIT_TERMINAL_PROMPT": "0",
+    full_env = {**credential_free(), **GIT_IDENTITY, "GIT_TERMINAL_PROMPT": "0",
                 "GIT_CONFIG_NOSYSTEM": "1", **(env or {})}
     proc = subprocess.run(["git", "-c", "core.quotepath=off", "-c", "init.defaultBranch=" + BRANCH,
                            *args], cwd=cwd, env=full_env, capture_output=True, text=True,
