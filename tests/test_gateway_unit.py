@@ -285,6 +285,10 @@ def test_only_model_endpoints_are_forwarded(gateway: Gateway, tmp_path: Path,
     assert ok.status_code == 200
     assert _Upstream.keys[before:] == ["sk-real"]
     assert route.refused == 1
+    deadline = time.monotonic() + 10  # the log line is written once the answer is sent
+    while len((tmp_path / "calls.jsonl").read_text().splitlines()) < 2 \
+            and time.monotonic() < deadline:
+        time.sleep(0.05)
     log = [json.loads(x) for x in (tmp_path / "calls.jsonl").read_text().splitlines()]
     assert [(x["endpoint"], x["status"], "refused" in x) for x in log] == [
         (path, 403, True), ("/v1/messages", 200, False)]

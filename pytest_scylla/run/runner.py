@@ -147,7 +147,9 @@ def _agent(run: _Run, ov: overlay.Overlay, rec: RunRecord) -> tuple[Finished, st
     rt.gateway.close(route.key)
     run.timings["agent_s"] = finished.seconds
     run.result = result = claude_code.parse(transcript)
-    stderr_tail = (run.run_dir / "agent.stderr.txt").read_text(errors="replace")[-500:].strip()
+    with open(run.run_dir / "agent.stderr.txt", "rb") as err:
+        err.seek(max(0, err.seek(0, 2) - 4096))  # the tail only, however much was written
+        stderr_tail = err.read().decode(errors="replace")[-500:].strip()
     rec.update({"exit_code": finished.exit_code, "timed_out": finished.timed_out,
                 "leftover_processes": finished.leftovers,
                 "final_message": result.final_message, "num_turns": result.num_turns,
