@@ -292,3 +292,30 @@ def test_only_model_endpoints_are_forwarded(gateway: Gateway, tmp_path: Path,
     log = [json.loads(x) for x in (tmp_path / "calls.jsonl").read_text().splitlines()]
     assert [(x["endpoint"], x["status"], "refused" in x) for x in log] == [
         (path, 403, True), ("/v1/messages", 200, False)]
+
+
+def test_attack_file_is_read_once_and_a_bad_one_is_named(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_scylla.run.gateway import attack
+
+    good = tmp_path / "attack.json"
+    good.write_text(json.dumps({"steps": [[{"name": "Bash", "input": {"command": "true"}}]],
+                                "final": "bye"}))
+    monkeypatch.setenv("SCYLLA_ORACLE_ATTACK", str(good))
+    loaded = attack.current()
+    assert loaded == attack.Attack(steps=((("Bash", {"command": "true"}),),), final="bye")
+    script = oracle.Script(mode="solution", workspace=tmp_path, files=())
+    request = {"tools": [{"name": "Bash"}, {"name": "Write"}],
+               "messages": [{"role": "user", "content": "go"}]}
+    first = oracle.answer(script, request)
+    assert [b["input"] for b in first.blocks] == [{"command": "true"}]
+    request["messages"] += [{"role": "assistant", "content": first.blocks},
+                            {"role": "user", "content": [{"type": "tool_result",
+                                                          "tool_use_id": first.blocks[0]["id"],
+                                                          "is_error": True}]}]
+    assert oracle.answer(script, request).blocks == [{"type": "text", "text": "bye"}]
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"steps": [[{"name": "Bash"}]]}')
+    monkeypatch.setenv("SCYLLA_ORACLE_ATTACK", str(bad))
+    with pytest.raises(attack.AttackFileError, match=r"bad\.json: expected .*KeyError"):
+        attack.current()

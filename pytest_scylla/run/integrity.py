@@ -24,6 +24,7 @@ from pytest_scylla.run import hostile
 from pytest_scylla.run.hostile import Entry
 
 STARTUP_FILES = frozenset({"sitecustomize.py", "usercustomize.py"})
+MODULE_SUFFIXES = (".py", ".pyc", ".so", ".pyd")  # what Python imports from a path entry
 # the standard library's top-level names, less the dunder ones a project legitimately has
 STDLIB = frozenset(n for n in sys.stdlib_module_names if not n.startswith("__"))
 
@@ -97,8 +98,8 @@ def _planted(rel: str, entry: Entry, entries: dict[str, Entry]) -> tuple[str, st
         return "conftest", "a conftest.py the case does not ship; removed before the checks"
     if name in STARTUP_FILES or (name.endswith(".pth") and entry.kind != "dir"):
         return "startup_file", "an interpreter start-up file; removed before the checks"
-    module = name[:-3] if name.endswith(".py") and entry.kind != "dir" else (
-        name if entry.kind == "dir" and f"{rel}/__init__.py" in entries else None)
+    module = name.split(".")[0] if name.endswith(MODULE_SUFFIXES) and entry.kind != "dir" \
+        else name if entry.kind == "dir" and f"{rel}/__init__.py" in entries else None
     on_path = not parent or f"{parent}/__init__.py" not in entries  # a sys.path root
     if module in STDLIB and on_path:
         return "shadowing_module", (f"named like the standard-library module '{module}'; "

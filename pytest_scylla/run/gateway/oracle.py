@@ -12,7 +12,8 @@ the prompt cache on the first call and read from it afterwards.
 
 For the harness's own fault tests, `SCYLLA_ORACLE_FAULT` in the gateway's environment makes the
 oracle misbehave: `stall` (never answers), `overloaded` (HTTP 529 with retry-after), `crash`
-(asks the shell to kill the CLI process).
+(asks the shell to kill the CLI process). `SCYLLA_ORACLE_ATTACK=<file.json>` turns the main agent
+hostile: it makes the scripted tool calls of that file instead (see `attack`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_scylla.run.gateway import sse
+from pytest_scylla.run.gateway import attack, sse
 
 TOOL_ID = "toolu_oracle_"
 JUDGE_TOOL = "submit_verdict"
@@ -206,6 +207,11 @@ def answer(script: Script, request: dict[str, Any], attempt: int = 0) -> Reply:
             "message": "usage limit reached for the current window (oracle fault)"})
     if not is_main_agent(request):
         return _text("Done: the requested change is in place.")
+    hostile = attack.current() if script.faults else None
+    if hostile is not None:
+        turn = _oracle_turns(request)[0]
+        return _tools(turn, list(hostile.steps[turn])) if turn < len(hostile.steps) else \
+            _text(hostile.final)
     if injected == "stall":
         return Reply(200, [], stall=True)
     turns, failed = _oracle_turns(request)
