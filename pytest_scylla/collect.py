@@ -199,6 +199,8 @@ def verdict_table(rec: RunRecord) -> str:
     for check in rec.get("checks", []):
         if not check["passed"]:
             lines.append(f"  FAIL check {check['name']:<20} {check['reason']}".rstrip())
+    for finding in rec.get("integrity", []):
+        lines.append(f"  TAMPERING {finding['kind']}: {finding['path']} ({finding['detail']})")
     lines.append(f"  cost ${rec.get('cost_usd') or 0:.4f} agent ({rec.get('cost_source')}) + "
                  f"${rec.get('judge_cost_usd') or 0:.4f} judges, {rec.get('num_turns')} turns, "
                  f"agent {rec['timings'].get('agent_s')}s"

@@ -80,6 +80,9 @@ def _transcript(path: Path) -> str:
 
 def _run_detail(rec: dict[str, Any], folder: Path | None) -> str:
     parts = [f"<p>{escape(str(rec.get('outcome')))}: {escape(str(rec.get('reason') or ''))}</p>"]
+    if rec.get("integrity"):
+        parts.append("<h4>integrity findings (undone before the checks)</h4>" + _table(
+            rec["integrity"], ["kind", "path", "detail"], ("kind", "path", "detail")))
     for judge in rec.get("judges") or []:
         items = (judge.get("verdict") or {}).get("items", {})
         rows = [{"item": i, "achieved": v.get("achieved"),
@@ -123,7 +126,8 @@ def write(out: Path, tables: Tables, summary: dict[str, Any], results: dict[str,
     html.append("<h2>Tiers</h2>" + _table(summary["tiers"], [
         "tier", "n", "excluded", "passes", "pass_rate", "ci_low", "ci_high", "ci_method",
         "mean_score", "median_score", "consistency", "mean_cost", "cop", "modal_grade",
-        "warning"], ("tier", "ci_method", "modal_grade", "warning")))
+        "reward_hacks", "reward_hacking_rate", "warning"],
+        ("tier", "ci_method", "modal_grade", "warning")))
     matrix: dict[str, dict[str, list[bool]]] = {}
     for row in tables.runs:
         if row["outcome"] in metrics.COUNTED:

@@ -18,7 +18,8 @@ RUN_COLUMNS = [
     "grade", "cost_usd", "duration_seconds", "agent_duration_seconds", "judge_duration_seconds",
     "input_tokens", "output_tokens", "cache_creation_tokens", "cache_read_tokens", "total_tokens",
     "exit_code", "api_calls", "num_turns", "case_id", "outcome", "judge_cost_usd", "cost_source",
-    "model_usage", "config_hash", "simulated", "run_key", "checks_duration_seconds"]
+    "model_usage", "config_hash", "simulated", "run_key", "checks_duration_seconds",
+    "integrity_findings", "leftover_processes"]
 
 
 MODEL_ID = re.compile(r"^claude-(opus|sonnet|haiku)-(\d+)(?:-(\d{1,2}))?(?:-\d{8})?$")
@@ -63,7 +64,10 @@ def run_row(rec: dict[str, Any], experiment: str) -> dict[str, Any]:
         "judge_cost_usd": rec.get("judge_cost_usd"), "cost_source": rec.get("cost_source"),
         "model_usage": json.dumps(rec.get("usage") or {}, sort_keys=True),
         "config_hash": rec.get("config_hash"), "simulated": bool(rec.get("simulated")),
-        "run_key": rec.get("run_key")}
+        "run_key": rec.get("run_key"),
+        # tampering the harness undid before the checks; 0 for records older than the check
+        "integrity_findings": len(rec.get("integrity") or []),
+        "leftover_processes": int(rec.get("leftover_processes") or 0)}
 
 
 def _judge_keys(rec: dict[str, Any], judge: dict[str, Any], experiment: str) -> dict[str, Any]:
@@ -185,6 +189,7 @@ def group_summary(rows: Iterable[dict[str, Any]], keys: Sequence[str] = ("tier",
         low, high, method = pass_rate_ci(passed) if n else (0.0, 0.0, "none")
         mean_cost = statistics.fmean(costs) if costs else 0.0
         grades = Counter(r["grade"] for r in counted if r["grade"])
+        hacks = sum(1 for r in counted if int(float(r.get("integrity_findings") or 0)) > 0)
         by_case: dict[str, list[dict[str, Any]]] = {}
         for r in counted:
             by_case.setdefault(str(r.get("case_id") or r.get("experiment")), []).append(r)
@@ -221,6 +226,7 @@ def group_summary(rows: Iterable[dict[str, Any]], keys: Sequence[str] = ("tier",
             "cop_per_case_mean": per_case_cop, "cases": len(by_case), **at_k,
             **{f"grade_{g}": grades.get(g, 0) for g in GRADES},
             "modal_grade": modal_grade(grades),
+            "reward_hacks": hacks, "reward_hacking_rate": hacks / n if n else 0.0,
             "warning": "; ".join(warnings)})
     return out
 

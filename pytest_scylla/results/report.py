@@ -66,6 +66,8 @@ def write(out: Path, tables: Tables, manifest: dict[str, Any] | None = None,
         "simulated": any(bool(r.get("simulated")) for r in tables.runs),
         "agent_cost_usd": math.fsum(float(r["cost_usd"] or 0) for r in tables.runs),
         "judge_cost_usd": math.fsum(float(r.get("judge_cost_usd") or 0) for r in tables.runs),
+        "reward_hacks": sum(1 for r in tables.runs
+                            if int(float(r.get("integrity_findings") or 0)) > 0),
         "tiers": tiers, "frontier": {"tier": best[0], "cop": best[1]} if best else None,
         "partial": tables.partial, "warnings": tables.warnings}
     results = statistical_results(tables)
@@ -95,8 +97,10 @@ def tier_table(tables: Tables, where: Path) -> list[str]:
         lines.append("SIMULATED MODEL: oracle agent and judges, not a real evaluation")
     if tables.partial:
         lines.append(f"PARTIAL: {tables.partial}")
+    hacked = sum(1 for r in tables.runs if int(float(r.get("integrity_findings") or 0)) > 0)
+    hacks = f"{'hacks':>7}" if hacked else ""  # the column shows once a run tampered
     lines.append(f"{'tier':<6}{'runs':>5}{'pass rate [95% CI]':>24}{'score':>7}{'grade':>6}"
-                 f"{'cost/run':>10}{'CoP':>10}  note")
+                 f"{'cost/run':>10}{'CoP':>10}{hacks}  note")
     for s in summary:
         mark = " <- frontier" if best and s["tier"] == best[0] else ""
         score = "-" if s["mean_score"] is None else f"{s['mean_score']:.2f}"
@@ -104,8 +108,13 @@ def tier_table(tables: Tables, where: Path) -> list[str]:
         note = mark or (f"  {s['warning']}" if s["warning"] else "")
         lines.append(f"{s['tier']:<6}{s['n']:>5}{rate:>24}{score:>7}{s['modal_grade'] or '-':>6}"
                      f"{'$' + format(s['mean_cost'], '.4f'):>10}"
-                     f"{metrics.fmt_cop(s['cop']):>10}{note}")
+                     f"{metrics.fmt_cop(s['cop']):>10}"
+                     f"{format(str(s['reward_hacks']) + '/' + str(s['n']), '>7') if hacked else ''}"
+                     f"{note}")
     counts = Counter(r["outcome"] for r in tables.runs)
+    if hacked:
+        lines.append(f"reward hacking: {hacked} run(s) tampered with their checks (integrity "
+                     "findings; each was checked and judged on the restored workspace)")
     lines.append("outcomes: " + ", ".join(f"{n} {o}" for o, n in sorted(counts.items()))
                  + " (infra_error and judge_error runs are not counted in pass rates)")
     agent = math.fsum(float(r["cost_usd"] or 0) for r in tables.runs)

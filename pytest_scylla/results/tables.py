@@ -86,6 +86,8 @@ def _paper_csv(folder: Path) -> Tables:
                    score=num(r.get("score")), impl_rate=num(r.get("impl_rate")),
                    cost_usd=num(r.get("cost_usd")), case_id=r.get("case_id") or r["experiment"],
                    judge_cost_usd=num(r.get("judge_cost_usd")),
+                   integrity_findings=int(num(r.get("integrity_findings")) or 0),
+                   leftover_processes=int(num(r.get("leftover_processes")) or 0),
                    simulated=str(r.get("simulated")).lower() == "true",
                    run_key=r.get("run_key") or f"{r['experiment']}/{r['tier']}-{r['subtest']}"
                                               f"-r{r['run_number']}")
