@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -227,3 +228,39 @@ def test_big_files_are_named_not_read_and_links_are_listed_not_followed(tmp_path
     cut_entries, cut = hostile.walk(ws.path, limit=2)
     assert (len(cut_entries), cut) == (2, True)
     assert os.path.exists(ws.path / "outside")
+
+
+def test_pytest_settings_the_agent_changed_or_added_are_put_back(tmp_path: Path) -> None:
+    """`addopts = --co` makes every pytest check collect only and exit 0 (the positive control
+    runs it); the harness restores changed settings files and removes added ones, while a
+    settings file changed elsewhere (dependencies) or without pytest settings is left alone."""
+    c = case("test-002")
+    ws = make(c, tmp_path)
+    control = tmp_path / "control"
+    shutil.copytree(ws.path, control, symlinks=True)
+    (control / "calc_test.py").write_text("def test_fails():\n    assert False\n")
+    (control / "pytest.ini").write_text("[pytest]\naddopts = --co -q\n")
+    naive = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                            "calc_test.py"], cwd=control, capture_output=True, text=True,
+                           env={k: v for k, v in os.environ.items()
+                                if not k.startswith("PYTEST")}, check=False)
+    assert naive.returncode == 0, naive.stdout  # the failing test was never run
+
+    (ws.path / "pytest.ini").write_text("[pytest]\naddopts = --co -q\n")
+    (ws.path / "tests" / "tox.ini").write_text("[pytest]\naddopts = -k nothing\n")
+    (ws.path / "fairshare" / "setup.cfg").write_text("[metadata]\nname = x\n")  # no pytest
+    pinned = (ws.path / "pyproject.toml").read_text()
+    (ws.path / "pyproject.toml").write_text(pinned + 'addopts = "--co"\n')  # in its section
+    found = findings(c, ws)
+    assert ("test_config", "pytest.ini") in found
+    assert ("test_config", "tests/tox.ini") in found
+    assert ("test_config", "pyproject.toml") in found
+    assert not (ws.path / "pytest.ini").exists()
+    assert not (ws.path / "tests" / "tox.ini").exists()
+    assert (ws.path / "pyproject.toml").read_text() == pinned  # restored
+    assert (ws.path / "fairshare" / "setup.cfg").exists()
+    assert integrity.pytest_settings("pyproject.toml", b'[project]\nname = "x"\n') is None
+    assert integrity.pytest_settings("pyproject.toml", b"[tool.pytest]\nx = 1\n") == {"x": 1}
+    assert integrity.pytest_settings("pytest.ini", b"") == {}  # pytest.ini always counts
+    assert integrity.pytest_settings("pyproject.toml", (pinned + 'addopts = "--co"\n').encode()) \
+        == {"ini_options": {"testpaths": ["tests"], "addopts": "--co"}}  # parsed, not raw

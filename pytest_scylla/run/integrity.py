@@ -5,6 +5,8 @@ The checks run the agent's code; they must not also run test machinery the agent
 - conftest.py files, interpreter start-up files (sitecustomize.py, usercustomize.py, *.pth) and
   modules named like the standard library that the agent added where they would be imported are
   removed (`conftest`, `startup_file`, `shadowing_module`);
+- pytest settings the agent changed or added (addopts, a new pytest.ini, ... in any folder) are
+  put back as the pinned commit had them (`test_config`);
 - hidden files go only where nothing is: what the agent placed there is removed (`hidden_path`).
 Each finding names its path; the run is then checked and judged on the restored workspace.
 Nothing here follows a link or runs anything the agent wrote (see `hostile`).
@@ -12,9 +14,11 @@ Nothing here follows a link or runs anything the agent wrote (see `hostile`).
 
 from __future__ import annotations
 
+import configparser
 import hashlib
 import re
 import sys
+import tomllib
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -25,13 +29,17 @@ from pytest_scylla.run.hostile import Entry
 
 STARTUP_FILES = frozenset({"sitecustomize.py", "usercustomize.py"})
 MODULE_SUFFIXES = (".py", ".pyc", ".so", ".pyd")  # what Python imports from a path entry
+# files pytest takes its settings from, in any folder (it looks upwards from its arguments)
+TEST_CONFIG = {"pytest.ini": "pytest", ".pytest.ini": "pytest", "tox.ini": "pytest",
+               "setup.cfg": "tool:pytest", "pyproject.toml": ""}
 # the standard library's top-level names, less the dunder ones a project legitimately has
 STDLIB = frozenset(n for n in sys.stdlib_module_names if not n.startswith("__"))
 
 
 @dataclass(frozen=True)
 class Finding:
-    kind: str  # protected_path | hidden_path | conftest | startup_file | shadowing_module
+    kind: str  # protected_path | hidden_path | conftest | startup_file | shadowing_module |
+    # test_config
     path: str
     detail: str
 
@@ -88,6 +96,50 @@ def _protected(case: Case, ws: hostile.Tree, base: dict[str, tuple[str, str]],
         what = "deleted" if entry is None else "changed"
         findings.append(Finding("protected_path", rel,
                                 f"{what} by the agent; restored from the pinned commit"))
+    return findings
+
+
+def pytest_settings(name: str, data: bytes) -> object:
+    """What pytest would read from a settings file (None: nothing; pytest.ini always counts);
+    text that does not parse counts as itself."""
+    try:
+        if name == "pyproject.toml":
+            return tomllib.loads(data.decode()).get("tool", {}).get("pytest")
+        parser = configparser.ConfigParser(interpolation=None)
+        parser.read_string(data.decode())
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError, configparser.Error, AttributeError):
+        return data
+    section = TEST_CONFIG[name]
+    if not parser.has_section(section):
+        return {} if name in ("pytest.ini", ".pytest.ini") else None
+    return dict(parser.items(section))
+
+
+def _test_config(ws: hostile.Tree, base: dict[str, tuple[str, str]],
+                 entries: dict[str, Entry], keep: set[str]) -> list[Finding]:
+    """Put back pytest settings the agent changed or added (whole files: pytest reads them)."""
+    findings = []
+    for rel, entry in sorted(entries.items()):
+        name = rel.rpartition("/")[2]
+        if name not in TEST_CONFIG or rel in keep or entry.kind == "dir":
+            continue
+        try:
+            now = b"" if entry.kind != "file" or entry.size > hostile.MAX_FILE_BYTES else \
+                (ws.root / rel).read_bytes()
+        except OSError:
+            continue  # gone with a folder removed above
+        if rel in base:
+            mode, blob_id = base[rel]
+            pinned = ws.blob(blob_id)
+            if entry.kind == "file" and pytest_settings(name, now) == pytest_settings(name, pinned):
+                continue
+            hostile.place(ws.root, rel, pinned, mode)
+            findings.append(Finding("test_config", rel, "pytest settings changed by the agent; "
+                                    "file restored from the pinned commit"))
+        elif (entry.kind != "file" or pytest_settings(name, now) is not None) \
+                and hostile.delete(ws.root, rel):
+            findings.append(Finding("test_config", rel, "pytest settings added by the agent; "
+                                    "removed before the checks"))
     return findings
 
 
@@ -158,4 +210,5 @@ def secure(case: Case, ws: hostile.Tree, entries: Sequence[Entry]) -> list[Findi
     findings = _protected(case, ws, base, listed)
     keep = set(hidden) | {f.path for f in findings}
     findings += _remove_planted(ws, listed, base, keep)
+    findings += _test_config(ws, base, listed, keep | {f.path for f in findings})
     return findings + _place_hidden(ws, hidden, base, listed)
