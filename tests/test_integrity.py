@@ -227,6 +227,10 @@ def test_big_files_are_named_not_read_and_links_are_listed_not_followed(tmp_path
     assert not any(e.rel.startswith("outside/") for e in entries)
     cut_entries, cut = hostile.walk(ws.path, limit=2)
     assert (len(cut_entries), cut) == (2, True)
+    assert file_list(ws.path, cut_entries, cut)[-1].startswith("[... more files than")
+    # a workspace too big to scan whole says so as a finding of its own
+    found = [(f.kind, f.path) for f in integrity.secure(c, ws.tree(), cut_entries, cut)]
+    assert ("unchecked", ".") in found
     assert os.path.exists(ws.path / "outside")
 
 

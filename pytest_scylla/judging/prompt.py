@@ -11,6 +11,7 @@ from typing import Any
 from pytest_scylla.formats.spec import Case, RubricItem
 
 DIFF_LIMIT = 60_000  # characters of diff shown (head and tail)
+MESSAGE_LIMIT = 20_000  # characters of the agent's final message shown
 OUTPUT_LIMIT = 2_000  # characters of each check's output shown
 FILES_LIMIT = 400  # file names shown
 
@@ -78,7 +79,7 @@ def build(case: Case, items: Sequence[RubricItem], final_message: str, diff: str
         check_lines.append(f"## check {check['name']}: {status}, exit {check['exit_code']}\n"
                            f"{output.strip() or '(no output)'}")
     data = "\n".join([
-        "# The agent's final message", final_message.strip() or "(none)", "",
+        "# The agent's final message", _cut(final_message, MESSAGE_LIMIT).strip() or "(none)", "",
         "# Diff against the starting commit (untracked files included)",
         _cut(diff, DIFF_LIMIT).strip() or "(no changes)", "",
         "# Files in the workspace after the run", *shown, "",

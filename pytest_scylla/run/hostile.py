@@ -20,7 +20,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-MAX_FILES = 20_000  # workspace entries listed; beyond this the list says it was cut
+MAX_FILES = 20_000  # files named in files.txt and to the judges; beyond, the list says it was cut
+MAX_ENTRIES = 500_000  # entries walked for the integrity scan; beyond, a finding says so
 MAX_FILE_BYTES = 2_000_000  # a larger file is named in the diff, not read into it
 MAX_DIFF_BYTES = 8_000_000  # the diff read back from git, at most
 # Settings that make git ignore what a repository could say about itself: no fsmonitor, hooks,
@@ -76,7 +77,7 @@ class Entry:
     executable: bool = False
 
 
-def walk(root: Path, limit: int = MAX_FILES) -> tuple[list[Entry], bool]:
+def walk(root: Path, limit: int = MAX_ENTRIES) -> tuple[list[Entry], bool]:
     """Every entry under `root` (the top `.git` skipped), never following a symlink; (entries,
     whether the list was cut at `limit`)."""
     entries: list[Entry] = []

@@ -39,7 +39,7 @@ STDLIB = frozenset(n for n in sys.stdlib_module_names if not n.startswith("__"))
 @dataclass(frozen=True)
 class Finding:
     kind: str  # protected_path | hidden_path | conftest | startup_file | shadowing_module |
-    # test_config
+    # test_config | unchecked
     path: str
     detail: str
 
@@ -201,9 +201,11 @@ def _place_hidden(ws: hostile.Tree, hidden: dict[str, tuple[bytes, str]],
     return findings
 
 
-def secure(case: Case, ws: hostile.Tree, entries: Sequence[Entry]) -> list[Finding]:
+def secure(case: Case, ws: hostile.Tree, entries: Sequence[Entry], cut: bool = False
+           ) -> list[Finding]:
     """Restore protected paths, remove planted machinery, copy the hidden files in: the
-    workspace the checks run on. `entries`: the workspace as `hostile.walk` saw it."""
+    workspace the checks run on. `entries`: the workspace as `hostile.walk` saw it (`cut`: not
+    all of it, which is a finding of its own: what lies beyond was not checked)."""
     base = ws.files()
     listed = {e.rel: e for e in entries}
     hidden = _hidden_files(case)
@@ -211,4 +213,7 @@ def secure(case: Case, ws: hostile.Tree, entries: Sequence[Entry]) -> list[Findi
     keep = set(hidden) | {f.path for f in findings}
     findings += _remove_planted(ws, listed, base, keep)
     findings += _test_config(ws, base, listed, keep | {f.path for f in findings})
+    if cut:
+        findings.append(Finding("unchecked", ".", f"more than {hostile.MAX_ENTRIES} entries in "
+                                "the workspace: the rest was not scanned"))
     return findings + _place_hidden(ws, hidden, base, listed)

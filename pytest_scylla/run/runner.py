@@ -170,7 +170,7 @@ def _judge(run: _Run, rec: RunRecord, ws: workspace.Workspace, ov: overlay.Overl
     (run.run_dir / "diff.patch").write_text(diff, encoding="utf-8")
     (run.run_dir / "files.txt").write_text("\n".join(files) + "\n", encoding="utf-8")
     check_began = time.monotonic()
-    rec["integrity"] = [f.to_json() for f in integrity.secure(spec.case, ws.tree(), entries)]
+    rec["integrity"] = [f.to_json() for f in integrity.secure(spec.case, ws.tree(), entries, cut)]
 
     def wrap(cmd: list[str]) -> list[str]:
         return rt.sandbox.wrap(cmd, run.ws_path, run.private)

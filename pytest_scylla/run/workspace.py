@@ -139,4 +139,7 @@ def file_list(path: Path, entries: Sequence[hostile.Entry] | None = None,
     if entries is None:
         entries, cut = hostile.walk(path)
     names = [e.rel for e in entries if e.kind != "dir"]
-    return names + ([f"[... more than {hostile.MAX_FILES} entries; list cut ...]"] if cut else [])
+    if cut or len(names) > hostile.MAX_FILES:
+        note = f"[... more files than {hostile.MAX_FILES}; list cut ...]"
+        return [*names[: hostile.MAX_FILES], note]
+    return names
