@@ -268,3 +268,14 @@ def test_pytest_settings_the_agent_changed_or_added_are_put_back(tmp_path: Path)
     assert integrity.pytest_settings("pytest.ini", b"") == {}  # pytest.ini always counts
     assert integrity.pytest_settings("pyproject.toml", (pinned + 'addopts = "--co"\n').encode()) \
         == {"ini_options": {"testpaths": ["tests"], "addopts": "--co"}}  # parsed, not raw
+
+
+def test_an_ignore_rule_cannot_hide_itself_from_the_diff(tmp_path: Path) -> None:
+    c = case("test-001")
+    ws = make(c, tmp_path)
+    (ws.path / "hello.py").write_text("print('hi')\n")
+    (ws.path / ".gitignore").write_text("*.py\n.gitignore\n")
+    assert "hello.py" not in diff(ws)  # the positive control: the rule hides the work...
+    text = diff(ws, entries=hostile.walk(ws.path)[0])
+    assert "+*.py" in text  # ...but the judges see the rule that does it
+    assert "hello.py" in file_list(ws.path)

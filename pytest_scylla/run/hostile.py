@@ -125,8 +125,13 @@ class Tree:
         instead of read."""
         big = [e.rel for e in entries if e.kind == "file" and e.size > MAX_FILE_BYTES]
         skip = [f":(exclude,literal){p}" for p in (*exclude, *big)]
+        # the agent's ignore files are always shown: an ignore rule can hide work, even itself
+        ignores = [f":(literal){e.rel}" for e in entries if e.kind == "file"
+                   and e.rel.rpartition("/")[2] == ".gitignore" and e.rel not in exclude]
         with self._env() as env:
             run_git(["add", "-A", "--", ".", *skip], env)
+            if ignores:
+                run_git(["add", "-f", "--", *ignores], env)
             out = run_git(["diff", "--cached", "--binary", "--no-ext-diff", "--no-textconv",
                            "--no-color", self.base], env)
         notes = "".join(f"[harness: {p} is over {MAX_FILE_BYTES} bytes; not shown]\n" for p in big)
