@@ -279,3 +279,12 @@ def test_an_ignore_rule_cannot_hide_itself_from_the_diff(tmp_path: Path) -> None
     text = diff(ws, entries=hostile.walk(ws.path)[0])
     assert "+*.py" in text  # ...but the judges see the rule that does it
     assert "hello.py" in file_list(ws.path)
+
+
+def test_attributes_cannot_turn_the_agents_changes_into_binary_patches(tmp_path: Path) -> None:
+    c = case("test-001")
+    ws = make(c, tmp_path)
+    (ws.path / "hello.py").write_text("print('sneaky')\n")
+    (ws.path / ".gitattributes").write_text("*.py binary\n")
+    assert "sneaky" not in diff(ws)  # positive control: a binary patch hides the text
+    assert "+print('sneaky')" in diff(ws, entries=hostile.walk(ws.path)[0])

@@ -128,12 +128,16 @@ class Tree:
         # the agent's ignore files are always shown: an ignore rule can hide work, even itself
         ignores = [f":(literal){e.rel}" for e in entries if e.kind == "file"
                    and e.rel.rpartition("/")[2] == ".gitignore" and e.rel not in exclude]
+        # attributes (`-diff`, `binary`) could turn the agent's changes into an unreadable
+        # binary patch: where the workspace has attribute files, every file is shown as text
+        text = ["--text"] if any(e.rel.rpartition("/")[2] == ".gitattributes"
+                                 for e in entries) else []
         with self._env() as env:
             run_git(["add", "-A", "--", ".", *skip], env)
             if ignores:
                 run_git(["add", "-f", "--", *ignores], env)
-            out = run_git(["diff", "--cached", "--binary", "--no-ext-diff", "--no-textconv",
-                           "--no-color", self.base], env)
+            out = run_git(["diff", "--cached", "--binary", *text, "--no-ext-diff",
+                           "--no-textconv", "--no-color", self.base], env)
         notes = "".join(f"[harness: {p} is over {MAX_FILE_BYTES} bytes; not shown]\n" for p in big)
         return out.decode("utf-8", errors="replace") + notes
 
