@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -199,3 +200,23 @@ def test_auto_never_falls_back_to_local_when_a_real_model_is_called(
                        r"bubblewrap.*--scylla-sandbox=local to accept that knowingly"):
         choose("auto", real_model=True)
     assert choose("local", real_model=True) == (Sandbox, None)  # chosen knowingly
+
+
+def test_a_zombie_owner_counts_as_gone_for_stale_folders(tmp_path: Path) -> None:
+    """A SIGKILLed session's processes may linger as zombies (killed, not yet reaped by their
+    parent): their folders are stale all the same; a live owner's folder stays."""
+    from pytest_scylla.core.tempdirs import OWNER_FILE, clean_stale
+
+    child = subprocess.Popen(["true"])
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{child.pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z":
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    for name, pid in (("scylla-run-zombie", child.pid), ("scylla-run-live", os.getpid())):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / OWNER_FILE).write_text(str(pid))
+    try:
+        assert clean_stale(tmp_path) == [tmp_path / "scylla-run-zombie"]
+    finally:
+        child.wait()
+    assert (tmp_path / "scylla-run-live").is_dir()

@@ -25,13 +25,18 @@ def claim_private(prefix: str = "scylla-run-") -> Path:
 
 
 def _alive(pid: int) -> bool:
+    """Whether `pid` is a running process (a zombie, killed but not yet reaped, is not)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rpartition(b")")[2].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True
 
 
 def clean_stale(temp_root: Path | None = None) -> list[Path]:

@@ -72,17 +72,14 @@ def _processes() -> dict[int, tuple[int, int]]:
     return found
 
 
-@functools.lru_cache(maxsize=1)
-def become_subreaper() -> bool:
-    """Make this process the reaper of its orphaned descendants (Linux), so that a process the
-    agent detached is reparented here, where it can be found and stopped."""
-    try:
+def subreaper(on: bool) -> None:
+    """Make this process the reaper of its orphaned descendants (Linux) while a command runs,
+    so that a process the agent detached is reparented here, where it can be found and stopped;
+    switched off again after, so that no other orphan is left here unreaped."""
+    with contextlib.suppress(OSError, AttributeError):
         import ctypes
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        return bool(libc.prctl(36, 1, 0, 0, 0) == 0)  # PR_SET_CHILD_SUBREAPER
-    except (OSError, AttributeError):
-        return False
+        ctypes.CDLL(None, use_errno=True).prctl(36, int(on), 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
 
 
 def hide_environment() -> None:
@@ -97,24 +94,29 @@ def hide_environment() -> None:
 
 def sweep(group: int, before: set[int]) -> int:
     """Kill what is left of the process group `group` and every process reparented to this one
-    since `before` (this process's children then); returns how many there were."""
+    since `before` (this process's children then), and reap them; returns how many there were."""
     me, killed = os.getpid(), set[int]()
     for _ in range(20):  # a killed parent's children are reparented a moment later
-        table = _processes()
-        left = {pid for pid, (ppid, pgrp) in table.items()
-                if pid != me and (pgrp == group or (ppid == me and pid not in before))}
-        if not left - killed and killed:
+        new = {pid for pid, (ppid, pgrp) in _processes().items() if pid != me and pid not in
+               killed and (pgrp == group or (ppid == me and pid not in before))}
+        if not new:
             break
-        for pid in left - killed:
+        for pid in new:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
-            killed.add(pid)
-        for pid in killed:
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, os.WNOHANG)
-        if not left:
-            break
+        killed |= new
         time.sleep(0.05)
+    waiting, deadline = set(killed), time.monotonic() + 2
+    while waiting and time.monotonic() < deadline:  # no zombie of ours is left behind
+        for pid in list(waiting):
+            try:
+                if os.waitpid(pid, os.WNOHANG)[0]:
+                    waiting.discard(pid)
+            except ChildProcessError:  # not (or no longer) ours: done once it is gone
+                if not os.path.exists(f"/proc/{pid}"):
+                    waiting.discard(pid)
+        if waiting:
+            time.sleep(0.02)
     return len(killed)
 
 
@@ -175,15 +177,18 @@ class Sandbox:
             stdin: str | None, timeout: float, stdout: IO[bytes] | int,
             stderr: IO[bytes] | int, bridge: bool = False) -> Finished:
         """Run `argv`, wait for it (at most `timeout` seconds), then stop whatever it left."""
-        become_subreaper()
         me = os.getpid()
         before = {pid for pid, (ppid, _) in _processes().items() if ppid == me}
-        began = time.monotonic()
-        proc = start(self.wrap(argv, cwd, private, bridge), cwd, env, stdin, stdout, stderr)
+        subreaper(True)
         try:
-            finished = wait(proc, timeout, began)
+            began = time.monotonic()
+            proc = start(self.wrap(argv, cwd, private, bridge), cwd, env, stdin, stdout, stderr)
+            try:
+                finished = wait(proc, timeout, began)
+            finally:
+                left = sweep(proc.pid, before)
         finally:
-            left = sweep(proc.pid, before)
+            subreaper(False)
         return replace(finished, leftovers=left)
 
 
