@@ -12,6 +12,8 @@ from pytest_scylla.formats.spec import CATEGORIES
 from pytest_scylla.formats.tiers import tier_files
 from pytest_scylla.settings import EXPERIMENT_KEY, SESSION_KEY
 
+ACTIVE_KEY = pytest.StashKey[tuple[Path, ...]]()  # set when the session evaluates: case roots
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     settings.addoptions(parser)
@@ -42,6 +44,9 @@ def pytest_scylla_execute(spec: Any, runtime: Any, conditions: Any) -> Any:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
+    if not settings.wanted(config):
+        return  # inert: a session that evaluates nothing sees no trace of the plugin
+    config.stash[ACTIVE_KEY] = settings.case_roots(config)
     config.stash[settings.SETTINGS_KEY] = settings.resolve(config)
     config.addinivalue_line("markers", "scylla: a pytest-scylla evaluation run")
     for tier in tier_files(config.stash[settings.SETTINGS_KEY].tiers_dir):
@@ -106,6 +111,8 @@ class _XdistHooks:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    if ACTIVE_KEY not in config.stash:
+        return
     rt = config.stash.get(collect.RUNTIME_KEY, None)
     if rt is not None and not isinstance(rt, Exception):
         rt.gateway.stop()
@@ -116,10 +123,15 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    roots = parent.config.stash.get(ACTIVE_KEY, ())
+    if not any(path.resolve().is_relative_to(root) for root in roots):
+        return None  # a test.yaml outside the case roots is someone else's file
     return collect.collect_directory(path, parent)  # type: ignore[no-any-return]
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
+    if ACTIVE_KEY not in config.stash:
+        return []
     s = config.stash[settings.SETTINGS_KEY]
     lines = [f"scylla: runs={s.runs} tiers={','.join(s.tiers) if s.tiers else 'all'} "
              f"subtests={','.join(s.subtests) if s.subtests else 'all'} "

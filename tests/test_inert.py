@@ -1,0 +1,113 @@
+"""Installed into any project, the plugin stays out of the way until asked: a session that
+collects no evaluation and passes no --scylla-* option looks exactly as without the plugin
+(no header lines, no sandbox probe, no folders, no summary), and a `test.yaml` outside the
+configured case roots is someone else's file. The same project, given cases and asked, runs
+them (the positive control)."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from .conftest import FIXTURES
+
+SUITE = {
+    "tests/test_app.py": "import pytest\n\n\ndef test_ok():\n    assert 1 + 1 == 2\n\n\n"
+                         "def test_bad():\n    assert 1 + 1 == 3\n\n\n"
+                         "@pytest.mark.skip(reason='later')\ndef test_later():\n    pass\n",
+    # a Kubernetes-style fixture that happens to be called test.yaml, inside the suite
+    "tests/deploy/test.yaml": "apiVersion: v1\nkind: Pod\nmetadata:\n  name: test\n",
+    "tests/deploy/test_deploy.py": "def test_manifest_exists():\n    import pathlib\n"
+                                   "    assert (pathlib.Path(__file__).parent / 'test.yaml')"
+                                   ".is_file()\n",
+}
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
+    for rel, text in SUITE.items():
+        path = pytester.path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    # a bwrap first on PATH that notes every call: a probe would leave a trace
+    bin_dir = pytester.path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "bwrap").write_text(f"#!/bin/sh\necho probed >> {pytester.path / 'probes'}\n"
+                                   "exit 1\n")
+    (bin_dir / "bwrap").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    return pytester.path
+
+
+def _normal(text: str) -> list[str]:
+    """Output lines that do not depend on timing or on the list of plugins."""
+    return [re.sub(r" in [\d.]+s", "", line) for line in text.splitlines()
+            if not line.startswith(("platform ", "plugins:", "rootdir:", "cachedir:"))]
+
+
+@pytest.mark.parametrize("args", [(), ("tests",), ("tests/deploy",)], ids=["no-args", "tests",
+                                                                          "yaml-dir"])
+def test_a_project_without_evaluations_sees_no_trace_of_the_plugin(
+        project: Path, pytester: pytest.Pytester, args: tuple[str, ...]) -> None:
+    without = pytester.runpytest_subprocess("-p", "no:scylla", "-p", "no:cacheprovider", *args)
+    with_plugin = pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
+    without.assert_outcomes(passed=2 if args != ("tests/deploy",) else 1,
+                            failed=0 if args == ("tests/deploy",) else 1,
+                            skipped=0 if args == ("tests/deploy",) else 1)
+    assert with_plugin.ret == without.ret
+    assert with_plugin.parseoutcomes() == without.parseoutcomes()
+    assert _normal(with_plugin.stdout.str()) == _normal(without.stdout.str())
+    # (pytest's own `plugins:` line names it, as it names every installed plugin)
+    assert "scylla" not in "\n".join(_normal(with_plugin.stdout.str())) + with_plugin.stderr.str()
+    assert not (project / "reports").exists()
+    assert not (project / "probes").exists()  # bubblewrap was never probed
+
+
+def test_cases_under_the_roots_are_evaluations_and_elsewhere_are_not(
+        project: Path, pytester: pytest.Pytester) -> None:
+    """Positive control: with a `cases/` folder and its tiers, the same project's `pytest cases`
+    is an evaluation (header, probe, runs); its ordinary suite stays inert; `scylla_cases`
+    moves the root."""
+    mini = FIXTURES / "mini"
+    for folder in ("cases", "tiers", "rubrics"):
+        pytester.path.joinpath(folder).mkdir()
+        os.system(f"cp -r {mini / folder}/. {pytester.path / folder}")
+    plan = pytester.runpytest_subprocess("-p", "no:cacheprovider", "cases", "--scylla-plan")
+    plan.stdout.fnmatch_lines(["scylla: runs=1 *", "*pytest-scylla plan*"])
+    assert (project / "probes").exists()  # the header probed the sandbox
+    (project / "probes").unlink()
+    suite = pytester.runpytest_subprocess("-p", "no:cacheprovider", "tests")
+    suite.assert_outcomes(passed=2, failed=1, skipped=1)
+    assert "scylla" not in "\n".join(_normal(suite.stdout.str()))
+    assert not (project / "probes").exists()
+    # another root: `cases/` is then an ordinary folder, `evals/` holds the evaluations
+    (project / "cases").rename(project / "evals")
+    pytester.makeini("[pytest]\nscylla_cases = evals\n")
+    moved = pytester.runpytest_subprocess("-p", "no:cacheprovider", "evals", "--scylla-plan",
+                                          "--co", "-q")
+    moved.stdout.fnmatch_lines(["*alpha*T0-00*"])
+
+
+def test_this_repository_is_an_evaluation_project(tmp_path: Path) -> None:
+    """A bare `pytest` at this checkout's root collects `cases/` (the card's commands work as
+    written); without a key the session stops at the first run with one clear setup error."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("ANTHROPIC_", "PYTEST_"))}
+    done = subprocess.run([sys.executable, "-m", "pytest", "--scylla-runs=1", "-k",
+                           "test-001 and T0", "-p", "no:cacheprovider",
+                           f"--scylla-out={tmp_path / 'out'}"], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert "testpaths: cases" in done.stdout
+    errors = [line for line in done.stdout.splitlines() if line.startswith("setup: ")]
+    assert errors == ["setup: no model credential: set ANTHROPIC_API_KEY (or "
+                      "ANTHROPIC_AUTH_TOKEN) in the environment pytest runs in, or run offline "
+                      "with --scylla-oracle (a SIMULATED model)"]
+    assert "Traceback" not in done.stdout + done.stderr
+    assert "1 error" in done.stdout  # the first run; the session stops there
