@@ -36,6 +36,9 @@ RECORD_KEY = pytest.StashKey[RunRecord]()
 RUNTIME_KEY = pytest.StashKey["Runtime | Exception"]()
 
 
+JUNIT_PROPERTIES = ("tier", "subtest", "outcome", "score", "grade", "cost_usd")
+
+
 def is_case_dir(path: Path) -> bool:
     return (path / CASE_FILE).is_file()
 
@@ -129,6 +132,8 @@ class RunItem(pytest.Function):
         rec = json.loads(json.dumps(rec))  # JSON-native, as it travels from xdist workers
         self.stash[RECORD_KEY] = rec
         self.user_properties.append(("scylla_run", rec))
+        for name in JUNIT_PROPERTIES:  # one by one too, for CI dashboards reading JUnit XML
+            self.user_properties.append((f"scylla_{name}", rec.get(name)))
         if rec["outcome"] in ("infra_error", "judge_error"):
             pytest.fail(f"{rec['outcome']}: {rec['reason']}\nrun folder: {rt.run_dir(spec)}",
                         pytrace=False)

@@ -478,6 +478,12 @@ def test_x_stops_after_the_first_failing_run_and_junitxml_has_each_run(
     for case, key in zip(cases, ["alpha-T0-01-r1", "beta-T0-01-r1"], strict=True):
         [record] = [p.get("value") for p in case.iter("property") if p.get("name") == "scylla_run"]
         assert f"'run_key': '{key}'" in (record or "")
+        rec = records(out)[key]
+        props = {p.get("name"): p.get("value") for p in case.iter("property")}
+        assert {n: props[f"scylla_{n}"] for n in ("tier", "subtest", "outcome", "score", "grade",
+                                                  "cost_usd")} == {
+            "tier": "T0", "subtest": rec["subtest"], "outcome": rec["outcome"],
+            "score": str(rec["score"]), "grade": rec["grade"], "cost_usd": str(rec["cost_usd"])}
     lastfailed = mini / ".pytest_cache" / "v" / "cache" / "lastfailed"
     assert json.loads(lastfailed.read_text()) == {BETA_FAILED: True}
 
