@@ -11,6 +11,7 @@ from typing import Any
 
 from pytest_scylla import __version__
 from pytest_scylla.collect import CASE_FILE
+from pytest_scylla.formats import PACKAGED
 from pytest_scylla.formats.spec import load_case
 from pytest_scylla.formats.tiers import TierSet
 from pytest_scylla.formats.yamlmarks import SpecError
@@ -19,7 +20,7 @@ from pytest_scylla.formats.yamlmarks import SpecError
 def validate(root: Path, out: list[str]) -> int:
     """Validate every tier subtest and case under `root`; returns the number of bad files."""
     bad = 0
-    tiers = TierSet(root / "tiers")
+    tiers = TierSet(root / "tiers" if (root / "tiers").is_dir() else PACKAGED)
     for name, error in tiers.errors.items():
         bad += 1
         out.append(f"FAIL {name}:\n{error}")

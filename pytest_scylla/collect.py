@@ -39,6 +39,25 @@ RUNTIME_KEY = pytest.StashKey["Runtime | Exception"]()
 JUNIT_PROPERTIES = ("tier", "subtest", "outcome", "score", "grade", "cost_usd")
 
 
+def case_roots(config: pytest.Config) -> tuple[Path, ...]:
+    """The folders cases are collected from (`scylla_cases`)."""
+    base = config.inipath.parent if config.inipath else config.rootpath
+    return tuple((base / str(p)).resolve() for p in config.getini("scylla_cases"))
+
+
+def wanted(config: pytest.Config) -> bool:
+    """Whether this session evaluates anything: a --scylla-* option on the command line, or a
+    path it collects from that is, holds or lies in a case root. Otherwise the plugin stays
+    out of the way: no header, probes, folders or summary."""
+    if any(str(arg).startswith("--scylla") for arg in config.invocation_params.args):
+        return True
+    roots = [r for r in case_roots(config) if r.is_dir()]
+    for arg in config.args:
+        target = (config.invocation_params.dir / str(arg).split("::")[0]).resolve()
+        if any(target == r or r in target.parents or target in r.parents for r in roots):
+            return True
+    return False
+
 def is_case_dir(path: Path) -> bool:
     return (path / CASE_FILE).is_file()
 

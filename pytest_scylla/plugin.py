@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from pytest_scylla import collect, settings
+from pytest_scylla import collect, options, settings
 from pytest_scylla.formats.spec import CATEGORIES
 from pytest_scylla.formats.tiers import tier_files
 from pytest_scylla.settings import EXPERIMENT_KEY, SESSION_KEY
@@ -16,7 +16,7 @@ ACTIVE_KEY = pytest.StashKey[tuple[Path, ...]]()  # set when the session evaluat
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    settings.addoptions(parser)
+    options.addoptions(parser)
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -44,12 +44,12 @@ def pytest_scylla_execute(spec: Any, runtime: Any, conditions: Any) -> Any:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
-    if not settings.wanted(config):
+    if not collect.wanted(config):
         return  # inert: a session that evaluates nothing sees no trace of the plugin
-    config.stash[ACTIVE_KEY] = settings.case_roots(config)
+    config.stash[ACTIVE_KEY] = collect.case_roots(config)
     config.stash[settings.SETTINGS_KEY] = settings.resolve(config)
     config.addinivalue_line("markers", "scylla: a pytest-scylla evaluation run")
-    for tier in tier_files(config.stash[settings.SETTINGS_KEY].tiers_dir):
+    for tier in tier_files(config.stash[settings.SETTINGS_KEY].tier_dirs):
         config.addinivalue_line("markers", f"{tier}: runs of tier {tier}")
     for category in CATEGORIES:
         config.addinivalue_line("markers", f"{category}: cases of category {category}")
@@ -135,7 +135,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     s = config.stash[settings.SETTINGS_KEY]
     lines = [f"scylla: runs={s.runs} tiers={','.join(s.tiers) if s.tiers else 'all'} "
              f"subtests={','.join(s.subtests) if s.subtests else 'all'} "
-             f"tiers-dir={s.tiers_dir}"]
+             f"tiers-dir={' over '.join(map(str, s.tier_dirs))}"]
     if s.oracle:
         lines.append(f"scylla: SIMULATED MODEL (oracle={s.oracle}): no real model is called")
     else:

@@ -1,5 +1,5 @@
-"""The `--scylla-*` options and `scylla_*` ini keys, resolved once (CLI > ini > default) into a
-frozen `Settings` kept in `config.stash`."""
+"""The `--scylla-*` options and `scylla_*` ini keys (declared in `options`), resolved once
+(CLI > ini > default) into a frozen `Settings` kept in `config.stash`."""
 
 from __future__ import annotations
 
@@ -13,71 +13,18 @@ from typing import Any
 
 import pytest
 
+from pytest_scylla.formats import PACKAGED
 from pytest_scylla.formats.tiers import TIER_NAME, Subtest, TierSet, tier_files
 from pytest_scylla.formats.yamlmarks import display
-from pytest_scylla.judging.judges import DEFAULT_JUDGES, JudgeSpec, JudgeSpecError
+from pytest_scylla.judging.judges import JudgeSpec, JudgeSpecError
 from pytest_scylla.judging.judges import parse as parse_judge
+from pytest_scylla.options import DEFAULT_MODEL, ORACLE_MODES
 
 REPORT_FORMATS = ("terminal", "html", "md", "json", "csv")
-ORACLE_MODES = ("solution", "noop", "wrong", "mixed")
 LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 SANDBOXES = ("auto", "local", "bwrap")
-DEFAULT_MODEL = "claude-sonnet-5"
 SUBTEST_SELECTOR = re.compile(r"^(?:(T\d+)-)?(\d{2})(?:-([a-z0-9][a-z0-9-]*))?$")
 MAX_RUNS = 1000
-
-# (name, help, metavar, default as an ini string)
-OPTIONS: tuple[tuple[str, str, str, str], ...] = (
-    ("runs", "runs per case x tier-subtest cell (default 1)", "N", "1"),
-    ("tiers", "only these tiers, comma-separated, e.g. T0,T5 (default: all)", "TIERS", ""),
-    ("subtests", "only these subtests, comma-separated: 02, 02-core, T5-02 (default: all)",
-     "SUBTESTS", ""),
-    ("out", "experiment folder for results (default: reports/<timestamp>-<label>/)", "DIR", ""),
-    ("label", "the experiment's name in its default folder (default: the model id, or "
-     "oracle-<mode> under --scylla-oracle)", "NAME", ""),
-    ("report", "reports to write: terminal,html,md,json,csv, all or none (default terminal)",
-     "FORMATS", "terminal"),
-    ("tiers-dir", "folder of tier files T0.yaml ... (default: <rootdir>/tiers)", "DIR", ""),
-    ("rubrics-dir", "folder of shared rubrics (default: <rootdir>/rubrics)", "DIR", ""),
-    ("model", f"model id the agent runs with unless a subtest sets one (default {DEFAULT_MODEL})",
-     "MODEL", DEFAULT_MODEL),
-    ("sandbox", "how the agent and checks are isolated: auto (bwrap if it works, else local), "
-     "bwrap or local (default auto)", "KIND", "auto"),
-    ("cli", "the Claude Code executable (default: claude on PATH)", "PATH", ""),
-    ("judges", "the judge panel, comma-separated: model ids (Anthropic, through the gateway) or "
-     f"openai:<model>@<base-url> (default: {','.join(DEFAULT_JUDGES)})",
-     "JUDGES", ",".join(DEFAULT_JUDGES)),
-    ("min-judges", "valid judges a verdict needs, else judge_error (default 2, at most the "
-     "panel size)", "N", "2"),
-    ("cache-dir", "shared cache for repo mirrors, MCP packages and CLI baselines "
-     "(default: $XDG_CACHE_HOME/pytest-scylla or ~/.cache/pytest-scylla)", "DIR", ""),
-    ("budget-usd", "session budget in dollars, agents and judges together: once the session's "
-     "spend would pass it no new run starts (those are skipped, saying why); runs in flight "
-     "finish (default: no budget)", "USD", ""),
-    ("max-run-cost", "every run's own cost limit in dollars, instead of each case's "
-     "max_cost_usd", "USD", ""),
-    ("retries", "attempts the gateway makes on a 408/429/5xx/529 answer or a lost connection "
-     "before the run is an infra_error (default 4)", "N", "4"),
-    ("retry-wait", "most seconds the gateway waits on one call's retries; a longer retry-after "
-     "(a usage-window limit) pauses new runs instead (default 120)", "SECONDS", "120"),
-    ("max-pause", "longest pause for a usage-window limit; beyond it the remaining runs are "
-     "skipped (default 21600 = 6 h)", "SECONDS", "21600"),
-    ("progress", "seconds between progress lines (runs done/total, passes, spend, ETA); 0 turns "
-     "them off (default 10 on a terminal, 60 otherwise)", "SECONDS", ""),
-)
-# (name, help): on/off switches
-FLAGS: tuple[tuple[str, str], ...] = (
-    ("keep-workspaces", "keep each run's workspace in its run folder (default: removed; the "
-     "diff and file list are always kept)"),
-    ("record-bodies", "also store every model request and response body in the run folder"),
-    ("fresh", "run again the runs already stored in --scylla-out (by default they are reused, "
-     "and a stored run made under other conditions stops the session)"),
-    ("rejudge", "re-score the runs stored in --scylla-out with the current rubric and judge "
-     "panel; no agent runs"),
-    ("plan", "print how many runs the selection has and what they should cost and take (from "
-     "stored history), then stop without running anything"),
-)
-
 
 @dataclass(frozen=True)
 class Settings:
@@ -89,6 +36,7 @@ class Settings:
     report: tuple[str, ...] = ("terminal",)
     oracle: str | None = None
     tiers_dir: Path = Path("tiers")
+    tier_dirs: tuple[Path, ...] = ()  # the layered tier folders, the first winning
     rubrics_dir: Path = Path("rubrics")
     model: str = DEFAULT_MODEL
     sandbox: str = "auto"
@@ -129,53 +77,6 @@ def _matches(selector: str, sub: Subtest) -> bool:
             and (words is None or f"{number}-{words}" == sub.name))
 
 
-def addoptions(parser: pytest.Parser) -> None:
-    group = parser.getgroup("scylla", "pytest-scylla: evaluate agentic coding CLIs")
-    for name, help_text, metavar, default in OPTIONS:
-        dest = f"scylla_{name.replace('-', '_')}"
-        group.addoption(f"--scylla-{name}", dest=dest, metavar=metavar, default=None,
-                        help=help_text)
-        parser.addini(dest, f"[pytest-scylla] {help_text}", default=default)
-    for name, help_text in FLAGS:
-        dest = f"scylla_{name.replace('-', '_')}"
-        group.addoption(f"--scylla-{name}", dest=dest, action="store_true", default=None,
-                        help=help_text)
-        parser.addini(dest, f"[pytest-scylla] {help_text}", type="bool", default=False)
-    group.addoption(
-        "--scylla-oracle", dest="scylla_oracle", nargs="?", const="solution", default=None,
-        choices=ORACLE_MODES, metavar="MODE",
-        help="offline SIMULATED model instead of a real one: solution (default: applies the "
-             "case's reference solution), noop (does nothing), wrong (applies a broken change), "
-             "mixed (one of the three per run, fixed by the run's key: varied results). "
-             "Write it as --scylla-oracle=MODE or put it after the paths")
-    parser.addini("scylla_oracle", "[pytest-scylla] oracle mode: solution, noop, wrong, mixed or "
-                  "empty",
-                  default="")
-    parser.addini("scylla_cases", "[pytest-scylla] folders (relative to the ini file) whose case "
-                  "folders are collected as evaluations (default: cases)", type="linelist",
-                  default=["cases"])
-
-
-def case_roots(config: pytest.Config) -> tuple[Path, ...]:
-    """The folders cases are collected from (`scylla_cases`)."""
-    base = config.inipath.parent if config.inipath else config.rootpath
-    return tuple((base / str(p)).resolve() for p in config.getini("scylla_cases"))
-
-
-def wanted(config: pytest.Config) -> bool:
-    """Whether this session evaluates anything: a --scylla-* option on the command line, or a
-    path it collects from that is, holds or lies in a case root. Otherwise the plugin stays
-    out of the way: no header, probes, folders or summary."""
-    if any(str(arg).startswith("--scylla") for arg in config.invocation_params.args):
-        return True
-    roots = [r for r in case_roots(config) if r.is_dir()]
-    for arg in config.args:
-        target = (config.invocation_params.dir / str(arg).split("::")[0]).resolve()
-        if any(target == r or r in target.parents or target in r.parents for r in roots):
-            return True
-    return False
-
-
 def _value(config: pytest.Config, dest: str) -> tuple[Any, str]:
     """(value, where it came from) with CLI over ini."""
     cli = config.getoption(dest)
@@ -203,7 +104,8 @@ def _path(config: pytest.Config, dest: str, default: Path) -> Path:
 def resolve(config: pytest.Config) -> Settings:
     """Read and check every scylla option once; a bad value is a `pytest.UsageError`."""
     tiers_dir = _path(config, "scylla_tiers_dir", config.rootpath / "tiers")
-    tiers, (subtests, subtests_origin) = _tiers(config, tiers_dir), _subtests(config)
+    tier_dirs = _tier_layers(config, tiers_dir)
+    tiers, (subtests, subtests_origin) = _tiers(config, tier_dirs), _subtests(config)
     judges, min_judges = _judges(config)
     flags = {name: bool(config.getoption(f"scylla_{name}") or config.getini(f"scylla_{name}"))
              for name in ("keep_workspaces", "record_bodies", "fresh", "rejudge", "plan")}
@@ -214,7 +116,8 @@ def resolve(config: pytest.Config) -> Settings:
     settings = Settings(
         runs=_runs(config), tiers=tiers, subtests=subtests,
         out=_path(config, "scylla_out", Path()) if out_raw else None, label=_label(config),
-        report=_report(config), oracle=_oracle(config), tiers_dir=tiers_dir,
+        report=_report(config), oracle=_oracle(config), tiers_dir=tier_dirs[0],
+        tier_dirs=tier_dirs,
         rubrics_dir=_path(config, "scylla_rubrics_dir", config.rootpath / "rubrics"),
         model=_model(config), sandbox=_sandbox(config),
         cli=str(_value(config, "scylla_cli")[0]).strip() or None,
@@ -222,7 +125,7 @@ def resolve(config: pytest.Config) -> Settings:
         judges=judges, min_judges=min_judges, **_limits(config), **flags)
     if subtests is not None:
         # Checking that each selector matches something needs the tiers: parse them now, once.
-        config.stash[TIERSET_KEY] = TierSet(tiers_dir)
+        config.stash[TIERSET_KEY] = TierSet(tier_dirs)
         _check_subtests_exist(config.stash[TIERSET_KEY], settings, subtests_origin)
     return settings
 
@@ -240,7 +143,22 @@ def _runs(config: pytest.Config) -> int:
     return runs
 
 
-def _tiers(config: pytest.Config, tiers_dir: Path) -> tuple[str, ...] | None:
+def _tier_layers(config: pytest.Config, tiers_dir: Path) -> tuple[Path, ...]:
+    """The tier folders, first winning: the project's, the package's, or the one over the
+    other (`--scylla-packaged-tiers`)."""
+    raw, origin = _value(config, "scylla_packaged_tiers")
+    mode = str(raw).strip() or "auto"
+    if mode not in ("auto", "under", "off"):
+        raise pytest.UsageError(f"{origin}={mode!r}: expected auto, under or off")
+    named = bool(config.getoption("scylla_tiers_dir") or config.getini("scylla_tiers_dir"))
+    if mode == "under" and tiers_dir.resolve() != PACKAGED.resolve():
+        return (tiers_dir, PACKAGED)
+    if mode == "auto" and not named and not tiers_dir.is_dir():
+        return (PACKAGED,)
+    return (tiers_dir,)
+
+
+def _tiers(config: pytest.Config, tiers_dir: tuple[Path, ...]) -> tuple[str, ...] | None:
     raw, origin = _value(config, "scylla_tiers")
     tiers = _list(raw)
     if tiers is not None:
@@ -251,7 +169,7 @@ def _tiers(config: pytest.Config, tiers_dir: Path) -> tuple[str, ...] | None:
                                         "such as T0 or T5, comma-separated")
             if tier not in known:
                 raise pytest.UsageError(
-                    f"{origin}: unknown tier '{tier}'; tiers in {display(tiers_dir)}: "
+                    f"{origin}: unknown tier '{tier}'; tiers in {display(tiers_dir[0])}: "
                     f"{', '.join(known) or 'none (no T*.yaml files there)'}")
     return tiers
 
@@ -402,7 +320,7 @@ def default_cache_dir() -> Path:
 def tierset(config: pytest.Config) -> TierSet:
     """The session's tiers, parsed once on first use."""
     if TIERSET_KEY not in config.stash:
-        config.stash[TIERSET_KEY] = TierSet(config.stash[SETTINGS_KEY].tiers_dir)
+        config.stash[TIERSET_KEY] = TierSet(config.stash[SETTINGS_KEY].tier_dirs)
     return config.stash[TIERSET_KEY]
 
 

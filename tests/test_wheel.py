@@ -48,6 +48,9 @@ def test_the_wheel_is_what_runs(venv: Path, tmp_path: Path) -> None:
     done = run(venv, ["pip", "show", "-f", "pytest-scylla"], tmp_path)
     assert "Location: " + str(venv) in done.stdout
     assert "pytest_scylla/formats/schemas/case.schema.json" in done.stdout
+    for shipped in ("pytest_scylla/tiers/T0.yaml", "pytest_scylla/tiers/T6.yaml",
+                    "pytest_scylla/rubrics/python-change.yaml"):
+        assert shipped in done.stdout
 
 
 def test_the_wheel_is_inert_in_a_project_with_nothing_to_evaluate(venv: Path,
@@ -76,6 +79,7 @@ def test_every_report_format_works_from_the_wheel_alone(venv: Path, tmp_path: Pa
         assert (out / name).is_file(), name
     project = tmp_path / "project"
     shutil.copytree(FIXTURES / "mini", project)
+    shutil.rmtree(project / "tiers")  # the wheel's own T0-T6 serve
     session = tmp_path / "session"
     done = run(venv, ["pytest", "cases", "-k", "alpha and T0-01", "-p", "no:cacheprovider",
                       "--scylla-oracle", f"--scylla-out={session}", "--scylla-report=all"],
@@ -85,3 +89,5 @@ def test_every_report_format_works_from_the_wheel_alone(venv: Path, tmp_path: Pa
                  "runs.jsonl", "manifest.json"):
         assert (session / name).is_file(), name
     assert "Traceback" not in done.stdout + done.stderr
+    manifest = (session / "manifest.json").read_text()
+    assert '"T0": "packaged (pytest-scylla ' in manifest

@@ -56,17 +56,17 @@ def input_hashes(case: Case, sub: Subtest, tiers: TierSet) -> dict[str, str]:
     inside = rubric.is_relative_to(case.root.resolve())  # a case's own rubric.yaml
     found = {_name(case.root, case.root.parent): content_hash(case.root, exclude=(rubric,)),
              _name(rubric, case.root.parent if inside else rubric.parent): content_hash(rubric)}
-    found[_name(sub.file, tiers.dir)] = content_hash(sub.file)
+    found[_name(sub.file, tiers.layer_of(sub.file))] = content_hash(sub.file)
     for kind, names in (("claude_md", sub.claude_md), ("skills", sub.skills),
                         ("agents", sub.agents), ("mcp_servers", sub.mcp_servers)):
         for name in names:
             path = tiers.resource_path(kind, name)  # type: ignore[arg-type]
             if kind == "skills":
                 path = path.parent  # a skill is its whole folder
-            found[_name(path, tiers.dir)] = content_hash(path)
+            found[_name(path, tiers.layer_of(path))] = content_hash(path)
     if sub.system_prompt is not None and sub.system_prompt.file is not None:
         prompt_file = tiers.dir / sub.system_prompt.file  # absolute paths stay as they are
-        found[_name(prompt_file, tiers.dir)] = content_hash(prompt_file)
+        found[_name(prompt_file, tiers.layer_of(prompt_file))] = content_hash(prompt_file)
     return dict(sorted(found.items()))
 
 
@@ -75,7 +75,7 @@ def _scoring_inputs(case: Case, sub: Subtest, tiers: TierSet) -> tuple[str, str]
     rubric = case.rubric.path.resolve()
     inside = rubric.is_relative_to(case.root.resolve())
     return (_name(rubric, case.root.parent if inside else rubric.parent),
-            _name(sub.file, tiers.dir))
+            _name(sub.file, tiers.layer_of(sub.file)))
 
 
 def subtest_conditions(sub: Subtest, tiers: TierSet) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
+from pytest_scylla.formats import PACKAGED_RUBRICS
 from pytest_scylla.formats.yamlmarks import (
     Document,
     Problem,
@@ -220,6 +221,8 @@ def _rubric_for(doc: Document, ref: str, root: Path, rubrics_dir: Path,
     """A rubric file inside the case, or a shared rubric named under `rubrics_dir`."""
     if "/" not in ref and "\\" not in ref and not ref.endswith((".yaml", ".yml")):
         shared = rubrics_dir / f"{ref}.yaml"
+        if not shared.is_file() and (PACKAGED_RUBRICS / f"{ref}.yaml").is_file():
+            shared = PACKAGED_RUBRICS / f"{ref}.yaml"  # the package's shared rubrics
         if not shared.is_file():
             problems.append(doc.problem(("rubric",), f"rubric '{ref}' not found: expected "
                                         f"{display(shared)} (a shared rubric) or a .yaml file "

@@ -3,6 +3,11 @@
 A subtest declares by name what a run gets (system prompt mode, CLAUDE.md blocks, skills,
 agents, MCP servers, tool rules, settings, model). Every named resource must exist; a missing one
 is an error, never skipped. `resolve()` returns the composed declaration that a run uses.
+
+A tier set is one or more folders, layered: the package ships the paper's T0-T6 (`PACKAGED`),
+the default for a project without a `tiers/` folder; a project's folder can also be laid over
+it, its tier files replacing packaged ones of the same name and adding new ones, its blocks,
+skills, agents and MCP servers found before the packaged ones.
 """
 
 from __future__ import annotations
@@ -10,13 +15,14 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 
+from pytest_scylla.formats import PACKAGED
 from pytest_scylla.formats.spec import inside
 from pytest_scylla.formats.yamlmarks import (
     Document,
@@ -84,12 +90,23 @@ def tier_index(name: str) -> int:
     return int(match.group(1)) if match else 1 << 30
 
 
-def tier_files(tiers_dir: Path) -> dict[str, Path]:
-    """The tier files in a folder, keyed and sorted by tier name (T0, T1, ..., T10)."""
-    if not tiers_dir.is_dir():
-        return {}
-    found = {p.stem: p for p in tiers_dir.glob("T*.yaml") if TIER_NAME.match(p.stem)}
+def tier_files(tiers_dir: Path | Sequence[Path]) -> dict[str, Path]:
+    """The tier files of a folder (or of layered folders, the first winning by name), keyed and
+    sorted by tier name (T0, T1, ..., T10)."""
+    found: dict[str, Path] = {}
+    for folder in reversed([tiers_dir] if isinstance(tiers_dir, Path) else list(tiers_dir)):
+        if folder.is_dir():
+            found.update({p.stem: p for p in folder.glob("T*.yaml") if TIER_NAME.match(p.stem)})
     return dict(sorted(found.items(), key=lambda kv: tier_index(kv[0])))
+
+
+def tier_sources(dirs: Sequence[Path]) -> dict[str, str]:
+    """Where each tier comes from: the package (with its version) or a project's file."""
+    from pytest_scylla import __version__
+
+    return {name: f"packaged (pytest-scylla {__version__})"
+            if path.resolve().is_relative_to(PACKAGED.resolve()) else str(path)
+            for name, path in tier_files(dirs).items()}
 
 
 def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
@@ -110,12 +127,13 @@ def _union(*lists: Iterable[str]) -> tuple[str, ...]:
 class TierSet:
     """Every tier file of a `tiers/` folder; broken tiers keep their errors, the rest work."""
 
-    def __init__(self, tiers_dir: Path) -> None:
-        self.dir = tiers_dir
+    def __init__(self, tiers_dir: Path | Sequence[Path]) -> None:
+        self.dirs = (tiers_dir,) if isinstance(tiers_dir, Path) else tuple(tiers_dir)
+        self.dir = self.dirs[0]
         self.tiers: dict[str, Tier] = {}
         self.errors: dict[str, SpecError] = {}
         self._resource_problems: dict[tuple[str, str], list[Problem]] = {}
-        for name, path in tier_files(tiers_dir).items():
+        for name, path in tier_files(self.dirs).items():
             try:
                 self.tiers[name] = self._load_tier(name, path)
             except SpecError as exc:
@@ -159,7 +177,8 @@ class TierSet:
             prompt = SystemPrompt(mode=raw_prompt)  # type: ignore[arg-type]
         elif isinstance(raw_prompt, dict):
             mode, rel = next(iter(raw_prompt.items()))
-            file = inside(doc, (*where, "system_prompt", mode), rel, self.dir, "file", problems)
+            file = inside(doc, (*where, "system_prompt", mode), rel, doc.path.parent, "file",
+                          problems)
             prompt = SystemPrompt(mode=mode, file=file)
         kinds: tuple[ResourceKind, ...] = ("claude_md", "skills", "agents", "mcp_servers")
         for kind in kinds:
@@ -180,12 +199,17 @@ class TierSet:
             model=raw.get("model"))
 
     def resource_path(self, kind: ResourceKind, name: str) -> Path:
-        return {
-            "claude_md": self.dir / "blocks" / f"{name}.md",
-            "skills": self.dir / "skills" / name / "SKILL.md",
-            "agents": self.dir / "agents" / f"{name}.md",
-            "mcp_servers": self.dir / "mcp" / f"{name}.json",
-        }[kind]
+        """Where a named resource is: in the first layer that has it (else the first layer's
+        place, for the error message)."""
+        rel = {"claude_md": f"blocks/{name}.md", "skills": f"skills/{name}/SKILL.md",
+               "agents": f"agents/{name}.md", "mcp_servers": f"mcp/{name}.json"}[kind]
+        return next((d / rel for d in self.dirs if (d / rel).exists()), self.dir / rel)
+
+    def layer_of(self, path: Path) -> Path:
+        """The layer (tiers folder) a file of this set lies in."""
+        resolved = path.resolve()
+        return next((d for d in self.dirs if resolved.is_relative_to(d.resolve())), self.dir)
+
 
     def _resource(self, kind: ResourceKind, name: str) -> list[Problem]:
         """Problems with one named resource (checked once). A problem without a line means the

@@ -14,6 +14,7 @@ import pytest
 from pytest_scylla.core.record import read_dict
 from pytest_scylla.core.runspec import RunKey, is_run_item
 from pytest_scylla.formats import provenance
+from pytest_scylla.formats.tiers import tier_sources
 from pytest_scylla.operations import resume
 from pytest_scylla.results import report
 from pytest_scylla.results.tables import RUNS_FILE, Tables
@@ -166,6 +167,7 @@ class Aggregator:
                              "runs": sorted(k for k, r in self.records.items()
                                             if r.get("rejudged_now"))})
         manifest["rejudges"] = rejudges
+        manifest["tier_sources"] = tier_sources(s.tier_dirs)  # packaged (which version) or own
         manifest["partial"] = self.partial
         return manifest
 

@@ -101,8 +101,7 @@ def expectation(ov: overlay.Overlay, sub: Subtest, tiers: TierSet, ws: Path,
                 baseline: dict[str, Any]) -> ablation.Expected:
     declared = ov.declared
     tools = set(baseline["tools"])
-    blocks_dir = tiers.dir / "blocks"
-    library = sorted(p.stem for p in blocks_dir.glob("*.md")) if blocks_dir.is_dir() else []
+    library = sorted({p.stem for d in tiers.dirs for p in (d / "blocks").glob("*.md")})
     prompt = sub.system_prompt
     return ablation.Expected(
         tools=frozenset(tools), mcp_servers=frozenset(declared["mcp_servers"]),

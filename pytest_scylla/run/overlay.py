@@ -37,13 +37,14 @@ def mcp_config(sub: Subtest, tiers: TierSet, workspace: Path, run_dir: Path) -> 
     """`{"mcpServers": {...}}` for the subtest, with each server's files copied into the run."""
     servers: dict[str, Any] = {}
     for name in sub.mcp_servers:
-        decl = json.loads(tiers.resource_path("mcp_servers", name).read_text(encoding="utf-8"))
+        decl_file = tiers.resource_path("mcp_servers", name)
+        decl = json.loads(decl_file.read_text(encoding="utf-8"))
         server_dir = run_dir / "mcp" / name
         server_dir.mkdir(parents=True, exist_ok=True)
         for rel in decl.get("files", []):
             target = server_dir / rel
             target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(tiers.dir / "mcp" / rel, target)
+            shutil.copyfile(decl_file.parent / rel, target)  # beside the declaration
         values = {"WORKSPACE": str(workspace), "SERVER_DIR": str(server_dir)}
         servers[name] = {
             "type": "stdio",

@@ -1,0 +1,93 @@
+"""The `--scylla-*` options and their `scylla_*` ini keys: names, help texts and defaults."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_scylla.judging.judges import DEFAULT_JUDGES
+
+ORACLE_MODES = ("solution", "noop", "wrong", "mixed")
+DEFAULT_MODEL = "claude-sonnet-5"
+
+# (name, help, metavar, default as an ini string)
+OPTIONS: tuple[tuple[str, str, str, str], ...] = (
+    ("runs", "runs per case x tier-subtest cell (default 1)", "N", "1"),
+    ("tiers", "only these tiers, comma-separated, e.g. T0,T5 (default: all)", "TIERS", ""),
+    ("subtests", "only these subtests, comma-separated: 02, 02-core, T5-02 (default: all)",
+     "SUBTESTS", ""),
+    ("out", "experiment folder for results (default: reports/<timestamp>-<label>/)", "DIR", ""),
+    ("label", "the experiment's name in its default folder (default: the model id, or "
+     "oracle-<mode> under --scylla-oracle)", "NAME", ""),
+    ("report", "reports to write: terminal,html,md,json,csv, all or none (default terminal)",
+     "FORMATS", "terminal"),
+    ("tiers-dir", "folder of tier files T0.yaml ... (default: <rootdir>/tiers)", "DIR", ""),
+    ("packaged-tiers", "the package's T0-T6: auto (used when the project has no tiers folder), "
+     "under (the project's tiers laid over them: same name replaces, new names add) or off "
+     "(default auto)", "MODE", "auto"),
+    ("rubrics-dir", "folder of shared rubrics (default: <rootdir>/rubrics)", "DIR", ""),
+    ("model", f"model id the agent runs with unless a subtest sets one (default {DEFAULT_MODEL})",
+     "MODEL", DEFAULT_MODEL),
+    ("sandbox", "how the agent and checks are isolated: auto (bwrap if it works, else local), "
+     "bwrap or local (default auto)", "KIND", "auto"),
+    ("cli", "the Claude Code executable (default: claude on PATH)", "PATH", ""),
+    ("judges", "the judge panel, comma-separated: model ids (Anthropic, through the gateway) or "
+     f"openai:<model>@<base-url> (default: {','.join(DEFAULT_JUDGES)})",
+     "JUDGES", ",".join(DEFAULT_JUDGES)),
+    ("min-judges", "valid judges a verdict needs, else judge_error (default 2, at most the "
+     "panel size)", "N", "2"),
+    ("cache-dir", "shared cache for repo mirrors, MCP packages and CLI baselines "
+     "(default: $XDG_CACHE_HOME/pytest-scylla or ~/.cache/pytest-scylla)", "DIR", ""),
+    ("budget-usd", "session budget in dollars, agents and judges together: once the session's "
+     "spend would pass it no new run starts (those are skipped, saying why); runs in flight "
+     "finish (default: no budget)", "USD", ""),
+    ("max-run-cost", "every run's own cost limit in dollars, instead of each case's "
+     "max_cost_usd", "USD", ""),
+    ("retries", "attempts the gateway makes on a 408/429/5xx/529 answer or a lost connection "
+     "before the run is an infra_error (default 4)", "N", "4"),
+    ("retry-wait", "most seconds the gateway waits on one call's retries; a longer retry-after "
+     "(a usage-window limit) pauses new runs instead (default 120)", "SECONDS", "120"),
+    ("max-pause", "longest pause for a usage-window limit; beyond it the remaining runs are "
+     "skipped (default 21600 = 6 h)", "SECONDS", "21600"),
+    ("progress", "seconds between progress lines (runs done/total, passes, spend, ETA); 0 turns "
+     "them off (default 10 on a terminal, 60 otherwise)", "SECONDS", ""),
+)
+# (name, help): on/off switches
+FLAGS: tuple[tuple[str, str], ...] = (
+    ("keep-workspaces", "keep each run's workspace in its run folder (default: removed; the "
+     "diff and file list are always kept)"),
+    ("record-bodies", "also store every model request and response body in the run folder"),
+    ("fresh", "run again the runs already stored in --scylla-out (by default they are reused, "
+     "and a stored run made under other conditions stops the session)"),
+    ("rejudge", "re-score the runs stored in --scylla-out with the current rubric and judge "
+     "panel; no agent runs"),
+    ("plan", "print how many runs the selection has and what they should cost and take (from "
+     "stored history), then stop without running anything"),
+)
+
+
+
+def addoptions(parser: pytest.Parser) -> None:
+    group = parser.getgroup("scylla", "pytest-scylla: evaluate agentic coding CLIs")
+    for name, help_text, metavar, default in OPTIONS:
+        dest = f"scylla_{name.replace('-', '_')}"
+        group.addoption(f"--scylla-{name}", dest=dest, metavar=metavar, default=None,
+                        help=help_text)
+        parser.addini(dest, f"[pytest-scylla] {help_text}", default=default)
+    for name, help_text in FLAGS:
+        dest = f"scylla_{name.replace('-', '_')}"
+        group.addoption(f"--scylla-{name}", dest=dest, action="store_true", default=None,
+                        help=help_text)
+        parser.addini(dest, f"[pytest-scylla] {help_text}", type="bool", default=False)
+    group.addoption(
+        "--scylla-oracle", dest="scylla_oracle", nargs="?", const="solution", default=None,
+        choices=ORACLE_MODES, metavar="MODE",
+        help="offline SIMULATED model instead of a real one: solution (default: applies the "
+             "case's reference solution), noop (does nothing), wrong (applies a broken change), "
+             "mixed (one of the three per run, fixed by the run's key: varied results). "
+             "Write it as --scylla-oracle=MODE or put it after the paths")
+    parser.addini("scylla_oracle", "[pytest-scylla] oracle mode: solution, noop, wrong, mixed or "
+                  "empty",
+                  default="")
+    parser.addini("scylla_cases", "[pytest-scylla] folders (relative to the ini file) whose case "
+                  "folders are collected as evaluations (default: cases)", type="linelist",
+                  default=["cases"])
