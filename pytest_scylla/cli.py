@@ -66,6 +66,11 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--report", default="md,html", metavar="FORMATS",
                      help="reports besides the CSV/JSON exports: md, html (with figures) or "
                           "none (default: md,html)")
+    ini = sub.add_parser("init", help="start an evaluation project: pytest configuration, an "
+                         "example case, .gitignore, GitHub Actions and GitLab CI workflows "
+                         "(existing files are kept)")
+    ini.add_argument("dir", nargs="?", default=".", type=Path,
+                     help="the project folder, made if missing (default: .)")
     imp = sub.add_parser("import", help="convert a run tree of the paper's original "
                          "implementation into an experiment folder")
     imp.add_argument("src", type=Path)
@@ -105,6 +110,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "report":
         return _report(args.dirs, args.out, tuple(
             f for f in args.report.split(",") if f.strip() and f != "none"))
+    if args.command == "init":
+        from pytest_scylla.scaffold import init
+
+        print("\n".join(init(args.dir)))
+        print(f"next: cd {args.dir} && pytest --scylla-oracle -n 2   (a simulated model; "
+              "drop --scylla-oracle and set ANTHROPIC_API_KEY for a real run)")
+        return 0
     if args.command == "import":
         from pytest_scylla.results.importer import SourceTreeError, convert
 

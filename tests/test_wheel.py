@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_scylla.formats.tiers import TierSet
+
 from .conftest import FIXTURES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -68,6 +70,19 @@ def test_the_wheel_is_inert_in_a_project_with_nothing_to_evaluate(venv: Path,
     assert outputs[0] == outputs[1]
     assert "1 failed, 1 passed" in outputs[1][-1]
     assert not (tmp_path / "reports").exists()
+
+
+def test_scylla_init_then_pytest_passes_with_the_packaged_tiers(venv: Path,
+                                                                tmp_path: Path) -> None:
+    """The issue's acceptance, as a user types it: `scylla init x && cd x && pytest
+    --scylla-oracle -n 2`, every packaged subtest of the example case."""
+    init = subprocess.run([str(venv / "bin" / "scylla"), "init", "x"], cwd=tmp_path,
+                          env=clean_env(), capture_output=True, text=True, timeout=120)
+    assert init.returncode == 0, init.stderr
+    done = run(venv, ["pytest", "--scylla-oracle", "-n", "2"], tmp_path / "x")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    subtests = sum(len(t.subtests) for t in TierSet(ROOT / "tiers").tiers.values())
+    assert f" {subtests} passed" in done.stdout, done.stdout[-1000:]
 
 
 def test_every_report_format_works_from_the_wheel_alone(venv: Path, tmp_path: Path) -> None:
