@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pytest_scylla.results.stats import judge_pairs
 from pytest_scylla.results.tables import Tables
 
 Summary = list[dict[str, Any]]  # metrics.group_summary of the runs
@@ -165,8 +166,6 @@ def judges(tables: Tables, summary: Summary, folder: Path) -> str | None:
     """The paper's Figure 5: every judge pair's scores against each other, each pair labelled
     with its Spearman rho and Pearson r (as in statistical_results.json); and each judge's mean."""
     import seaborn as sns
-
-    from pytest_scylla.results.stats import judge_pairs
 
     frame = _judge_frame(tables)
     if frame is None:
