@@ -142,10 +142,8 @@ def scores(tables: Tables, summary: Summary, folder: Path) -> str | None:
 
 
 def criteria(tables: Tables, summary: Summary, folder: Path) -> str | None:
-    frame = _frame([c for c in tables.criteria if c.get("criterion_score") not in (None, "")])
-    if frame.empty:
-        return None
-    return _heatmap(frame, "criterion", "criterion_score", "viridis",
+    rows = [c for c in tables.criteria if c.get("criterion_score") not in (None, "")]
+    return _heatmap(rows, "criterion", "criterion_score", "viridis",
                     "Mean criterion score by tier", folder, "criteria")
 
 
@@ -211,18 +209,19 @@ def judge_scores(tables: Tables, summary: Summary, folder: Path) -> str | None:
 
 
 def grades(tables: Tables, summary: Summary, folder: Path) -> str | None:
-    frame = _frame([r for r in tables.runs if r["score"] is not None])
-    if frame.empty:
-        return None
-    return _heatmap(frame, "case_id", "score", "RdYlGn", "Mean score, case x tier", folder,
+    rows = [r for r in tables.runs if r["score"] is not None]
+    return _heatmap(rows, "case_id", "score", "RdYlGn", "Mean score, case x tier", folder,
                     "grades")
 
 
-def _heatmap(frame: Any, rows: str, value: str, cmap: str, title: str, folder: Path,
-             stem: str) -> str:
-    """Mean of `value` per `rows` x tier, annotated, on a fixed 0..1 scale."""
+def _heatmap(data: list[dict[str, Any]], rows: str, value: str, cmap: str, title: str,
+             folder: Path, stem: str) -> str | None:
+    """Mean of `value` per `rows` x tier, annotated, on a fixed 0..1 scale; None without data."""
     import seaborn as sns
 
+    frame = _frame(data)
+    if frame.empty:
+        return None
     frame[value] = frame[value].astype(float)
     pivot = frame.pivot_table(index=rows, columns="tier", values=value, aggfunc="mean")
     fig, ax = _axes(height=0.5 * len(pivot) + 1.5)
