@@ -39,20 +39,22 @@ def _sample(rec: dict[str, Any]) -> Sample:
             float((rec.get("timings") or {}).get("total_s") or 0))
 
 
+def _levels(case: Any, tier: Any) -> tuple[Any, ...]:
+    """Where a run's history is pooled, finest first: case x tier, case, tier, everything."""
+    return (case, tier), case, tier, None
+
+
 def estimate(specs: list[Any], out: Path, model: str, oracle: str | None, fresh: bool,
              rejudge: bool, workers: int, budget: float | None) -> list[str]:
     """The plan's lines. `specs` are the collected items' RunSpecs (case, subtest, run)."""
     stored = {} if fresh else resume.stored_records(out)
     past = history(out, simulated=oracle is not None)
-    levels: list[dict[Any, list[Sample]]] = [defaultdict(list) for _ in range(4)]
+    pooled: dict[tuple[int, Any], list[Sample]] = defaultdict(list)  # (level, its key)
     for rec in past:
         if (rec.get("model") or model) != model and oracle is None:
             continue
-        s = _sample(rec)
-        levels[0][(rec.get("case"), rec.get("tier"))].append(s)
-        levels[1][rec.get("case")].append(s)
-        levels[2][rec.get("tier")].append(s)
-        levels[3][None].append(s)
+        for level in enumerate(_levels(rec.get("case"), rec.get("tier"))):
+            pooled[level].append(_sample(rec))
     rows: dict[str, dict[str, Any]] = {}
     unknown_cap = 0.0
     for spec in specs:
@@ -67,21 +69,17 @@ def estimate(specs: list[Any], out: Path, model: str, oracle: str | None, fresh:
             continue
         if rejudge and old is None:
             continue  # nothing to re-score
-        for level, index in ((levels[0], (spec.case.id, tier)), (levels[1], spec.case.id),
-                             (levels[2], tier), (levels[3], None)):
-            if level.get(index):
-                samples = level[index]
-                cost = statistics.fmean(c for c, _ in samples)
-                seconds = statistics.fmean(t for _, t in samples)
-                if rejudge:  # judges only: the stored run's judge cost is the best guess
-                    cost = float((old or {}).get("judge_cost_usd") or 0)
-                    seconds = float((old or {}).get("judge_duration_seconds") or 0)
-                row["cost"] += cost
-                row["seconds"] += seconds
-                break
-        else:
+        samples = next((pooled[level] for level in enumerate(_levels(spec.case.id, tier))
+                        if pooled.get(level)), None)
+        if samples is None:
             row["unknown"] += 1
             unknown_cap += spec.case.max_cost_usd
+        elif rejudge:  # judges only: the stored run's judge cost is the best guess
+            row["cost"] += float((old or {}).get("judge_cost_usd") or 0)
+            row["seconds"] += float((old or {}).get("judge_duration_seconds") or 0)
+        else:
+            row["cost"] += statistics.fmean(c for c, _ in samples)
+            row["seconds"] += statistics.fmean(t for _, t in samples)
     total = {k: sum(r[k] for r in rows.values()) for k in ("runs", "stored", "cost", "seconds",
                                                            "unknown")}
     to_run = total["runs"] - total["stored"]

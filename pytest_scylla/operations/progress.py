@@ -48,7 +48,6 @@ class Progress:
         self.spent = 0.0
         self.began = time.monotonic()
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self._last = ""
         self._printed = 0.0
         self._lock = threading.Lock()
@@ -131,9 +130,7 @@ class Progress:
         # a timer only on an xdist controller: at -n 0 the tests run in this process, and a
         # line written while pytest captures their output would land in a test's output
         if self.interval > 0 and getattr(self.config.option, "dist", "no") != "no":
-            self._thread = threading.Thread(target=self._tick, name="scylla-progress",
-                                            daemon=True)
-            self._thread.start()
+            threading.Thread(target=self._tick, name="scylla-progress", daemon=True).start()
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:

@@ -25,7 +25,7 @@ from typing import Any, cast
 import pytest
 
 from pytest_scylla.core import record
-from pytest_scylla.core.record import RECORD_FILE, RunRecord
+from pytest_scylla.core.record import RECORD_FILE, RunRecord, read_dict
 from pytest_scylla.core.runspec import RunSpec
 from pytest_scylla.formats.provenance import Conditions
 from pytest_scylla.judging import judge_run
@@ -64,29 +64,28 @@ def _changed(old: dict[str, str], new: dict[str, str]) -> list[str]:
 def decide(run_dir: Path, config_hash: str, judge_hash: str, inputs: dict[str, str], *,
            fresh: bool = False, rejudge: bool = False) -> Decision:
     """What to do with the run whose folder is `run_dir`, given the current conditions."""
+    def again(why: str, unscorable: str) -> Decision:
+        """Run it again; under --scylla-rejudge (which runs no agent) skip it instead."""
+        if rejudge:
+            return Decision("skip", None, f"--scylla-rejudge: {unscorable}, so there is nothing "
+                                          "to re-score (run it without the option)")
+        return Decision("run", None, why)
+
     path = run_dir / RECORD_FILE
     if not path.is_file():
-        if rejudge:
-            return Decision("skip", None, "--scylla-rejudge: this run is not stored, so there "
-                                          "is nothing to re-score (run it without the option)")
         why = "half-written run (killed mid-way): run again" if run_dir.exists() else ""
-        return Decision("run", None, why)
+        return again(why, "this run is not stored")
     try:
         rec = json.loads(path.read_text(encoding="utf-8"))
     except ValueError:
-        if rejudge:
-            return Decision("skip", None, f"--scylla-rejudge: {path} is unreadable, so there is "
-                                          "nothing to re-score (run it without the option)")
-        return Decision("run", None, f"{path}: unreadable record: run again")
+        return again(f"{path}: unreadable record: run again", f"{path} is unreadable")
     if fresh:
         return Decision("run", None, "--scylla-fresh: run again")
     stored_hash = rec.get("config_hash")
     if rec.get("outcome") == "infra_error" and stored_hash in (None, config_hash):
-        if rejudge:  # a void run has nothing worth scoring, and rejudge runs no agent
-            return Decision("skip", None, "--scylla-rejudge: the stored run is an infra_error, "
-                                          "so there is nothing to re-score (run it without "
-                                          "the option)")
-        return Decision("run", None, f"stored infra_error ({rec.get('reason', '')}): run again")
+        # a void run has nothing worth scoring
+        return again(f"stored infra_error ({rec.get('reason', '')}): run again",
+                     "the stored run is an infra_error")
     if stored_hash != config_hash:
         changed = _changed(rec.get("inputs") or {}, inputs)
         detail = (f"changed: {', '.join(changed)}" if changed else
@@ -112,11 +111,8 @@ def stored_records(out: Path) -> dict[str, dict[str, Any]]:
     """Every complete run record in an experiment folder, by run key."""
     found = {}
     for path in sorted(out.glob(f"runs/*/{RECORD_FILE}")):
-        try:
-            rec = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if isinstance(rec, dict) and rec.get("run_key"):
+        rec = read_dict(path)
+        if rec.get("run_key"):
             found[rec["run_key"]] = rec
     return found
 
@@ -155,14 +151,13 @@ def perform(spec: RunSpec, rt: Runtime, execute: Execute, stop: Callable[[str], 
         if decision.action == "rejudge":
             assert decision.record is not None
             rec = rejudge(spec, decision.record, rt, cond)
+            rec["rejudged_now"] = True
             spent = float(rec.get("judge_cost_usd") or 0)
         else:
             rec = execute(spec, rt, cond)
             spent = float(rec.get("cost_usd") or 0) + float(rec.get("judge_cost_usd") or 0)
         if rt.ledger is not None:
             rt.ledger.add(spent, rec["outcome"] == "pass")
-        if decision.action == "rejudge":
-            rec["rejudged_now"] = True
         return rec
 
 

@@ -156,10 +156,9 @@ class Aggregator:
             "rejudge": s.rejudge})
         old = read_dict(self.out / "manifest.json")
         ran, cached, rejudged = self._tally()
-        sessions = [*(old.get("sessions") or []), {
+        manifest["sessions"] = [*(old.get("sessions") or []), {  # each that wrote to this folder
             "at": manifest["written_at"], "ran": ran, "from_disk": cached, "rejudged": rejudged,
             "partial": self.partial}]
-        manifest["sessions"] = sessions  # every session that wrote to this folder
         rejudges = [*(old.get("rejudges") or [])]
         if rejudged:
             rejudges.append({"at": manifest["written_at"],

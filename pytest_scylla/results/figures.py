@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pytest_scylla.results.stats import judge_pairs
 from pytest_scylla.results.tables import Tables
 
 Summary = list[dict[str, Any]]  # metrics.group_summary of the runs
@@ -141,10 +142,8 @@ def scores(tables: Tables, summary: Summary, folder: Path) -> str | None:
 
 
 def criteria(tables: Tables, summary: Summary, folder: Path) -> str | None:
-    frame = _frame([c for c in tables.criteria if c.get("criterion_score") not in (None, "")])
-    if frame.empty:
-        return None
-    return _heatmap(frame, "criterion", "criterion_score", "viridis",
+    rows = [c for c in tables.criteria if c.get("criterion_score") not in (None, "")]
+    return _heatmap(rows, "criterion", "criterion_score", "viridis",
                     "Mean criterion score by tier", folder, "criteria")
 
 
@@ -165,8 +164,6 @@ def judges(tables: Tables, summary: Summary, folder: Path) -> str | None:
     """The paper's Figure 5: every judge pair's scores against each other, each pair labelled
     with its Spearman rho and Pearson r (as in statistical_results.json); and each judge's mean."""
     import seaborn as sns
-
-    from pytest_scylla.results.stats import judge_pairs
 
     frame = _judge_frame(tables)
     if frame is None:
@@ -212,18 +209,19 @@ def judge_scores(tables: Tables, summary: Summary, folder: Path) -> str | None:
 
 
 def grades(tables: Tables, summary: Summary, folder: Path) -> str | None:
-    frame = _frame([r for r in tables.runs if r["score"] is not None])
-    if frame.empty:
-        return None
-    return _heatmap(frame, "case_id", "score", "RdYlGn", "Mean score, case x tier", folder,
+    rows = [r for r in tables.runs if r["score"] is not None]
+    return _heatmap(rows, "case_id", "score", "RdYlGn", "Mean score, case x tier", folder,
                     "grades")
 
 
-def _heatmap(frame: Any, rows: str, value: str, cmap: str, title: str, folder: Path,
-             stem: str) -> str:
-    """Mean of `value` per `rows` x tier, annotated, on a fixed 0..1 scale."""
+def _heatmap(data: list[dict[str, Any]], rows: str, value: str, cmap: str, title: str,
+             folder: Path, stem: str) -> str | None:
+    """Mean of `value` per `rows` x tier, annotated, on a fixed 0..1 scale; None without data."""
     import seaborn as sns
 
+    frame = _frame(data)
+    if frame.empty:
+        return None
     frame[value] = frame[value].astype(float)
     pivot = frame.pivot_table(index=rows, columns="tier", values=value, aggfunc="mean")
     fig, ax = _axes(height=0.5 * len(pivot) + 1.5)

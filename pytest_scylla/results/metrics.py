@@ -6,10 +6,15 @@ Definitions: ../shared/reference/statistics.md (pass rate CIs, CoP, consistency,
 
 from __future__ import annotations
 
+import json
 import math
 import re
+import statistics
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
+
+from pytest_scylla.results.stats import pass_at_k, pass_hat_k
 
 SMALL_N = 10  # below this many runs a rate's interval is wide: say so
 COUNTED = ("pass", "fail", "timeout", "budget_exceeded", "agent_error")  # in pass rate and CoP
@@ -44,8 +49,6 @@ def _place(rec: dict[str, Any], experiment: str) -> dict[str, Any]:
 
 def run_row(rec: dict[str, Any], experiment: str) -> dict[str, Any]:
     """One `runs.csv` row from a run record."""
-    import json
-
     tokens = rec.get("tokens") or {}
     timings = rec.get("timings") or {}
     return {
@@ -97,13 +100,6 @@ def criteria_rows(rec: dict[str, Any], experiment: str) -> list[dict[str, Any]]:
             for j in rec.get("judges") or [] for c in j.get("categories") or []]
 
 
-def clopper_pearson(passes: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
-    from statsmodels.stats.proportion import proportion_confint
-
-    low, high = proportion_confint(passes, n, alpha=alpha, method="beta")
-    return float(low), float(high)
-
-
 def bca_interval(values: Sequence[float], seed: int = 0,
                  resamples: int = 10_000) -> tuple[float, float] | None:
     """BCa bootstrap CI of the mean; None when the values are all equal (it degenerates). The
@@ -122,13 +118,15 @@ def bca_interval(values: Sequence[float], seed: int = 0,
 
 def pass_rate_ci(passed: Sequence[bool]) -> tuple[float, float, str]:
     """(low, high, method): BCa when it is defined and n is not small, else Clopper-Pearson."""
+    from statsmodels.stats.proportion import proportion_confint
+
     n, k = len(passed), sum(bool(p) for p in passed)
     if n >= SMALL_N:
         bca = bca_interval([float(p) for p in passed])
         if bca is not None:
             return bca[0], bca[1], "bca"
-    low, high = clopper_pearson(k, n)
-    return low, high, "clopper-pearson"
+    low, high = proportion_confint(k, n, alpha=0.05, method="beta")
+    return float(low), float(high), "clopper-pearson"
 
 
 def cop(mean_cost: float, pass_rate: float) -> float:
@@ -140,8 +138,6 @@ def consistency(scores: Sequence[float]) -> float | None:
     """1 - sd/mean clamped to [0, 1]; a single run counts as fully consistent (the paper's
     convention: its subtests.csv has 1.0 there) and the small-n warning says how little that
     means; None without scores."""
-    import statistics
-
     if not scores:
         return None
     if len(scores) == 1:
@@ -156,27 +152,18 @@ GRADES = ("S", "A", "B", "C", "D", "F")
 PASS_K = (1, 3, 5)
 
 
-def _order(keys: Sequence[str], values: tuple[str, ...]) -> tuple[Any, ...]:
-    return tuple(tier_order(v) if k == "tier" else (0, v) for k, v in zip(keys, values,
-                                                                          strict=True))
-
-
 def group_summary(rows: Iterable[dict[str, Any]], keys: Sequence[str] = ("tier",)
                   ) -> list[dict[str, Any]]:
     """Per-tier (or per-`keys` group, e.g. case x tier x subtest) summary over the counted runs:
     n, pass rate with its CI, score and impl rate (mean/median/sd), consistency, cost, duration,
     CoP pooled and as the mean of per-case CoP, pass@k and pass^k (averaged over cases, for the
     k the runs per case allow), grade counts and modal grade, and a warning when n is small."""
-    import statistics
-    from collections import Counter
-
-    from pytest_scylla.results.stats import pass_at_k, pass_hat_k
-
     groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for row in rows:
         groups.setdefault(tuple(str(row[k]) for k in keys), []).append(row)
     out = []
-    for name in sorted(groups, key=lambda v: _order(keys, v)):
+    for name in sorted(groups, key=lambda v: tuple(tier_order(x) if k == "tier" else (0, x)
+                                                   for k, x in zip(keys, v, strict=True))):
         runs = groups[name]
         counted = [r for r in runs if r["outcome"] in COUNTED]
         n = len(counted)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import math
+import statistics
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -166,8 +167,6 @@ def paper_tables(tables: Tables, summary: list[dict[str, Any]] | None = None
     token breakdown (mean per run), latency breakdown (mean per run) and per-criterion mean and
     sample standard deviation over every judge's category score. `summary` is the runs' tier
     summary when the caller has it already (its intervals are bootstrapped: not cheap)."""
-    import statistics
-
     summary = summary if summary is not None else metrics.group_summary(tables.runs)
     by_tier: dict[str, list[dict[str, Any]]] = {}
     for row in tables.runs:

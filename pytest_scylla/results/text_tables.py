@@ -11,8 +11,7 @@ Section = tuple[str, list[dict[str, Any]], list[str]]  # (title, rows, columns)
 
 def sections(summary: dict[str, Any], results: dict[str, Any],
              paper: dict[str, list[dict[str, Any]]]) -> list[Section]:
-    """The report's tables, in order: rendered as Markdown (`tables.md`) and LaTeX
-    (`tables.tex`) from this one list."""
+    """The report's tables, in order."""
     alpha = results["krippendorff_alpha"]
     return [
         ("Tiers: pass rate with 95% CI, scores, cost and Cost-of-Pass", summary["tiers"], [
