@@ -288,3 +288,15 @@ def test_attributes_cannot_turn_the_agents_changes_into_binary_patches(tmp_path:
     (ws.path / ".gitattributes").write_text("*.py binary\n")
     assert "sneaky" not in diff(ws)  # positive control: a binary patch hides the text
     assert "+print('sneaky')" in diff(ws, entries=hostile.walk(ws.path)[0])
+
+
+def test_floods_of_git_warnings_do_not_stall_the_harness(tmp_path: Path) -> None:
+    """Thousands of per-file warnings on stderr (here: CRLF conversion of 3,000 files) while
+    the diff is read from stdout: the read finishes (a full stderr pipe would hang it)."""
+    c = case("test-001")
+    ws = make(c, tmp_path)
+    (ws.path / ".gitattributes").write_text("* text eol=crlf\n")
+    for i in range(3000):
+        (ws.path / f"f{i:04d}-{'x' * 60}.txt").write_text("a\nb\n")
+    text = diff(ws, entries=hostile.walk(ws.path)[0])
+    assert text.count("diff --git") == 3001

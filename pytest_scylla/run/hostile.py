@@ -48,22 +48,27 @@ def git_env(git_dir: Path, work_tree: Path, index: Path, home: Path) -> dict[str
 
 def run_git(args: Sequence[str], env: dict[str, str], limit: int = MAX_DIFF_BYTES) -> bytes:
     """git with the safety settings; its output cut at `limit` bytes (the process is stopped)."""
-    proc = subprocess.Popen(["git", *SAFE_GIT, *args], cwd=env["GIT_WORK_TREE"], env=env,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
-    assert proc.stdout is not None
-    chunks, size = [], 0
-    while size <= limit and (chunk := proc.stdout.read(1 << 16)):
-        chunks.append(chunk)
-        size += len(chunk)
-    out = b"".join(chunks)
-    cut = size > limit
-    if cut:
-        proc.kill()
-        out = out[:limit] + b"\n[... output cut by the harness ...]\n"
-    _, err = proc.communicate()
+    # stderr to a file: warnings per file (the agent chooses how many) must not fill a pipe
+    # that nobody reads while stdout is being read
+    with tempfile.TemporaryFile() as errors:
+        proc = subprocess.Popen(["git", *SAFE_GIT, *args], cwd=env["GIT_WORK_TREE"], env=env,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors)
+        assert proc.stdout is not None
+        chunks, size = [], 0
+        while size <= limit and (chunk := proc.stdout.read(1 << 16)):
+            chunks.append(chunk)
+            size += len(chunk)
+        out = b"".join(chunks)
+        cut = size > limit
+        if cut:
+            proc.kill()
+            out = out[:limit] + b"\n[... output cut by the harness ...]\n"
+        proc.stdout.close()
+        proc.wait()
+        errors.seek(0)
+        err = errors.read(300).decode(errors="replace")
     if proc.returncode != 0 and not cut:
-        raise HostileDataError(f"git {' '.join(args[:2])}: {err.decode(errors='replace')[:300]}")
+        raise HostileDataError(f"git {' '.join(args[:2])}: {err}")
     return out
 
 
