@@ -90,8 +90,9 @@ def _protected(case: Case, ws: hostile.Tree, base: dict[str, tuple[str, str]],
                 findings.append(Finding("protected_path", rel, "added by the agent; removed"))
             continue
         mode, blob_id = base[rel]
-        if entry is not None and _unchanged(ws.root, entry, mode, blob_id):
-            continue
+        if mode == "160000" or (entry is not None and _unchanged(ws.root, entry, mode,
+                                                                 blob_id)):
+            continue  # a submodule is not a file to restore
         hostile.place(ws.root, rel, ws.blob(blob_id), mode)
         what = "deleted" if entry is None else "changed"
         findings.append(Finding("protected_path", rel,
@@ -130,6 +131,8 @@ def _test_config(ws: hostile.Tree, base: dict[str, tuple[str, str]],
             continue  # gone with a folder removed above
         if rel in base:
             mode, blob_id = base[rel]
+            if mode == "160000":
+                continue
             pinned = ws.blob(blob_id)
             if entry.kind == "file" and pytest_settings(name, now) == pytest_settings(name, pinned):
                 continue
