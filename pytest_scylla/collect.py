@@ -7,15 +7,13 @@ Collection parses and validates only. Problems become one `CollectError` per cas
 
 from __future__ import annotations
 
-import contextlib
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_scylla.core.record import RunRecord
+from pytest_scylla.core.record import verdict_table
 from pytest_scylla.core.runspec import RunSpec
 from pytest_scylla.formats.spec import Case, load_case
 from pytest_scylla.formats.tiers import Subtest
@@ -23,7 +21,6 @@ from pytest_scylla.formats.yamlmarks import Problem, SpecError
 from pytest_scylla.settings import SETTINGS_KEY, tierset
 
 if TYPE_CHECKING:
-    from pytest_scylla.formats.provenance import Conditions
     from pytest_scylla.run.runtime import Runtime
 
 CASE_FILE = "test.yaml"
@@ -31,7 +28,7 @@ CASE_FILE = "test.yaml"
 
 RUN_KEY = pytest.StashKey[RunSpec]()
 TAGS_KEY = pytest.StashKey[set[str]]()
-RECORD_KEY = pytest.StashKey[RunRecord]()
+ACTIVE_KEY = pytest.StashKey[tuple[Path, ...]]()  # set when the session evaluates: case roots
 # the process's Runtime, or the setup error that prevented it (one message for every run)
 RUNTIME_KEY = pytest.StashKey["Runtime | Exception"]()
 
@@ -77,7 +74,7 @@ class CaseFile(pytest.File):
         tiers = tierset(self.config)
         try:
             case = load_case(self.path, settings.rubrics_dir, known_tiers=tiers.names)
-            subtests = self._subtests(case)
+            subtests = select_subtests(self.config, case, self.path)
         except SpecError as exc:
             raise self.CollectError(str(exc)) from None
         marks = ["scylla", case.category, *case.tags]  # scylla and categories: see configure
@@ -95,31 +92,35 @@ class CaseFile(pytest.File):
                     item.add_marker(mark)
                 yield item
 
-    def _subtests(self, case: Case) -> list[Subtest]:
-        """The composed subtests of the selected tiers; a broken tier is this case's error."""
-        settings = self.config.stash[SETTINGS_KEY]
-        tiers = tierset(self.config)
-        if not tiers.names:
-            raise SpecError([Problem(self.path, None, f"no tier files found in "
-                                     f"{settings.tiers_dir}; expected T0.yaml ... there, or "
-                                     "point --scylla-tiers-dir at them")])
-        wanted = [t for t in (case.tiers or tiers.names) if settings.selects_tier(t)]
-        problems: list[Problem] = []
-        chosen = []
-        for name in wanted:
-            if name in tiers.errors:
-                problems.extend(tiers.errors[name].problems)
+
+def select_subtests(config: pytest.Config, case: Case, path: Path,
+                    only: list[str] | None = None) -> list[Subtest]:
+    """The composed subtests of the tiers selected for `case` (its own `tiers:`, `only`, and
+    the session's selection); a broken tier is this case's error (`SpecError`)."""
+    settings = config.stash[SETTINGS_KEY]
+    tiers = tierset(config)
+    if not tiers.names:
+        raise SpecError([Problem(path, None, f"no tier files found in "
+                                 f"{' or '.join(map(str, settings.tier_dirs))}; expected "
+                                 "T0.yaml ... there, or point --scylla-tiers-dir at them")])
+    wanted = [t for t in (case.tiers or tiers.names)
+              if settings.selects_tier(t) and (only is None or t in only)]
+    problems: list[Problem] = []
+    chosen = []
+    for name in wanted:
+        if name in tiers.errors:
+            problems.extend(tiers.errors[name].problems)
+            continue
+        for sub in tiers.tiers[name].subtests:
+            if not settings.selects_subtest(sub):
                 continue
-            for sub in tiers.tiers[name].subtests:
-                if not settings.selects_subtest(sub):
-                    continue
-                try:
-                    chosen.append(tiers.resolve(sub.ref))
-                except SpecError as exc:
-                    problems.extend(exc.problems)
-        if problems:
-            raise SpecError(problems)
-        return chosen
+            try:
+                chosen.append(tiers.resolve(sub.ref))
+            except SpecError as exc:
+                problems.extend(exc.problems)
+    if problems:
+        raise SpecError(problems)
+    return chosen
 
 
 def _as_parsed(item: pytest.Item) -> None:
@@ -132,49 +133,14 @@ def _as_parsed(item: pytest.Item) -> None:
 
 
 class RunItem(pytest.Function):
-    """One run of a case; its location points at the case's YAML.
-
-    The run happens during setup, so a harness failure (`infra_error`) is a pytest ERROR and a
-    model failure is a FAIL of the call phase."""
+    """One run of a case; its location points at the case's YAML. Its work is done by the
+    public fixtures (`fixtures.py`): the agent runs in setup, so a harness failure
+    (`infra_error`) is a pytest ERROR; the panel judges in the call, where a judged non-pass
+    FAILs with its verdict table."""
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         spec = self.stash[RUN_KEY]
         return self.path, spec.case.line - 1, f"{spec.key.item_name} ({spec.subtest.name})"
-
-    def setup(self) -> None:
-        super().setup()
-        from pytest_scylla.operations.resume import perform
-
-        spec = self.stash[RUN_KEY]
-        rt = runtime(self)
-        rec = perform(spec, rt, self._execute, self._stop, self._say)
-        rec = json.loads(json.dumps(rec))  # JSON-native, as it travels from xdist workers
-        self.stash[RECORD_KEY] = rec
-        self.user_properties.append(("scylla_run", rec))
-        for name in JUNIT_PROPERTIES:  # one by one too, for CI dashboards reading JUnit XML
-            self.user_properties.append((f"scylla_{name}", rec.get(name)))
-        if rec["outcome"] in ("infra_error", "judge_error"):
-            pytest.fail(f"{rec['outcome']}: {rec['reason']}\nrun folder: {rt.run_dir(spec)}",
-                        pytrace=False)
-
-    def _execute(self, spec: RunSpec, rt: Runtime, cond: Conditions) -> RunRecord:
-        rec: RunRecord = self.config.hook.pytest_scylla_execute(spec=spec, runtime=rt,
-                                                                conditions=cond)
-        return rec
-
-    def _stop(self, why: str) -> None:
-        """Stop the session after this item (a conflict that every further run would hit)."""
-        self.session.shouldstop = why
-
-    def _say(self, line: str) -> None:
-        """A line on the terminal, when this process has one (not on xdist workers)."""
-        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-        capture = self.config.pluginmanager.get_plugin("capturemanager")
-        if reporter is None or hasattr(self.config, "workerinput"):
-            return
-        with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
-            reporter.ensure_newline()
-            reporter.write_line(line, yellow=True)
 
 
 def runtime(item: pytest.Item) -> Runtime:
@@ -195,46 +161,10 @@ def runtime(item: pytest.Item) -> Runtime:
     return rt
 
 
-def verdict_table(rec: RunRecord) -> str:
-    """The failure text of a judged non-pass: outcome and reason, each judge by category, the
-    consensus against the threshold, the weakest items with a judge's reason, failed checks."""
-    lines = [f"{rec['outcome']}: {rec['reason']}".rstrip(": ")]
-    judges = [j for j in rec.get("judges", []) if j.get("valid")]
-    if judges:
-        names = [c["name"] for c in judges[0]["categories"]]
-        lines.append("  " + f"{'judge':<22}" + "".join(f"{n[:14]:>15}" for n in names)
-                     + f"{'score':>8}")
-        for j in judges:
-            cells = "".join(f"{'n/a' if c['score'] is None else format(c['score'], '.2f'):>15}"
-                            for c in j["categories"])
-            lines.append(f"  {j['judge_model'][:22]:<22}{cells}{j['score']:>8.2f}")
-    c = rec.get("consensus")
-    if c:
-        lines.append(f"  consensus {c['score']:.2f} grade {c['grade']} (pass threshold "
-                     f"{rec.get('pass_threshold', 0.6):.2f}), {c['valid_judges']} valid judges")
-    weakest: dict[str, tuple[float, str, str, str]] = {}
-    for j in judges:
-        for item_id, v in (j.get("verdict") or {}).get("items", {}).items():
-            if v["achieved"] != "N/A":
-                entry = (float(v["achieved"]), item_id, j["judge_model"], v["reason"])
-                weakest[item_id] = min(weakest.get(item_id, entry), entry)
-    for achieved, item_id, model, why in sorted(weakest.values())[:3]:
-        lines.append(f"  weak {item_id} {achieved:g} ({model}): {why[:120]}")
-    for check in rec.get("checks", []):
-        if not check["passed"]:
-            lines.append(f"  FAIL check {check['name']:<20} {check['reason']}".rstrip())
-    for finding in rec.get("integrity", []):
-        lines.append(f"  TAMPERING {finding['kind']}: {finding['path']} ({finding['detail']})")
-    lines.append(f"  cost ${rec.get('cost_usd') or 0:.4f} agent ({rec.get('cost_source')}) + "
-                 f"${rec.get('judge_cost_usd') or 0:.4f} judges, {rec.get('num_turns')} turns, "
-                 f"agent {rec['timings'].get('agent_s')}s"
-                 f"{'  [SIMULATED MODEL]' if rec.get('simulated') else ''}")
-    return "\n".join(lines)
-
-
-def run_case(request: pytest.FixtureRequest) -> None:
-    """The call phase: pass when the run passed, else fail with its verdict table."""
-    rec = request.node.stash[RECORD_KEY]
+def run_case(scylla_verdict: Any) -> None:
+    """A YAML item's test body: the panel's verdict; pass when the run passed, else fail with
+    its verdict table."""
+    rec = scylla_verdict.ask()
     if rec["outcome"] != "pass":
         pytest.fail(verdict_table(rec), pytrace=False)
 

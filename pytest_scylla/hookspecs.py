@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from pytest_scylla.core.record import RunRecord
     from pytest_scylla.core.runspec import RunSpec
     from pytest_scylla.formats.provenance import Conditions
+    from pytest_scylla.run.runner import Run
     from pytest_scylla.run.runtime import Runtime
 
 @pytest.hookspec(firstresult=True)
@@ -25,6 +25,8 @@ def pytest_scylla_runtime(config: pytest.Config) -> Runtime | None:
 
 @pytest.hookspec(firstresult=True)
 def pytest_scylla_execute(spec: RunSpec, runtime: Runtime, conditions: Conditions
-                          ) -> RunRecord | None:
-    """Run one item (resume has decided it must run) and return its record, written to its run
-    folder."""
+                          ) -> Run | None:
+    """The run of one item (resume has decided it must run), not started: a `runner.Run` (or
+    a subclass) whose phases the item's fixtures drive — `provision` and `act` in setup,
+    `judge` in the test body, `finish` and `release` after it. Each phase keeps `record`
+    current and `finish` writes it to the run folder."""

@@ -8,11 +8,10 @@ from typing import Any
 import pytest
 
 from pytest_scylla import collect, options, settings
+from pytest_scylla.collect import ACTIVE_KEY
 from pytest_scylla.formats.spec import CATEGORIES
 from pytest_scylla.formats.tiers import tier_files
 from pytest_scylla.settings import EXPERIMENT_KEY, SESSION_KEY
-
-ACTIVE_KEY = pytest.StashKey[tuple[Path, ...]]()  # set when the session evaluates: case roots
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -48,7 +47,13 @@ def pytest_configure(config: pytest.Config) -> None:
         return  # inert: a session that evaluates nothing sees no trace of the plugin
     config.stash[ACTIVE_KEY] = collect.case_roots(config)
     config.stash[settings.SETTINGS_KEY] = settings.resolve(config)
-    config.addinivalue_line("markers", "scylla: a pytest-scylla evaluation run")
+    config.addinivalue_line("markers", "scylla(case, tiers=None): a pytest-scylla evaluation "
+                            "run; on a test function, a Python evaluation of that case's task")
+    from pytest_scylla import evaluation, fixtures
+
+    config.pluginmanager.register(fixtures, "scylla-fixtures")
+    config.pluginmanager.register(evaluation, "scylla-evaluation")
+    config.pluginmanager.register(evaluation.Body(), "scylla-body")
     for tier in tier_files(config.stash[settings.SETTINGS_KEY].tier_dirs):
         config.addinivalue_line("markers", f"{tier}: runs of tier {tier}")
     for category in CATEGORIES:
@@ -122,6 +127,19 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         clean_stale()  # folders of workers stopped before they could clean up (Ctrl-C)
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A Python evaluation in a session that evaluates nothing (it lies outside the case
+    roots): one clear error instead of missing fixtures."""
+    if ACTIVE_KEY in metafunc.config.stash or metafunc.definition.get_closest_marker(
+            "scylla") is None:
+        return
+    roots = ", ".join(metafunc.config.getini("scylla_cases"))
+    raise pytest.Collector.CollectError(
+        f"{metafunc.definition.nodeid}: @pytest.mark.scylla: this evaluation lies outside the "
+        f"case roots (scylla_cases = {roots}); move its file under one, add its folder to "
+        "scylla_cases, or pass a --scylla-* option")
+
+
 def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     roots = parent.config.stash.get(ACTIVE_KEY, ())
     if not any(path.resolve().is_relative_to(root) for root in roots):
@@ -155,12 +173,15 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config
                              ) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:
-    """Runs reused from disk (a resumed experiment) and re-scored runs say so."""
+    """Runs reused from disk (a resumed experiment) and re-scored runs say so; a run the
+    panel could not score (judged in the test body) is an ERROR like other harness failures."""
     if report.when != "call":
         return None
     rec = dict(report.user_properties).get("scylla_run")
     if not isinstance(rec, dict):
         return None
+    if report.failed and rec.get("outcome") == "judge_error":  # the panel, not the model
+        return "error", "E", ("ERROR (judge_error)", {"red": True})
     tag = "cached" if rec.get("cached") else "rejudged" if rec.get("rejudged_now") else None
     if tag is None:
         return None

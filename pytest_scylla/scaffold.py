@@ -1,7 +1,8 @@
 """`scylla init [DIR]`: a new evaluation project — pytest configuration, one example case that
-passes under the oracle, a `.gitignore` for results, and CI workflows (GitHub Actions and GitLab
-CI) that run an oracle smoke test on every change and a real evaluation on a schedule or by hand,
-with the API key as a secret. Existing files are never overwritten."""
+passes under the oracle and a Python evaluation of it, a `.gitignore` for results, and CI
+workflows (GitHub Actions and GitLab CI) that run an oracle smoke test on every change and a
+real evaluation on a schedule or by hand, with the API key as a secret. Existing files are never
+overwritten."""
 
 from __future__ import annotations
 
@@ -62,6 +63,23 @@ def test_greets_the_name_it_is_given():
 def test_greets_the_world_by_default():
     assert greet() == "Hello, World!"
 """,
+    "cases/test_greet_eval.py": '''"""A Python evaluation of the greet task: parametrized over
+the tiers like a YAML case; its asserts become a check item of each run's record."""
+
+import pytest
+
+
+@pytest.mark.scylla(case="greet", tiers=["T0", "T5"])
+def test_greet_keeps_its_default(scylla_run, scylla_verdict):
+    # read_text never follows a link the agent made (a missing file fails the run)
+    source = scylla_run.read_text("greet.py")
+    assert 'name: str = "World"' in source, "the default argument was dropped"
+    assert scylla_run.checks_passed, [f"{c.name}: {c.reason}" for c in scylla_run.checks]
+    assert "greet.py" in scylla_run.diff
+    assert scylla_run.cost_usd is not None and scylla_run.cost_usd < 1.0
+    # the judge panel is asked here, in the test body, when its verdict is first used
+    assert scylla_verdict.score >= 0.6, scylla_verdict.table()
+''',
     ".github/workflows/scylla.yml": f"""name: scylla
 on:
   push:

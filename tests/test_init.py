@@ -3,6 +3,7 @@ validate against the GitHub Actions and GitLab CI schemas."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from pytest_scylla.cli import main
+from pytest_scylla.scaffold import FILES
 
 
 def test_init_makes_a_project_whose_example_passes_under_the_oracle(
@@ -21,13 +23,25 @@ def test_init_makes_a_project_whose_example_passes_under_the_oracle(
     assert "made    cases/greet/test.yaml" in printed
     assert "next: cd" in printed
     assert not (project / "tiers").exists()  # the packaged T0-T6 serve
+    # the YAML case and the Python evaluation of it, side by side on two workers
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-k",
-         "T0-01 or T5-01", *oracle, "--scylla-out=reports/smoke"],
+        [sys.executable, "-m", "pytest", "-n", "2", "-p", "no:cacheprovider", "-k",
+         "T0-01 or T5-01", *oracle, "--scylla-out=reports/smoke", "--scylla-report=html"],
         cwd=project, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:]
-    assert "2 passed" in done.stdout  # all of it, -n 2: the slow tier (tests/test_wheel.py)
-    assert (project / "reports" / "smoke" / "runs.jsonl").is_file()
+    assert "4 passed" in done.stdout  # all of it: the slow tier (tests/test_wheel.py)
+    smoke = project / "reports" / "smoke"
+    rows = [json.loads(line) for line in (smoke / "runs.jsonl").read_text().splitlines()]
+    assert sorted((r["case"], r["subtest"], r["outcome"]) for r in rows) == [
+        ("greet", "T0-01", "pass"), ("greet", "T5-01", "pass"),
+        ("test_greet_keeps_its_default", "T0-01", "pass"),
+        ("test_greet_keeps_its_default", "T5-01", "pass")]
+    evaluated = next(r for r in rows if r["case"] == "test_greet_keeps_its_default")
+    assert evaluated["judges"]  # its verdict asked, its asserts recorded
+    assert evaluated["checks"][-1]["name"] == "assert:test_greet_keeps_its_default"
+    html = (smoke / "report.html").read_text()
+    assert "test_greet_keeps_its_default" in html
+    assert "greet[T0-01-r1]" in html or "greet-T0-01-r1" in html
     # the example's checks really test something: the untouched source fails them
     noop = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", "-k",
@@ -35,6 +49,16 @@ def test_init_makes_a_project_whose_example_passes_under_the_oracle(
         cwd=project, capture_output=True, text=True, timeout=600)
     assert noop.returncode == 1, noop.stdout[-3000:]
     assert "FAIL check hidden-tests" in noop.stdout
+    assert "FAILED cases/test_greet_eval.py::test_greet_keeps_its_default[T0-01-r1]" in noop.stdout
+    rec = json.loads((project / "reports/noop/runs/test_greet_keeps_its_default-T0-01-r1"
+                      "/run.json").read_text())
+    assert (rec["outcome"], rec["checks"][-1]["passed"]) == ("fail", False)
+    assert "hidden-tests" in rec["reason"]  # the assert's message: the checks that failed
+
+
+def test_the_readme_documents_the_scaffolded_evaluation_word_for_word() -> None:
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    assert "```python\n" + FILES["cases/test_greet_eval.py"] + "```" in readme
 
 
 def test_init_keeps_what_is_there(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

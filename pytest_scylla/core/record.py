@@ -94,6 +94,7 @@ class RunRecord(TypedDict, total=False):
     rejudged: list[dict[str, Any]]  # earlier scores, one entry per rejudge
     crashed: bool  # the controller's row for an item whose worker died
     imported_from: str  # `scylla import`: the original run folder
+    evaluation: dict[str, str]  # a Python evaluation's: its test (node id) and case folder
 
 
 def write_json(path: Path, data: Any) -> None:
@@ -125,3 +126,40 @@ def read_dict(path: Path) -> dict[str, Any]:
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def verdict_table(rec: RunRecord) -> str:
+    """The failure text of a judged non-pass: outcome and reason, each judge by category, the
+    consensus against the threshold, the weakest items with a judge's reason, failed checks."""
+    lines = [f"{rec['outcome']}: {rec['reason']}".rstrip(": ")]
+    judges = [j for j in rec.get("judges", []) if j.get("valid")]
+    if judges:
+        names = [c["name"] for c in judges[0]["categories"]]
+        lines.append("  " + f"{'judge':<22}" + "".join(f"{n[:14]:>15}" for n in names)
+                     + f"{'score':>8}")
+        for j in judges:
+            cells = "".join(f"{'n/a' if c['score'] is None else format(c['score'], '.2f'):>15}"
+                            for c in j["categories"])
+            lines.append(f"  {j['judge_model'][:22]:<22}{cells}{j['score']:>8.2f}")
+    c = rec.get("consensus")
+    if c:
+        lines.append(f"  consensus {c['score']:.2f} grade {c['grade']} (pass threshold "
+                     f"{rec.get('pass_threshold', 0.6):.2f}), {c['valid_judges']} valid judges")
+    weakest: dict[str, tuple[float, str, str, str]] = {}
+    for j in judges:
+        for item_id, v in (j.get("verdict") or {}).get("items", {}).items():
+            if v["achieved"] != "N/A":
+                entry = (float(v["achieved"]), item_id, j["judge_model"], v["reason"])
+                weakest[item_id] = min(weakest.get(item_id, entry), entry)
+    for achieved, item_id, model, why in sorted(weakest.values())[:3]:
+        lines.append(f"  weak {item_id} {achieved:g} ({model}): {why[:120]}")
+    for check in rec.get("checks", []):
+        if not check["passed"]:
+            lines.append(f"  FAIL check {check['name']:<20} {check['reason']}".rstrip())
+    for finding in rec.get("integrity", []):
+        lines.append(f"  TAMPERING {finding['kind']}: {finding['path']} ({finding['detail']})")
+    lines.append(f"  cost ${rec.get('cost_usd') or 0:.4f} agent ({rec.get('cost_source')}) + "
+                 f"${rec.get('judge_cost_usd') or 0:.4f} judges, {rec.get('num_turns')} turns, "
+                 f"agent {rec['timings'].get('agent_s')}s"
+                 f"{'  [SIMULATED MODEL]' if rec.get('simulated') else ''}")
+    return "\n".join(lines)

@@ -108,24 +108,27 @@ def _short(parts: dict[str, Any]) -> str:
 
 
 def conditions(spec: RunSpec, tiers: TierSet, *, model: str, cli_version: str,
-               oracle: str | None, sandbox: str, judges: list[str], min_judges: int
-               ) -> Conditions:
+               oracle: str | None, sandbox: str, judges: list[str], min_judges: int,
+               evaluation: str | None = None) -> Conditions:
     """The run's conditions. The config hash covers the inputs but the rubric (it only scores
     the run: a rubric edit calls for --scylla-rejudge, not a re-run) and the tier file (the
     resolved subtest stands for it: editing a neighbouring subtest changes nothing), plus model,
     CLI version, oracle mode, sandbox and limits; no paths, so the same conditions hash the same
     in every run and on every machine. The judge hash covers the rubric's content and the
-    panel."""
+    panel, and for a Python evaluation its source (`evaluation`): its asserts score the run."""
     case, sub = spec.case, spec.subtest
     inputs = input_hashes(case, sub, tiers)
+    if evaluation is not None:
+        inputs["evaluation"] = evaluation
     rubric, tier_file = _scoring_inputs(case, sub, tiers)
     config = _short({
-        "inputs": {k: v for k, v in inputs.items() if k not in (rubric, tier_file)},
+        "inputs": {k: v for k, v in inputs.items()
+                   if k not in (rubric, tier_file, "evaluation")},
         "subtest": subtest_conditions(sub, tiers), "model": model, "cli": cli_version,
         "oracle": oracle, "sandbox": sandbox, "max_turns": case.max_turns,
         "timeout": case.timeout_seconds, "plugin": __version__})
     judge = _short({"rubric": inputs[rubric], "judges": judges, "min_judges": min_judges,
-                    "oracle": oracle})
+                    "oracle": oracle, **({"evaluation": evaluation} if evaluation else {})})
     return Conditions(inputs=inputs, config_hash=config, judge_hash=judge)
 
 

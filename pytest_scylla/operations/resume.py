@@ -1,12 +1,14 @@
 """Resuming an experiment folder: which stored runs count, which run again, and the lock that
 keeps two processes (say a stale worker of a killed session and the session resuming it) from
-running the same run at once; and `perform`, an item's work under that lock: reuse, re-score or
-run, unless the session budget is spent or a usage-window pause holds new runs.
+running the same run at once. The item's fixtures (`pytest_scylla.fixtures`) act on the
+decision: reuse, re-score or run, unless the session budget is spent or a usage-window pause
+holds new runs.
 
-A run's record (`runs/<key>/run.json`) is written atomically at its very end, so a run folder
-without one was cut short and runs again; an `infra_error` record (including "interrupted") runs
-again; any other record with the same config hash is the run's result and is reported from disk
-(`cached`), except a `judge_error`, whose judges are asked again (the agent is not re-run).
+A run's record (`runs/<key>/run.json`) is written atomically, after the agent (saying "not
+judged yet") and at the end, so a run folder without one was cut short and runs again; an
+`infra_error` record (including "interrupted") runs again; any other record with the same config
+hash is the run's result and is reported from disk (`cached`), except a `judge_error`, whose
+judges are asked again (the agent is not re-run).
 A record made under other conditions is never silently mixed in.
 """
 
@@ -24,13 +26,11 @@ from typing import Any, cast
 
 import pytest
 
-from pytest_scylla.core import record
 from pytest_scylla.core.record import RECORD_FILE, RunRecord, read_dict
-from pytest_scylla.core.runspec import RunSpec
 from pytest_scylla.formats.provenance import Conditions
+from pytest_scylla.formats.spec import Case
 from pytest_scylla.judging import judge_run
 from pytest_scylla.run import checks
-from pytest_scylla.run.outcome import settle
 from pytest_scylla.run.runner import timestamp
 from pytest_scylla.run.runtime import Runtime
 
@@ -117,50 +117,6 @@ def stored_records(out: Path) -> dict[str, dict[str, Any]]:
     return found
 
 
-# ---------------------------------------------------------------------------------------------
-# one item's work
-
-
-Execute = Callable[[RunSpec, Runtime, Conditions], RunRecord]
-
-
-def perform(spec: RunSpec, rt: Runtime, execute: Execute, stop: Callable[[str], None],
-            say: Callable[[str], None]) -> RunRecord:
-    """One item's work, resume-aware: under the run's lock, reuse its stored record (`cached`),
-    re-score it (`--scylla-rejudge`), or run it with `execute` — unless the session budget is
-    spent or a usage-window pause outlasts --scylla-max-pause (then the item is skipped, saying
-    why). A stored run made under other conditions fails the item and stops the session."""
-    s = rt.settings
-    cond = rt.conditions(spec)  # hashed once, for the decision and the record
-    with run_lock(rt.out, spec.key.folder):
-        decision = decide(rt.run_dir(spec), cond.config_hash, cond.judge_hash, cond.inputs,
-                          fresh=s.fresh, rejudge=s.rejudge)
-        if decision.action == "conflict":
-            stop("pytest-scylla: a stored run conflicts with the current conditions")
-            pytest.fail(decision.reason, pytrace=False)
-        if decision.action == "skip":
-            pytest.skip(decision.reason)
-        if decision.action == "cached":
-            assert decision.record is not None
-            return cast(RunRecord, {**decision.record, "cached": True})
-        if rt.ledger is not None:
-            wait_out_pause(rt, say)
-            why = rt.ledger.over_budget(s.budget_usd)
-            if why:
-                pytest.skip(why)
-        if decision.action == "rejudge":
-            assert decision.record is not None
-            rec = rejudge(spec, decision.record, rt, cond)
-            rec["rejudged_now"] = True
-            spent = float(rec.get("judge_cost_usd") or 0)
-        else:
-            rec = execute(spec, rt, cond)
-            spent = float(rec.get("cost_usd") or 0) + float(rec.get("judge_cost_usd") or 0)
-        if rt.ledger is not None:
-            rt.ledger.add(spent, rec["outcome"] == "pass")
-        return rec
-
-
 def wait_out_pause(rt: Runtime, say: Callable[[str], None]) -> None:
     """Hold this run while the session is paused by a usage-window limit; skip it when the
     pause is longer than --scylla-max-pause."""
@@ -179,32 +135,32 @@ def wait_out_pause(rt: Runtime, say: Callable[[str], None]) -> None:
         time.sleep(min(1.0, pause.remaining + 0.05))
 
 
-def rejudge(spec: RunSpec, stored: dict[str, Any], rt: Runtime, cond: Conditions
-            ) -> RunRecord:
-    """Re-score a stored run with the current rubric and panel, from what it stored (final
-    message, diff, file list, check results): no agent runs. The new verdicts replace the old;
-    the old scores are kept in `rejudged` so the change is visible."""
-    case = spec.case
-    run_dir = rt.run_dir(spec)
-    evidence = judge_run.Evidence(
+def stored_evidence(run_dir: Path, stored: dict[str, Any]) -> judge_run.Evidence:
+    """What the judges see of a stored run, read back from its folder (final message, diff,
+    file list, check results): re-scoring runs no agent."""
+    return judge_run.Evidence(
         final_message=stored.get("final_message") or "",
         diff=(run_dir / "diff.patch").read_text(encoding="utf-8")
         if (run_dir / "diff.patch").is_file() else "",
         files=((run_dir / "files.txt").read_text(encoding="utf-8").split()
                if (run_dir / "files.txt").is_file() else []),
-        checks=[checks.CheckResult(**c) for c in stored.get("checks") or []])
+        checks=[checks.CheckResult(**c) for c in stored.get("checks") or []
+                if c.get("kind") != "assert"])
+
+
+def for_rejudge(stored: dict[str, Any], case: Case, evidence: judge_run.Evidence,
+                cond: Conditions) -> RunRecord:
+    """A stored run made ready to be scored again with the current rubric and panel: the old
+    scores move to `rejudged` (so the change is visible), an evaluation's old assert items go."""
     previous = {k: stored.get(k) for k in ("outcome", "score", "grade", "judge_hash",
                                            "judge_cost_usd")}
     previous["judges"] = [j.get("judge_model") for j in stored.get("judges") or []]
-    classified = stored.get("classified") or {"outcome": None, "reason": ""}
     kept = {k: v for k, v in stored.items() if k not in ("score", "impl_rate", "grade",
-                                                          "consensus")}  # re-scored below
-    rec = cast(RunRecord, {**kept, "check_items": evidence.check_rows(case),
-                           "check_score": evidence.check_score(case),
-                           "pass_threshold": case.rubric.pass_threshold,
-                           "judge_hash": cond.judge_hash, "inputs": cond.inputs})
-    rec.update(judge_run.judge(case, spec.key.folder, run_dir, rt, evidence))
-    settle(rec, case, classified["outcome"], classified["reason"])
-    rec["rejudged"] = [*(rec.get("rejudged") or []), {"at": timestamp(), "previous": previous}]
-    record.write_json(run_dir / record.RECORD_FILE, rec)
-    return rec
+                                                          "consensus", "judges")}
+    kept["checks"] = [c for c in stored.get("checks") or [] if c.get("kind") != "assert"]
+    return cast(RunRecord, {**kept, "check_items": evidence.check_rows(case),
+                            "check_score": evidence.check_score(case),
+                            "pass_threshold": case.rubric.pass_threshold,
+                            "judge_hash": cond.judge_hash, "inputs": cond.inputs,
+                            "rejudged": [*(stored.get("rejudged") or []),
+                                         {"at": timestamp(), "previous": previous}]})

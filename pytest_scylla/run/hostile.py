@@ -247,3 +247,36 @@ def delete(root: Path, rel: str) -> bool:
         return True
     finally:
         os.close(fd)
+
+
+READ_LIMIT = 2_000_000  # bytes of one file an evaluation may read
+
+
+def read(root: Path, rel: str, limit: int = READ_LIMIT) -> bytes:
+    """The bytes of the regular file at `rel` under `root`, reached without following any link
+    the agent made (a link, a FIFO, a device or a path leaving `root` is refused) and at most
+    `limit` of them."""
+    parts = [p for p in rel.replace("\\", "/").split("/") if p not in ("", ".")]
+    if not parts or ".." in parts:
+        raise HostileDataError(f"{rel!r}: not a path inside the workspace")
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for part in parts[:-1]:
+            nxt = _open_dir(part, fd)
+            os.close(fd)
+            fd = nxt
+        out = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
+        with os.fdopen(out, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise HostileDataError(f"{rel}: not a regular file")
+            data = handle.read(limit + 1)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise HostileDataError(f"{rel}: a symbolic link or a non-directory on the way; "
+                                   "not followed") from None
+        raise
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise HostileDataError(f"{rel}: larger than {limit} bytes")
+    return data

@@ -5,11 +5,12 @@ record. Every outcome, including infrastructure failures and interruptions, ends
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 import shutil
 import time
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -38,52 +39,155 @@ def timestamp() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-@dataclass
-class _Run:
-    """One run in progress: where it lives and what has been measured so far."""
+class Run:
+    """One run in progress, whose phases the item's fixtures drive: `provision` (the workspace,
+    `scylla_workspace`), `act` (the agent and the checks, `scylla_run`), `judge` (the panel, in
+    the test body), `finish` (the record) and `release` (the private folders). A phase that
+    fails ends the run as an `infra_error`; an interruption marks it unfinished; every path
+    writes `run.json`, so nothing measured is dropped. After `act` the record on disk says "not
+    judged yet", so a session stopped before the panel keeps the agent's work for resume."""
 
-    spec: RunSpec
-    rt: Runtime
-    run_dir: Path
-    private: Path  # the agent's: workspace, HOME, TMPDIR (writable in the sandbox)
-    harness: Path  # the harness's own (its git copy), never inside the sandbox
-    began: float = field(default_factory=time.monotonic)
-    route: Route | None = None
-    result: claude_code.Result = field(default_factory=claude_code.Result)
-    timings: dict[str, float] = field(default_factory=dict)
+    def __init__(self, spec: RunSpec, rt: Runtime, cond: Conditions) -> None:
+        self.spec, self.rt, self.cond = spec, rt, cond
+        self.run_dir = rt.run_dir(spec)
+        self.began = time.monotonic()
+        self.private: Path | None = None  # the agent's: workspace, HOME, TMPDIR
+        self.harness: Path | None = None  # the harness's own (its git copy), never sandboxed
+        self.route: Route | None = None
+        self.result = claude_code.Result()
+        self.timings: dict[str, float] = {}
+        self.record: RunRecord = {}
+        self.evidence: judge_run.Evidence | None = None
+        self._ws: workspace.Workspace | None = None
+        self._ov: overlay.Overlay | None = None
+        self.void = False  # ended as an infra_error: nothing further is done
+        self.rescoring = False  # a stored run scored again: its agent's record stands
 
     @property
-    def ws_path(self) -> Path:
-        return self.private / "work"
+    def workspace(self) -> Path | None:
+        """The live workspace (until `release`); None when there is none."""
+        path = self.private / "work" if self.private else None
+        return path if path is not None and path.is_dir() else None
 
 
-def execute(spec: RunSpec, rt: Runtime, cond: Conditions) -> RunRecord:
-    """Run one item under the given conditions; always returns (and writes) its record."""
-    run_dir = rt.run_dir(spec)
-    if run_dir.exists():
-        shutil.rmtree(run_dir)
-    run_dir.mkdir(parents=True)
-    run = _Run(spec, rt, run_dir, claim_private(), claim_private())
-    (run.private / "tmp").mkdir()
-    rec = _identity(run, cond)
-    try:
-        ws, ov = _prepare(run, rec)
-        finished, stderr_tail = _agent(run, ov, rec)
-        _judge(run, rec, ws, ov, finished, stderr_tail)
-    except SETUP_FAILURES as exc:
-        rec.update({"outcome": "infra_error", "passed": False,
-                    "reason": f"{type(exc).__name__}: {exc}"})
-    except BaseException as exc:  # interrupted: keep what was measured, mark it unfinished
-        rec.update({"outcome": "infra_error", "passed": False,
-                    "reason": f"interrupted ({type(exc).__name__}) before the run finished"})
-        raise
-    finally:
-        _finish(run, rec)
-    return rec
+    @contextlib.contextmanager
+    def _phase(self) -> Iterator[None]:
+        """A setup failure ends the run as infra_error; an interruption marks it unfinished;
+        either way the record is written."""
+        try:
+            yield
+        except SETUP_FAILURES as exc:
+            self.void = True
+            self.record.update({"outcome": "infra_error", "passed": False,
+                                "reason": f"{type(exc).__name__}: {exc}"})
+            self.finish()
+        except BaseException as exc:
+            self.void = True
+            self.record.update({"outcome": "infra_error", "passed": False,
+                                "reason": f"interrupted ({type(exc).__name__}) before the run "
+                                          "finished"})
+            self.finish()
+            raise
+
+    def provision(self) -> None:
+        """A fresh run folder, the workspace at the pinned commit, the overlay, the route."""
+        if self.run_dir.exists():
+            shutil.rmtree(self.run_dir)
+        self.run_dir.mkdir(parents=True)
+        self.private, self.harness = claim_private(), claim_private()
+        (self.private / "tmp").mkdir()
+        self.record = _identity(self)
+        with self._phase():
+            self._ws, self._ov = _prepare(self, self.record)
+
+    def act(self) -> None:
+        """The agent in its sandbox, then what it left: diff, files, integrity, checks, and
+        the outcome classified before judging. Writes the not-yet-judged record."""
+        if self.void:
+            return
+        assert self._ws is not None
+        assert self._ov is not None
+        with self._phase():
+            finished, stderr_tail = _agent(self, self._ov, self.record)
+            _inspect(self, self.record, self._ws, self._ov, finished, stderr_tail)
+            self._measure()
+            outcome = self.record["classified"]["outcome"]
+            if outcome == "infra_error":
+                self.void = True
+                settle(self.record, self.spec.case, outcome, self.record["classified"]["reason"])
+            else:
+                self.record.update({"outcome": "judge_error", "passed": False,
+                                    "reason": NOT_JUDGED})
+            self.finish()
+
+    def rescore(self, stored: RunRecord, evidence: judge_run.Evidence) -> None:
+        """Make this a stored run to be judged again (no workspace, no agent)."""
+        self.record, self.evidence, self.rescoring = stored, evidence, True
+
+    def judge(self) -> None:
+        """The panel's verdict and the run's outcome (a void run is not worth a judge)."""
+        if self.void or self.evidence is None:
+            return
+        classified = self.record.get("classified") or {"outcome": None, "reason": ""}
+        try:
+            self.record.update(judge_run.judge(self.spec.case, self.spec.key.folder,
+                                               self.run_dir, self.rt, self.evidence))
+        except BaseException:  # the agent's work stands: resume asks the judges again
+            self.record.update({"outcome": "judge_error", "passed": False,
+                                "reason": NOT_JUDGED})
+            self.finish()
+            raise
+        settle(self.record, self.spec.case, classified["outcome"], classified["reason"])
+
+    def _measure(self) -> None:
+        """What the gateway measured of the agent, and its cost."""
+        route = self.route
+        if route is None:
+            return
+        self.rt.gateway.close(route.key)
+        self.record.update({"usage": route.usage, "tokens": pricing.token_totals(route.usage),
+                            "api_calls": route.calls, "refused_calls": route.refused,
+                            "infra_events": route.infra,
+                            "budget": {"max_cost_usd": route.max_cost_usd,
+                                       "exceeded": route.budget_exceeded},
+                            "ablation": route.ablation or {"checked": False}})
+        self.record.update(costs(route, self.result))
+
+    def finish(self) -> None:
+        """Write the record as it stands (timings and, once, the gateway's measures)."""
+        if not self.record:
+            return
+        if self.rescoring:  # the agent's timings stand
+            record.write_json(self.run_dir / record.RECORD_FILE, self.record)
+            return
+        if "usage" not in self.record:
+            self._measure()
+        self.timings["total_s"] = round(time.monotonic() - self.began, 3)
+        self.record["timings"] = dict(self.timings)
+        self.record["finished_at"] = timestamp()
+        record.write_json(self.run_dir / record.RECORD_FILE, self.record)
+
+    def release(self) -> None:
+        """The workspace kept (--scylla-keep-workspaces) or removed; the private folders go."""
+        ws = self.workspace
+        if ws is not None and self.rt.settings.keep_workspaces:
+            shutil.move(str(ws), str(self.run_dir / "workspace"))
+        for folder in (self.private, self.harness):
+            if folder is not None:
+                shutil.rmtree(folder, ignore_errors=True)
+        self.private = self.harness = None
 
 
-def _identity(run: _Run, cond: Conditions) -> RunRecord:
-    spec, rt = run.spec, run.rt
+NOT_JUDGED = "not judged yet: the session stopped before the panel was asked"
+
+
+def execute(spec: RunSpec, rt: Runtime, cond: Conditions) -> Run:
+    """The built-in run of an item (not started: the fixtures drive its phases)."""
+    return Run(spec, rt, cond)
+
+
+def _identity(run: Run) -> RunRecord:
+    spec, rt, cond = run.spec, run.rt, run.cond
     case, sub = spec.case, spec.subtest
     return {
         "schema": record.RECORD_SCHEMA, "run_key": spec.key.folder, "case": case.id,
@@ -98,13 +202,16 @@ def _identity(run: _Run, cond: Conditions) -> RunRecord:
     }
 
 
-def _prepare(run: _Run, rec: RunRecord) -> tuple[workspace.Workspace, overlay.Overlay]:
+def _prepare(run: Run, rec: RunRecord) -> tuple[workspace.Workspace, overlay.Overlay]:
     """The workspace at the pinned commit, the tier overlay, the MCP config and the run's
     gateway route, which checks the ablation on the first request."""
     spec, rt = run.spec, run.rt
     case, sub = spec.case, spec.subtest
-    ws = workspace.create(case, run.ws_path, rt.settings.cache_dir, run.harness)
-    ov = overlay.apply(sub, rt.tiers, run.ws_path, run.private)
+    assert run.private is not None
+    assert run.harness is not None
+    work = run.private / "work"
+    ws = workspace.create(case, work, rt.settings.cache_dir, run.harness)
+    ov = overlay.apply(sub, rt.tiers, work, run.private)
     config_file = run.private / "mcp.json"
     declarations = {n: json.loads(rt.tiers.resource_path("mcp_servers", n).read_text("utf-8"))
                     for n in sub.mcp_servers}
@@ -115,9 +222,9 @@ def _prepare(run: _Run, rec: RunRecord) -> tuple[workspace.Workspace, overlay.Ov
                      "path": case.source.path.name if case.source.path else None,
                      "base_commit": ws.base_commit}
     rec["declared"] = ov.declared
-    expected = expectation(ov, sub, rt.tiers, run.ws_path, rt.baseline(spec))
+    expected = expectation(ov, sub, rt.tiers, work, rt.baseline(spec))
     oracle = rt.settings.oracle
-    script = (Script.for_case(mode_for(oracle, spec.key.folder), case.solution, run.ws_path,
+    script = (Script.for_case(mode_for(oracle, spec.key.folder), case.solution, work,
                               delegates(rt.tiers, sub)) if oracle else None)
     if script is not None:
         rec["oracle_script"] = {"mode": script.mode, "delegates": list(script.delegates),
@@ -132,17 +239,18 @@ def _prepare(run: _Run, rec: RunRecord) -> tuple[workspace.Workspace, overlay.Ov
     return ws, ov
 
 
-def _agent(run: _Run, ov: overlay.Overlay, rec: RunRecord) -> tuple[Finished, str]:
+def _agent(run: Run, ov: overlay.Overlay, rec: RunRecord) -> tuple[Finished, str]:
     """The CLI in the sandbox, the prompt on stdin; its transcript parsed."""
     spec, rt, route = run.spec, run.rt, run.route
     assert route is not None
+    assert run.private is not None
     argv = claude_code.command(rt.cli, rt.model(spec), spec.case.max_turns, ov.args)
     env = claude_code.environment(base_env(run.private), ov.env, rt.sandbox.base_url(route.key))
     prompt = spec.case.prompt.read_text(encoding="utf-8")
     run.timings["setup_s"] = round(time.monotonic() - run.began, 3)
     transcript = run.run_dir / "transcript.jsonl"
     with open(transcript, "wb") as out, open(run.run_dir / "agent.stderr.txt", "wb") as err:
-        finished = rt.sandbox.run(argv, run.ws_path, run.private, env, prompt,
+        finished = rt.sandbox.run(argv, run.private / "work", run.private, env, prompt,
                                   spec.case.timeout_seconds, out, err, bridge=True)
     rt.gateway.close(route.key)
     run.timings["agent_s"] = finished.seconds
@@ -158,55 +266,33 @@ def _agent(run: _Run, ov: overlay.Overlay, rec: RunRecord) -> tuple[Finished, st
     return finished, stderr_tail
 
 
-def _judge(run: _Run, rec: RunRecord, ws: workspace.Workspace, ov: overlay.Overlay,
-           finished: Finished, stderr_tail: str) -> None:
-    """What the agent left (diff, file list), the checks on it in the sandbox, the outcome,
-    and the panel's verdict unless the run is void."""
+def _inspect(run: Run, rec: RunRecord, ws: workspace.Workspace, ov: overlay.Overlay,
+             finished: Finished, stderr_tail: str) -> None:
+    """What the agent left (diff, file list), the integrity of the pinned files, the checks on
+    it in the sandbox, and the outcome as far as it is known before judging."""
     spec, rt, route = run.spec, run.rt, run.route
     assert route is not None
-    entries, cut = hostile.walk(run.ws_path)
+    assert run.private is not None
+    work = run.private / "work"
+    entries, cut = hostile.walk(work)
     diff = workspace.diff(ws, ov.written, entries)
-    files = workspace.file_list(run.ws_path, entries, cut)
+    files = workspace.file_list(work, entries, cut)
     (run.run_dir / "diff.patch").write_text(diff, encoding="utf-8")
     (run.run_dir / "files.txt").write_text("\n".join(files) + "\n", encoding="utf-8")
     check_began = time.monotonic()
     rec["integrity"] = [f.to_json() for f in integrity.secure(spec.case, ws.tree(), entries, cut)]
+    private = run.private
 
     def wrap(cmd: list[str]) -> list[str]:
-        return rt.sandbox.wrap(cmd, run.ws_path, run.private)
+        return rt.sandbox.wrap(cmd, work, private)
 
     fresh = run.private / f"checks-{secrets.token_hex(8)}"  # a name the agent could not guess
-    results = checks.run_checks(spec.case, run.ws_path, base_env(run.private), fresh, wrap)
+    results = checks.run_checks(spec.case, work, base_env(run.private), fresh, wrap)
     run.timings["checks_s"] = round(time.monotonic() - check_began, 3)
-    evidence = judge_run.Evidence(run.result.final_message, diff, files, results)
+    run.evidence = evidence = judge_run.Evidence(run.result.final_message, diff, files, results)
     rec.update({"checks": [r.to_json() for r in results],
                 "check_items": evidence.check_rows(spec.case),
                 "check_score": evidence.check_score(spec.case)})
     outcome, reason = classify(finished, run.result, route, stderr_tail,
                                rt.sandbox.failed_to_start(stderr_tail))
     rec["classified"] = {"outcome": outcome, "reason": reason}  # before judging
-    if outcome != "infra_error":  # a void run is not worth a judge's tokens
-        rec.update(judge_run.judge(spec.case, spec.key.folder, run.run_dir, rt, evidence))
-    settle(rec, spec.case, outcome, reason)
-
-
-def _finish(run: _Run, rec: RunRecord) -> None:
-    """What the gateway measured, timings, the workspace kept or removed, the record written."""
-    route = run.route
-    if route is not None:
-        run.rt.gateway.close(route.key)
-        rec.update({"usage": route.usage, "tokens": pricing.token_totals(route.usage),
-                    "api_calls": route.calls, "refused_calls": route.refused,
-                    "infra_events": route.infra,
-                    "budget": {"max_cost_usd": route.max_cost_usd,
-                               "exceeded": route.budget_exceeded},
-                    "ablation": route.ablation or {"checked": False}})
-        rec.update(costs(route, run.result))
-    run.timings["total_s"] = round(time.monotonic() - run.began, 3)
-    rec["timings"] = run.timings
-    rec["finished_at"] = timestamp()
-    if run.rt.settings.keep_workspaces and run.ws_path.exists():
-        shutil.move(str(run.ws_path), str(run.run_dir / "workspace"))
-    shutil.rmtree(run.private, ignore_errors=True)
-    shutil.rmtree(run.harness, ignore_errors=True)
-    record.write_json(run.run_dir / record.RECORD_FILE, rec)

@@ -46,12 +46,14 @@ class Runtime:
     def run_dir(self, spec: RunSpec) -> Path:
         return self.out / "runs" / spec.key.folder
 
-    def conditions(self, spec: RunSpec) -> Conditions:
-        """The run's input hashes, config hash and judge hash (see `provenance.conditions`)."""
+    def conditions(self, spec: RunSpec, evaluation: str | None = None) -> Conditions:
+        """The run's input hashes, config hash and judge hash (see `provenance.conditions`);
+        `evaluation`: a Python evaluation's source hash (it scores the run)."""
         s = self.settings
         return conditions(spec, self.tiers, model=self.model(spec), cli_version=self.cli_version,
                           oracle=s.oracle, sandbox=self.sandbox.name,
-                          judges=[j.label for j in s.judges], min_judges=s.min_judges)
+                          judges=[j.label for j in s.judges], min_judges=s.min_judges,
+                          evaluation=evaluation)
 
     def baseline(self, spec: RunSpec) -> dict[str, Any]:
         """The baseline for the run's model and its subtest's tool configuration."""
