@@ -55,7 +55,7 @@ def harness_runs(n: int, sandbox_kind: str, cache: Path, out: Path) -> list[dict
     recs = []
     for i in range(n):
         spec = RunSpec(case, sub, i + 1)
-        rec = runner.execute(spec, rt, rt.conditions(spec))
+        rec = runner.run_through(runner.execute(spec, rt, rt.conditions(spec)))
         assert rec["outcome"] == "pass", rec["reason"]
         recs.append(rec)
     rt.gateway.stop()

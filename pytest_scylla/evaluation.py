@@ -34,7 +34,6 @@ from pytest_scylla.formats.spec import load_case
 from pytest_scylla.formats.yamlmarks import SpecError
 from pytest_scylla.settings import SETTINGS_KEY, tierset
 
-FIXTURES = ("scylla_run", "scylla_verdict", "scylla_workspace")
 NAME = re.compile(r"[A-Za-z0-9_.-]+$")
 OWNERS = pytest.StashKey[dict[str, str]]()  # evaluation name -> the test that owns it
 MESSAGE_LIMIT = 2_000
@@ -81,8 +80,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     config, function = metafunc.config, metafunc.function
     where = f"{metafunc.definition.nodeid}"
     name, only = _arguments(marker, where)
-    if not any(f in metafunc.fixturenames for f in FIXTURES):
-        raise _problem(where, "the function uses none of the scylla fixtures; take "
+    if "scylla_run" not in metafunc.fixturenames:  # scylla_verdict brings it too
+        raise _problem(where, "the function does not take the agent's run; take "
                               "`scylla_run` (and `scylla_verdict` for the judges' score)")
     if not NAME.match(function.__name__):
         raise _problem(where, f"{function.__name__!r} cannot name a run (letters, digits, "

@@ -179,6 +179,9 @@ def _say(item: pytest.Item) -> Any:
 @pytest.fixture
 def scylla_spec(request: pytest.FixtureRequest) -> RunSpec:
     """What this item runs: its case, composed tier subtest and run number."""
+    if RUN_KEY not in request.node.stash:
+        pytest.fail(f"{request.node.nodeid}: the scylla fixtures belong to evaluation runs; mark "
+                    "the test @pytest.mark.scylla(case=<case folder>)", pytrace=False)
     spec: RunSpec = request.node.stash[RUN_KEY]
     return spec
 

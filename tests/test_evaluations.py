@@ -112,7 +112,9 @@ def test_an_evaluation_that_breaks_is_a_harness_fault_not_a_failed_agent(
     ("@pytest.mark.scylla(case='alpha', tiers='T0')\ndef test_x(scylla_run): pass",
      "tiers='T0': expected a list of tier names"),
     ("@pytest.mark.scylla(case='alpha')\ndef test_x(tmp_path): pass",
-     "uses none of the scylla fixtures; take `scylla_run`"),
+     "the function does not take the agent's run; take `scylla_run`"),
+    ("@pytest.mark.scylla(case='alpha')\ndef test_x(scylla_workspace): pass",
+     "the function does not take the agent's run; take `scylla_run`"),
     ("@pytest.mark.scylla(kase='alpha')\ndef test_x(scylla_run): pass",
      "unknown arguments ['kase']; expected case="),
 ])
@@ -173,3 +175,12 @@ def test_reading_the_agents_files_never_follows_what_it_planted(tmp_path: Path) 
         read(ws, "big", limit=10)
     with pytest.raises(FileNotFoundError):
         read(ws, "missing.py")
+
+
+def test_the_fixtures_outside_an_evaluation_say_what_is_missing(
+        standin: Path, pytester: pytest.Pytester) -> None:
+    (standin / "cases" / "test_plain.py").write_text("def test_plain(scylla_run):\n    pass\n")
+    done = pytester.runpytest("cases/test_plain.py", "--scylla-oracle", *workers(0))
+    done.assert_outcomes(errors=1)
+    done.stdout.fnmatch_lines(["*test_plain: the scylla fixtures belong to evaluation runs; "
+                               "mark the test @pytest.mark.scylla(case=<case folder>)"])

@@ -9,10 +9,10 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from pytest_scylla.core.tempdirs import claim_private
 from pytest_scylla.formats.spec import RubricItem
 from pytest_scylla.judging import verdict
 from pytest_scylla.judging.judges import MAX_ATTEMPTS, JudgeResult, JudgeSpec
@@ -25,7 +25,7 @@ TIMEOUT_SECONDS = 600
 def ask(spec: JudgeSpec, prompt: Prompt, items: Sequence[RubricItem], base_url: str,
         result: JudgeResult) -> None:
     cli = claude_code.find_cli(os.environ.get("SCYLLA_JUDGE_CLI"))
-    neutral = Path(tempfile.mkdtemp(prefix="scylla-judge-"))
+    neutral = claim_private()  # removed by the next session if this one is killed
     try:
         env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": str(neutral),
                **claude_code.FIXED_ENV, "ANTHROPIC_BASE_URL": base_url}

@@ -9,13 +9,13 @@ import hashlib
 import json
 import secrets
 import shutil
-import tempfile
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from pytest_scylla.core import record
+from pytest_scylla.core.tempdirs import claim_private
 from pytest_scylla.formats.tiers import Subtest, TierSet, front_matter
 from pytest_scylla.run import overlay, workspace
 from pytest_scylla.run.agents import claude_code
@@ -39,7 +39,7 @@ def measure(gateway: Gateway, sandbox: Sandbox, cli: Path, cli_version: str, mod
     with workspace.locked(cache_dir / "baseline.lock"):
         if cache.exists():
             return _baseline(json.loads(cache.read_text(encoding="utf-8")))
-        private = Path(tempfile.mkdtemp(prefix="scylla-baseline-"))
+        private = claim_private()  # removed by the next session if this one is killed
         try:
             ws = private / "work"
             ws.mkdir()

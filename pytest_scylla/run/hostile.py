@@ -121,7 +121,9 @@ class Tree:
 
     @contextlib.contextmanager
     def _env(self) -> Iterator[dict[str, str]]:
-        with tempfile.TemporaryDirectory(prefix="scylla-git-") as tmp:
+        # beside the git directory, in the run's claimed harness folder: a SIGKILLed session's
+        # leftovers are removed with it by the next session
+        with tempfile.TemporaryDirectory(prefix="git-", dir=self.git_dir.parent) as tmp:
             yield git_env(self.git_dir, self.root, Path(tmp) / "index", Path(tmp))
 
     def diff(self, exclude: Sequence[str] = (), entries: Sequence[Entry] = ()) -> str:

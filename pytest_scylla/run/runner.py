@@ -186,6 +186,19 @@ def execute(spec: RunSpec, rt: Runtime, cond: Conditions) -> Run:
     return Run(spec, rt, cond)
 
 
+def run_through(run: Run) -> RunRecord:
+    """Every phase of a run in one go, outside pytest (benchmarks, tools): its record."""
+    try:
+        run.provision()
+        run.act()
+        run.judge()
+        if not run.void:
+            run.finish()
+    finally:
+        run.release()
+    return run.record
+
+
 def _identity(run: Run) -> RunRecord:
     spec, rt, cond = run.spec, run.rt, run.cond
     case, sub = spec.case, spec.subtest
