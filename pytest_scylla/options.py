@@ -28,7 +28,7 @@ OPTIONS: tuple[tuple[str, str, str, str], ...] = (
     ("model", f"model id the agent runs with unless a subtest sets one (default {DEFAULT_MODEL})",
      "MODEL", DEFAULT_MODEL),
     ("sandbox", "how the agent and checks are isolated: auto (bwrap if it works, else local), "
-     "bwrap or local (default auto)", "KIND", "auto"),
+     "bwrap, docker (a container per run, docker SDK) or local (default auto)", "KIND", "auto"),
     ("cli", "the Claude Code executable (default: claude on PATH)", "PATH", ""),
     ("judges", "the judge panel, comma-separated: model ids (Anthropic, through the gateway) or "
      f"openai:<model>@<base-url> (default: {','.join(DEFAULT_JUDGES)})",

@@ -22,7 +22,7 @@ from pytest_scylla.options import DEFAULT_MODEL, ORACLE_MODES
 
 REPORT_FORMATS = ("terminal", "html", "md", "json", "csv")
 LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-SANDBOXES = ("auto", "local", "bwrap")
+SANDBOXES = ("auto", "local", "bwrap", "docker")
 SUBTEST_SELECTOR = re.compile(r"^(?:(T\d+)-)?(\d{2})(?:-([a-z0-9][a-z0-9-]*))?$")
 MAX_RUNS = 1000
 

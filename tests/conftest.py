@@ -122,3 +122,22 @@ def require(problem: str | None) -> None:
 def needs_bwrap() -> None:
     """Every test that needs bubblewrap calls this first (skip outside CI, fail in CI)."""
     require(bwrap_works())  # None, or why not ("bubblewrap cannot create a sandbox here: ...")
+
+
+def docker_problem() -> str | None:
+    """None when a Docker engine answers (through the SDK); else why not."""
+    from pytest_scylla.run.sandbox import SandboxError
+
+    try:
+        from pytest_scylla.run.sandbox.docker import client
+
+        client().close()
+    except SandboxError as exc:
+        return str(exc)
+    return None
+
+
+def needs_docker() -> None:
+    """Every test that needs a Docker engine calls this first (skip outside CI, fail in CI:
+    `.ci/run` installs and starts one)."""
+    require(docker_problem())

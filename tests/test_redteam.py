@@ -20,9 +20,10 @@ from typing import Any
 
 import pytest
 
-from .conftest import FIXTURES, needs_bwrap
+from .conftest import FIXTURES, needs_bwrap, needs_docker
 
 CANARY = "sk-ant-api03-REDTEAM-CANARY-5d1e0c"
+ISOLATED = ("bwrap", "docker")  # every attack blocked; `local` is the positive control
 CASE = "victim"
 FLIP = """import pytest
 
@@ -237,13 +238,14 @@ def _sleepers(tag: str) -> list[int]:
 @pytest.fixture(scope="module")
 def sessions(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Session]]:
     needs_bwrap()
+    needs_docker()
     cache = tmp_path_factory.getbasetemp() / "scylla-cache"
     # a TCP service on the host's loopback, like the gateway's own port
     listener = socket.create_server(("127.0.0.1", 0))
     port = listener.getsockname()[1]
     try:
         made = {kind: Session(tmp_path_factory.mktemp(f"redteam-{kind}"), kind, cache, port)
-                for kind in ("bwrap", "local")}
+                for kind in ("bwrap", "docker", "local")}
     finally:
         listener.close()
     yield made
@@ -262,14 +264,16 @@ def test_the_attack_ran(sessions: dict[str, Session]) -> None:
 
 
 def test_the_sandbox_keeps_the_agent_in(sessions: dict[str, Session]) -> None:
-    bwrap, local = sessions["bwrap"].loot(), sessions["local"].loot()
-    for probe in ("read-home", "list-out", "list-hidden", "list-solution", "dns", "internet",
-                  "host-loopback"):
-        assert bwrap[probe].startswith("BLOCKED"), (probe, bwrap[probe])
-    # of the cache, only the MCP packages are visible (read-only: no network inside)
-    assert bwrap["list-cache"] in ("OK ['npm']", "BLOCKED FileNotFoundError")
-    # (the write itself succeeds, into the sandbox's own /tmp: nothing reaches the host)
-    assert not sessions["bwrap"].host["outside"].exists()
+    local = sessions["local"].loot()
+    for kind in ISOLATED:
+        inside = sessions[kind].loot()
+        for probe in ("read-home", "list-out", "list-hidden", "list-solution", "dns",
+                      "internet", "host-loopback"):
+            assert inside[probe].startswith("BLOCKED"), (kind, probe, inside[probe])
+        # of the cache, only the MCP packages are visible (read-only: no network inside)
+        assert inside["list-cache"] in ("OK ['npm']", "BLOCKED FileNotFoundError"), kind
+        # (the write itself succeeds, into the sandbox's own /tmp: nothing reaches the host)
+        assert not sessions[kind].host["outside"].exists()
     # positive control: without the sandbox the same probes get through
     assert local["read-home"] == "OK not for the agent"
     for probe in ("list-cache", "list-hidden", "list-solution", "write-outside", "host-loopback"):
@@ -278,10 +282,11 @@ def test_the_sandbox_keeps_the_agent_in(sessions: dict[str, Session]) -> None:
 
 
 def test_no_key_reaches_the_agent_or_any_file_a_run_left(sessions: dict[str, Session]) -> None:
-    bwrap = sessions["bwrap"]
-    assert CANARY not in bwrap.loot()["env-keys"]
-    assert CANARY not in bwrap.loot()["proc-environ"]
-    assert bwrap.canaries() == []
+    for kind in ISOLATED:
+        inside = sessions[kind]
+        assert CANARY not in inside.loot()["env-keys"], kind
+        assert CANARY not in inside.loot()["proc-environ"], kind
+        assert inside.canaries() == [], kind
     # positive control: under local, the agent finds the key in the harness's process
     local = sessions["local"]
     assert CANARY in local.loot()["proc-environ"]
@@ -372,7 +377,9 @@ def test_processes_the_agent_leaves_are_gone(sessions: dict[str, Session]) -> No
     for session in sessions.values():
         assert _sleepers(session.sleep) == []
     assert sessions["local"].rec["leftover_processes"] >= 1
-    assert sessions["bwrap"].rec["sandbox"] == "bwrap"
+    assert sessions["docker"].rec["leftover_processes"] >= 1  # found in its container, killed
+    for kind in ISOLATED:
+        assert sessions[kind].rec["sandbox"] == kind
 
 
 def test_tampering_is_reported_per_run_and_per_tier(sessions: dict[str, Session],

@@ -82,6 +82,7 @@ def measure(gateway: Gateway, sandbox: Sandbox, cli: Path, cli_version: str, mod
             record.write_json(cache, data)
             return _baseline(data)
         finally:
+            sandbox.close(private)
             shutil.rmtree(private, ignore_errors=True)
 
 

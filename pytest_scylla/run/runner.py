@@ -172,6 +172,8 @@ class Run:
         ws = self.workspace
         if ws is not None and self.rt.settings.keep_workspaces:
             shutil.move(str(ws), str(self.run_dir / "workspace"))
+        if self.private is not None:
+            self.rt.sandbox.close(self.private)
         for folder in (self.private, self.harness):
             if folder is not None:
                 shutil.rmtree(folder, ignore_errors=True)

@@ -93,6 +93,7 @@ def build(settings: Settings, out: Path, session_id: str, tiers: TierSet) -> Run
                      sandbox=kind(gateway.port, gateway.socket_dir,
                                   [settings.cache_dir / "npm"]),
                      cli=cli, cli_version=cli_version, ledger=ledger)
+        rt.sandbox.session = session_id
         rt.baseline_for(settings.model, None, ())
     except BaseException:
         gateway.stop()

@@ -1,4 +1,5 @@
-"""How the agent CLI and the checks are started: `local` or `bwrap` (bubblewrap).
+"""How the agent CLI and the checks are started: `local`, `bwrap` (bubblewrap) or `docker`
+(`sandbox/docker.py`).
 
 `local` runs the command in its own process group with the run's own HOME; when it exits or
 times out, the whole group is killed, and so is every process that left the group (`setsid`,
@@ -160,6 +161,7 @@ class Sandbox:
         self.gateway_port = gateway_port
         self.socket_dir = socket_dir
         self.readable = tuple(readable)
+        self.session = ""  # the pytest-scylla session this process serves (labels, logs)
 
     def base_url(self, key: str) -> str:
         return f"http://127.0.0.1:{self.gateway_port}/run/{key}"
@@ -172,6 +174,9 @@ class Sandbox:
     def failed_to_start(self, stderr_tail: str) -> str | None:
         """The sandbox's own error when it could not start the command (from its stderr)."""
         return None
+
+    def close(self, private: Path) -> None:
+        """The run whose private folder this is has ended: release what it held."""
 
     def run(self, argv: Sequence[str], cwd: Path, private: Path, env: dict[str, str],
             stdin: str | None, timeout: float, stdout: IO[bytes] | int,
@@ -281,6 +286,10 @@ def choose(kind: str, real_model: bool = False) -> tuple[type[Sandbox], str | No
     calls a real model with the user's credential (then `auto` never falls back to local)."""
     if kind == "local":
         return Sandbox, None
+    if kind == "docker":
+        from pytest_scylla.run.sandbox.docker import Docker
+
+        return Docker, None
     problem = bwrap_works()
     if kind == "bwrap" and problem:
         raise SandboxError(f"--scylla-sandbox=bwrap: {problem}; install it (Debian/Ubuntu: "

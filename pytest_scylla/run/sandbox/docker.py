@@ -1,0 +1,200 @@
+"""The `docker` sandbox, through the docker SDK: one container per run (its private folder),
+created at the run's first command and removed when the run is released.
+
+The container has no network (`network_mode=none`: the gateway is reached through the same
+unix-socket bridge as under bwrap), a read-only root filesystem, a fresh `/tmp`, no capabilities,
+no new privileges, CPU, memory and process limits, and write access to the run's private folder
+(workspace and HOME) only. The image is the host toolchain image: an imported image of empty
+mount points (no registry involved) into which the host's system folders, this Python and the
+agent CLI's own files are bound read-only, as bwrap binds them. Containers carry labels naming
+the session, the process and the host; a new session removes those of dead processes on its host
+(a SIGKILLed session), never a live session's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import signal
+import socket
+import sys
+import tarfile
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from pytest_scylla.core.tempdirs import _alive
+from pytest_scylla.run.sandbox import (
+    BRIDGE,
+    INSIDE_PORT,
+    INSIDE_SOCKET_DIR,
+    Finished,
+    Sandbox,
+    SandboxError,
+    _system_paths,
+)
+
+IMAGE = "scylla-host:1"  # the host toolchain image: mount points only
+MOUNT_POINTS = ("usr", "etc", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "tmp", "run",
+                "proc", "dev", "sys", "root", "home", "opt", "var", "srv", "mnt")
+LABEL = "io.scylla"  # label prefix: .pid, .host, .session, .run
+LIMITS = {"mem_limit": "4g", "pids_limit": 1024, "nano_cpus": 2_000_000_000}
+EXEC_HELPER = [sys.executable, "-m", "pytest_scylla.run.sandbox.docker_exec"]
+
+
+def client() -> Any:
+    """The engine the SDK's environment selects (DOCKER_HOST, contexts), or SandboxError."""
+    try:
+        import docker  # type: ignore[import-untyped]
+    except ImportError:
+        raise SandboxError("--scylla-sandbox=docker needs the docker SDK: pip install "
+                           "'pytest-scylla[docker]'") from None
+    try:
+        engine = docker.from_env(timeout=60)
+        engine.ping()
+    except Exception as exc:
+        raise SandboxError(f"--scylla-sandbox=docker: no Docker engine answers ({exc}); start "
+                           "dockerd, or point DOCKER_HOST at an engine") from None
+    return engine
+
+
+def ensure_image(engine: Any) -> str:
+    """The host toolchain image, imported once from a tar of empty folders (no registry)."""
+    with contextlib.suppress(Exception):
+        return str(engine.images.get(IMAGE).id)
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name in MOUNT_POINTS:
+            entry = tarfile.TarInfo(name)
+            entry.type, entry.mode = tarfile.DIRTYPE, 0o755
+            tar.addfile(entry)
+    repository, tag = IMAGE.split(":")
+    engine.api.import_image_from_data(buf.getvalue(), repository=repository, tag=tag)
+    return str(engine.images.get(IMAGE).id)
+
+
+def remove_orphans(engine: Any) -> list[str]:
+    """Remove containers of processes on this host that are gone (a killed session)."""
+    removed = []
+    for container in engine.containers.list(all=True, filters={"label": f"{LABEL}.pid"}):
+        labels = container.labels
+        if labels.get(f"{LABEL}.host") != socket.gethostname():
+            continue  # another machine's: not ours to judge
+        try:
+            pid = int(labels.get(f"{LABEL}.pid", ""))
+        except ValueError:
+            continue
+        if not _alive(pid):
+            with contextlib.suppress(Exception):
+                container.remove(force=True)
+                removed.append(container.name)
+    return removed
+
+
+class Docker(Sandbox):
+    name = "docker"
+
+    def __init__(self, gateway_port: int = 0, socket_dir: Path | None = None,
+                 readable: Sequence[Path] = ()) -> None:
+        super().__init__(gateway_port, socket_dir, readable)
+        self.engine = client()
+        self.image = ensure_image(self.engine)
+        remove_orphans(self.engine)
+        self._containers: dict[Path, Any] = {}
+        self._lock = threading.Lock()
+
+    def base_url(self, key: str) -> str:
+        return f"http://127.0.0.1:{INSIDE_PORT}/run/{key}"
+
+    def _mounts(self, private: Path) -> dict[str, dict[str, str]]:
+        binds = {}
+        for top in ("usr", "etc", "bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+            path = Path("/") / top
+            if path.exists():
+                binds[str(path)] = {"bind": str(path), "mode": "ro"}
+        for path in (*_system_paths(), *self.readable, BRIDGE.parent):
+            binds[str(path)] = {"bind": str(path), "mode": "ro"}
+        binds[str(private)] = {"bind": str(private), "mode": "rw"}
+        if self.socket_dir is not None:
+            binds[str(self.socket_dir)] = {"bind": INSIDE_SOCKET_DIR, "mode": "rw"}
+        return binds
+
+    def container(self, private: Path) -> Any:
+        """The run's container (made on first use), keyed by its private folder."""
+        with self._lock:
+            found = self._containers.get(private)
+            if found is not None:
+                return found
+            made = self.engine.containers.run(
+                self.image, ["/usr/bin/sleep", "infinity"], detach=True, network_mode="none",
+                read_only=True, tmpfs={"/tmp": "rw,nosuid,size=1g"}, volumes=self._mounts(private),
+                user=f"{os.getuid()}:{os.getgid()}", cap_drop=["ALL"],
+                security_opt=["no-new-privileges"], hostname="scylla", init=False,
+                labels={f"{LABEL}.pid": str(os.getpid()), f"{LABEL}.host": socket.gethostname(),
+                        f"{LABEL}.session": self.session, f"{LABEL}.run": private.name},
+                **LIMITS)
+            self._containers[private] = made
+            return made
+
+    def close(self, private: Path) -> None:
+        with self._lock:
+            found = self._containers.pop(private, None)
+        if found is not None:
+            with contextlib.suppress(Exception):
+                found.remove(force=True)
+
+    def wrap(self, argv: Sequence[str], cwd: Path, private: Path, bridge: bool = False
+             ) -> list[str]:
+        """A host command that runs `argv` in the run's container (the checks use it)."""
+        container = self.container(private)
+        return [*EXEC_HELPER, container.id, str(cwd), "--", *self._inside(argv, bridge)]
+
+    def _inside(self, argv: Sequence[str], bridge: bool) -> list[str]:
+        if not bridge:
+            return list(argv)
+        return [sys.executable, str(BRIDGE), str(INSIDE_PORT),
+                f"{INSIDE_SOCKET_DIR}/gateway.sock", "--", *argv]
+
+    def run(self, argv: Sequence[str], cwd: Path, private: Path, env: dict[str, str],
+            stdin: str | None, timeout: float, stdout: IO[bytes] | int,
+            stderr: IO[bytes] | int, bridge: bool = False) -> Finished:
+        """Run `argv` in the run's container, at most `timeout` seconds (the coreutils
+        `timeout` inside kills it); then kill whatever it left running there."""
+        container = self.container(private)
+        began = time.monotonic()
+        command = self._inside(argv, bridge)
+        if stdin is not None:
+            prompt = private / ".scylla-stdin"
+            prompt.write_text(stdin, encoding="utf-8")
+            command = ["/bin/sh", "-c", 'exec "$@" < "$0"', str(prompt), *command]
+        command = ["/usr/bin/timeout", "-s", "KILL", str(max(1, int(timeout))), *command]
+        api = self.engine.api
+        handle = api.exec_create(container.id, command, environment=env, workdir=str(cwd),
+                                 stdout=True, stderr=True)
+        try:
+            for out, err in api.exec_start(handle["Id"], stream=True, demux=True):
+                for data, target in ((out, stdout), (err, stderr)):
+                    if data and not isinstance(target, int):
+                        target.write(data)
+        except BaseException:  # interrupted: nothing of the run may go on
+            self.close(private)
+            raise
+        code = api.exec_inspect(handle["Id"]).get("ExitCode")
+        seconds = round(time.monotonic() - began, 3)
+        timed_out = code == 128 + signal.SIGKILL and seconds >= int(timeout) - 0.5
+        return Finished(exit_code=None if timed_out else code, timed_out=timed_out,
+                        seconds=seconds, leftovers=self.sweep(private))
+
+    def sweep(self, private: Path) -> int:
+        """Kill every process of the run's container but its keeper; how many there were."""
+        container = self.container(private)
+        listed = container.top(ps_args="-eo pid,args").get("Processes") or []
+        left = [p for p in listed if "sleep infinity" not in " ".join(p)]
+        if left:
+            container.exec_run([sys.executable, "-c",
+                                "import os, signal\ntry:\n os.kill(-1, signal.SIGKILL)\n"
+                                "except ProcessLookupError:\n pass"])
+        return len(left)

@@ -1,0 +1,117 @@
+"""The docker sandbox against a real engine (CI starts dockerd): isolation, the timeout, what
+the agent leaves running, containers of dead sessions, and whole runs at two workers."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_scylla.operations.ledger import SESSIONS
+from pytest_scylla.run.gateway import Gateway
+
+from .conftest import needs_docker, workers
+from .test_sandbox import DETACH, _probe
+
+
+@pytest.fixture
+def docker_sandbox(tmp_path: Path) -> object:
+    needs_docker()
+    from pytest_scylla.run.sandbox.docker import Docker
+
+    gw = Gateway().start()
+    box = Docker(gw.port, gw.socket_dir)
+    box.gateway = gw  # type: ignore[attr-defined]
+    yield box
+    box.close(tmp_path / "private")
+    gw.stop()
+
+
+def test_docker_allows_only_the_workspace_and_the_gateway(docker_sandbox: object,
+                                                          tmp_path: Path) -> None:
+    """Through `wrap` (the checks' path): the gateway answers through the bridge, the
+    workspace is shared with the host, and nothing else is reachable or writable."""
+    results = _probe(docker_sandbox, docker_sandbox.gateway, tmp_path)  # type: ignore[arg-type,attr-defined]
+    assert results["gateway"] == "ok 200"
+    assert results["dns"].startswith("blocked")
+    assert results["internet"].startswith("blocked")
+    assert results["write_usr"].startswith("blocked")
+    assert results["host_file"] == "absent"
+
+
+def test_docker_times_out_and_stops_what_the_command_left(docker_sandbox: object,
+                                                           tmp_path: Path) -> None:
+    box = docker_sandbox
+    private = tmp_path / "private"
+    (private / "work").mkdir(parents=True)
+    env = {"PATH": "/usr/bin:/bin"}
+    left = box.run(["/bin/sh", "-c", DETACH.format(t="97")],  # type: ignore[attr-defined]
+                   private / "work", private, env, None, 30, subprocess.DEVNULL,
+                   subprocess.DEVNULL)
+    assert (left.exit_code, left.timed_out, left.leftovers) == (0, False, 4)
+    out = private / "out.txt"
+    with open(out, "wb") as handle:
+        slow = box.run(["/bin/sh", "-c", "echo started; exec sleep 60"],  # type: ignore[attr-defined]
+                       private / "work", private, env, "", 2, handle, subprocess.DEVNULL)
+    assert slow.timed_out
+    assert slow.exit_code is None
+    assert 1.5 < slow.seconds < 10
+    assert out.read_text() == "started\n"  # the output streamed to the host's file
+    container = box.container(private)  # type: ignore[attr-defined]
+    names = [p[-1] for p in container.top(ps_args="-eo pid,args")["Processes"]]
+    assert names == ["/usr/bin/sleep infinity"]  # only the keeper is left
+
+
+def test_a_new_session_removes_containers_of_dead_sessions_only(tmp_path: Path) -> None:
+    needs_docker()
+    from pytest_scylla.run.sandbox.docker import IMAGE, LABEL, client, ensure_image, remove_orphans
+
+    engine = client()
+    ensure_image(engine)
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    made = {}
+    for name, pid in (("dead", gone.stdout.strip()), ("live", str(os.getpid()))):
+        made[name] = engine.containers.run(
+            IMAGE, ["/usr/bin/sleep", "infinity"], detach=True, network_mode="none",
+            volumes={"/usr": {"bind": "/usr", "mode": "ro"},
+                     "/lib": {"bind": "/lib", "mode": "ro"},
+                     "/lib64": {"bind": "/lib64", "mode": "ro"}},
+            labels={f"{LABEL}.pid": pid, f"{LABEL}.host": socket.gethostname()})
+    try:
+        removed = remove_orphans(engine)
+        assert made["dead"].name in removed
+        assert made["live"].name not in removed
+        made["live"].reload()
+        assert made["live"].status == "running"  # a live session's container is untouched
+    finally:
+        for container in made.values():
+            with contextlib.suppress(Exception):  # already removed
+                container.remove(force=True)
+
+
+def test_runs_under_docker_at_two_workers(mini: Path, pytester: pytest.Pytester,
+                                          oracle: list[str]) -> None:
+    needs_docker()
+    from pytest_scylla.run.sandbox.docker import LABEL, client
+
+    out = mini / "out"
+    done = pytester.runpytest("cases", "-k", "T0-01 or T1-01", *workers(2), *oracle,
+                              "--scylla-sandbox=docker", f"--scylla-out={out}")
+    done.assert_outcomes(passed=4)
+    done.stdout.fnmatch_lines(["scylla: sandbox=docker"])
+    for path in out.glob("runs/*/run.json"):
+        rec = json.loads(path.read_text())
+        assert rec["sandbox"] == "docker"
+        assert [c["passed"] for c in rec["checks"]] == [True]  # checked inside the container
+    sessions = [p.name for p in (out / SESSIONS).iterdir()]
+    assert len(sessions) == 1
+    engine = client()
+    labelled = engine.containers.list(all=True, filters={"label": f"{LABEL}.session"})
+    assert [c.name for c in labelled if c.labels[f"{LABEL}.session"] == sessions[0]] == []
