@@ -140,7 +140,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--calls", type=int, default=200)
-    parser.add_argument("--sandbox", default="auto", choices=("auto", "local", "bwrap"))
+    parser.add_argument("--sandbox", default="auto", choices=("auto", "local", "bwrap", "docker"))
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
         recs = harness_runs(args.runs, args.sandbox, Path(tmp) / "cache", Path(tmp) / "out")

@@ -24,6 +24,9 @@ from typing import Any
 from pytest_scylla.formats.spec import Case, Check
 
 Wrap = Callable[[list[str]], list[str]]
+# runs a command in the sandbox itself: (argv, cwd, env, timeout) -> (exit code or None at the
+# timeout, stdout, stderr); the docker sandbox's, which needs no process on the host
+Execute = Callable[[list[str], Path, Mapping[str, str], float], tuple[int | None, str, str]]
 OUTPUT_LIMIT = 8_000  # characters of stdout/stderr kept per check (head and tail)
 
 
@@ -79,11 +82,14 @@ def _verdict(check: Check, code: int | None, stdout: str) -> str:
 
 
 def run_check(check: Check, workspace: Path, env: Mapping[str, str],
-              wrap: Wrap | None = None) -> CheckResult:
+              wrap: Wrap | None = None, execute: Execute | None = None) -> CheckResult:
     """Run one check in its own process group; at the timeout the whole group is killed.
-    `wrap` turns the command's argv into the sandbox's argv."""
+    `wrap` turns the command's argv into the sandbox's argv; `execute`, when given, runs it in
+    the sandbox instead."""
     start = time.monotonic()
     argv = ["/bin/sh", "-c", check.run] if isinstance(check.run, str) else list(check.run)
+    if execute is not None:
+        return _result(check, *execute(argv, workspace, env, check.timeout_seconds), start)
     proc = subprocess.Popen(wrap(argv) if wrap else argv, cwd=workspace,
                             env=dict(env), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, errors="replace",
@@ -99,6 +105,11 @@ def run_check(check: Check, workspace: Path, env: Mapping[str, str],
         code = None
     with contextlib.suppress(ProcessLookupError):  # what the check left running, too
         os.killpg(proc.pid, signal.SIGKILL)
+    return _result(check, code, stdout, stderr, start)
+
+
+def _result(check: Check, code: int | None, stdout: str, stderr: str, start: float
+            ) -> CheckResult:
     reason = _verdict(check, code, stdout)
     return CheckResult(name=check.name, passed=not reason, exit_code=code,
                        seconds=round(time.monotonic() - start, 3), stdout=truncate(stdout),
@@ -106,7 +117,7 @@ def run_check(check: Check, workspace: Path, env: Mapping[str, str],
 
 
 def run_checks(case: Case, workspace: Path, env: Mapping[str, str], fresh: Path,
-               wrap: Wrap | None = None) -> list[CheckResult]:
+               wrap: Wrap | None = None, execute: Execute | None = None) -> list[CheckResult]:
     """Run every check in order (the hidden files already in place)."""
     run_env = check_env(env, fresh)
-    return [run_check(check, workspace, run_env, wrap) for check in case.checks]
+    return [run_check(check, workspace, run_env, wrap, execute) for check in case.checks]

@@ -22,7 +22,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO
@@ -173,6 +173,12 @@ class Sandbox:
 
     def failed_to_start(self, stderr_tail: str) -> str | None:
         """The sandbox's own error when it could not start the command (from its stderr)."""
+        return None
+
+    def executor(self, private: Path) -> Callable[
+            [list[str], Path, Mapping[str, str], float], tuple[int | None, str, str]] | None:
+        """A way to run a check inside this sandbox without a host process (None: checks are
+        started on the host through `wrap`)."""
         return None
 
     def close(self, private: Path) -> None:

@@ -20,9 +20,10 @@ import signal
 import socket
 import sys
 import tarfile
+import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -42,7 +43,8 @@ MOUNT_POINTS = ("usr", "etc", "bin", "sbin", "lib", "lib32", "lib64", "libx32", 
                 "proc", "dev", "sys", "root", "home", "opt", "var", "srv", "mnt")
 LABEL = "io.scylla"  # label prefix: .pid, .host, .session, .run
 LIMITS = {"mem_limit": "4g", "pids_limit": 1024, "nano_cpus": 2_000_000_000}
-EXEC_HELPER = [sys.executable, "-m", "pytest_scylla.run.sandbox.docker_exec"]
+OUTPUT_KEPT = 1 << 20  # bytes of a check's stdout and of its stderr kept (then truncated)
+EXEC_HELPER = Path(__file__).with_name("docker_exec.py")  # run by path: no package imports
 
 
 def client() -> Any:
@@ -104,6 +106,7 @@ class Docker(Sandbox):
         self.image = ensure_image(self.engine)
         remove_orphans(self.engine)
         self._containers: dict[Path, Any] = {}
+        self.pycache = Path(tempfile.gettempdir()) / "scylla-docker-exec-pycache"
         self._lock = threading.Lock()
 
     def base_url(self, key: str) -> str:
@@ -150,7 +153,8 @@ class Docker(Sandbox):
              ) -> list[str]:
         """A host command that runs `argv` in the run's container (the checks use it)."""
         container = self.container(private)
-        return [*EXEC_HELPER, container.id, str(cwd), "--", *self._inside(argv, bridge)]
+        return [sys.executable, "-X", f"pycache_prefix={self.pycache}", str(EXEC_HELPER),
+                str(self.pycache), container.id, str(cwd), "--", *self._inside(argv, bridge)]
 
     def _inside(self, argv: Sequence[str], bridge: bool) -> list[str]:
         if not bridge:
@@ -187,6 +191,31 @@ class Docker(Sandbox):
         timed_out = code == 128 + signal.SIGKILL and seconds >= int(timeout) - 0.5
         return Finished(exit_code=None if timed_out else code, timed_out=timed_out,
                         seconds=seconds, leftovers=self.sweep(private))
+
+    def executor(self, private: Path) -> Any:
+        """Checks run through the SDK from this process: no helper process per check."""
+        def execute(argv: list[str], cwd: Path, env: Mapping[str, str], timeout: float
+                    ) -> tuple[int | None, str, str]:
+            container = self.container(private)
+            began = time.monotonic()
+            api = self.engine.api
+            handle = api.exec_create(
+                container.id, ["/usr/bin/timeout", "-s", "KILL", str(max(1, int(timeout))),
+                               *argv], environment=dict(env), workdir=str(cwd))
+            kept: list[list[bytes]] = [[], []]
+            sizes = [0, 0]
+            for chunks in api.exec_start(handle["Id"], stream=True, demux=True):
+                for i, data in enumerate(chunks):
+                    if data and sizes[i] < OUTPUT_KEPT:  # a flood is cut, never held whole
+                        kept[i].append(data)
+                        sizes[i] += len(data)
+            code = api.exec_inspect(handle["Id"]).get("ExitCode")
+            timed_out = code == 128 + signal.SIGKILL and \
+                time.monotonic() - began >= int(timeout) - 0.5
+            self.sweep(private)  # what the check left running
+            out, err = (b"".join(k).decode(errors="replace") for k in kept)
+            return None if timed_out else code, out, err
+        return execute
 
     def sweep(self, private: Path) -> int:
         """Kill every process of the run's container but its keeper; how many there were."""

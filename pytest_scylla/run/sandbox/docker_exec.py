@@ -1,6 +1,6 @@
-"""`python -m pytest_scylla.run.sandbox.docker_exec CONTAINER CWD -- command ...`: run a command
-in a run's container through the docker SDK with this process's environment, relay its output
-and exit with its status. The docker sandbox's `wrap` (the checks) starts it on the host.
+"""`python docker_exec.py PYCACHE CONTAINER CWD -- command ...`: run a command in a run's
+container through the docker SDK with this process's environment, relay its output and exit
+with its status. The docker sandbox's `wrap` (the checks) starts it on the host, by path.
 """
 
 from __future__ import annotations
@@ -10,12 +10,16 @@ import sys
 
 
 def main(args: list[str]) -> int:
-    if len(args) < 4 or args[2] != "--":
-        print("usage: docker_exec CONTAINER CWD -- command ...", file=sys.stderr)
+    if len(args) < 5 or args[3] != "--":
+        print("usage: docker_exec PYCACHE CONTAINER CWD -- command ...", file=sys.stderr)
         return 2
+    # this helper's own imports use a bytecode cache of the harness's, whatever the check's
+    # environment says about bytecode (it is meant for the command inside)
+    sys.dont_write_bytecode, sys.pycache_prefix = False, args[0]
+    sys.path.remove(os.path.dirname(os.path.abspath(__file__)))  # its docker.py is not the SDK
     import docker  # type: ignore[import-untyped]
 
-    container, cwd, command = args[0], args[1], args[3:]
+    container, cwd, command = args[1], args[2], args[4:]
     api = docker.from_env(timeout=None).api
     handle = api.exec_create(container, command, environment=dict(os.environ), workdir=cwd,
                              stdout=True, stderr=True)
