@@ -153,7 +153,22 @@ def _report(dirs: list[Path], out: Path | None, formats: tuple[str, ...]) -> int
         print(f"scylla report: unknown report format(s) {', '.join(sorted(unknown))}; use md, "
               "html or none", file=sys.stderr)
         return 2
-    report.write(target, tables, _manifest(dirs, tables), formats=("csv", "json", *formats))
+    manifest = _manifest(dirs, tables)
+    from pytest_scylla.core.record import read_dict
+    from pytest_scylla.operations.shard import missing
+
+    try:
+        shards = missing(read_dict(folder / "manifest.json") for folder in dirs)
+    except ValueError as exc:
+        print(f"scylla report: {exc}", file=sys.stderr)
+        return 2
+    if shards is not None:
+        count, absent = shards
+        manifest["shards"] = {"count": count, "missing": absent}
+        if absent:
+            tables.partial = (f"shards missing: {', '.join(f'{i}/{count}' for i in absent)} "
+                              f"(merged {count - len(absent)} of {count})")
+    report.write(target, tables, manifest, formats=("csv", "json", *formats))
     print("\n".join(report.tier_table(tables, target)))
     return 0
 

@@ -25,6 +25,9 @@ OPTIONS: tuple[tuple[str, str, str, str], ...] = (
      "under (the project's tiers laid over them: same name replaces, new names add) or off "
      "(default auto)", "MODE", "auto"),
     ("rubrics-dir", "folder of shared rubrics (default: <rootdir>/rubrics)", "DIR", ""),
+    ("shard", "run only share I of N of the selected runs (CI matrix jobs, Kubernetes Indexed "
+     "Jobs): runs are split by their key, so the N shards partition the selection exactly; "
+     "merge the shards' folders with `scylla report` (default: all)", "I/N", ""),
     ("model", f"model id the agent runs with unless a subtest sets one (default {DEFAULT_MODEL})",
      "MODEL", DEFAULT_MODEL),
     ("sandbox", "how the agent and checks are isolated: auto (bwrap if it works, else local), "

@@ -127,6 +127,25 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         clean_stale()  # folders of workers stopped before they could clean up (Ctrl-C)
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """`--scylla-shard=I/N`: keep this shard's runs (by run key; other tests stay)."""
+    if ACTIVE_KEY not in config.stash or config.stash[settings.SETTINGS_KEY].shard is None:
+        return
+    from pytest_scylla.operations.shard import share
+
+    index, count = config.stash[settings.SETTINGS_KEY].shard  # type: ignore[misc]
+    keep: list[pytest.Item] = []
+    drop: list[pytest.Item] = []
+    for item in items:
+        spec = item.stash.get(collect.RUN_KEY, None)
+        (drop if spec is not None and share(spec.key.folder, count) != index else keep
+         ).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """A Python evaluation in a session that evaluates nothing (it lies outside the case
     roots): one clear error instead of missing fixtures."""

@@ -55,6 +55,7 @@ class Settings:
     fresh: bool = False
     rejudge: bool = False
     plan: bool = False
+    shard: tuple[int, int] | None = None  # (index from 1, count)
 
     def selects_tier(self, tier: str) -> bool:
         return self.tiers is None or tier in self.tiers
@@ -122,7 +123,7 @@ def resolve(config: pytest.Config) -> Settings:
         model=_model(config), sandbox=_sandbox(config),
         cli=str(_value(config, "scylla_cli")[0]).strip() or None,
         cache_dir=_path(config, "scylla_cache_dir", default_cache_dir()),
-        judges=judges, min_judges=min_judges, **_limits(config), **flags)
+        judges=judges, min_judges=min_judges, shard=_shard(config), **_limits(config), **flags)
     if subtests is not None:
         # Checking that each selector matches something needs the tiers: parse them now, once.
         config.stash[TIERSET_KEY] = TierSet(tier_dirs)
@@ -215,6 +216,22 @@ def _label(config: pytest.Config) -> str:
                                 "'_' or '-' (it becomes part of a folder name), e.g. "
                                 "--scylla-label=sonnet5-baseline")
     return label
+
+
+def _shard(config: pytest.Config) -> tuple[int, int] | None:
+    raw, origin = _value(config, "scylla_shard")
+    text = str(raw).strip()
+    if not text:
+        return None
+    index, _, count = text.partition("/")
+    try:
+        shard = int(index), int(count)
+    except ValueError:
+        shard = (0, 0)
+    if not 1 <= shard[0] <= shard[1]:
+        raise pytest.UsageError(f"{origin}={text!r}: expected I/N with 1 <= I <= N, e.g. "
+                                "--scylla-shard=2/4 (shard 2 of 4)")
+    return shard
 
 
 def _sandbox(config: pytest.Config) -> str:

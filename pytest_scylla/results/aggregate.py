@@ -166,6 +166,9 @@ class Aggregator:
                              "runs": sorted(k for k, r in self.records.items()
                                             if r.get("rejudged_now"))})
         manifest["rejudges"] = rejudges
+        if s.shard is not None:  # `scylla report` merges the shards and names missing ones
+            manifest["shard"] = {"index": s.shard[0], "count": s.shard[1],
+                                 "experiment": s.label or f"shards-of-{s.shard[1]}"}
         manifest["tier_sources"] = tier_sources(s.tier_dirs)  # packaged (which version) or own
         manifest["partial"] = self.partial
         return manifest

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_scylla.core.record import read_dict
 from pytest_scylla.results import metrics
 
 RUNS_FILE = "runs.jsonl"
@@ -116,11 +117,15 @@ def load(folders: list[Path]) -> Tables:
         if not folder.is_dir():
             raise ReportInputError(f"{folder}: no such folder")
         records = read_records(folder, tables.warnings)
+        # the shards of one split are one experiment, under the name they share
+        shard = read_dict(folder / "manifest.json").get("shard")
+        name = str(shard.get("experiment") or folder.name) if isinstance(shard, dict) \
+            else folder.name
         if records:
             for rec in records:
                 key = rec["run_key"]
                 rec = {**rec, "run_key": _once(seen, key, folder, tables.warnings)}
-                tables.add_records([rec], folder.name, folder)
+                tables.add_records([rec], name, folder)
                 if rec["run_key"] != key and (folder / "runs" / key).is_dir():
                     tables.sources[rec["run_key"]] = folder / "runs" / key
         elif (folder / "runs.csv").is_file():
