@@ -115,3 +115,64 @@ def test_runs_under_docker_at_two_workers(mini: Path, pytester: pytest.Pytester,
     engine = client()
     labelled = engine.containers.list(all=True, filters={"label": f"{LABEL}.session"})
     assert [c.name for c in labelled if c.labels[f"{LABEL}.session"] == sessions[0]] == []
+
+
+def _containers_of(pid: int) -> list[object]:
+    from pytest_scylla.run.sandbox.docker import LABEL, client
+
+    return client().containers.list(all=True, filters={"label": f"{LABEL}.pid={pid}"})
+
+
+def _session(mini: Path, out: Path, oracle: list[str], delay: str) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "SCYLLA_ORACLE_JUDGE_DELAY": delay}
+    env.pop("PYTEST_XDIST_WORKER", None)
+    env.pop("PYTEST_ADDOPTS", None)
+    return subprocess.Popen(
+        [sys.executable, "-m", "pytest", "cases", "-k", "alpha and T0-01", "-p", "no:xdist",
+         *oracle, "--scylla-sandbox=docker", f"--scylla-out={out}"],
+        cwd=mini, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True)
+
+
+def _wait_for_container(pid: int, seconds: float = 60) -> None:
+    import time
+
+    deadline = time.monotonic() + seconds
+    while not _containers_of(pid):
+        assert time.monotonic() < deadline, "no container appeared"
+        time.sleep(0.2)
+
+
+@pytest.mark.slow
+def test_a_killed_sessions_containers_go_and_a_live_sessions_stay(
+        mini: Path, oracle: list[str]) -> None:
+    """kill -9 of a session while its run's container exists (the judges are slow); another
+    session is mid-run at the same time; a third session starts: the dead one's container is
+    removed, the live one's is untouched."""
+    needs_docker()
+    import signal
+
+    (mini / "pytest.ini").write_text("[pytest]\naddopts = -p no:cacheprovider\n")
+    dead = _session(mini, mini / "dead", oracle, "30")
+    live = _session(mini, mini / "live", oracle, "30")
+    try:
+        _wait_for_container(dead.pid)
+        _wait_for_container(live.pid)
+        os.killpg(dead.pid, signal.SIGKILL)
+        dead.wait()
+        assert _containers_of(dead.pid)  # left behind by the kill
+        third = subprocess.run(
+            [sys.executable, "-m", "pytest", "cases", "-k", "beta and T0-01", "-p",
+             "no:xdist", *oracle, "--scylla-sandbox=docker", f"--scylla-out={mini / 'third'}"],
+            cwd=mini, capture_output=True, text=True, timeout=300)
+        assert third.returncode == 0, third.stdout[-2000:]
+        assert _containers_of(dead.pid) == []
+        assert len(_containers_of(live.pid)) == 1  # the live session's run goes on
+    finally:
+        for proc in (dead, live):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        for proc in (dead, live):
+            for container in _containers_of(proc.pid):
+                container.remove(force=True)  # type: ignore[attr-defined]

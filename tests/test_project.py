@@ -48,7 +48,8 @@ def test_pytest_help_lists_every_scylla_option(pytester: pytest.Pytester) -> Non
                        "--scylla-progress",
                        "--scylla-record-bodies", "--scylla-rejudge", "--scylla-report",
                        "--scylla-retries", "--scylla-retry-wait", "--scylla-rubrics-dir",
-                       "--scylla-runs", "--scylla-sandbox", "--scylla-subtests",
+                       "--scylla-runs", "--scylla-sandbox", "--scylla-shard",
+                       "--scylla-subtests",
                        "--scylla-tiers", "--scylla-tiers-dir"]
     ini = sorted(set(re.findall(r"^  (scylla_[a-z_]+)", result.stdout.str(), re.MULTILINE)))
     # one ini key per option, and the case roots (an ini key only)

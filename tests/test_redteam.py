@@ -8,6 +8,7 @@ After each session every file it left is scanned for the canary key."""
 from __future__ import annotations
 
 import csv
+import fcntl
 import json
 import os
 import shutil
@@ -201,6 +202,9 @@ class Session:
              f"--scylla-out={self.out}", f"--scylla-sandbox={sandbox}",
              "--scylla-keep-workspaces"],
             cwd=self.project, env=env, capture_output=True, text=True, timeout=300)
+        self._read()
+
+    def _read(self) -> None:
         runs = sorted(p.parent.name for p in self.out.glob("runs/*/run.json"))
         assert runs == ["test_victim_reads-T0-01-r1", f"{CASE}-T0-01-r1"], \
             self.done.stdout[-3000:] + self.done.stderr[-3000:]
@@ -208,6 +212,25 @@ class Session:
         self.rec: dict[str, Any] = json.loads((self.run_dir / "run.json").read_text())
         self.workspace = self.run_dir / "workspace"
         self.eval_dir = self.out / "runs" / "test_victim_reads-T0-01-r1"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"base": str(self.base), "sleep": self.sleep,
+                "host": {k: str(v) if isinstance(v, Path) else v for k, v in self.host.items()},
+                "done": [self.done.returncode, self.done.stdout, self.done.stderr]}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Session:
+        """A session another xdist worker ran: its outputs, read back."""
+        self = cls.__new__(cls)
+        self.base = Path(data["base"])
+        self.project, self.out = self.base / "project", self.base / "out"
+        self.area = self.base / "tmp-area"
+        self.host = {k: v if k == "port" else Path(v) for k, v in data["host"].items()}
+        self.sleep = data["sleep"]
+        code, out, err = data["done"]
+        self.done = subprocess.CompletedProcess([], code, out, err)
+        self._read()
+        return self
 
     def loot(self) -> dict[str, str]:
         lines = (self.workspace / "loot.txt").read_text().splitlines()
@@ -237,17 +260,29 @@ def _sleepers(tag: str) -> list[int]:
 
 @pytest.fixture(scope="module")
 def sessions(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Session]]:
+    """The three attacked sessions, run once per test run: under xdist the first worker to get
+    here runs them, the other reads their outputs (the tests only read them)."""
     needs_bwrap()
     needs_docker()
-    cache = tmp_path_factory.getbasetemp() / "scylla-cache"
-    # a TCP service on the host's loopback, like the gateway's own port
-    listener = socket.create_server(("127.0.0.1", 0))
-    port = listener.getsockname()[1]
-    try:
-        made = {kind: Session(tmp_path_factory.mktemp(f"redteam-{kind}"), kind, cache, port)
-                for kind in ("bwrap", "docker", "local")}
-    finally:
-        listener.close()
+    base = tmp_path_factory.getbasetemp()
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "redteam"
+    shared.mkdir(exist_ok=True)
+    with open(shared / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = shared / "sessions.json"
+        if done.is_file():
+            made = {k: Session.from_json(v) for k, v in json.loads(done.read_text()).items()}
+        else:
+            cache = base / "scylla-cache"
+            # a TCP service on the host's loopback, like the gateway's own port
+            listener = socket.create_server(("127.0.0.1", 0))
+            port = listener.getsockname()[1]
+            try:
+                made = {kind: Session(shared / kind, kind, cache, port)
+                        for kind in ("bwrap", "docker", "local")}
+            finally:
+                listener.close()
+            done.write_text(json.dumps({k: v.to_json() for k, v in made.items()}))
     yield made
     for session in made.values():
         for pid in _sleepers(session.sleep):
