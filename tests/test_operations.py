@@ -396,6 +396,7 @@ def test_a_usage_window_pause_on_one_worker_holds_new_runs_on_the_other(
 # Ctrl-C
 
 
+@pytest.mark.slow  # ~20 s: a long wait by design
 def test_ctrl_c_records_the_run_in_flight_as_interrupted(mini: Path,
                                                          campaign: Campaign) -> None:
     """SIGINT to the session while its run's agent waits on the model: the run's run.json says

@@ -163,6 +163,7 @@ def test_the_session_budget_skips_new_runs_with_the_reason(
     assert sorted(records(out)) == sorted(r["run_key"] for r in ran)
 
 
+@pytest.mark.slow  # ~20 s: a long wait by design
 def test_a_usage_window_limit_pauses_new_runs_then_they_go_on(
         mini: Path, pytester: pytest.Pytester, oracle: list[str],
         monkeypatch: pytest.MonkeyPatch) -> None:

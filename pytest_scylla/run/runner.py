@@ -69,7 +69,6 @@ class Run:
         path = self.private / "work" if self.private else None
         return path if path is not None and path.is_dir() else None
 
-
     @contextlib.contextmanager
     def _phase(self) -> Iterator[None]:
         """A setup failure ends the run as infra_error; an interruption marks it unfinished;
