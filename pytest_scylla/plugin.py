@@ -121,9 +121,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     rt = config.stash.get(collect.RUNTIME_KEY, None)
     if rt is not None and not isinstance(rt, Exception):
         rt.gateway.stop()
-    if not hasattr(config, "workerinput") and config.pluginmanager.hasplugin("dsession"):
-        from pytest_scylla.core.tempdirs import clean_stale
+    from pytest_scylla.core.tempdirs import clean_stale, release_all
 
+    release_all()  # what an interruption left of this process's runs (cut mid-removal, say)
+    if not hasattr(config, "workerinput") and config.pluginmanager.hasplugin("dsession"):
         clean_stale()  # folders of workers stopped before they could clean up (Ctrl-C)
 
 

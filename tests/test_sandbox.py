@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -220,3 +221,38 @@ def test_a_zombie_owner_counts_as_gone_for_stale_folders(tmp_path: Path) -> None
     finally:
         child.wait()
     assert (tmp_path / "scylla-run-live").is_dir()
+
+
+def test_a_removal_cut_by_ctrl_c_is_finished_at_the_session_end(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Ctrl-C may land while a run's folder is being removed (a big workspace takes a while):
+    the folder stays claimed, and the session's end removes it; released folders are not
+    claimed any more, and another process's folder is never touched."""
+    import shutil
+
+    from pytest_scylla.core import tempdirs
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(tempdirs, "_claimed", set())
+    cut, whole, other = (tempdirs.claim_private() for _ in range(3))
+    for folder in (cut, whole):
+        (folder / "work" / "src").mkdir(parents=True)
+        (folder / "work" / "src" / "a.py").write_text("x = 1\n")
+    tempdirs._claimed.discard(other)  # as if another process had claimed it
+    real_rmtree = shutil.rmtree
+
+    def interrupted(path: Path, **kwargs: object) -> None:
+        real_rmtree(Path(path) / "work" / "src")  # part of it goes, then the interrupt
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(shutil, "rmtree", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        tempdirs.release_private(cut)
+    monkeypatch.setattr(shutil, "rmtree", real_rmtree)
+    assert cut.is_dir()
+    tempdirs.release_private(whole)
+    assert not whole.exists()
+    assert tempdirs.release_all() == [cut]  # positive control: only the cut one was left
+    assert not cut.exists()
+    assert other.is_dir()
+    assert tempdirs.release_all() == []

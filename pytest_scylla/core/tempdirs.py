@@ -15,13 +15,33 @@ OWNER_FILE = "owner.pid"  # in each private folder: who may remove it
 
 PRIVATE_PREFIXES = ("scylla-run-", "scylla-gw-")  # a run's folder; a gateway's socket folder
 
+_claimed: set[Path] = set()  # this process's private folders not yet removed
+
 
 def claim_private(prefix: str = "scylla-run-") -> Path:
     """A private temp folder (a run's, or a gateway's), marked with this process's pid so that
     `clean_stale` can remove it once this process is gone."""
     private = Path(tempfile.mkdtemp(prefix=prefix))
+    _claimed.add(private)
     (private / OWNER_FILE).write_text(str(os.getpid()), encoding="utf-8")
     return private
+
+
+def release_private(private: Path) -> None:
+    """Remove a private folder. If that is cut short (Ctrl-C while a big workspace is being
+    removed), the folder stays claimed and `release_all` finishes the job at the session's end."""
+    shutil.rmtree(private, ignore_errors=True)
+    if not private.exists():
+        _claimed.discard(private)
+
+
+def release_all() -> list[Path]:
+    """Remove every private folder this process still holds (at the session's end: the runs an
+    interruption cut short, whatever phase it cut). Returns those that were left."""
+    left = sorted(_claimed)
+    for private in left:
+        release_private(private)
+    return left
 
 
 def _alive(pid: int) -> bool:

@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from pytest_scylla.core.tempdirs import claim_private
+from pytest_scylla.core.tempdirs import claim_private, release_private
 from pytest_scylla.formats.spec import RubricItem
 from pytest_scylla.judging import verdict
 from pytest_scylla.judging.judges import MAX_ATTEMPTS, JudgeResult, JudgeSpec
@@ -65,4 +64,4 @@ def ask(spec: JudgeSpec, prompt: Prompt, items: Sequence[RubricItem], base_url: 
             question += ("\n\nYour previous verdict was not accepted: " + "; ".join(found)
                          + ". Give a complete, valid verdict.")
     finally:
-        shutil.rmtree(neutral, ignore_errors=True)
+        release_private(neutral)

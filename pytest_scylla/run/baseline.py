@@ -8,14 +8,13 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-import shutil
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from pytest_scylla.core import record
-from pytest_scylla.core.tempdirs import claim_private
+from pytest_scylla.core.tempdirs import claim_private, release_private
 from pytest_scylla.formats.tiers import Subtest, TierSet, front_matter
 from pytest_scylla.run import overlay, workspace
 from pytest_scylla.run.agents import claude_code
@@ -83,7 +82,7 @@ def measure(gateway: Gateway, sandbox: Sandbox, cli: Path, cli_version: str, mod
             return _baseline(data)
         finally:
             sandbox.close(private)
-            shutil.rmtree(private, ignore_errors=True)
+            release_private(private)
 
 
 def _baseline(data: dict[str, Any]) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from pytest_scylla import __version__
 from pytest_scylla.core import pricing, record
 from pytest_scylla.core.record import RunRecord
 from pytest_scylla.core.runspec import RunSpec
-from pytest_scylla.core.tempdirs import claim_private
+from pytest_scylla.core.tempdirs import claim_private, release_private
 from pytest_scylla.formats.provenance import Conditions
 from pytest_scylla.judging import judge_run
 from pytest_scylla.run import checks, hostile, integrity, mcp_install, overlay, workspace
@@ -175,7 +175,7 @@ class Run:
             self.rt.sandbox.close(self.private)
         for folder in (self.private, self.harness):
             if folder is not None:
-                shutil.rmtree(folder, ignore_errors=True)
+                release_private(folder)
         self.private = self.harness = None
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import http.server
 import json
 import os
-import shutil
 import socketserver
 import threading
 import time
@@ -14,7 +13,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from pytest_scylla.core import pricing
-from pytest_scylla.core.tempdirs import claim_private
+from pytest_scylla.core.tempdirs import claim_private, release_private
 from pytest_scylla.run.gateway import ablation, oracle, upstreams
 from pytest_scylla.run.gateway.routes import (
     ENDPOINTS,
@@ -150,7 +149,7 @@ class Gateway:
             server.server_close()
         if self._client is not None:
             self._client.close()
-        shutil.rmtree(self.socket_dir, ignore_errors=True)
+        release_private(self.socket_dir)
 
     def base_url(self, key: str, port: int | None = None) -> str:
         return f"http://127.0.0.1:{port or self.port}/run/{key}"
