@@ -1,5 +1,6 @@
 """The `scylla` command: `validate` checks cases, tiers and rubrics without running anything;
-`report`, `import` and `plan` work on stored experiments."""
+`report`, `import` and `plan` work on stored experiments; `init` starts a project; `image build`
+makes the docker sandbox's images."""
 
 from __future__ import annotations
 
@@ -80,7 +81,49 @@ def build_parser() -> argparse.ArgumentParser:
     pln.add_argument("pytest_args", nargs=argparse.REMAINDER, metavar="PYTEST ARGS",
                      help="the pytest arguments of the session to plan, e.g. cases/ -n 4 "
                           "--scylla-runs=10 --scylla-out=reports/main")
+    img = sub.add_parser("image", help="the docker sandbox's images (--scylla-sandbox=docker)")
+    img_sub = img.add_subparsers(dest="image_command", metavar="ACTION", required=True)
+    bld = img_sub.add_parser(
+        "build", help="build the agent image (the pinned Claude Code CLI, git, Python, Node) "
+        "from the package's Dockerfile, or with --host set up the host toolchain image")
+    bld.add_argument("--base", default=None, metavar="IMAGE",
+                     help="the image to build on, e.g. one with a case's toolchain; Debian-like "
+                          "(apt-get) (default: debian:bookworm-slim)")
+    bld.add_argument("--tag", default=None, help="the new image's name (default: "
+                     "scylla-agent:<CLI version>); use it with --scylla-image=<tag>")
+    bld.add_argument("--cli-version", default=None, metavar="VERSION",
+                     help="the Claude Code version to install (default: the pinned one)")
+    bld.add_argument("--ca-bundle", type=Path, default=None, metavar="FILE",
+                     help="CA certificates the build trusts for its downloads (behind a "
+                          "TLS-inspecting proxy), e.g. /etc/ssl/certs/ca-certificates.crt")
+    bld.add_argument("--host", action="store_true",
+                     help="only set up the host toolchain image (no download): an empty image "
+                          "into which this machine's system and CLI are bound read-only")
     return parser
+
+
+def _image(args: argparse.Namespace) -> int:
+    from pytest_scylla.run.agents.claude_code import PINNED_VERSION
+    from pytest_scylla.run.sandbox import SandboxError, images
+
+    try:
+        if args.host:
+            if args.base or args.tag or args.cli_version or args.ca_bundle:
+                print("scylla image build: --host takes no other option (the host image has "
+                      "no base, tag or CLI of its own)", file=sys.stderr)
+                return 2
+            print(f"host toolchain image ready: {images.host()} (--scylla-image=host, the "
+                  "default)")
+            return 0
+        tag, image_id = images.build(base=args.base or images.DEFAULT_BASE, tag=args.tag,
+                                     cli_version=args.cli_version or PINNED_VERSION,
+                                     ca_bundle=args.ca_bundle)
+    except SandboxError as exc:
+        print(f"scylla image build: {exc}", file=sys.stderr)
+        return 1
+    print(f"built {tag} ({image_id}); run with: pytest cases/ --scylla-sandbox=docker "
+          f"--scylla-image={tag}")
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -128,6 +171,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"imported {count} runs from {args.src} into {args.dest}; "
               f"rebuild with: scylla report {args.dest}")
         return 0
+    if args.command == "image":
+        return _image(args)
     parser.error(f"unknown command {args.command}")
 
 

@@ -25,6 +25,7 @@ import pytest
 from pytest_scylla.collect import JUNIT_PROPERTIES, RUN_KEY, runtime
 from pytest_scylla.core.record import RunRecord
 from pytest_scylla.core.runspec import RunSpec
+from pytest_scylla.run.sandbox import SandboxError
 from pytest_scylla.run.view import AgentRun, Verdict, Workspace
 
 if TYPE_CHECKING:
@@ -192,7 +193,13 @@ def scylla_workspace(request: pytest.FixtureRequest, scylla_spec: RunSpec
     """The run's workspace, provisioned in its sandbox (or the stored run, when a resumed
     session reuses or re-scores it)."""
     item = request.node
-    state = ItemRun(item, scylla_spec)
+    why = runtime(item).unrunnable(scylla_spec)
+    if why:
+        pytest.skip(why)
+    try:
+        state = ItemRun(item, scylla_spec)
+    except SandboxError as exc:  # the run's image is missing, or has no agent CLI
+        pytest.fail(f"infra_error: {exc}", pytrace=False)
     item.stash[STATE_KEY] = state
     try:
         state.begin()

@@ -30,8 +30,15 @@ OPTIONS: tuple[tuple[str, str, str, str], ...] = (
      "merge the shards' folders with `scylla report` (default: all)", "I/N", ""),
     ("model", f"model id the agent runs with unless a subtest sets one (default {DEFAULT_MODEL})",
      "MODEL", DEFAULT_MODEL),
-    ("sandbox", "how the agent and checks are isolated: auto (bwrap if it works, else local), "
-     "bwrap, docker (a container per run, docker SDK) or local (default auto)", "KIND", "auto"),
+    ("sandbox", "how the agent and checks are isolated: auto (docker when an engine answers "
+     "and the image is on it, else bwrap if it works, else local), bwrap, docker (a container "
+     "per run, docker SDK) or local (default auto)", "KIND", "auto"),
+    ("image", "the Docker image of every run under the docker sandbox, unless its case names "
+     "one (image:): host (an empty image with this machine's system, Python and agent CLI "
+     "bound read-only) or an image on the engine that has the agent CLI, git and Python (make "
+     "one with `scylla image build`); never pulled (default host)", "IMAGE", "host"),
+    ("limits", "each docker run's container limits: memory, cpus, pids (default "
+     "memory=4g,cpus=2,pids=1024)", "LIST", "memory=4g,cpus=2,pids=1024"),
     ("cli", "the Claude Code executable (default: claude on PATH)", "PATH", ""),
     ("judges", "the judge panel, comma-separated: model ids (Anthropic, through the gateway) or "
      f"openai:<model>@<base-url> (default: {','.join(DEFAULT_JUDGES)})",

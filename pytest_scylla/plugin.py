@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,10 @@ def pytest_configure(config: pytest.Config) -> None:
         return  # inert: a session that evaluates nothing sees no trace of the plugin
     config.stash[ACTIVE_KEY] = collect.case_roots(config)
     config.stash[settings.SETTINGS_KEY] = settings.resolve(config)
+    worker = getattr(config, "workerinput", None)
+    if worker and "scylla_sandbox" in worker:  # what the controller's `auto` chose
+        config.stash[settings.SETTINGS_KEY] = replace(config.stash[settings.SETTINGS_KEY],
+                                                      sandbox=worker["scylla_sandbox"])
     config.addinivalue_line("markers", "scylla(case, tiers=None): a pytest-scylla evaluation "
                             "run; on a test function, a Python evaluation of that case's task")
     from pytest_scylla import evaluation, fixtures
@@ -59,7 +64,6 @@ def pytest_configure(config: pytest.Config) -> None:
     for category in CATEGORIES:
         config.addinivalue_line("markers", f"{category}: cases of category {category}")
     config.stash[EXPERIMENT_KEY] = settings.experiment_dir(config)
-    worker = getattr(config, "workerinput", None)
     if worker and "scylla_session" in worker:
         config.stash[SESSION_KEY] = worker["scylla_session"]
     else:
@@ -81,8 +85,30 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(Progress(config, config.stash[EXPERIMENT_KEY],
                                                config.stash[SESSION_KEY]), "scylla-progress")
     if config.pluginmanager.hasplugin("xdist"):
-        config.pluginmanager.register(_XdistHooks(config.stash[EXPERIMENT_KEY],
-                                                  config.stash[SESSION_KEY]), "scylla-xdist")
+        config.pluginmanager.register(_XdistHooks(config), "scylla-xdist")
+
+
+SANDBOX_NOTE_KEY = pytest.StashKey[str]()
+
+
+def sandbox_line(config: pytest.Config) -> str:
+    """The header's sandbox line. `auto` is decided here, once, by the controller: the settings
+    then name the sandbox it chose, and xdist workers are handed that choice."""
+    if SANDBOX_NOTE_KEY in config.stash:
+        return config.stash[SANDBOX_NOTE_KEY]
+    from pytest_scylla.run.sandbox import SandboxError, choose
+
+    s = config.stash[settings.SETTINGS_KEY]
+    try:
+        kind, note = choose(s.sandbox, real_model=s.oracle is None, image=s.image)
+        config.stash[settings.SETTINGS_KEY] = replace(s, sandbox=kind.name)
+        line = f"scylla: {note}" if note else f"scylla: sandbox={kind.name}"
+        if kind.name == "docker":
+            line += f" image={s.image}"
+    except SandboxError as exc:
+        line = f"scylla: sandbox problem: {exc}"
+    config.stash[SANDBOX_NOTE_KEY] = line
+    return line
 
 
 class _Plan:
@@ -106,13 +132,15 @@ class _Plan:
 
 
 class _XdistHooks:
-    def __init__(self, out: Path, session_id: str) -> None:
-        self.out = out
-        self.session_id = session_id
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
 
     def pytest_configure_node(self, node: Any) -> None:
-        node.workerinput["scylla_out"] = str(self.out)
-        node.workerinput["scylla_session"] = self.session_id
+        config = self.config
+        node.workerinput["scylla_out"] = str(config.stash[EXPERIMENT_KEY])
+        node.workerinput["scylla_session"] = config.stash[SESSION_KEY]
+        sandbox_line(config)
+        node.workerinput["scylla_sandbox"] = config.stash[settings.SETTINGS_KEY].sandbox
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -178,13 +206,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         lines.append(f"scylla: SIMULATED MODEL (oracle={s.oracle}): no real model is called")
     else:
         lines.append(f"scylla: model={s.model} via the Anthropic API (real spend)")
-    from pytest_scylla.run.sandbox import SandboxError, choose
-
-    try:
-        kind, warning = choose(s.sandbox, real_model=s.oracle is None)
-        lines.append(warning or f"scylla: sandbox={kind.name}")
-    except SandboxError as exc:
-        lines.append(f"scylla: sandbox problem: {exc}")
+    lines.append(sandbox_line(config))
     lines.append(f"scylla: judges={','.join(j.label for j in s.judges)} (min {s.min_judges} "
                  f"valid){' answered by the oracle: SIMULATED' if s.oracle else ''}")
     lines.append(f"scylla: results in {config.stash[EXPERIMENT_KEY]}")

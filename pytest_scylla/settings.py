@@ -25,6 +25,7 @@ LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 SANDBOXES = ("auto", "local", "bwrap", "docker")
 SUBTEST_SELECTOR = re.compile(r"^(?:(T\d+)-)?(\d{2})(?:-([a-z0-9][a-z0-9-]*))?$")
 MAX_RUNS = 1000
+IMAGE_REF = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@-]*$")
 
 @dataclass(frozen=True)
 class Settings:
@@ -40,6 +41,8 @@ class Settings:
     rubrics_dir: Path = Path("rubrics")
     model: str = DEFAULT_MODEL
     sandbox: str = "auto"
+    image: str = "host"  # the docker sandbox's image (a case's own image: wins)
+    limits: tuple[int, float, int] = (4 << 30, 2.0, 1024)  # docker: memory bytes, cpus, pids
     cli: str | None = None
     cache_dir: Path = Path(".cache")
     keep_workspaces: bool = False
@@ -120,7 +123,8 @@ def resolve(config: pytest.Config) -> Settings:
         report=_report(config), oracle=_oracle(config), tiers_dir=tier_dirs[0],
         tier_dirs=tier_dirs,
         rubrics_dir=_path(config, "scylla_rubrics_dir", config.rootpath / "rubrics"),
-        model=_model(config), sandbox=_sandbox(config),
+        model=_model(config), sandbox=_sandbox(config), image=_image(config),
+        limits=_container_limits(config),
         cli=str(_value(config, "scylla_cli")[0]).strip() or None,
         cache_dir=_path(config, "scylla_cache_dir", default_cache_dir()),
         judges=judges, min_judges=min_judges, shard=_shard(config), **_limits(config), **flags)
@@ -241,6 +245,50 @@ def _sandbox(config: pytest.Config) -> str:
         raise pytest.UsageError(f"{origin}: unknown sandbox '{sandbox}'; choose from "
                                 f"{', '.join(SANDBOXES)}")
     return sandbox
+
+
+def _image(config: pytest.Config) -> str:
+    raw, origin = _value(config, "scylla_image")
+    image = str(raw).strip() or "host"
+    if not IMAGE_REF.match(image):
+        raise pytest.UsageError(f"{origin}={raw!r}: expected host or an image reference such "
+                                "as scylla-agent:2.1.197 or registry.example/team/agent@sha256:...")
+    if image != "host" and _sandbox(config) in ("bwrap", "local"):
+        raise pytest.UsageError(f"{origin}={image}: images are for --scylla-sandbox=docker (or "
+                                f"auto); this session uses --scylla-sandbox={_sandbox(config)}")
+    return image
+
+
+LIMIT_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+
+
+def _container_limits(config: pytest.Config) -> tuple[int, float, int]:
+    """`memory=4g,cpus=2,pids=1024` (any of them; the others keep their defaults)."""
+    raw, origin = _value(config, "scylla_limits")
+    memory, cpus, pids = Settings.limits
+    hint = "expected e.g. memory=4g,cpus=2,pids=1024 (memory in bytes or with k, m or g)"
+    for part in _list(raw) or ():
+        name, _, value = part.partition("=")
+        name, value = name.strip().lower(), value.strip().lower()
+        try:
+            if name == "memory":
+                size = re.fullmatch(r"(\d+)([kmg]?)b?", value)
+                memory = int(size[1]) * LIMIT_UNITS[size[2]] if size else 0
+                ok = memory >= 64 << 20
+            elif name == "cpus":
+                cpus = float(value)
+                ok = 0.01 <= cpus <= 1024
+            elif name == "pids":
+                pids = int(value)
+                ok = 16 <= pids <= 1 << 22
+            else:
+                raise pytest.UsageError(f"{origin}: unknown limit {name!r}; {hint}")
+        except ValueError:
+            ok = False
+        if not ok:
+            raise pytest.UsageError(f"{origin}: {part!r} is not a usable limit (memory at least "
+                                    f"64m, cpus from 0.01, pids from 16); {hint}")
+    return memory, cpus, pids
 
 
 def _model(config: pytest.Config) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import functools
 import os
 import shutil
 from collections.abc import Callable
@@ -31,9 +32,17 @@ MINI_ITEMS = [f"alpha[{s}-r1]" for s in MINI_SUBTESTS] + [
 def mini(pytester: pytest.Pytester) -> Path:
     """The `mini` project (cases alpha and beta, tiers T0, T1, T5) as the pytester root."""
     shutil.copytree(FIXTURES / "mini", pytester.path, dirs_exist_ok=True)
+    # what `auto` picks without docker, unless a test asks for another sandbox: `auto` would
+    # pick docker once a docker test has set up the host image, and the suite's runs would
+    # change sandbox halfway
     pytester.makeini("[pytest]\naddopts = -p no:cacheprovider -p no:benchmark "
-                     "-p no:hypothesispytest\n")
+                     f"-p no:hypothesispytest\nscylla_sandbox = {_without_docker()}\n")
     return pytester.path
+
+
+@functools.cache
+def _without_docker() -> str:
+    return "local" if bwrap_works() else "bwrap"
 
 
 @pytest.fixture

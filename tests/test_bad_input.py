@@ -124,6 +124,11 @@ def test_every_problem_in_a_file_is_listed(mini: Path, pytester: pytest.Pytester
     ("--scylla-subtests=T1-09", "--scylla-subtests: 'T1-09' matches no subtest*"),
     ("--scylla-subtests=first", "--scylla-subtests: 'first' is not a subtest selector*"),
     ("--scylla-report=pdf", "--scylla-report: unknown report format 'pdf'*"),
+    ("--scylla-limits=memory=lots", "--scylla-limits: 'memory=lots' is not a usable limit*"),
+    ("--scylla-limits=disk=1g", "--scylla-limits: unknown limit 'disk'; expected e.g. "
+                                "memory=4g,cpus=2,pids=1024*"),
+    ("--scylla-image=bad image", "--scylla-image='bad image': expected host or an image "
+                                 "reference*"),
     ("--scylla-oracle=maybe", "*error: argument --scylla-oracle: invalid choice: 'maybe' "
                               "(choose from 'solution', 'noop', 'wrong', 'mixed')"),
 ])
@@ -133,3 +138,12 @@ def test_bad_options_are_usage_errors(mini: Path, pytester: pytest.Pytester, n: 
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([message if message.startswith("*") else f"ERROR: {message}"])
     assert "Traceback" not in result.stderr.str() + result.stdout.str()
+
+
+def test_an_image_outside_the_docker_sandbox_is_a_usage_error(
+        mini: Path, pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("cases", "--scylla-image=agent:1", "--scylla-sandbox=local")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --scylla-image=agent:1: images are for "
+                                 "--scylla-sandbox=docker (or auto); this session uses "
+                                 "--scylla-sandbox=local"])

@@ -10,13 +10,14 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pytest_scylla.operations.ledger import SESSIONS
 from pytest_scylla.run.gateway import Gateway
 
-from .conftest import needs_docker, workers
+from .conftest import needs_bwrap, needs_docker, require, workers
 from .test_sandbox import DETACH, _probe
 
 
@@ -65,7 +66,28 @@ def test_docker_times_out_and_stops_what_the_command_left(docker_sandbox: object
     assert out.read_text() == "started\n"  # the output streamed to the host's file
     container = box.container(private)  # type: ignore[attr-defined]
     names = [p[-1] for p in container.top(ps_args="-eo pid,args")["Processes"]]
-    assert names == ["/usr/bin/sleep infinity"]  # only the keeper is left
+    assert names == ["sleep infinity"]  # only the keeper is left
+    host = container.attrs["HostConfig"]  # the default limits, no network, a read-only root
+    assert (host["Memory"], host["NanoCpus"], host["PidsLimit"]) == (4 << 30, 2 * 10**9, 1024)
+    assert (host["NetworkMode"], host["ReadonlyRootfs"], host["CapDrop"]) == (
+        "none", True, ["ALL"])
+
+
+def test_auto_picks_docker_when_an_engine_answers_and_the_image_is_on_it(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    needs_docker()
+    from pytest_scylla.run.sandbox import Bwrap, SandboxError, choose
+    from pytest_scylla.run.sandbox.docker import Docker, client, ensure_image
+
+    ensure_image(client())  # what `scylla image build --host` (or a docker session) leaves
+    kind, note = choose("auto")
+    assert kind is Docker
+    assert note == "sandbox=docker (auto: a Docker engine answers and image host is on it)"
+    with pytest.raises(SandboxError, match=r"--scylla-image=scylla-absent:0 needs the docker "
+                       r"sandbox, and auto cannot use it: image scylla-absent:0 is not on"):
+        choose("auto", image="scylla-absent:0")
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")  # no engine
+    assert choose("auto")[0] is Bwrap
 
 
 def test_a_new_session_removes_containers_of_dead_sessions_only(tmp_path: Path) -> None:
@@ -103,18 +125,105 @@ def test_runs_under_docker_at_two_workers(mini: Path, pytester: pytest.Pytester,
 
     out = mini / "out"
     done = pytester.runpytest("cases", "-k", "T0-01 or T1-01", *workers(2), *oracle,
-                              "--scylla-sandbox=docker", f"--scylla-out={out}")
+                              "--scylla-sandbox=docker", f"--scylla-out={out}",
+                              "--scylla-limits=memory=2g,pids=512")
     done.assert_outcomes(passed=4)
-    done.stdout.fnmatch_lines(["scylla: sandbox=docker"])
+    done.stdout.fnmatch_lines(["scylla: sandbox=docker image=host"])
+    image_ids = set()
     for path in out.glob("runs/*/run.json"):
         rec = json.loads(path.read_text())
         assert rec["sandbox"] == "docker"
         assert [c["passed"] for c in rec["checks"]] == [True]  # checked inside the container
+        assert rec["limits"] == {"memory": 2 << 30, "cpus": 2.0, "pids": 512}
+        assert rec["image"]["ref"] == "host"
+        image_ids.add(rec["image"]["id"])
+    (image_id,) = image_ids
+    assert image_id.startswith("sha256:")
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["images"] == [{"ref": "host", "id": image_id}]
+    assert manifest["options"]["limits"] == {"memory": 2 << 30, "cpus": 2.0, "pids": 512}
+    # another limit is another condition: the stored runs are not silently mixed with new ones
+    again = pytester.runpytest("cases", "-k", "T0-01 and alpha", "-p", "no:xdist", *oracle,
+                               "--scylla-sandbox=docker", f"--scylla-out={out}",
+                               "--scylla-limits=memory=2g,pids=256")
+    again.assert_outcomes(errors=1)
+    again.stdout.fnmatch_lines(["*the stored run was made under other conditions*its image or "
+                                "container limits*"])
     sessions = [p.name for p in (out / SESSIONS).iterdir()]
     assert len(sessions) == 1
     engine = client()
     labelled = engine.containers.list(all=True, filters={"label": f"{LABEL}.session"})
     assert [c.name for c in labelled if c.labels[f"{LABEL}.session"] == sessions[0]] == []
+
+
+def test_a_case_that_brings_its_own_image(mini: Path, pytester: pytest.Pytester,
+                                          oracle: list[str], edit: Any) -> None:
+    """A case's `image:` runs only under docker: elsewhere its runs are skipped, saying so; an
+    image the engine does not have is one clear error (never a pull), not a traceback."""
+    needs_bwrap()
+    needs_docker()
+    edit("cases/alpha/test.yaml", "solution: solution\n",
+         "solution: solution\nimage: scylla-absent:0\n")
+    args = ("cases", "-k", "alpha and T0-01", "-p", "no:xdist", "-rs", *oracle)
+    bw = pytester.runpytest(*args, "--scylla-sandbox=bwrap", f"--scylla-out={mini / 'bw'}")
+    bw.assert_outcomes(skipped=1)
+    bw.stdout.fnmatch_lines(["*case alpha runs in its image scylla-absent:0: use "
+                             "--scylla-sandbox=docker (this session's sandbox is bwrap)*"])
+    dk = pytester.runpytest(*args, "--scylla-sandbox=docker", f"--scylla-out={mini / 'dk'}")
+    dk.assert_outcomes(errors=1)
+    dk.stdout.fnmatch_lines(["*infra_error: image scylla-absent:0 is not on the Docker engine "
+                             "*; build it with `scylla image build --tag scylla-absent:0`*"])
+    assert "Traceback" not in dk.stdout.str()
+
+
+BASE_IMAGE_ENV = "SCYLLA_TEST_BASE_IMAGE"  # a Debian image on the engine (.ci/run imports one)
+TRUST = "/usr/local/share/scylla-trust"  # made by the shipped Dockerfile; absent on the host
+
+
+@pytest.mark.slow
+def test_an_image_from_scylla_image_build_runs_a_case_with_its_own_cli(
+        mini: Path, pytester: pytest.Pytester, oracle: list[str], edit: Any) -> None:
+    """`scylla image build` on a local Debian base (no registry): the shipped Dockerfile for
+    real. A run with that image uses the image's CLI and toolchain (a check that passes only
+    inside it; the host image is the control), records the image's id, and the image is a
+    condition of its own: another config hash and another CLI baseline."""
+    needs_docker()
+    from pytest_scylla.run.agents.claude_code import PINNED_VERSION
+    from pytest_scylla.run.sandbox.docker import client, image_present
+
+    base = os.environ.get(BASE_IMAGE_ENV, "")
+    require(None if base and image_present(client(), base) else
+            f"no base image to build on (set {BASE_IMAGE_ENV}; .ci/run imports a debootstrap "
+            "root filesystem)")
+    tag = "scylla-agent:test-build"
+    ca = Path("/etc/ssl/certs/ca-certificates.crt")
+    built = subprocess.run(
+        [str(Path(sys.executable).with_name("scylla")), "image", "build", "--base", base,
+         "--tag", tag, *(["--ca-bundle", str(ca)] if ca.is_file() else [])],
+        capture_output=True, text=True, timeout=1200)
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    image_id = client().images.get(tag).id
+    assert f"built {tag} ({image_id})" in built.stdout
+    edit("cases/alpha/test.yaml", "checks:\n",
+         f"checks:\n  - name: in-image\n    run: test -d {TRUST}\n")
+    records = {}
+    for name, image in (("own", tag), ("host", "host")):
+        out = mini / name
+        done = pytester.runpytest("cases", "-k", "alpha and T0-01", "-p", "no:xdist", *oracle,
+                                  "--scylla-sandbox=docker", f"--scylla-image={image}",
+                                  f"--scylla-out={out}")
+        records[name] = json.loads(next(out.glob("runs/*/run.json")).read_text())
+        if name == "own":
+            done.assert_outcomes(passed=1)
+    own, host = records["own"], records["host"]
+    assert own["image"] == {"ref": tag, "id": image_id}
+    assert own["cli_version"] == PINNED_VERSION  # the image's own CLI, asked in the image
+    assert [c["passed"] for c in own["checks"]] == [True, True]
+    assert host["image"]["ref"] == "host"
+    assert {c["name"]: c["passed"] for c in host["checks"]}["in-image"] is False  # control
+    assert own["config_hash"] != host["config_hash"]
+    cache = Path(oracle[1].split("=", 1)[1])
+    assert len(list(cache.glob("baseline-claude-code-*-docker-*.json"))) >= 2  # one per image
 
 
 def _containers_of(pid: int) -> list[object]:

@@ -6,8 +6,13 @@ them (the positive control)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import socket
+import tempfile
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,7 +32,7 @@ SUITE = {
 
 
 @pytest.fixture
-def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
+def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     for rel, text in SUITE.items():
         path = pytester.path / rel
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -39,7 +44,25 @@ def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
                                    "exit 1\n")
     (bin_dir / "bwrap").chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    return pytester.path
+    # a Docker "engine" that notes every connection (and answers none): a docker probe would
+    # leave a trace too
+    engine = socket.socket(socket.AF_UNIX)
+    engine_path = Path(tempfile.mkdtemp(prefix="scy-")) / "docker.sock"  # short: a socket path
+    engine.bind(str(engine_path))
+    engine.listen(8)
+
+    def note() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                conn, _ = engine.accept()
+                with (pytester.path / "docker-probes").open("a") as log:
+                    log.write("probed\n")
+                conn.close()
+
+    threading.Thread(target=note, daemon=True).start()
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{engine_path}")
+    yield pytester.path
+    engine.close()
 
 
 def _normal(text: str) -> list[str]:
@@ -64,6 +87,7 @@ def test_a_project_without_evaluations_sees_no_trace_of_the_plugin(
     assert "scylla" not in "\n".join(_normal(with_plugin.stdout.str())) + with_plugin.stderr.str()
     assert not (project / "reports").exists()
     assert not (project / "probes").exists()  # bubblewrap was never probed
+    assert not (project / "docker-probes").exists()  # nor a Docker engine
 
 
 def test_cases_under_the_roots_are_evaluations_and_elsewhere_are_not(
@@ -77,12 +101,15 @@ def test_cases_under_the_roots_are_evaluations_and_elsewhere_are_not(
         os.system(f"cp -r {mini / folder}/. {pytester.path / folder}")
     plan = pytester.runpytest_subprocess("-p", "no:cacheprovider", "cases", "--scylla-plan")
     plan.stdout.fnmatch_lines(["scylla: runs=1 *", "*pytest-scylla plan*"])
-    assert (project / "probes").exists()  # the header probed the sandbox
+    assert (project / "docker-probes").exists()  # the header asked for a Docker engine,
+    assert (project / "probes").exists()  # then (none answered) probed bubblewrap
     (project / "probes").unlink()
+    (project / "docker-probes").unlink()
     suite = pytester.runpytest_subprocess("-p", "no:cacheprovider", "tests")
     suite.assert_outcomes(passed=2, failed=1, skipped=1)
     assert "scylla" not in "\n".join(_normal(suite.stdout.str()))
     assert not (project / "probes").exists()
+    assert not (project / "docker-probes").exists()
     # another root: `cases/` is then an ordinary folder, `evals/` holds the evaluations
     (project / "cases").rename(project / "evals")
     pytester.makeini("[pytest]\nscylla_cases = evals\n")

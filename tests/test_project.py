@@ -41,8 +41,9 @@ def test_pytest_help_lists_every_scylla_option(pytester: pytest.Pytester) -> Non
     result = pytester.runpytest("--help")
     options = sorted(set(re.findall(r"--scylla-[a-z-]+", result.stdout.str())))
     assert options == ["--scylla-budget-usd", "--scylla-cache-dir", "--scylla-cli",
-                       "--scylla-fresh", "--scylla-judges", "--scylla-keep-workspaces",
-                       "--scylla-label", "--scylla-max-pause", "--scylla-max-run-cost",
+                       "--scylla-fresh", "--scylla-image", "--scylla-judges",
+                       "--scylla-keep-workspaces", "--scylla-label", "--scylla-limits",
+                       "--scylla-max-pause", "--scylla-max-run-cost",
                        "--scylla-min-judges", "--scylla-model", "--scylla-oracle",
                        "--scylla-out", "--scylla-packaged-tiers", "--scylla-plan",
                        "--scylla-progress",

@@ -79,11 +79,17 @@ def test_local_sandbox_is_reported_as_not_isolated(gateway: Gateway, tmp_path: P
     assert choose("local") == (Sandbox, None)
 
 
-def test_auto_prefers_bwrap_when_it_works() -> None:
-    """Where bubblewrap works, `auto` picks it and has nothing to warn about (in CI, where
-    bubblewrap is installed, this always runs)."""
+def test_auto_prefers_bwrap_when_it_works_and_no_docker_engine_answers(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Where bubblewrap works and no Docker engine answers, `auto` picks bwrap and says why
+    (in CI, where bubblewrap is installed, this always runs)."""
     needs_bwrap()
-    assert choose("auto") == (Bwrap, None)
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    kind, note = choose("auto")
+    assert kind is Bwrap
+    assert note is not None
+    assert note.startswith("sandbox=bwrap (auto: bubblewrap works; no docker: no Docker engine "
+                           "answers")
 
 
 def test_auto_falls_back_to_local_with_a_warning_when_bwrap_is_missing(
@@ -91,6 +97,7 @@ def test_auto_falls_back_to_local_with_a_warning_when_bwrap_is_missing(
     """Where bubblewrap is not installed, `auto` falls back to the local sandbox and says so:
     the warning names the reason and that runs are NOT isolated."""
     monkeypatch.setenv("PATH", str(tmp_path))  # an empty folder: no bwrap to be found
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
     kind, warning = choose("auto")
     assert kind is Sandbox
     assert warning is not None
@@ -128,13 +135,13 @@ def test_bwrap_binds_a_cli_install_not_the_folder_around_it(
     made = _fake_installs(tmp_path)
     monkeypatch.setenv("PATH", f"{made['local'] / 'bin'}:{tmp_path / 'npm' / 'bin'}:"
                        f"{os.environ['PATH']}")
-    paths = sandbox_mod._system_paths.__wrapped__()
+    paths = sandbox_mod.system_paths.__wrapped__()
     assert made["local"] / "bin" / "claude" in paths
     assert made["version"] in paths
     assert made["package"] in paths  # the npm package folder, found through its package.json
     assert {p for p in paths if p == made["local"] or made["local"] in p.parents} == {
         made["local"] / "bin" / "claude", made["version"]}
-    monkeypatch.setattr(sandbox_mod, "_system_paths", lambda: paths)
+    monkeypatch.setattr(sandbox_mod, "system_paths", lambda: paths)
     private = tmp_path / "private"
     (private / "work").mkdir(parents=True)
     secret = made["local"] / "share" / "secret.txt"
@@ -147,7 +154,7 @@ def test_bwrap_binds_a_cli_install_not_the_folder_around_it(
     assert "secret-unreadable" in done.stdout
     assert "not for the agent" not in done.stdout
     # positive control: bound the old way (the folder around the command), the secret shows
-    monkeypatch.setattr(sandbox_mod, "_system_paths", lambda: (*paths, made["local"]))
+    monkeypatch.setattr(sandbox_mod, "system_paths", lambda: (*paths, made["local"]))
     argv = Bwrap(gateway.port, gateway.socket_dir).wrap(
         ["/bin/sh", "-c", f"cat {secret}"], private / "work", private)
     assert "not for the agent" in subprocess.run(argv, capture_output=True, text=True,
@@ -196,6 +203,7 @@ def test_local_stops_what_the_agent_left_running_and_counts_it(tmp_path: Path) -
 def test_auto_never_falls_back_to_local_when_a_real_model_is_called(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap to be found
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
     with pytest.raises(SandboxError, match=r"--scylla-sandbox=auto: bubblewrap \(bwrap\) is "
                        r"not installed, and this session calls a real model.*apt-get install "
                        r"bubblewrap.*--scylla-sandbox=local to accept that knowingly"):

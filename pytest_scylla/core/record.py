@@ -32,6 +32,8 @@ class RunRecord(TypedDict, total=False):
     oracle: str | None
     simulated: bool
     sandbox: str
+    image: dict[str, str]  # docker: {"ref": as asked, "id": the engine's image id}
+    limits: dict[str, Any]  # docker: the container's memory (bytes), cpus and pids
     plugin_version: str
     started_at: str
     finished_at: str

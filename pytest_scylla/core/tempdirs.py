@@ -44,7 +44,7 @@ def release_all() -> list[Path]:
     return left
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
     """Whether `pid` is a running process (a zombie, killed but not yet reaped, is not)."""
     try:
         os.kill(pid, 0)
@@ -71,7 +71,7 @@ def clean_stale(temp_root: Path | None = None) -> list[Path]:
             pid = int(owner.read_text(encoding="utf-8").strip())
         except (OSError, ValueError):
             continue  # not ours to judge (no owner file yet, or not a folder)
-        if not _alive(pid):
+        if not alive(pid):
             shutil.rmtree(folder, ignore_errors=True)
             removed.append(folder)
     return removed

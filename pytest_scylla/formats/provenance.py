@@ -109,11 +109,13 @@ def _short(parts: dict[str, Any]) -> str:
 
 def conditions(spec: RunSpec, tiers: TierSet, *, model: str, cli_version: str,
                oracle: str | None, sandbox: str, judges: list[str], min_judges: int,
-               evaluation: str | None = None) -> Conditions:
+               evaluation: str | None = None, container: dict[str, Any] | None = None
+               ) -> Conditions:
     """The run's conditions. The config hash covers the inputs but the rubric (it only scores
     the run: a rubric edit calls for --scylla-rejudge, not a re-run) and the tier file (the
     resolved subtest stands for it: editing a neighbouring subtest changes nothing), plus model,
-    CLI version, oracle mode, sandbox and limits; no paths, so the same conditions hash the same
+    CLI version, oracle mode, sandbox and limits (docker: the image's id and the container's
+    limits, `container`); no paths, so the same conditions hash the same
     in every run and on every machine. The judge hash covers the rubric's content and the
     panel, and for a Python evaluation its source (`evaluation`): its asserts score the run."""
     case, sub = spec.case, spec.subtest
@@ -126,7 +128,8 @@ def conditions(spec: RunSpec, tiers: TierSet, *, model: str, cli_version: str,
                    if k not in (rubric, tier_file, "evaluation")},
         "subtest": subtest_conditions(sub, tiers), "model": model, "cli": cli_version,
         "oracle": oracle, "sandbox": sandbox, "max_turns": case.max_turns,
-        "timeout": case.timeout_seconds, "plugin": __version__})
+        "timeout": case.timeout_seconds, "plugin": __version__,
+        **({"container": container} if container else {})})
     judge = _short({"rubric": inputs[rubric], "judges": judges, "min_judges": min_judges,
                     "oracle": oracle, **({"evaluation": evaluation} if evaluation else {})})
     return Conditions(inputs=inputs, config_hash=config, judge_hash=judge)
@@ -174,6 +177,9 @@ def manifest(records: list[dict[str, Any]], options: dict[str, Any] | None = Non
         "judge_models": sorted({j["judge_model"] for r in records for j in r.get("judges") or []
                                 if j.get("judge_model")}),
         "sandboxes": sorted({r["sandbox"] for r in records if r.get("sandbox")}),
+        "images": [{"ref": ref, "id": digest} for ref, digest in sorted(
+            {(str(i.get("ref")), str(i.get("id"))) for i in (r.get("image") for r in records)
+             if isinstance(i, dict)})],
         "oracle_modes": sorted({r["oracle"] for r in records if r.get("oracle")}),
         "prices_as_of": pricing.PRICES_AS_OF,
         "prices_usd_per_mtok": {m: {"input": i, "output": o}

@@ -122,6 +122,7 @@ class Case:
     solution: Path | None = None
     tiers: tuple[str, ...] | None = None
     protected: tuple[str, ...] = ()  # globs restored from the pinned commit before the checks
+    image: str | None = None  # the Docker image the case's runs use (docker sandbox)
 
 
 def load_rubric(path: Path) -> Rubric:
@@ -294,4 +295,4 @@ def load_case(file: Path, rubrics_dir: Path, known_tiers: Collection[str] | None
         max_cost_usd=float(data.get("max_cost_usd", DEFAULT_MAX_COST_USD)),
         max_turns=data.get("max_turns", DEFAULT_MAX_TURNS), hidden=hidden, solution=solution,
         tiers=tuple(data["tiers"]) if "tiers" in data else None,
-        protected=tuple(data.get("protected", ())))
+        protected=tuple(data.get("protected", ())), image=data.get("image"))

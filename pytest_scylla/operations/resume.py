@@ -89,8 +89,8 @@ def decide(run_dir: Path, config_hash: str, judge_hash: str, inputs: dict[str, s
     if stored_hash != config_hash:
         changed = _changed(rec.get("inputs") or {}, inputs)
         detail = (f"changed: {', '.join(changed)}" if changed else
-                  "the model, CLI version, subtest settings, sandbox, oracle mode or limits "
-                  "changed")
+                  "the model, CLI version, subtest settings, sandbox, its image or container "
+                  "limits, oracle mode or limits changed")
         return Decision("conflict", rec, (
             f"{run_dir}: the stored run was made under other conditions (config hash "
             f"{stored_hash}, now {config_hash}; {detail}). Run it again with --scylla-fresh, "

@@ -151,7 +151,9 @@ class Aggregator:
         manifest = provenance.manifest(records, {
             "runs": s.runs, "tiers": s.tiers, "subtests": s.subtests, "model": s.model,
             "label": s.label, "judges": [j.label for j in s.judges], "min_judges": s.min_judges,
-            "oracle": s.oracle, "sandbox": s.sandbox, "report": list(s.report),
+            "oracle": s.oracle, "sandbox": s.sandbox, "image": s.image,
+            "limits": dict(zip(("memory", "cpus", "pids"), s.limits, strict=True)),
+            "report": list(s.report),
             "budget_usd": s.budget_usd, "max_run_cost": s.max_run_cost, "fresh": s.fresh,
             "rejudge": s.rejudge})
         old = read_dict(self.out / "manifest.json")

@@ -25,14 +25,16 @@ from pytest_scylla.run.sandbox import Sandbox, base_env
 
 def measure(gateway: Gateway, sandbox: Sandbox, cli: Path, cli_version: str, model: str,
             cache_dir: Path, allow: tuple[str, ...] | None = None,
-            deny: tuple[str, ...] = ()) -> dict[str, Any]:
+            deny: tuple[str, ...] = (), image: str | None = None) -> dict[str, Any]:
     """What the CLI brings with nothing declared but a tool configuration: its built-in tools,
     skills and agents and the size of its default system prompt. (The tool configuration matters:
     this CLI offers Glob and Grep when Bash is denied, and lists skills only with the Skill tool.)
     Measured once per CLI version, sandbox, model (the CLI's default system prompt differs by
     model) and tool configuration, cached on disk; the gateway answers the single call itself,
     so it costs nothing."""
-    key = hashlib.sha256(json.dumps([model, allow, list(deny)]).encode()).hexdigest()[:10]
+    container = sandbox.describe(image)  # docker: the image's id (a baseline per image)
+    key = hashlib.sha256(json.dumps([model, allow, list(deny), container]).encode()
+                         ).hexdigest()[:10]
     cache = cache_dir / (f"baseline-{claude_code.NAME}-{_safe(cli_version)}-"
                          f"{sandbox.name}-{key}.json")
     with workspace.locked(cache_dir / "baseline.lock"):
@@ -40,6 +42,7 @@ def measure(gateway: Gateway, sandbox: Sandbox, cli: Path, cli_version: str, mod
             return _baseline(json.loads(cache.read_text(encoding="utf-8")))
         private = claim_private()  # removed by the next session if this one is killed
         try:
+            sandbox.assign(private, image)
             ws = private / "work"
             ws.mkdir()
             (ws / "README.md").write_text("baseline\n", encoding="utf-8")
@@ -65,7 +68,7 @@ def measure(gateway: Gateway, sandbox: Sandbox, cli: Path, cli_version: str, mod
                 "HOME": str(private / "home"),
                 "CLAUDE_CONFIG_DIR": str(private / "home" / ".claude")},
                 sandbox.base_url(key))
-            argv = claude_code.command(cli, model, 1, flags)
+            argv = claude_code.command(sandbox.cli(cli, image), model, 1, flags)
             with open(private / "out.jsonl", "wb") as out, open(private / "err.txt", "wb") as err:
                 finished = sandbox.run(argv, ws, private, env, "Say OK.", 120, out, err,
                                           bridge=True)

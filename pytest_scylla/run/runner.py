@@ -97,6 +97,7 @@ class Run:
         (self.private / "tmp").mkdir()
         self.record = _identity(self)
         with self._phase():
+            self.rt.sandbox.assign(self.private, self.rt.image(self.spec))
             self._ws, self._ov = _prepare(self, self.record)
 
     def act(self) -> None:
@@ -203,17 +204,22 @@ def run_through(run: Run) -> RunRecord:
 def _identity(run: Run) -> RunRecord:
     spec, rt, cond = run.spec, run.rt, run.cond
     case, sub = spec.case, spec.subtest
-    return {
+    ident: RunRecord = {
         "schema": record.RECORD_SCHEMA, "run_key": spec.key.folder, "case": case.id,
         "category": case.category, "tier": sub.tier, "subtest": sub.ref,
         "subtest_name": sub.name, "run": spec.run, "agent": claude_code.NAME,
-        "cli_version": rt.cli_version, "model": rt.model(spec), "oracle": rt.settings.oracle,
-        "simulated": rt.settings.oracle is not None, "sandbox": rt.sandbox.name,
+        "cli_version": rt.cli_version_of(spec), "model": rt.model(spec),
+        "oracle": rt.settings.oracle, "simulated": rt.settings.oracle is not None,
+        "sandbox": rt.sandbox.name,
         "plugin_version": __version__, "started_at": timestamp(), "outcome": "infra_error",
         "passed": False, "reason": "", "exit_code": None,
         "pass_threshold": case.rubric.pass_threshold, "inputs": cond.inputs,
         "config_hash": cond.config_hash, "judge_hash": cond.judge_hash,
     }
+    container = rt.sandbox.describe(rt.image(spec))
+    if container:  # docker: the image and the limits
+        ident["image"], ident["limits"] = container["image"], container["limits"]
+    return ident
 
 
 def _prepare(run: Run, rec: RunRecord) -> tuple[workspace.Workspace, overlay.Overlay]:
@@ -258,7 +264,8 @@ def _agent(run: Run, ov: overlay.Overlay, rec: RunRecord) -> tuple[Finished, str
     spec, rt, route = run.spec, run.rt, run.route
     assert route is not None
     assert run.private is not None
-    argv = claude_code.command(rt.cli, rt.model(spec), spec.case.max_turns, ov.args)
+    cli = rt.sandbox.cli(rt.cli, rt.image(spec))
+    argv = claude_code.command(cli, rt.model(spec), spec.case.max_turns, ov.args)
     env = claude_code.environment(base_env(run.private), ov.env, rt.sandbox.base_url(route.key))
     prompt = spec.case.prompt.read_text(encoding="utf-8")
     run.timings["setup_s"] = round(time.monotonic() - run.began, 3)

@@ -46,29 +46,50 @@ class Runtime:
     def run_dir(self, spec: RunSpec) -> Path:
         return self.out / "runs" / spec.key.folder
 
+    def image(self, spec: RunSpec) -> str | None:
+        """The run's image (docker): its case's own, else the session's; None elsewhere, where
+        a case that names one is not run (see `unrunnable`)."""
+        if self.sandbox.name != "docker":
+            return None
+        return spec.case.image or self.settings.image
+
+    def unrunnable(self, spec: RunSpec) -> str | None:
+        """Why this sandbox cannot run the spec (a case that brings its own image), or None."""
+        if spec.case.image and self.sandbox.name != "docker":
+            return (f"case {spec.case.id} runs in its image {spec.case.image}: use "
+                    f"--scylla-sandbox=docker (this session's sandbox is {self.sandbox.name})")
+        return None
+
+    def cli_version_of(self, spec: RunSpec) -> str:
+        """The version of the agent CLI the run uses (an image brings its own)."""
+        return self.sandbox.cli_version(self.cli_version, self.image(spec))
+
     def conditions(self, spec: RunSpec, evaluation: str | None = None) -> Conditions:
         """The run's input hashes, config hash and judge hash (see `provenance.conditions`);
         `evaluation`: a Python evaluation's source hash (it scores the run)."""
         s = self.settings
-        return conditions(spec, self.tiers, model=self.model(spec), cli_version=self.cli_version,
-                          oracle=s.oracle, sandbox=self.sandbox.name,
+        image = self.image(spec)
+        return conditions(spec, self.tiers, model=self.model(spec),
+                          cli_version=self.cli_version_of(spec), oracle=s.oracle,
+                          sandbox=self.sandbox.name, container=self.sandbox.describe(image),
                           judges=[j.label for j in s.judges], min_judges=s.min_judges,
                           evaluation=evaluation)
 
     def baseline(self, spec: RunSpec) -> dict[str, Any]:
-        """The baseline for the run's model and its subtest's tool configuration."""
+        """The baseline for the run's model, its subtest's tool configuration and its image."""
         sub = spec.subtest
-        return self.baseline_for(self.model(spec), sub.tools_allow, tuple(sorted(sub.tools_deny)))
+        return self.baseline_for(self.model(spec), sub.tools_allow, tuple(sorted(sub.tools_deny)),
+                                 self.image(spec))
 
-    def baseline_for(self, model: str, allow: tuple[str, ...] | None, deny: tuple[str, ...]
-                     ) -> dict[str, Any]:
-        """The baseline of a model and tool configuration (the CLI's default system prompt
-        differs by model), measured once per process (and on disk)."""
-        key = json.dumps([model, allow, deny])
+    def baseline_for(self, model: str, allow: tuple[str, ...] | None, deny: tuple[str, ...],
+                     image: str | None = None) -> dict[str, Any]:
+        """The baseline of a model, tool configuration (the CLI's default system prompt
+        differs by model) and image, measured once per process (and on disk)."""
+        key = json.dumps([model, allow, deny, image])
         if key not in self.baselines:
-            self.baselines[key] = baseline.measure(self.gateway, self.sandbox, self.cli,
-                                                   self.cli_version, model,
-                                                   self.settings.cache_dir, allow, deny)
+            self.baselines[key] = baseline.measure(
+                self.gateway, self.sandbox, self.cli, self.sandbox.cli_version(
+                    self.cli_version, image), model, self.settings.cache_dir, allow, deny, image)
         return self.baselines[key]
 
 
@@ -80,7 +101,8 @@ def build(settings: Settings, out: Path, session_id: str, tiers: TierSet) -> Run
         credential_headers()
     cli = claude_code.find_cli(settings.cli)
     cli_version = claude_code.version(cli)
-    kind, _warning = choose(settings.sandbox, real_model=settings.oracle is None)
+    kind, _note = choose(settings.sandbox, real_model=settings.oracle is None,
+                         image=settings.image)
     if kind is Sandbox and settings.oracle is None:
         hide_environment()
     (settings.cache_dir / "npm").mkdir(parents=True, exist_ok=True)
@@ -89,9 +111,11 @@ def build(settings: Settings, out: Path, session_id: str, tiers: TierSet) -> Run
         ledger = Ledger(out, session_id)
         gateway.retry = RetryPolicy(attempts=settings.retries, max_wait=settings.retry_wait,
                                     on_long_limit=ledger.pause)
+        extra: dict[str, Any] = ({"image": settings.image, "limits": settings.limits}
+                                 if kind.name == "docker" else {})
         rt = Runtime(settings=settings, out=out, tiers=tiers, gateway=gateway,
                      sandbox=kind(gateway.port, gateway.socket_dir,
-                                  [settings.cache_dir / "npm"]),
+                                  [settings.cache_dir / "npm"], **extra),
                      cli=cli, cli_version=cli_version, ledger=ledger)
         rt.sandbox.session = session_id
         rt.baseline_for(settings.model, None, ())

@@ -56,7 +56,8 @@ def version(cli: Path) -> str:
     return done.stdout.strip()
 
 
-def command(cli: Path, model: str, max_turns: int, overlay_args: tuple[str, ...]) -> list[str]:
+def command(cli: Path | str, model: str, max_turns: int, overlay_args: tuple[str, ...]
+            ) -> list[str]:
     return [str(cli), "-p", "--output-format", "stream-json", "--verbose",
             "--dangerously-skip-permissions", "--model", model, "--max-turns", str(max_turns),
             *overlay_args]

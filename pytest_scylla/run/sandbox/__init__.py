@@ -25,11 +25,14 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 INSIDE_PORT = 8787  # the bridge's port inside bwrap's private network namespace
 INSIDE_SOCKET_DIR = "/run/scylla"
 BRIDGE = Path(__file__).with_name("bridge.py")
+# the host's system folders a sandbox shows read-only (bwrap and docker's host image)
+SYSTEM_TOPS = tuple(Path("/") / top for top in ("usr", "etc", "bin", "sbin", "lib", "lib32",
+                                                  "lib64", "libx32"))
 
 
 def base_env(private: Path) -> dict[str, str]:
@@ -184,6 +187,24 @@ class Sandbox:
     def close(self, private: Path) -> None:
         """The run whose private folder this is has ended: release what it held."""
 
+    def assign(self, private: Path, image: str | None) -> None:
+        """The image the run of this private folder uses (None: the session's). Only the
+        docker sandbox runs images; the runtime never asks another for one."""
+        if image not in (None, "host"):
+            raise SandboxError(f"image {image}: only --scylla-sandbox=docker runs images")
+
+    def describe(self, image: str | None) -> dict[str, Any]:
+        """What a run's record notes of its sandbox beyond the name (docker: image, limits)."""
+        return {}
+
+    def cli(self, host_cli: Path, image: str | None) -> str:
+        """The agent CLI as the sandbox starts it."""
+        return str(host_cli)
+
+    def cli_version(self, host_version: str, image: str | None) -> str:
+        """The version of the agent CLI that runs in this sandbox (with `image`)."""
+        return host_version
+
     def run(self, argv: Sequence[str], cwd: Path, private: Path, env: dict[str, str],
             stdin: str | None, timeout: float, stdout: IO[bytes] | int,
             stderr: IO[bytes] | int, bridge: bool = False) -> Finished:
@@ -216,16 +237,15 @@ class Bwrap(Sandbox):
     def wrap(self, argv: Sequence[str], cwd: Path, private: Path, bridge: bool = False
              ) -> list[str]:
         args = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session",
-                "--hostname", "scylla", "--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
-        for top in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
-            path = Path("/") / top
+                "--hostname", "scylla"]
+        for path in SYSTEM_TOPS:
             if path.is_symlink():
                 args += ["--symlink", os.readlink(path), str(path)]
             elif path.is_dir():
                 args += ["--ro-bind", str(path), str(path)]
         # /tmp first: later binds under /tmp (the run's folder, caches) must stay visible
         args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
-        for path in _system_paths() + self.readable:
+        for path in system_paths() + self.readable:
             args += ["--ro-bind", str(path), str(path)]
         args += ["--bind", str(private), str(private)]
         if bridge and self.socket_dir is not None:
@@ -239,7 +259,7 @@ class Bwrap(Sandbox):
 
 
 @functools.lru_cache(maxsize=1)
-def _system_paths() -> tuple[Path, ...]:
+def system_paths() -> tuple[Path, ...]:
     """Read-only paths outside /usr the sandboxed tools need: this Python's prefix, and for the
     agent CLI and its helpers their own files only (the command itself and its package folder),
     never a whole folder such as ~/.local that holds other programs and data."""
@@ -287,15 +307,55 @@ def bwrap_works() -> str | None:
     return None
 
 
-def choose(kind: str, real_model: bool = False) -> tuple[type[Sandbox], str | None]:
-    """(sandbox class, warning) for the `--scylla-sandbox` value; `real_model`: the session
+def docker_unusable(image: str = "host") -> str | None:
+    """None when a Docker engine answers and `image` is on it (for `host`: the host toolchain
+    image a docker session imported, or `scylla image build --host`); else why not. Cheap where
+    no engine is configured: the SDK is imported only when there is one to ask."""
+    configured = bool(os.environ.get("DOCKER_HOST") or os.environ.get("DOCKER_CONTEXT")
+                      or Path("/var/run/docker.sock").exists())
+    if not configured:
+        config = Path(os.environ.get("DOCKER_CONFIG") or Path.home() / ".docker") / "config.json"
+        with contextlib.suppress(OSError, ValueError):
+            import json
+
+            configured = json.loads(config.read_text()).get("currentContext") not in (
+                None, "", "default")
+    if not configured:
+        return "no Docker engine is configured (no DOCKER_HOST, context or /var/run/docker.sock)"
+    from pytest_scylla.run.sandbox import docker
+
+    try:
+        engine = docker.client(timeout=5)
+    except SandboxError as exc:
+        return str(exc).removeprefix("--scylla-sandbox=docker: ")
+    try:
+        if not docker.image_present(engine, image):
+            return f"image {image} is not on the Docker engine"
+    finally:
+        engine.close()
+    return None
+
+
+def choose(kind: str, real_model: bool = False, image: str = "host"
+           ) -> tuple[type[Sandbox], str | None]:
+    """(sandbox class, note) for the `--scylla-sandbox` value. The note says why `auto` chose
+    what it chose, and warns when it found nothing that isolates. `real_model`: the session
     calls a real model with the user's credential (then `auto` never falls back to local)."""
     if kind == "local":
         return Sandbox, None
-    if kind == "docker":
+    no_docker: str | None = None
+    if kind in ("docker", "auto"):
         from pytest_scylla.run.sandbox.docker import Docker
 
-        return Docker, None
+        if kind == "docker":
+            return Docker, None
+        no_docker = docker_unusable(image)
+        if no_docker is None:
+            return Docker, (f"sandbox=docker (auto: a Docker engine answers and image {image} "
+                            "is on it)")
+        if image != "host":
+            raise SandboxError(f"--scylla-image={image} needs the docker sandbox, and auto "
+                               f"cannot use it: {no_docker}")
     problem = bwrap_works()
     if kind == "bwrap" and problem:
         raise SandboxError(f"--scylla-sandbox=bwrap: {problem}; install it (Debian/Ubuntu: "
@@ -307,6 +367,8 @@ def choose(kind: str, real_model: bool = False) -> tuple[type[Sandbox], str | No
             "Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) or pass "
             "--scylla-sandbox=local to accept that knowingly")
     if problem:
-        return Sandbox, (f"sandbox: local (NOT isolated: {problem}); the agent can write "
-                         "anywhere this user can")
+        return Sandbox, (f"sandbox=local (NOT isolated: {problem}; no docker: {no_docker}); "
+                         "the agent can write anywhere this user can")
+    if kind == "auto":
+        return Bwrap, f"sandbox=bwrap (auto: bubblewrap works; no docker: {no_docker})"
     return Bwrap, None

@@ -24,38 +24,48 @@ import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from pytest_scylla.core.tempdirs import _alive
+from pytest_scylla.core.tempdirs import alive
 from pytest_scylla.run.sandbox import (
     BRIDGE,
     INSIDE_PORT,
     INSIDE_SOCKET_DIR,
+    SYSTEM_TOPS,
     Finished,
     Sandbox,
     SandboxError,
-    _system_paths,
+    system_paths,
 )
 
 IMAGE = "scylla-host:1"  # the host toolchain image: mount points only
+HOST = "host"  # --scylla-image's name for it
 MOUNT_POINTS = ("usr", "etc", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "tmp", "run",
                 "proc", "dev", "sys", "root", "home", "opt", "var", "srv", "mnt")
 LABEL = "io.scylla"  # label prefix: .pid, .host, .session, .run
-LIMITS = {"mem_limit": "4g", "pids_limit": 1024, "nano_cpus": 2_000_000_000}
 OUTPUT_KEPT = 1 << 20  # bytes of a check's stdout and of its stderr kept (then truncated)
 EXEC_HELPER = Path(__file__).with_name("docker_exec.py")  # run by path: no package imports
 
 
-def client() -> Any:
-    """The engine the SDK's environment selects (DOCKER_HOST, contexts), or SandboxError."""
+def client(timeout: int = 60) -> Any:
+    """The engine the SDK's environment selects (DOCKER_HOST, else the current docker context,
+    else the local socket), or SandboxError."""
     try:
         import docker  # type: ignore[import-untyped]
     except ImportError:
         raise SandboxError("--scylla-sandbox=docker needs the docker SDK: pip install "
                            "'pytest-scylla[docker]'") from None
     try:
-        engine = docker.from_env(timeout=60)
+        engine = None
+        if not os.environ.get("DOCKER_HOST"):
+            with contextlib.suppress(Exception):
+                context = docker.ContextAPI.get_current_context()
+                if context is not None and context.name != "default" and context.Host:
+                    engine = docker.DockerClient(base_url=context.Host, tls=context.TLSConfig,
+                                                 timeout=timeout)
+        engine = engine or docker.from_env(timeout=timeout)
         engine.ping()
     except Exception as exc:
         raise SandboxError(f"--scylla-sandbox=docker: no Docker engine answers ({exc}); start "
@@ -78,6 +88,50 @@ def ensure_image(engine: Any) -> str:
     return str(engine.images.get(IMAGE).id)
 
 
+@dataclass(frozen=True)
+class Image:
+    """A run's image: `ref` as asked (`host` or a reference), the engine's id of it, and for an
+    image of its own the PATH its configuration sets."""
+
+    ref: str
+    id: str
+    path: str = ""
+
+    @property
+    def host(self) -> bool:
+        return self.ref == HOST
+
+    def to_json(self) -> dict[str, str]:
+        return {"ref": self.ref, "id": self.id}
+
+
+def find_image(engine: Any, ref: str) -> Image:
+    """The image `ref` on the engine (never pulled: a run's image is a condition the user
+    chooses), or SandboxError saying how to get it."""
+    if ref == HOST:
+        return Image(HOST, ensure_image(engine))
+    try:
+        found = engine.images.get(ref)
+    except Exception as exc:
+        raise SandboxError(
+            f"image {ref} is not on the Docker engine ({type(exc).__name__}); build it with "
+            f"`scylla image build --tag {ref}`, or `docker pull {ref}` first (runs never pull)"
+            ) from None
+    env = (found.attrs.get("Config") or {}).get("Env") or []
+    path = next((e[5:] for e in env if e.startswith("PATH=")),
+                "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+    return Image(ref, str(found.id), path)
+
+
+def image_present(engine: Any, ref: str) -> bool:
+    """Whether `ref` (for `host`: the host toolchain image) is already on the engine."""
+    try:
+        engine.images.get(IMAGE if ref == HOST else ref)
+    except Exception:
+        return False
+    return True
+
+
 def remove_orphans(engine: Any) -> list[str]:
     """Remove containers of processes on this host that are gone (a killed session)."""
     removed = []
@@ -89,7 +143,7 @@ def remove_orphans(engine: Any) -> list[str]:
             pid = int(labels.get(f"{LABEL}.pid", ""))
         except ValueError:
             continue
-        if not _alive(pid):
+        if not alive(pid):
             with contextlib.suppress(Exception):
                 container.remove(force=True)
                 removed.append(container.name)
@@ -100,26 +154,69 @@ class Docker(Sandbox):
     name = "docker"
 
     def __init__(self, gateway_port: int = 0, socket_dir: Path | None = None,
-                 readable: Sequence[Path] = ()) -> None:
+                 readable: Sequence[Path] = (), image: str = HOST,
+                 limits: tuple[int, float, int] = (4 << 30, 2.0, 1024)) -> None:
         super().__init__(gateway_port, socket_dir, readable)
         self.engine = client()
-        self.image = ensure_image(self.engine)
+        self.default = image
+        memory, cpus, pids = limits
+        self.limits = {"mem_limit": memory, "nano_cpus": int(cpus * 1e9), "pids_limit": pids}
+        self._images: dict[str, Image] = {}
+        self._cli_versions: dict[str, str] = {}
+        self.image(image)  # a missing image is a setup error, before any run
         remove_orphans(self.engine)
         self._containers: dict[Path, Any] = {}
+        self._assigned: dict[Path, Image] = {}
         self.pycache = Path(tempfile.gettempdir()) / "scylla-docker-exec-pycache"
         self._lock = threading.Lock()
+
+    def image(self, ref: str | None) -> Image:
+        """The image `ref` (None: the session's), looked up once."""
+        ref = ref or self.default
+        if ref not in self._images:
+            self._images[ref] = find_image(self.engine, ref)
+        return self._images[ref]
+
+    def assign(self, private: Path, image: str | None) -> None:
+        self._assigned[private] = self.image(image)
+
+    def describe(self, image: str | None) -> dict[str, Any]:
+        memory, cpus, pids = (self.limits["mem_limit"], self.limits["nano_cpus"] / 1e9,
+                              self.limits["pids_limit"])
+        return {"image": self.image(image).to_json(),
+                "limits": {"memory": memory, "cpus": cpus, "pids": pids}}
+
+    def cli(self, host_cli: Path, image: str | None) -> str:
+        return str(host_cli) if self.image(image).host else "claude"
+
+    def cli_version(self, host_version: str, image: str | None) -> str:
+        """The agent CLI's version in `image` (its own CLI, asked once per image)."""
+        found = self.image(image)
+        if found.host:
+            return host_version
+        if found.id not in self._cli_versions:
+            try:
+                said = self.engine.containers.run(
+                    found.id, ["claude", "--version"], remove=True, network_mode="none",
+                    user=f"{os.getuid()}:{os.getgid()}", environment={"HOME": "/tmp"},
+                    read_only=True, tmpfs={"/tmp": "rw"}, **self.limits)
+            except Exception as exc:
+                raise SandboxError(f"image {found.ref}: `claude --version` did not run in it "
+                                   f"({str(exc)[:300]}); an image for the docker sandbox needs "
+                                   "the agent CLI (build one with `scylla image build`)"
+                                   ) from None
+            self._cli_versions[found.id] = bytes(said).decode(errors="replace").split()[0]
+        return self._cli_versions[found.id]
 
     def base_url(self, key: str) -> str:
         return f"http://127.0.0.1:{INSIDE_PORT}/run/{key}"
 
-    def _mounts(self, private: Path) -> dict[str, dict[str, str]]:
+    def _mounts(self, private: Path, image: Image) -> dict[str, dict[str, str]]:
         binds = {}
-        for top in ("usr", "etc", "bin", "sbin", "lib", "lib32", "lib64", "libx32"):
-            path = Path("/") / top
+        host = (*SYSTEM_TOPS, *system_paths()) if image.host else ()
+        for path in (*host, *self.readable, BRIDGE.parent):
             if path.exists():
                 binds[str(path)] = {"bind": str(path), "mode": "ro"}
-        for path in (*_system_paths(), *self.readable, BRIDGE.parent):
-            binds[str(path)] = {"bind": str(path), "mode": "ro"}
         binds[str(private)] = {"bind": str(private), "mode": "rw"}
         if self.socket_dir is not None:
             binds[str(self.socket_dir)] = {"bind": INSIDE_SOCKET_DIR, "mode": "rw"}
@@ -131,20 +228,23 @@ class Docker(Sandbox):
             found = self._containers.get(private)
             if found is not None:
                 return found
+            image = self._assigned.get(private) or self.image(None)
             made = self.engine.containers.run(
-                self.image, ["/usr/bin/sleep", "infinity"], detach=True, network_mode="none",
-                read_only=True, tmpfs={"/tmp": "rw,nosuid,size=1g"}, volumes=self._mounts(private),
-                user=f"{os.getuid()}:{os.getgid()}", cap_drop=["ALL"],
-                security_opt=["no-new-privileges"], hostname="scylla", init=False,
+                image.id, ["sleep", "infinity"], detach=True, network_mode="none",
+                read_only=True, tmpfs={"/tmp": "rw,nosuid,size=1g"},
+                volumes=self._mounts(private, image), user=f"{os.getuid()}:{os.getgid()}",
+                cap_drop=["ALL"], security_opt=["no-new-privileges"], hostname="scylla",
+                init=False, environment={"PATH": image.path or os.defpath},
                 labels={f"{LABEL}.pid": str(os.getpid()), f"{LABEL}.host": socket.gethostname(),
                         f"{LABEL}.session": self.session, f"{LABEL}.run": private.name},
-                **LIMITS)
+                **self.limits)
             self._containers[private] = made
             return made
 
     def close(self, private: Path) -> None:
         with self._lock:
             found = self._containers.pop(private, None)
+            self._assigned.pop(private, None)
         if found is not None:
             with contextlib.suppress(Exception):
                 found.remove(force=True)
@@ -154,13 +254,21 @@ class Docker(Sandbox):
         """A host command that runs `argv` in the run's container (the checks use it)."""
         container = self.container(private)
         return [sys.executable, "-X", f"pycache_prefix={self.pycache}", str(EXEC_HELPER),
-                str(self.pycache), container.id, str(cwd), "--", *self._inside(argv, bridge)]
+                str(self.pycache), container.id, str(cwd), "--",
+                *self._inside(argv, bridge, private)]
 
-    def _inside(self, argv: Sequence[str], bridge: bool) -> list[str]:
+    def _inside(self, argv: Sequence[str], bridge: bool, private: Path) -> list[str]:
         if not bridge:
             return list(argv)
-        return [sys.executable, str(BRIDGE), str(INSIDE_PORT),
-                f"{INSIDE_SOCKET_DIR}/gateway.sock", "--", *argv]
+        image = self._assigned.get(private) or self.image(None)
+        python = sys.executable if image.host else "python3"
+        return [python, str(BRIDGE), str(INSIDE_PORT), f"{INSIDE_SOCKET_DIR}/gateway.sock",
+                "--", *argv]
+
+    def _env(self, env: Mapping[str, str], private: Path) -> dict[str, str]:
+        """The run's environment; in an image of its own, with that image's PATH."""
+        image = self._assigned.get(private) or self.image(None)
+        return dict(env) if image.host else {**env, "PATH": image.path}
 
     def run(self, argv: Sequence[str], cwd: Path, private: Path, env: dict[str, str],
             stdin: str | None, timeout: float, stdout: IO[bytes] | int,
@@ -169,14 +277,15 @@ class Docker(Sandbox):
         `timeout` inside kills it); then kill whatever it left running there."""
         container = self.container(private)
         began = time.monotonic()
-        command = self._inside(argv, bridge)
+        command = self._inside(argv, bridge, private)
         if stdin is not None:
             prompt = private / ".scylla-stdin"
             prompt.write_text(stdin, encoding="utf-8")
             command = ["/bin/sh", "-c", 'exec "$@" < "$0"', str(prompt), *command]
         command = ["/usr/bin/timeout", "-s", "KILL", str(max(1, int(timeout))), *command]
         api = self.engine.api
-        handle = api.exec_create(container.id, command, environment=env, workdir=str(cwd),
+        handle = api.exec_create(container.id, command, environment=self._env(env, private),
+                                 workdir=str(cwd),
                                  stdout=True, stderr=True)
         try:
             for out, err in api.exec_start(handle["Id"], stream=True, demux=True):
@@ -201,7 +310,7 @@ class Docker(Sandbox):
             api = self.engine.api
             handle = api.exec_create(
                 container.id, ["/usr/bin/timeout", "-s", "KILL", str(max(1, int(timeout))),
-                               *argv], environment=dict(env), workdir=str(cwd))
+                               *argv], environment=self._env(env, private), workdir=str(cwd))
             kept: list[list[bytes]] = [[], []]
             sizes = [0, 0]
             for chunks in api.exec_start(handle["Id"], stream=True, demux=True):
@@ -222,8 +331,6 @@ class Docker(Sandbox):
         container = self.container(private)
         listed = container.top(ps_args="-eo pid,args").get("Processes") or []
         left = [p for p in listed if "sleep infinity" not in " ".join(p)]
-        if left:
-            container.exec_run([sys.executable, "-c",
-                                "import os, signal\ntry:\n os.kill(-1, signal.SIGKILL)\n"
-                                "except ProcessLookupError:\n pass"])
+        if left:  # kill(-1): every process but the keeper (pid 1) and the shell itself
+            container.exec_run(["sh", "-c", "kill -9 -1 2>/dev/null; true"])
         return len(left)
