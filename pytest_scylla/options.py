@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from pytest_scylla.judging.judges import DEFAULT_JUDGES
@@ -70,10 +72,27 @@ FLAGS: tuple[tuple[str, str], ...] = (
      "and a stored run made under other conditions stops the session)"),
     ("rejudge", "re-score the runs stored in --scylla-out with the current rubric and judge "
      "panel; no agent runs"),
+    ("docker-copy", "docker: copy each run's folder (workspace, HOME) into its container and "
+     "back through the engine's API instead of bind-mounting it (what a remote engine needs); "
+     "what comes back is extracted as hostile data"),
     ("plan", "print how many runs the selection has and what they should cost and take (from "
      "stored history), then stop without running anything"),
 )
 
+
+
+def value(config: pytest.Config, dest: str) -> tuple[Any, str]:
+    """(value, where it came from) with CLI over ini."""
+    cli = config.getoption(dest)
+    if cli is not None:
+        return cli, f"--{dest.replace('_', '-')}"
+    return config.getini(dest), f"ini option '{dest}'"
+
+
+def as_list(raw: Any) -> tuple[str, ...] | None:
+    """A comma- (or line-) separated value as a tuple of its items; None when empty."""
+    items = tuple(x.strip() for x in str(raw).replace("\n", ",").split(",") if x.strip())
+    return items or None
 
 
 def addoptions(parser: pytest.Parser) -> None:

@@ -19,13 +19,14 @@ from pytest_scylla.formats.yamlmarks import display
 from pytest_scylla.judging.judges import JudgeSpec, JudgeSpecError
 from pytest_scylla.judging.judges import parse as parse_judge
 from pytest_scylla.options import DEFAULT_MODEL, ORACLE_MODES
+from pytest_scylla.options import as_list as _list
+from pytest_scylla.options import value as _value
+from pytest_scylla.sandbox_settings import DEFAULT_LIMITS, sandbox_settings
 
 REPORT_FORMATS = ("terminal", "html", "md", "json", "csv")
 LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-SANDBOXES = ("auto", "local", "bwrap", "docker")
 SUBTEST_SELECTOR = re.compile(r"^(?:(T\d+)-)?(\d{2})(?:-([a-z0-9][a-z0-9-]*))?$")
 MAX_RUNS = 1000
-IMAGE_REF = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@-]*$")
 
 @dataclass(frozen=True)
 class Settings:
@@ -42,7 +43,8 @@ class Settings:
     model: str = DEFAULT_MODEL
     sandbox: str = "auto"
     image: str = "host"  # the docker sandbox's image (a case's own image: wins)
-    limits: tuple[int, float, int] = (4 << 30, 2.0, 1024)  # docker: memory bytes, cpus, pids
+    limits: tuple[int, float, int] = DEFAULT_LIMITS  # docker: memory bytes, cpus, pids
+    docker_copy: bool = False  # docker: the run's folder by copy, not a bind mount
     cli: str | None = None
     cache_dir: Path = Path(".cache")
     keep_workspaces: bool = False
@@ -81,19 +83,6 @@ def _matches(selector: str, sub: Subtest) -> bool:
             and (words is None or f"{number}-{words}" == sub.name))
 
 
-def _value(config: pytest.Config, dest: str) -> tuple[Any, str]:
-    """(value, where it came from) with CLI over ini."""
-    cli = config.getoption(dest)
-    if cli is not None:
-        return cli, f"--{dest.replace('_', '-')}"
-    return config.getini(dest), f"ini option '{dest}'"
-
-
-def _list(raw: Any) -> tuple[str, ...] | None:
-    items = tuple(x.strip() for x in str(raw).replace("\n", ",").split(",") if x.strip())
-    return items or None
-
-
 def _path(config: pytest.Config, dest: str, default: Path) -> Path:
     cli = config.getoption(dest)
     if cli:
@@ -111,8 +100,9 @@ def resolve(config: pytest.Config) -> Settings:
     tier_dirs = _tier_layers(config, tiers_dir)
     tiers, (subtests, subtests_origin) = _tiers(config, tier_dirs), _subtests(config)
     judges, min_judges = _judges(config)
-    flags = {name: bool(config.getoption(f"scylla_{name}") or config.getini(f"scylla_{name}"))
-             for name in ("keep_workspaces", "record_bodies", "fresh", "rejudge", "plan")}
+    flags: dict[str, Any] = {
+        name: bool(config.getoption(f"scylla_{name}") or config.getini(f"scylla_{name}"))
+        for name in ("keep_workspaces", "record_bodies", "fresh", "rejudge", "plan")}
     if flags["fresh"] and flags["rejudge"]:
         raise pytest.UsageError("--scylla-fresh and --scylla-rejudge exclude each other: fresh "
                                 "re-runs the agents, rejudge only re-scores stored runs")
@@ -123,8 +113,7 @@ def resolve(config: pytest.Config) -> Settings:
         report=_report(config), oracle=_oracle(config), tiers_dir=tier_dirs[0],
         tier_dirs=tier_dirs,
         rubrics_dir=_path(config, "scylla_rubrics_dir", config.rootpath / "rubrics"),
-        model=_model(config), sandbox=_sandbox(config), image=_image(config),
-        limits=_container_limits(config),
+        model=_model(config), **sandbox_settings(config),
         cli=str(_value(config, "scylla_cli")[0]).strip() or None,
         cache_dir=_path(config, "scylla_cache_dir", default_cache_dir()),
         judges=judges, min_judges=min_judges, shard=_shard(config), **_limits(config), **flags)
@@ -236,59 +225,6 @@ def _shard(config: pytest.Config) -> tuple[int, int] | None:
         raise pytest.UsageError(f"{origin}={text!r}: expected I/N with 1 <= I <= N, e.g. "
                                 "--scylla-shard=2/4 (shard 2 of 4)")
     return shard
-
-
-def _sandbox(config: pytest.Config) -> str:
-    raw, origin = _value(config, "scylla_sandbox")
-    sandbox = str(raw).strip() or "auto"
-    if sandbox not in SANDBOXES:
-        raise pytest.UsageError(f"{origin}: unknown sandbox '{sandbox}'; choose from "
-                                f"{', '.join(SANDBOXES)}")
-    return sandbox
-
-
-def _image(config: pytest.Config) -> str:
-    raw, origin = _value(config, "scylla_image")
-    image = str(raw).strip() or "host"
-    if not IMAGE_REF.match(image):
-        raise pytest.UsageError(f"{origin}={raw!r}: expected host or an image reference such "
-                                "as scylla-agent:2.1.197 or registry.example/team/agent@sha256:...")
-    if image != "host" and _sandbox(config) in ("bwrap", "local"):
-        raise pytest.UsageError(f"{origin}={image}: images are for --scylla-sandbox=docker (or "
-                                f"auto); this session uses --scylla-sandbox={_sandbox(config)}")
-    return image
-
-
-LIMIT_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
-
-
-def _container_limits(config: pytest.Config) -> tuple[int, float, int]:
-    """`memory=4g,cpus=2,pids=1024` (any of them; the others keep their defaults)."""
-    raw, origin = _value(config, "scylla_limits")
-    memory, cpus, pids = Settings.limits
-    hint = "expected e.g. memory=4g,cpus=2,pids=1024 (memory in bytes or with k, m or g)"
-    for part in _list(raw) or ():
-        name, _, value = part.partition("=")
-        name, value = name.strip().lower(), value.strip().lower()
-        try:
-            if name == "memory":
-                size = re.fullmatch(r"(\d+)([kmg]?)b?", value)
-                memory = int(size[1]) * LIMIT_UNITS[size[2]] if size else 0
-                ok = memory >= 64 << 20
-            elif name == "cpus":
-                cpus = float(value)
-                ok = 0.01 <= cpus <= 1024
-            elif name == "pids":
-                pids = int(value)
-                ok = 16 <= pids <= 1 << 22
-            else:
-                raise pytest.UsageError(f"{origin}: unknown limit {name!r}; {hint}")
-        except ValueError:
-            ok = False
-        if not ok:
-            raise pytest.UsageError(f"{origin}: {part!r} is not a usable limit (memory at least "
-                                    f"64m, cpus from 0.01, pids from 16); {hint}")
-    return memory, cpus, pids
 
 
 def _model(config: pytest.Config) -> str:

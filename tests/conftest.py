@@ -28,15 +28,36 @@ MINI_ITEMS = [f"alpha[{s}-r1]" for s in MINI_SUBTESTS] + [
 ]
 
 
+# `@pytest.mark.each_sandbox` on an end-to-end test that uses `mini`: it runs under the
+# default sandbox and again under docker (that one in the slow tier)
+SANDBOX_KINDS = ["default", pytest.param("docker", marks=pytest.mark.slow)]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if metafunc.definition.get_closest_marker("each_sandbox") and \
+            "mini" in metafunc.fixturenames:
+        metafunc.parametrize("sandbox_kind", SANDBOX_KINDS, indirect=True)
+
+
 @pytest.fixture
-def mini(pytester: pytest.Pytester) -> Path:
+def sandbox_kind(request: pytest.FixtureRequest) -> str:
+    """The sandbox the `mini` project's sessions use: docker, or the default (bwrap where it
+    works, else local)."""
+    kind: str = getattr(request, "param", "default")
+    if kind == "docker":
+        needs_docker()
+    return kind
+
+
+@pytest.fixture
+def mini(pytester: pytest.Pytester, sandbox_kind: str) -> Path:
     """The `mini` project (cases alpha and beta, tiers T0, T1, T5) as the pytester root."""
     shutil.copytree(FIXTURES / "mini", pytester.path, dirs_exist_ok=True)
-    # what `auto` picks without docker, unless a test asks for another sandbox: `auto` would
-    # pick docker once a docker test has set up the host image, and the suite's runs would
-    # change sandbox halfway
+    # named, unless a test asks for another sandbox: `auto` would pick docker once a docker
+    # test has set up the host image, and the suite's runs would change sandbox halfway
+    sandbox = "docker" if sandbox_kind == "docker" else _without_docker()
     pytester.makeini("[pytest]\naddopts = -p no:cacheprovider -p no:benchmark "
-                     f"-p no:hypothesispytest\nscylla_sandbox = {_without_docker()}\n")
+                     f"-p no:hypothesispytest\nscylla_sandbox = {sandbox}\n")
     return pytester.path
 
 

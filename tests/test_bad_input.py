@@ -140,10 +140,14 @@ def test_bad_options_are_usage_errors(mini: Path, pytester: pytest.Pytester, n: 
     assert "Traceback" not in result.stderr.str() + result.stdout.str()
 
 
-def test_an_image_outside_the_docker_sandbox_is_a_usage_error(
+def test_an_image_or_a_copy_outside_the_docker_sandbox_is_a_usage_error(
         mini: Path, pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("cases", "--scylla-image=agent:1", "--scylla-sandbox=local")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: --scylla-image=agent:1: images are for "
                                  "--scylla-sandbox=docker (or auto); this session uses "
                                  "--scylla-sandbox=local"])
+    copy = pytester.runpytest("cases", "--scylla-docker-copy", "--scylla-sandbox=bwrap")
+    assert copy.ret == pytest.ExitCode.USAGE_ERROR
+    copy.stderr.fnmatch_lines(["ERROR: --scylla-docker-copy is for --scylla-sandbox=docker (or "
+                               "auto); this session uses --scylla-sandbox=bwrap"])

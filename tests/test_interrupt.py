@@ -70,6 +70,7 @@ def _records(out: Path) -> dict[str, dict[str, Any]]:
 
 
 @pytest.mark.slow
+@pytest.mark.each_sandbox
 def test_sigkill_at_random_moments_then_resume_gives_the_uninterrupted_exports(
         mini: Path, oracle: list[str], tmp_path: Path) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="scy-"))  # short: the gateway's unix socket lives here
@@ -140,6 +141,7 @@ def test_sigkill_at_random_moments_then_resume_gives_the_uninterrupted_exports(
 
 @pytest.mark.slow
 @pytest.mark.parametrize("n", [2, 0])
+@pytest.mark.each_sandbox
 def test_ctrl_c_writes_a_partial_report_and_leaves_nothing_behind(
         mini: Path, oracle: list[str], tmp_path: Path, n: int) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="scy-"))  # short: the gateway's unix socket lives here

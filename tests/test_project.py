@@ -41,7 +41,8 @@ def test_pytest_help_lists_every_scylla_option(pytester: pytest.Pytester) -> Non
     result = pytester.runpytest("--help")
     options = sorted(set(re.findall(r"--scylla-[a-z-]+", result.stdout.str())))
     assert options == ["--scylla-budget-usd", "--scylla-cache-dir", "--scylla-cli",
-                       "--scylla-fresh", "--scylla-image", "--scylla-judges",
+                       "--scylla-docker-copy", "--scylla-fresh", "--scylla-image",
+                       "--scylla-judges",
                        "--scylla-keep-workspaces", "--scylla-label", "--scylla-limits",
                        "--scylla-max-pause", "--scylla-max-run-cost",
                        "--scylla-min-judges", "--scylla-model", "--scylla-oracle",

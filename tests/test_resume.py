@@ -30,6 +30,7 @@ def lines(path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
+@pytest.mark.each_sandbox
 def test_a_second_session_reuses_stored_runs_and_reruns_what_is_missing(
         mini: Path, pytester: pytest.Pytester, oracle: list[str]) -> None:
     out = mini / "out"
@@ -64,6 +65,7 @@ def test_a_second_session_reuses_stored_runs_and_reruns_what_is_missing(
     assert [(s["ran"], s["from_disk"]) for s in manifest["sessions"]] == [(3, 0), (3, 1)]
 
 
+@pytest.mark.each_sandbox
 def test_changed_conditions_refuse_to_mix_unless_fresh(
         mini: Path, pytester: pytest.Pytester, oracle: list[str], edit: Edit) -> None:
     out = mini / "out"
@@ -86,6 +88,7 @@ def test_changed_conditions_refuse_to_mix_unless_fresh(
     assert records(out)["alpha-T0-02-r1"]["config_hash"] != stored["config_hash"]
 
 
+@pytest.mark.each_sandbox
 def test_rejudge_rescores_stored_runs_after_a_rubric_edit_without_agent_calls(
         mini: Path, pytester: pytest.Pytester, oracle: list[str], edit: Edit,
         capsys: pytest.CaptureFixture[str]) -> None:

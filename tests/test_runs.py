@@ -26,6 +26,7 @@ def calls(out: Path, key: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
+@pytest.mark.each_sandbox
 def test_every_run_has_a_record_and_a_call_log_with_usage(mini: Path, pytester: pytest.Pytester,
                                                           oracle: list[str]) -> None:
     """Every item of the mini project end to end through the real CLI, on two workers (the
@@ -68,6 +69,7 @@ def test_every_run_has_a_record_and_a_call_log_with_usage(mini: Path, pytester: 
 
 
 @pytest.mark.parametrize(("mode", "n"), [("noop", 0), ("wrong", 2)])
+@pytest.mark.each_sandbox
 def test_noop_and_wrong_oracles_fail_as_judged_runs(mini: Path, pytester: pytest.Pytester,
                                                     oracle: list[str], mode: str, n: int) -> None:
     out = mini / "out"
@@ -94,6 +96,7 @@ BREAKS = {
 
 
 @pytest.mark.parametrize("kind", sorted(BREAKS))
+@pytest.mark.each_sandbox
 def test_a_broken_overlay_is_an_infra_error_naming_the_difference(
         mini: Path, pytester: pytest.Pytester, oracle: list[str], kind: str) -> None:
     action, message = BREAKS[kind]
@@ -127,6 +130,7 @@ def pytest_unconfigure(config):  # inline runs share this process's modules: put
     assert "Traceback" not in result.stdout.str()
 
 
+@pytest.mark.each_sandbox
 def test_secrets_and_the_users_claude_config_never_reach_a_file_or_request(
         mini: Path, pytester: pytest.Pytester, oracle: list[str],
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -263,6 +267,7 @@ def test_the_real_upstream_path_injects_the_key_and_classifies_rate_limits(
     ("overloaded", "infra_error", "errors"),
     ("rate-limited", "pass", "passed"),
 ])
+@pytest.mark.each_sandbox
 def test_faults_end_in_the_right_outcome_and_keep_what_was_measured(
         mini: Path, pytester: pytest.Pytester, edit: Edit, oracle: list[str],
         monkeypatch: pytest.MonkeyPatch, fault: str, outcome: str, pytest_outcome: str) -> None:
@@ -299,6 +304,7 @@ def test_faults_end_in_the_right_outcome_and_keep_what_was_measured(
 
 
 @pytest.mark.parametrize("where", ["case", "option"])
+@pytest.mark.each_sandbox
 def test_the_run_budget_is_enforced_by_the_gateway(mini: Path, pytester: pytest.Pytester,
                                                    edit: Edit, oracle: list[str],
                                                    where: str) -> None:
@@ -320,6 +326,7 @@ def test_the_run_budget_is_enforced_by_the_gateway(mini: Path, pytester: pytest.
     result.stdout.fnmatch_lines(["budget_exceeded: gateway refused calls over the run budget*"])
 
 
+@pytest.mark.each_sandbox
 def test_each_report_carries_its_run_record(mini: Path, pytester: pytest.Pytester,
                                             oracle: list[str]) -> None:
     pytester.makeconftest(r"""

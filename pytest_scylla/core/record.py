@@ -34,6 +34,8 @@ class RunRecord(TypedDict, total=False):
     sandbox: str
     image: dict[str, str]  # docker: {"ref": as asked, "id": the engine's image id}
     limits: dict[str, Any]  # docker: the container's memory (bytes), cpus and pids
+    transfer: str  # docker: the run's folder bind-mounted ("bind") or copied ("copy")
+    copy_refused: list[str]  # docker copy: what the agent left that was not copied back
     plugin_version: str
     started_at: str
     finished_at: str

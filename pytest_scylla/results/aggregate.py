@@ -153,6 +153,7 @@ class Aggregator:
             "label": s.label, "judges": [j.label for j in s.judges], "min_judges": s.min_judges,
             "oracle": s.oracle, "sandbox": s.sandbox, "image": s.image,
             "limits": dict(zip(("memory", "cpus", "pids"), s.limits, strict=True)),
+            "docker_copy": s.docker_copy,
             "report": list(s.report),
             "budget_usd": s.budget_usd, "max_run_cost": s.max_run_cost, "fresh": s.fresh,
             "rejudge": s.rejudge})

@@ -219,6 +219,7 @@ def _identity(run: Run) -> RunRecord:
     container = rt.sandbox.describe(rt.image(spec))
     if container:  # docker: the image and the limits
         ident["image"], ident["limits"] = container["image"], container["limits"]
+        ident["transfer"] = container["transfer"]
     return ident
 
 
@@ -279,6 +280,8 @@ def _agent(run: Run, ov: overlay.Overlay, rec: RunRecord) -> tuple[Finished, str
     with open(run.run_dir / "agent.stderr.txt", "rb") as err:
         err.seek(max(0, err.seek(0, 2) - 4096))  # the tail only, however much was written
         stderr_tail = err.read().decode(errors="replace")[-500:].strip()
+    if finished.refused:  # docker copy: links out, escapes, devices the agent left behind
+        rec["copy_refused"] = list(finished.refused)
     rec.update({"exit_code": finished.exit_code, "timed_out": finished.timed_out,
                 "leftover_processes": finished.leftovers,
                 "final_message": result.final_message, "num_turns": result.num_turns,

@@ -111,8 +111,8 @@ def build(settings: Settings, out: Path, session_id: str, tiers: TierSet) -> Run
         ledger = Ledger(out, session_id)
         gateway.retry = RetryPolicy(attempts=settings.retries, max_wait=settings.retry_wait,
                                     on_long_limit=ledger.pause)
-        extra: dict[str, Any] = ({"image": settings.image, "limits": settings.limits}
-                                 if kind.name == "docker" else {})
+        extra: dict[str, Any] = ({"image": settings.image, "limits": settings.limits,
+                                  "copy": settings.docker_copy} if kind.name == "docker" else {})
         rt = Runtime(settings=settings, out=out, tiers=tiers, gateway=gateway,
                      sandbox=kind(gateway.port, gateway.socket_dir,
                                   [settings.cache_dir / "npm"], **extra),

@@ -55,6 +55,7 @@ class Finished:
     timed_out: bool
     seconds: float
     leftovers: int = 0  # processes still running after the command ended (killed)
+    refused: tuple[str, ...] = ()  # docker copy: what the run left that was not copied back
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

@@ -37,6 +37,7 @@ from pytest_scylla.run.sandbox import (
     Finished,
     Sandbox,
     SandboxError,
+    docker_copy,
     system_paths,
 )
 
@@ -145,7 +146,7 @@ def remove_orphans(engine: Any) -> list[str]:
             continue
         if not alive(pid):
             with contextlib.suppress(Exception):
-                container.remove(force=True)
+                container.remove(force=True, v=True)
                 removed.append(container.name)
     return removed
 
@@ -155,9 +156,17 @@ class Docker(Sandbox):
 
     def __init__(self, gateway_port: int = 0, socket_dir: Path | None = None,
                  readable: Sequence[Path] = (), image: str = HOST,
-                 limits: tuple[int, float, int] = (4 << 30, 2.0, 1024)) -> None:
+                 limits: tuple[int, float, int] = (4 << 30, 2.0, 1024), copy: bool = False
+                 ) -> None:
         super().__init__(gateway_port, socket_dir, readable)
         self.engine = client()
+        if not str(self.engine.api.base_url).startswith("http+docker://localhost"):
+            raise SandboxError(
+                f"--scylla-sandbox=docker: the engine at {self.engine.api.base_url} is remote, "
+                "and remote engines are not supported yet (the gateway is reached through a "
+                "unix socket bound into each container); use a local engine")
+        self.copy = copy  # the private folder goes in and out by copy, not a bind mount
+        self._stale: set[Path] = set()  # copied back since: the container's copy is stale
         self.default = image
         memory, cpus, pids = limits
         self.limits = {"mem_limit": memory, "nano_cpus": int(cpus * 1e9), "pids_limit": pids}
@@ -184,7 +193,8 @@ class Docker(Sandbox):
         memory, cpus, pids = (self.limits["mem_limit"], self.limits["nano_cpus"] / 1e9,
                               self.limits["pids_limit"])
         return {"image": self.image(image).to_json(),
-                "limits": {"memory": memory, "cpus": cpus, "pids": pids}}
+                "limits": {"memory": memory, "cpus": cpus, "pids": pids},
+                "transfer": "copy" if self.copy else "bind"}
 
     def cli(self, host_cli: Path, image: str | None) -> str:
         return str(host_cli) if self.image(image).host else "claude"
@@ -217,7 +227,8 @@ class Docker(Sandbox):
         for path in (*host, *self.readable, BRIDGE.parent):
             if path.exists():
                 binds[str(path)] = {"bind": str(path), "mode": "ro"}
-        binds[str(private)] = {"bind": str(private), "mode": "rw"}
+        if not self.copy:
+            binds[str(private)] = {"bind": str(private), "mode": "rw"}
         if self.socket_dir is not None:
             binds[str(self.socket_dir)] = {"bind": INSIDE_SOCKET_DIR, "mode": "rw"}
         return binds
@@ -229,9 +240,18 @@ class Docker(Sandbox):
             if found is not None:
                 return found
             image = self._assigned.get(private) or self.image(None)
+            tmpfs = {"/tmp": "rw,nosuid,size=1g"}
+            mounts = []
+            if self.copy:  # the run's folder lives in a volume of the container's own (the
+                # engine's archive API does not see tmpfs), copied in by `_ready`
+                from docker.types import Mount  # type: ignore[import-untyped]
+
+                mounts.append(Mount(str(private.parent), None, type="volume"))
+                tmpfs.pop(str(private.parent), None)
+                self._stale.add(private)
             made = self.engine.containers.run(
                 image.id, ["sleep", "infinity"], detach=True, network_mode="none",
-                read_only=True, tmpfs={"/tmp": "rw,nosuid,size=1g"},
+                read_only=True, tmpfs=tmpfs, mounts=mounts,
                 volumes=self._mounts(private, image), user=f"{os.getuid()}:{os.getgid()}",
                 cap_drop=["ALL"], security_opt=["no-new-privileges"], hostname="scylla",
                 init=False, environment={"PATH": image.path or os.defpath},
@@ -245,17 +265,26 @@ class Docker(Sandbox):
         with self._lock:
             found = self._containers.pop(private, None)
             self._assigned.pop(private, None)
+            self._stale.discard(private)
         if found is not None:
             with contextlib.suppress(Exception):
-                found.remove(force=True)
+                found.remove(force=True, v=True)
 
     def wrap(self, argv: Sequence[str], cwd: Path, private: Path, bridge: bool = False
              ) -> list[str]:
         """A host command that runs `argv` in the run's container (the checks use it)."""
-        container = self.container(private)
+        container = self._ready(private)
         return [sys.executable, "-X", f"pycache_prefix={self.pycache}", str(EXEC_HELPER),
                 str(self.pycache), container.id, str(cwd), "--",
                 *self._inside(argv, bridge, private)]
+
+    def _ready(self, private: Path) -> Any:
+        """The run's container, holding the host's current copy of the run's folder."""
+        container = self.container(private)
+        if self.copy and private in self._stale:
+            docker_copy.push(container, private)
+            self._stale.discard(private)
+        return container
 
     def _inside(self, argv: Sequence[str], bridge: bool, private: Path) -> list[str]:
         if not bridge:
@@ -275,13 +304,14 @@ class Docker(Sandbox):
             stderr: IO[bytes] | int, bridge: bool = False) -> Finished:
         """Run `argv` in the run's container, at most `timeout` seconds (the coreutils
         `timeout` inside kills it); then kill whatever it left running there."""
-        container = self.container(private)
         began = time.monotonic()
         command = self._inside(argv, bridge, private)
         if stdin is not None:
             prompt = private / ".scylla-stdin"
             prompt.write_text(stdin, encoding="utf-8")
             command = ["/bin/sh", "-c", 'exec "$@" < "$0"', str(prompt), *command]
+            self._stale.add(private)
+        container = self._ready(private)
         command = ["/usr/bin/timeout", "-s", "KILL", str(max(1, int(timeout))), *command]
         api = self.engine.api
         handle = api.exec_create(container.id, command, environment=self._env(env, private),
@@ -298,14 +328,19 @@ class Docker(Sandbox):
         code = api.exec_inspect(handle["Id"]).get("ExitCode")
         seconds = round(time.monotonic() - began, 3)
         timed_out = code == 128 + signal.SIGKILL and seconds >= int(timeout) - 0.5
+        left = self.sweep(private)
+        refused: list[str] = []
+        if self.copy:  # what the command left comes back to the host, as data
+            refused = docker_copy.pull(container, private)
+            self._stale.add(private)
         return Finished(exit_code=None if timed_out else code, timed_out=timed_out,
-                        seconds=seconds, leftovers=self.sweep(private))
+                        seconds=seconds, leftovers=left, refused=tuple(refused))
 
     def executor(self, private: Path) -> Any:
         """Checks run through the SDK from this process: no helper process per check."""
         def execute(argv: list[str], cwd: Path, env: Mapping[str, str], timeout: float
                     ) -> tuple[int | None, str, str]:
-            container = self.container(private)
+            container = self._ready(private)
             began = time.monotonic()
             api = self.engine.api
             handle = api.exec_create(
