@@ -73,8 +73,8 @@ FLAGS: tuple[tuple[str, str], ...] = (
     ("rejudge", "re-score the runs stored in --scylla-out with the current rubric and judge "
      "panel; no agent runs"),
     ("docker-copy", "docker: copy each run's folder (workspace, HOME) into its container and "
-     "back through the engine's API instead of bind-mounting it (what a remote engine needs); "
-     "what comes back is extracted as hostile data"),
+     "back through the engine's API, and reach the gateway through a relay, instead of bind "
+     "mounts (always so on a remote engine); what comes back is extracted as hostile data"),
     ("plan", "print how many runs the selection has and what they should cost and take (from "
      "stored history), then stop without running anything"),
 )

@@ -9,6 +9,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +78,8 @@ def test_auto_picks_docker_when_an_engine_answers_and_the_image_is_on_it(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     needs_docker()
     from pytest_scylla.run.sandbox import Bwrap, SandboxError, choose
-    from pytest_scylla.run.sandbox.docker import Docker, client, ensure_image
+    from pytest_scylla.run.sandbox.docker import Docker
+    from pytest_scylla.run.sandbox.docker_engine import client, ensure_image
 
     ensure_image(client())  # what `scylla image build --host` (or a docker session) leaves
     kind, note = choose("auto")
@@ -92,7 +94,13 @@ def test_auto_picks_docker_when_an_engine_answers_and_the_image_is_on_it(
 
 def test_a_new_session_removes_containers_of_dead_sessions_only(tmp_path: Path) -> None:
     needs_docker()
-    from pytest_scylla.run.sandbox.docker import IMAGE, LABEL, client, ensure_image, remove_orphans
+    from pytest_scylla.run.sandbox.docker_engine import (
+        IMAGE,
+        LABEL,
+        client,
+        ensure_image,
+        remove_orphans,
+    )
 
     engine = client()
     ensure_image(engine)
@@ -108,7 +116,9 @@ def test_a_new_session_removes_containers_of_dead_sessions_only(tmp_path: Path) 
             labels={f"{LABEL}.pid": pid, f"{LABEL}.host": socket.gethostname()})
     try:
         removed = remove_orphans(engine)
-        assert made["dead"].name in removed
+        names = {c.name for c in engine.containers.list(all=True)}
+        # gone (removed here, or by another session's start on this host in the meantime)
+        assert made["dead"].name not in names
         assert made["live"].name not in removed
         made["live"].reload()
         assert made["live"].status == "running"  # a live session's container is untouched
@@ -121,7 +131,7 @@ def test_a_new_session_removes_containers_of_dead_sessions_only(tmp_path: Path) 
 def test_runs_under_docker_at_two_workers(mini: Path, pytester: pytest.Pytester,
                                           oracle: list[str]) -> None:
     needs_docker()
-    from pytest_scylla.run.sandbox.docker import LABEL, client
+    from pytest_scylla.run.sandbox.docker_engine import LABEL, client
 
     out = mini / "out"
     done = pytester.runpytest("cases", "-k", "T0-01 or T1-01", *workers(2), *oracle,
@@ -178,6 +188,77 @@ def test_a_case_that_brings_its_own_image(mini: Path, pytester: pytest.Pytester,
 
 BASE_IMAGE_ENV = "SCYLLA_TEST_BASE_IMAGE"  # a Debian image on the engine (.ci/run imports one)
 TRUST = "/usr/local/share/scylla-trust"  # made by the shipped Dockerfile; absent on the host
+BUILT = "scylla-agent:test-build"
+
+
+def _engine_over_tcp() -> str:
+    """The local engine seen as a remote one: a TCP forwarder on loopback to its unix socket
+    (runs for the rest of the test process); its DOCKER_HOST."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def pump(src: socket.socket, dst: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while data := src.recv(65536):
+                dst.sendall(data)
+        with contextlib.suppress(OSError):
+            dst.shutdown(socket.SHUT_WR)
+
+    def serve() -> None:
+        while True:
+            client, _ = listener.accept()
+            engine = socket.socket(socket.AF_UNIX)
+            engine.connect("/var/run/docker.sock")
+            for a, b in ((client, engine), (engine, client)):
+                threading.Thread(target=pump, args=(a, b), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return f"tcp://127.0.0.1:{listener.getsockname()[1]}"
+
+
+def _built_image() -> str:
+    """`scylla image build` of the shipped Dockerfile on the local base image, for real (its
+    layers are cached by the engine: the second build is quick); the tag."""
+    needs_docker()
+    from pytest_scylla.run.sandbox.docker_engine import client, image_present
+
+    base = os.environ.get(BASE_IMAGE_ENV, "")
+    require(None if base and image_present(client(), base) else
+            f"no base image to build on (set {BASE_IMAGE_ENV}; .ci/run imports a debootstrap "
+            "root filesystem)")
+    ca = Path("/etc/ssl/certs/ca-certificates.crt")
+    built = subprocess.run(
+        [str(Path(sys.executable).with_name("scylla")), "image", "build", "--base", base,
+         "--tag", BUILT, *(["--ca-bundle", str(ca)] if ca.is_file() else [])],
+        capture_output=True, text=True, timeout=1200)
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    assert f"built {BUILT} ({client().images.get(BUILT).id})" in built.stdout
+    return BUILT
+
+
+@pytest.mark.slow
+def test_a_remote_engine_gets_the_run_by_copy_and_the_gateway_by_relay(
+        mini: Path, pytester: pytest.Pytester, oracle: list[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An engine over TCP (the local engine behind a loopback TCP forwarder) is remote: nothing
+    of this machine can be bound into its containers, so the run's folder travels by copy and
+    the gateway is reached through the relay; the host image is refused with one clear error."""
+    tag = _built_image()
+    monkeypatch.setenv("DOCKER_HOST", _engine_over_tcp())
+    out = mini / "remote"
+    done = pytester.runpytest("cases", "-k", "T0-01 or T5-02", *workers(2), *oracle,
+                              "--scylla-sandbox=docker", f"--scylla-image={tag}",
+                              f"--scylla-out={out}")
+    done.assert_outcomes(passed=3)  # alpha and beta T0-01; alpha T5-02 with an MCP server
+    records = [json.loads(p.read_text()) for p in out.glob("runs/*/run.json")]
+    assert {r["transfer"] for r in records} == {"copy"}
+    assert all(r["ablation"]["problems"] == [] for r in records)  # the MCP tools did reach it
+    assert all(c["passed"] for r in records for c in r["checks"])
+    assert all(r["api_calls"] >= 1 for r in records)  # through the relay to the gateway
+    host = pytester.runpytest("cases", "-k", "alpha and T0-01", "-p", "no:xdist", *oracle,
+                              "--scylla-sandbox=docker", f"--scylla-out={mini / 'host'}")
+    host.stdout.fnmatch_lines(["*the engine at * is remote, and the host image binds this "
+                               "machine's system into each container*"])
+    assert "Traceback" not in host.stdout.str()
 
 
 @pytest.mark.slow
@@ -187,23 +268,11 @@ def test_an_image_from_scylla_image_build_runs_a_case_with_its_own_cli(
     real. A run with that image uses the image's CLI and toolchain (a check that passes only
     inside it; the host image is the control), records the image's id, and the image is a
     condition of its own: another config hash and another CLI baseline."""
-    needs_docker()
     from pytest_scylla.run.agents.claude_code import PINNED_VERSION
-    from pytest_scylla.run.sandbox.docker import client, image_present
+    from pytest_scylla.run.sandbox.docker_engine import client
 
-    base = os.environ.get(BASE_IMAGE_ENV, "")
-    require(None if base and image_present(client(), base) else
-            f"no base image to build on (set {BASE_IMAGE_ENV}; .ci/run imports a debootstrap "
-            "root filesystem)")
-    tag = "scylla-agent:test-build"
-    ca = Path("/etc/ssl/certs/ca-certificates.crt")
-    built = subprocess.run(
-        [str(Path(sys.executable).with_name("scylla")), "image", "build", "--base", base,
-         "--tag", tag, *(["--ca-bundle", str(ca)] if ca.is_file() else [])],
-        capture_output=True, text=True, timeout=1200)
-    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    tag = _built_image()
     image_id = client().images.get(tag).id
-    assert f"built {tag} ({image_id})" in built.stdout
     edit("cases/alpha/test.yaml", "checks:\n",
          f"checks:\n  - name: in-image\n    run: test -d {TRUST}\n")
     records = {}
@@ -227,7 +296,7 @@ def test_an_image_from_scylla_image_build_runs_a_case_with_its_own_cli(
 
 
 def _containers_of(pid: int) -> list[object]:
-    from pytest_scylla.run.sandbox.docker import LABEL, client
+    from pytest_scylla.run.sandbox.docker_engine import LABEL, client
 
     return client().containers.list(all=True, filters={"label": f"{LABEL}.pid={pid}"})
 

@@ -323,7 +323,7 @@ def docker_unusable(image: str = "host") -> str | None:
                 None, "", "default")
     if not configured:
         return "no Docker engine is configured (no DOCKER_HOST, context or /var/run/docker.sock)"
-    from pytest_scylla.run.sandbox import docker
+    from pytest_scylla.run.sandbox import docker_engine as docker
 
     try:
         engine = docker.client(timeout=5)

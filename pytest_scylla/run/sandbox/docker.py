@@ -2,33 +2,32 @@
 created at the run's first command and removed when the run is released.
 
 The container has no network (`network_mode=none`: the gateway is reached through the same
-unix-socket bridge as under bwrap), a read-only root filesystem, a fresh `/tmp`, no capabilities,
-no new privileges, CPU, memory and process limits, and write access to the run's private folder
-(workspace and HOME) only. The image is the host toolchain image: an imported image of empty
-mount points (no registry involved) into which the host's system folders, this Python and the
-agent CLI's own files are bound read-only, as bwrap binds them. Containers carry labels naming
-the session, the process and the host; a new session removes those of dead processes on its host
-(a SIGKILLed session), never a live session's.
+bridge as under bwrap), a read-only root filesystem, a fresh `/tmp`, no capabilities, no new
+privileges, CPU, memory and process limits, and write access to the run's private folder
+(workspace and HOME) only. Its image (`docker_engine`) is the host toolchain image, into which
+the host's system folders, this Python and the agent CLI's own files are bound read-only as
+bwrap binds them, or an image of one's own that brings its toolchain and CLI. The run's folder
+and the gateway's unix socket are bound into it; with `copy` (a remote engine, or
+`--scylla-docker-copy`) nothing of the run is bound: the folder travels by copy
+(`docker_copy`) and the gateway's connections through a relay on an exec's stdio
+(`docker_relay`). Containers carry labels naming the session, the process and the host; a new
+session removes those of dead processes on its host (a SIGKILLed session), never a live one's.
 """
 
 from __future__ import annotations
 
 import contextlib
-import io
 import os
 import signal
 import socket
 import sys
-import tarfile
 import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from pytest_scylla.core.tempdirs import alive
 from pytest_scylla.run.sandbox import (
     BRIDGE,
     INSIDE_PORT,
@@ -40,115 +39,23 @@ from pytest_scylla.run.sandbox import (
     docker_copy,
     system_paths,
 )
+from pytest_scylla.run.sandbox.docker_engine import (
+    HOST,
+    LABEL,
+    Image,
+    client,
+    find_image,
+    remove_orphans,
+)
+from pytest_scylla.run.sandbox.docker_relay import Relay
 
-IMAGE = "scylla-host:1"  # the host toolchain image: mount points only
-HOST = "host"  # --scylla-image's name for it
-MOUNT_POINTS = ("usr", "etc", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "tmp", "run",
-                "proc", "dev", "sys", "root", "home", "opt", "var", "srv", "mnt")
-LABEL = "io.scylla"  # label prefix: .pid, .host, .session, .run
 OUTPUT_KEPT = 1 << 20  # bytes of a check's stdout and of its stderr kept (then truncated)
 EXEC_HELPER = Path(__file__).with_name("docker_exec.py")  # run by path: no package imports
 
 
-def client(timeout: int = 60) -> Any:
-    """The engine the SDK's environment selects (DOCKER_HOST, else the current docker context,
-    else the local socket), or SandboxError."""
-    try:
-        import docker  # type: ignore[import-untyped]
-    except ImportError:
-        raise SandboxError("--scylla-sandbox=docker needs the docker SDK: pip install "
-                           "'pytest-scylla[docker]'") from None
-    try:
-        engine = None
-        if not os.environ.get("DOCKER_HOST"):
-            with contextlib.suppress(Exception):
-                context = docker.ContextAPI.get_current_context()
-                if context is not None and context.name != "default" and context.Host:
-                    engine = docker.DockerClient(base_url=context.Host, tls=context.TLSConfig,
-                                                 timeout=timeout)
-        engine = engine or docker.from_env(timeout=timeout)
-        engine.ping()
-    except Exception as exc:
-        raise SandboxError(f"--scylla-sandbox=docker: no Docker engine answers ({exc}); start "
-                           "dockerd, or point DOCKER_HOST at an engine") from None
-    return engine
-
-
-def ensure_image(engine: Any) -> str:
-    """The host toolchain image, imported once from a tar of empty folders (no registry)."""
-    with contextlib.suppress(Exception):
-        return str(engine.images.get(IMAGE).id)
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for name in MOUNT_POINTS:
-            entry = tarfile.TarInfo(name)
-            entry.type, entry.mode = tarfile.DIRTYPE, 0o755
-            tar.addfile(entry)
-    repository, tag = IMAGE.split(":")
-    engine.api.import_image_from_data(buf.getvalue(), repository=repository, tag=tag)
-    return str(engine.images.get(IMAGE).id)
-
-
-@dataclass(frozen=True)
-class Image:
-    """A run's image: `ref` as asked (`host` or a reference), the engine's id of it, and for an
-    image of its own the PATH its configuration sets."""
-
-    ref: str
-    id: str
-    path: str = ""
-
-    @property
-    def host(self) -> bool:
-        return self.ref == HOST
-
-    def to_json(self) -> dict[str, str]:
-        return {"ref": self.ref, "id": self.id}
-
-
-def find_image(engine: Any, ref: str) -> Image:
-    """The image `ref` on the engine (never pulled: a run's image is a condition the user
-    chooses), or SandboxError saying how to get it."""
-    if ref == HOST:
-        return Image(HOST, ensure_image(engine))
-    try:
-        found = engine.images.get(ref)
-    except Exception as exc:
-        raise SandboxError(
-            f"image {ref} is not on the Docker engine ({type(exc).__name__}); build it with "
-            f"`scylla image build --tag {ref}`, or `docker pull {ref}` first (runs never pull)"
-            ) from None
-    env = (found.attrs.get("Config") or {}).get("Env") or []
-    path = next((e[5:] for e in env if e.startswith("PATH=")),
-                "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
-    return Image(ref, str(found.id), path)
-
-
-def image_present(engine: Any, ref: str) -> bool:
-    """Whether `ref` (for `host`: the host toolchain image) is already on the engine."""
-    try:
-        engine.images.get(IMAGE if ref == HOST else ref)
-    except Exception:
-        return False
-    return True
-
-
-def remove_orphans(engine: Any) -> list[str]:
-    """Remove containers of processes on this host that are gone (a killed session)."""
-    removed = []
-    for container in engine.containers.list(all=True, filters={"label": f"{LABEL}.pid"}):
-        labels = container.labels
-        if labels.get(f"{LABEL}.host") != socket.gethostname():
-            continue  # another machine's: not ours to judge
-        try:
-            pid = int(labels.get(f"{LABEL}.pid", ""))
-        except ValueError:
-            continue
-        if not alive(pid):
-            with contextlib.suppress(Exception):
-                container.remove(force=True, v=True)
-                removed.append(container.name)
-    return removed
+def _python(image: Image) -> str:
+    """The Python that runs the bridge and the relay in the image."""
+    return sys.executable if image.host else "python3"
 
 
 class Docker(Sandbox):
@@ -160,13 +67,18 @@ class Docker(Sandbox):
                  ) -> None:
         super().__init__(gateway_port, socket_dir, readable)
         self.engine = client()
-        if not str(self.engine.api.base_url).startswith("http+docker://localhost"):
+        self.remote = not str(self.engine.api.base_url).startswith("http+docker://localhost")
+        if self.remote and image == HOST:
             raise SandboxError(
                 f"--scylla-sandbox=docker: the engine at {self.engine.api.base_url} is remote, "
-                "and remote engines are not supported yet (the gateway is reached through a "
-                "unix socket bound into each container); use a local engine")
-        self.copy = copy  # the private folder goes in and out by copy, not a bind mount
+                "and the host image binds this machine's system into each container: use an "
+                "image of your own on that engine (scylla image build, with DOCKER_HOST set "
+                "to it; then --scylla-image=<tag>)")
+        # the run's folder goes in and out by copy, the gateway through a relay: nothing of
+        # this machine is bound into the container (always so on a remote engine)
+        self.copy = copy or self.remote
         self._stale: set[Path] = set()  # copied back since: the container's copy is stale
+        self._relays: dict[Path, Relay] = {}
         self.default = image
         memory, cpus, pids = limits
         self.limits = {"mem_limit": memory, "nano_cpus": int(cpus * 1e9), "pids_limit": pids}
@@ -224,13 +136,14 @@ class Docker(Sandbox):
     def _mounts(self, private: Path, image: Image) -> dict[str, dict[str, str]]:
         binds = {}
         host = (*SYSTEM_TOPS, *system_paths()) if image.host else ()
-        for path in (*host, *self.readable, BRIDGE.parent):
+        shared = () if self.copy else (*self.readable, BRIDGE.parent)
+        for path in (*host, *shared):
             if path.exists():
                 binds[str(path)] = {"bind": str(path), "mode": "ro"}
         if not self.copy:
             binds[str(private)] = {"bind": str(private), "mode": "rw"}
-        if self.socket_dir is not None:
-            binds[str(self.socket_dir)] = {"bind": INSIDE_SOCKET_DIR, "mode": "rw"}
+            if self.socket_dir is not None:
+                binds[str(self.socket_dir)] = {"bind": INSIDE_SOCKET_DIR, "mode": "rw"}
         return binds
 
     def container(self, private: Path) -> Any:
@@ -240,14 +153,21 @@ class Docker(Sandbox):
             if found is not None:
                 return found
             image = self._assigned.get(private) or self.image(None)
+            if self.remote and image.host:
+                raise SandboxError("the host image cannot run on a remote engine: give the "
+                                   "case an image of its own")
             tmpfs = {"/tmp": "rw,nosuid,size=1g"}
             mounts = []
-            if self.copy:  # the run's folder lives in a volume of the container's own (the
-                # engine's archive API does not see tmpfs), copied in by `_ready`
+            if self.copy:  # the run's folder and the caches live in volumes of the
+                # container's own (the engine's archive API does not see tmpfs), copied in by
+                # `_ready`; the relay's socket in a tmpfs of the run's user
                 from docker.types import Mount  # type: ignore[import-untyped]
 
-                mounts.append(Mount(str(private.parent), None, type="volume"))
-                tmpfs.pop(str(private.parent), None)
+                for path in (private.parent, *self.readable):
+                    mounts.append(Mount(str(path), None, type="volume"))
+                    tmpfs.pop(str(path), None)
+                tmpfs[INSIDE_SOCKET_DIR] = (f"rw,nosuid,uid={os.getuid()},gid={os.getgid()},"
+                                            "mode=0700")
                 self._stale.add(private)
             made = self.engine.containers.run(
                 image.id, ["sleep", "infinity"], detach=True, network_mode="none",
@@ -259,13 +179,33 @@ class Docker(Sandbox):
                         f"{LABEL}.session": self.session, f"{LABEL}.run": private.name},
                 **self.limits)
             self._containers[private] = made
-            return made
+        if self.copy:
+            self._start_relay(private, made, image)
+        return made
+
+    def _start_relay(self, private: Path, container: Any, image: Image) -> None:
+        """Copy mode: the caches go in once, and the gateway relay starts."""
+        try:
+            for path in self.readable:
+                if path.is_dir():
+                    docker_copy.push(container, path, clear=False)
+            if self.socket_dir is not None:
+                self._relays[private] = Relay(
+                    self.engine, container.id, _python(image),
+                    f"{INSIDE_SOCKET_DIR}/gateway.sock", self.socket_dir / "gateway.sock",
+                    f"{os.getuid()}:{os.getgid()}")
+        except BaseException:
+            self.close(private)
+            raise
 
     def close(self, private: Path) -> None:
         with self._lock:
             found = self._containers.pop(private, None)
             self._assigned.pop(private, None)
             self._stale.discard(private)
+            relay = self._relays.pop(private, None)
+        if relay is not None:
+            relay.close()
         if found is not None:
             with contextlib.suppress(Exception):
                 found.remove(force=True, v=True)
@@ -290,9 +230,9 @@ class Docker(Sandbox):
         if not bridge:
             return list(argv)
         image = self._assigned.get(private) or self.image(None)
-        python = sys.executable if image.host else "python3"
-        return [python, str(BRIDGE), str(INSIDE_PORT), f"{INSIDE_SOCKET_DIR}/gateway.sock",
-                "--", *argv]
+        bridge_code = ["-c", BRIDGE.read_text()] if self.copy else [str(BRIDGE)]
+        return [_python(image), *bridge_code, str(INSIDE_PORT),
+                f"{INSIDE_SOCKET_DIR}/gateway.sock", "--", *argv]
 
     def _env(self, env: Mapping[str, str], private: Path) -> dict[str, str]:
         """The run's environment; in an image of its own, with that image's PATH."""

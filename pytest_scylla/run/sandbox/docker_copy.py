@@ -25,22 +25,26 @@ MAX_BYTES = 2 << 30  # what a run's folder may weigh when it comes back
 KEEP = ("owner.pid",)  # host-side files of the private folder that stay as they are
 
 
-def push(container: Any, private: Path) -> None:
+def push(container: Any, private: Path, clear: bool = True) -> None:
     """Replace the container's copy of `private` with the host's (the folder itself owned by
-    this user, as on the host)."""
-    code, said = container.exec_run(["sh", "-c", 'test ! -d "$0" || find "$0" -mindepth 1 '
-                                     '-delete', str(private)])
-    if code != 0:
-        raise SandboxError(f"could not clear the run's folder in its container: "
-                           f"{bytes(said).decode(errors='replace')[-300:]}")
+    this user, as on the host); `clear=False`: into an empty place (a cache, once)."""
+    if clear:
+        code, said = container.exec_run(["sh", "-c", 'test ! -d "$0" || find "$0" -mindepth 1 '
+                                         '-delete', str(private)])
+        if code != 0:
+            raise SandboxError(f"could not clear the run's folder in its container: "
+                               f"{bytes(said).decode(errors='replace')[-300:]}")
     buf = io.BytesIO()
+    top = f"{private.name}/" if clear else ""  # the run's folder is made; a cache's exists
     with tarfile.open(fileobj=buf, mode="w") as tar:
-        tar.add(str(private), arcname=private.name, recursive=False)
+        if clear:
+            tar.add(str(private), arcname=private.name, recursive=False)
         for entry in sorted(private.iterdir()):
             if entry.name not in KEEP:  # links stay links (no dereference)
-                tar.add(str(entry), arcname=f"{private.name}/{entry.name}")
-    if not container.put_archive(str(private.parent), buf.getvalue()):
-        raise SandboxError("the engine refused the copy of the run's folder")
+                tar.add(str(entry), arcname=f"{top}{entry.name}")
+    where = private.parent if clear else private
+    if not container.put_archive(str(where), buf.getvalue()):
+        raise SandboxError(f"the engine refused the copy of {private}")
 
 
 def pull(container: Any, private: Path) -> list[str]:

@@ -16,7 +16,7 @@ from typing import Any
 
 from pytest_scylla.run.agents.claude_code import PINNED_VERSION
 from pytest_scylla.run.sandbox import SandboxError
-from pytest_scylla.run.sandbox.docker import HOST, client, ensure_image
+from pytest_scylla.run.sandbox.docker_engine import HOST, client, ensure_image
 
 DOCKERFILE = Path(__file__).resolve().parents[2] / "images" / "Dockerfile"
 DEFAULT_BASE = "debian:bookworm-slim"
@@ -79,7 +79,7 @@ def _follow(chunk: dict[str, Any], tail: list[str], say: Callable[[str], None]) 
 
 def host() -> str:
     """The host toolchain image on the engine (imported from a tar of empty folders)."""
-    return ensure_image(client())
+    return str(ensure_image(client()))
 
 
 __all__ = ["DEFAULT_BASE", "HOST", "build", "default_tag", "host"]
