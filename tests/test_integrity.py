@@ -300,3 +300,41 @@ def test_floods_of_git_warnings_do_not_stall_the_harness(tmp_path: Path) -> None
         (ws.path / f"f{i:04d}-{'x' * 60}.txt").write_text("a\nb\n")
     text = diff(ws, entries=hostile.walk(ws.path)[0])
     assert text.count("diff --git") == 3001
+
+
+PLANT = """import importlib.util, os, pathlib, py_compile
+real = pathlib.Path("victim.py").resolve()
+fake = pathlib.Path("fake.py")
+fake.write_text('print("forged")'.ljust(len(real.read_bytes())))  # same size, same mtime:
+st = real.stat()
+os.utime(fake, (st.st_atime, st.st_mtime))  # the bytecode passes as the real file's
+target = importlib.util.cache_from_source(str(real))
+os.makedirs(os.path.dirname(target), exist_ok=True)
+py_compile.compile(str(fake), cfile=target, dfile=str(real), doraise=True)
+print("planted", target)
+"""
+
+
+@pytest.mark.parametrize("prefix", ["checks", "writable-control"])
+def test_an_earlier_check_cannot_plant_bytecode_for_a_later_one(tmp_path: Path,
+                                                                 prefix: str) -> None:
+    """A check runs the agent's code, which could write forged bytecode for a module a later
+    check imports; the checks' Python uses no bytecode cache at all. The control, a writable
+    cache folder (as a per-run one would be), shows the forgery works there."""
+    from pytest_scylla.formats.spec import Check
+    from pytest_scylla.run.checks import check_env, run_check
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "victim.py").write_text('print("real")  # the module a later check imports\n')
+    env = check_env({"PATH": os.environ["PATH"]}, tmp_path / "fresh")
+    if prefix == "writable-control":
+        env["PYTHONPYCACHEPREFIX"] = str(tmp_path / "fresh" / "pycache")
+    planted = run_check(Check("plant", ("python", "-c", PLANT)), ws, env)
+    later = run_check(Check("later", ("python", "-c", "import victim")), ws, env)
+    if prefix == "checks":
+        assert not planted.passed  # nowhere to write it
+        assert later.stdout == "real\n"
+    else:
+        assert planted.passed, planted.stderr
+        assert later.stdout == "forged\n"

@@ -51,17 +51,24 @@ def truncate(text: str, limit: int = OUTPUT_LIMIT) -> str:
     return f"{text[:half]}\n[... {len(text) - limit} characters cut ...]\n{text[-half:]}"
 
 
+# Where the checks' Python looks for bytecode: a path no process can create (under a device
+# file), so no bytecode is read or written at all: neither the `__pycache__` folders the agent
+# left in the workspace, nor a file an earlier check (running the agent's code) could plant
+# for a later one, as it could in any writable cache folder.
+NO_BYTECODE = "/dev/null/scylla-no-bytecode"
+
+
 def check_env(base: Mapping[str, str], fresh: Path) -> dict[str, str]:
-    """The checks' environment: `base` (an allow-list) with HOME, TMPDIR and the bytecode cache
-    in `fresh`, a new folder the agent never saw."""
-    for sub in ("home", "tmp", "pycache"):
+    """The checks' environment: `base` (an allow-list) with HOME and TMPDIR in `fresh`, a new
+    folder the agent never saw, and no bytecode cache."""
+    for sub in ("home", "tmp"):
         (fresh / sub).mkdir(parents=True)
     env = {k: v for k, v in base.items() if not k.startswith(("PYTHON", "PYTEST"))}
     bindir = str(Path(sys.executable).parent)
     env.update({"PATH": os.pathsep.join([bindir, env.get("PATH", os.defpath)]),
                 "HOME": str(fresh / "home"), "TMPDIR": str(fresh / "tmp"),
                 "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1",
-                "PYTHONPYCACHEPREFIX": str(fresh / "pycache"),
+                "PYTHONPYCACHEPREFIX": NO_BYTECODE,
                 "PYTEST_ADDOPTS": "-p no:cacheprovider"})
     return env
 
