@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import functools
 import os
@@ -13,6 +14,11 @@ import numpy  # noqa: F401 - C extensions must be imported before pytester's inl
 import pytest
 import scipy.stats  # noqa: F401 - (they snapshot and restore sys.modules; numpy cannot be
 import statsmodels.stats.proportion  # noqa: F401 - loaded twice in one process)
+
+# the docker SDK too: a client made before an inline run must still work after it (a re-imported
+# `requests` breaks it: "You can only merge into CookieJar"); without the SDK the tests say so
+with contextlib.suppress(ImportError):
+    import docker  # noqa: F401
 
 from pytest_scylla.run.sandbox import bwrap_works
 

@@ -331,8 +331,8 @@ def test_a_killed_sessions_containers_go_and_a_live_sessions_stay(
     import signal
 
     (mini / "pytest.ini").write_text("[pytest]\naddopts = -p no:cacheprovider\n")
-    dead = _session(mini, mini / "dead", oracle, "30")
-    live = _session(mini, mini / "live", oracle, "30")
+    dead = _session(mini, mini / "dead", oracle, "200")
+    live = _session(mini, mini / "live", oracle, "200")  # judged until the end: killed there
     try:
         _wait_for_container(dead.pid)
         _wait_for_container(live.pid)
