@@ -47,6 +47,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if not collect.wanted(config):
         return  # inert: a session that evaluates nothing sees no trace of the plugin
     config.stash[ACTIVE_KEY] = collect.case_roots(config)
+    from pytest_scylla.core.tempdirs import claimed
+
+    config.stash[HELD_KEY] = claimed()  # private folders this process held before the session
     config.stash[settings.SETTINGS_KEY] = settings.resolve(config)
     worker = getattr(config, "workerinput", None)
     if worker and "scylla_sandbox" in worker:  # what the controller's `auto` chose
@@ -89,6 +92,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 SANDBOX_NOTE_KEY = pytest.StashKey[str]()
+HELD_KEY = pytest.StashKey[frozenset[Path]]()
 
 
 def sandbox_line(config: pytest.Config) -> str:
@@ -151,7 +155,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         rt.gateway.stop()
     from pytest_scylla.core.tempdirs import clean_stale, release_all
 
-    release_all()  # what an interruption left of this process's runs (cut mid-removal, say)
+    release_all(config.stash.get(HELD_KEY, frozenset()))  # what an interruption left of
+    # this session's runs (cut mid-removal, say)
     if not hasattr(config, "workerinput") and config.pluginmanager.hasplugin("dsession"):
         clean_stale()  # folders of workers stopped before they could clean up (Ctrl-C)
 

@@ -90,6 +90,7 @@ def test_what_the_agent_leaves_comes_back_as_data(
     rec: dict[str, Any] = json.loads((run_dir / "run.json").read_text())
     assert "Traceback" not in done.stdout.str()
     assert rec["transfer"] == ("copy" if copy else "bind")
+    assert rec["leftover_processes"] == 0  # the gateway relay of copy mode is not the agent's
     ws = run_dir / "workspace"
     assert os.readlink(ws / "passwd-link") == "/etc/passwd"  # a link, listed, never followed
     mode = (ws / "suid.sh").stat().st_mode

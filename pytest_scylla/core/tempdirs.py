@@ -35,10 +35,16 @@ def release_private(private: Path) -> None:
         _claimed.discard(private)
 
 
-def release_all() -> list[Path]:
-    """Remove every private folder this process still holds (at the session's end: the runs an
-    interruption cut short, whatever phase it cut). Returns those that were left."""
-    left = sorted(_claimed)
+def claimed() -> frozenset[Path]:
+    """The private folders this process holds now."""
+    return frozenset(_claimed)
+
+
+def release_all(keep: frozenset[Path] = frozenset()) -> list[Path]:
+    """Remove every private folder this process still holds but `keep` (at a session's end: the
+    runs an interruption cut short, whatever phase it cut; `keep`: what the process held before
+    the session, e.g. a session run inside another). Returns those that were left."""
+    left = sorted(_claimed - keep)
     for private in left:
         release_private(private)
     return left

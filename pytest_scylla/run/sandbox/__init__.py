@@ -330,6 +330,10 @@ def docker_unusable(image: str = "host") -> str | None:
     except SandboxError as exc:
         return str(exc).removeprefix("--scylla-sandbox=docker: ")
     try:
+        remote = not str(engine.api.base_url).startswith("http+docker://localhost")
+        if remote and image == "host":
+            return (f"the engine at {engine.api.base_url} is remote, and the host image runs "
+                    "only on a local one")
         if not docker.image_present(engine, image):
             return f"image {image} is not on the Docker engine"
     finally:

@@ -16,6 +16,7 @@ from typing import Any
 from pytest_scylla.run.sandbox import SandboxError
 
 RELAY = Path(__file__).with_name("relay.py")
+MARK = "scylla-gateway-relay"  # in its argv: not one of the agent's leftovers (still killed)
 HEADER = struct.Struct(">II")  # connection id, length (0: closed)
 DOCKER_FRAME = struct.Struct(">BxxxL")  # the engine's stream header: stream, size
 
@@ -25,7 +26,7 @@ class Relay:
                  gateway: Path, user: str) -> None:
         self.gateway = gateway
         api = engine.api
-        handle = api.exec_create(container_id, [python, "-c", RELAY.read_text(), inside],
+        handle = api.exec_create(container_id, [python, "-c", RELAY.read_text(), inside, MARK],
                                  stdin=True, stdout=True, stderr=False, user=user)
         self.raw: socket.socket = api.exec_start(handle["Id"], socket=True)._sock
         self.lock = threading.Lock()
