@@ -14,7 +14,7 @@ from pytest_scylla.options import value as _value
 
 SANDBOXES = ("auto", "local", "bwrap", "docker")
 IMAGE_REF = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@-]*$")
-DEFAULT_LIMITS = (4 << 30, 2.0, 1024)  # memory bytes, cpus, pids
+DEFAULT_LIMITS = (4 << 30, 2.0, 1024)  # a docker run's container: memory bytes, cpus, pids
 
 
 def sandbox_settings(config: pytest.Config) -> dict[str, Any]:

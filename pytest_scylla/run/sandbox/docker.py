@@ -48,6 +48,7 @@ from pytest_scylla.run.sandbox.docker_engine import (
     remove_orphans,
 )
 from pytest_scylla.run.sandbox.docker_relay import MARK, Relay
+from pytest_scylla.sandbox_settings import DEFAULT_LIMITS
 
 OUTPUT_KEPT = 1 << 20  # bytes of a check's stdout and of its stderr kept (then truncated)
 EXEC_HELPER = Path(__file__).with_name("docker_exec.py")  # run by path: no package imports
@@ -63,7 +64,7 @@ class Docker(Sandbox):
 
     def __init__(self, gateway_port: int = 0, socket_dir: Path | None = None,
                  readable: Sequence[Path] = (), image: str = HOST,
-                 limits: tuple[int, float, int] = (4 << 30, 2.0, 1024), copy: bool = False
+                 limits: tuple[int, float, int] = DEFAULT_LIMITS, copy: bool = False
                  ) -> None:
         super().__init__(gateway_port, socket_dir, readable)
         self.engine = client()
