@@ -109,6 +109,8 @@ def sandbox_line(config: pytest.Config) -> str:
         line = f"scylla: {note}" if note else f"scylla: sandbox={kind.name}"
         if kind.name == "docker":
             line += f" image={s.image}"
+        elif s.docker_copy:  # only `auto` gets here: an explicit bwrap or local is refused
+            line += "; --scylla-docker-copy does not apply (no container)"
     except SandboxError as exc:
         line = f"scylla: sandbox problem: {exc}"
     config.stash[SANDBOX_NOTE_KEY] = line

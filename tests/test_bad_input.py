@@ -151,3 +151,15 @@ def test_an_image_or_a_copy_outside_the_docker_sandbox_is_a_usage_error(
     assert copy.ret == pytest.ExitCode.USAGE_ERROR
     copy.stderr.fnmatch_lines(["ERROR: --scylla-docker-copy is for --scylla-sandbox=docker (or "
                                "auto); this session uses --scylla-sandbox=bwrap"])
+
+
+def test_a_copy_that_auto_cannot_use_is_named_in_the_header(
+        mini: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`auto` with no engine and --scylla-docker-copy: the session runs under bwrap or local,
+    and the header says the copy mode does not apply (a team's ini may set it for every
+    machine)."""
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{mini}/no-engine.sock")
+    result = pytester.runpytest("cases", "--co", "--scylla-docker-copy", "--scylla-sandbox=auto")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["scylla: sandbox=* (auto: *no docker: *); "
+                                 "--scylla-docker-copy does not apply (no container)"])
