@@ -10,10 +10,23 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy  # noqa: F401 - C extensions must be imported before pytester's inline runs
+# The heavy libraries the plugin imports, imported here once: pytester's inline runs snapshot
+# and restore sys.modules, so a library first imported inside one would be imported again by
+# the next (seconds per end-to-end test), and C extensions (numpy) cannot load twice at all.
+import anthropic  # noqa: F401
+import jinja2  # noqa: F401
+import jsonschema  # noqa: F401
+import krippendorff  # noqa: F401
+import matplotlib
+import numpy  # noqa: F401
+import pandas  # noqa: F401
 import pytest
-import scipy.stats  # noqa: F401 - (they snapshot and restore sys.modules; numpy cannot be
-import statsmodels.stats.proportion  # noqa: F401 - loaded twice in one process)
+import scipy.stats  # noqa: F401
+import statsmodels.stats.multitest
+import statsmodels.stats.proportion  # noqa: F401
+
+matplotlib.use("Agg")  # before seaborn (pyplot): no display here
+import seaborn  # noqa: F401
 
 # the docker SDK too: a client made before an inline run must still work after it (a re-imported
 # `requests` breaks it: "You can only merge into CookieJar"); without the SDK the tests say so

@@ -80,7 +80,8 @@ CATALOGUE: list[tuple[str, list[tuple[str, str, str]], str]] = [
 # every entry without xdist; one under xdist too, where the other case's runs still run
 @pytest.mark.parametrize(("edits", "expected", "n"), [
     *(pytest.param(e, x, 0, id=i) for i, e, x in CATALOGUE),
-    *(pytest.param(e, x, 2, id=f"{i}-xdist") for i, e, x in CATALOGUE if i == "unknown-tier")])
+    *(pytest.param(e, x, 2, id=f"{i}-xdist", marks=pytest.mark.slow)
+      for i, e, x in CATALOGUE if i == "unknown-tier")])
 def test_bad_input_is_one_clear_collection_error(mini: Path, pytester: pytest.Pytester,
                                                  edit: Edit, n: int,
                                                  edits: list[tuple[str, str, str]],

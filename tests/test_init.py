@@ -15,6 +15,7 @@ from pytest_scylla.cli import main
 from pytest_scylla.scaffold import FILES
 
 
+@pytest.mark.slow  # ~1 min: two sessions of the scaffolded project, one on two workers
 def test_init_makes_a_project_whose_example_passes_under_the_oracle(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], oracle: list[str]) -> None:
     project = tmp_path / "evals"

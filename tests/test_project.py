@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from .conftest import needs_bwrap, needs_docker
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -67,10 +69,15 @@ def test_scylla_command_help() -> None:
 
 @pytest.mark.slow
 def test_overhead_benchmark_runs_and_reports_both_measures() -> None:
+    needs_bwrap()
+    needs_docker()
     done = subprocess.run([sys.executable, str(ROOT / "bench/overhead.py"), "--runs", "1",
-                           "--calls", "5"], capture_output=True, text=True, timeout=300)
+                           "--calls", "5"], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
-    assert re.search(r"overhead per run, checks included\s+-?\d+\.\d+ s", done.stdout)
+    for sandbox in ("local", "bwrap", "docker", "docker-copy"):  # a row each, all measured
+        assert re.search(rf"^{sandbox} +(-?\d+\.\d+ +){{6}}$", done.stdout, re.M), done.stdout
+    assert re.search(r"^docker adds -?\d+\.\d+ s per run over bwrap", done.stdout, re.M)
+    assert re.search(r"^docker-copy adds -?\d+\.\d+ s per run over bwrap", done.stdout, re.M)
     assert re.search(r"gateway per call: direct [\d.]+ ms, proxied [\d.]+ ms", done.stdout)
 
 

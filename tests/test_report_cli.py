@@ -20,6 +20,7 @@ from .conftest import require, workers
 DRYRUN = Path(__file__).parent / "fixtures" / "dryrun"
 
 
+@pytest.mark.slow  # tests/test_shards.py merges shards in the default suite
 def test_shards_from_two_sessions_merge_into_one_report(
         standin: Path, pytester: pytest.Pytester, oracle: list[str],
         capsys: pytest.CaptureFixture[str]) -> None:

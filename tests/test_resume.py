@@ -215,6 +215,7 @@ def test_plan_estimates_from_history_and_runs_nothing(
     assert len(records(out)) == 3  # nothing ran
 
 
+@pytest.mark.slow
 def test_progress_lines_count_runs_and_spend(mini: Path, pytester: pytest.Pytester,
                                              oracle: list[str],
                                              monkeypatch: pytest.MonkeyPatch) -> None:

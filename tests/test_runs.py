@@ -68,7 +68,8 @@ def test_every_run_has_a_record_and_a_call_log_with_usage(mini: Path, pytester: 
     assert "WebFetch" not in alpha["ablation"]["observed"]["tools"]
 
 
-@pytest.mark.parametrize(("mode", "n"), [("noop", 0), ("wrong", 2)])
+@pytest.mark.parametrize(("mode", "n"), [("noop", 0),
+                                       pytest.param("wrong", 2, marks=pytest.mark.slow)])
 @pytest.mark.each_sandbox
 def test_noop_and_wrong_oracles_fail_as_judged_runs(mini: Path, pytester: pytest.Pytester,
                                                     oracle: list[str], mode: str, n: int) -> None:
@@ -212,7 +213,8 @@ def upstream() -> Iterator[tuple[str, type[_Upstream]]]:
     server.shutdown()
 
 
-@pytest.mark.parametrize(("status", "fail_first"), [(200, 0), (200, 1), (429, 0)])
+@pytest.mark.parametrize(("status", "fail_first"), [
+    (200, 0), pytest.param(200, 1, marks=pytest.mark.slow), (429, 0)])
 def test_the_real_upstream_path_injects_the_key_and_classifies_rate_limits(
         mini: Path, pytester: pytest.Pytester, oracle: list[str],
         monkeypatch: pytest.MonkeyPatch, upstream: tuple[str, type[_Upstream]],
@@ -262,10 +264,10 @@ def test_the_real_upstream_path_injects_the_key_and_classifies_rate_limits(
 
 
 @pytest.mark.parametrize(("fault", "outcome", "pytest_outcome"), [
-    ("stall", "timeout", "failed"),
+    pytest.param("stall", "timeout", "failed", marks=pytest.mark.slow),  # waits by design
     ("crash", "agent_error", "failed"),
     ("overloaded", "infra_error", "errors"),
-    ("rate-limited", "pass", "passed"),
+    pytest.param("rate-limited", "pass", "passed", marks=pytest.mark.slow),
 ])
 @pytest.mark.each_sandbox
 def test_faults_end_in_the_right_outcome_and_keep_what_was_measured(

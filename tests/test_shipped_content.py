@@ -19,6 +19,10 @@ from pytest_scylla.run.checks import run_checks
 ROOT = Path(__file__).resolve().parents[1]
 TIERS = TierSet(ROOT / "tiers")
 CASE_DIRS = sorted(p.parent for p in (ROOT / "cases").glob("*/test.yaml"))
+# running a case's checks takes seconds (test-003's suite ~15 s): the first case's run in the
+# default suite, every case's in the slow tier
+CHECKED = [pytest.param(d, id=d.name, marks=() if i == 0 else pytest.mark.slow)
+           for i, d in enumerate(CASE_DIRS)]
 RUBRICS = sorted((ROOT / "rubrics").glob("*.yaml"))
 SUBTESTS = [s.ref for t in TIERS.tiers.values() for s in t.subtests]
 
@@ -186,7 +190,7 @@ def _workspace(case: Case, tmp_path: Path, solved: bool) -> Path:
     return ws
 
 
-@pytest.mark.parametrize("case_dir", CASE_DIRS, ids=lambda p: p.name)
+@pytest.mark.parametrize("case_dir", CHECKED)
 def test_reference_solution_passes_every_check(case_dir: Path, tmp_path: Path) -> None:
     case = load(case_dir)
     results = run_checks(case, _workspace(case, tmp_path, solved=True), os.environ,
@@ -196,7 +200,7 @@ def test_reference_solution_passes_every_check(case_dir: Path, tmp_path: Path) -
     assert failed == {}
 
 
-@pytest.mark.parametrize("case_dir", CASE_DIRS, ids=lambda p: p.name)
+@pytest.mark.parametrize("case_dir", CHECKED)
 def test_untouched_source_fails_a_required_check(case_dir: Path, tmp_path: Path) -> None:
     case = load(case_dir)
     results = {r.name: r for r in run_checks(

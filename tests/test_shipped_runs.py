@@ -44,6 +44,7 @@ def test_test_001_passes_under_every_shipped_subtest(pytester: pytest.Pytester,
             assert len(delegates) == 2, rec["run_key"]
 
 
+@pytest.mark.slow  # the mini project's runs cover noop and wrong in the default suite
 @pytest.mark.parametrize(("mode", "subtests"), [("noop", ["T0-01"]),
                                                ("wrong", ["T3-01", "T5-02"])])
 def test_test_001_fails_with_the_noop_and_wrong_oracles(pytester: pytest.Pytester,

@@ -135,8 +135,9 @@ class Gateway:
         unix = _UnixServer(str(self.socket_path), _UnixHandler)
         for server in (tcp, unix):
             server.gateway = self
-            threading.Thread(target=server.serve_forever, name="scylla-gateway",
-                             daemon=True).start()
+            # a short poll: `stop` (shutdown) waits for the loop to notice, at every session end
+            threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                             name="scylla-gateway", daemon=True).start()
             self._servers.append(server)
         self.port = tcp.server_address[1]
         return self
