@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +75,33 @@ def test_docker_times_out_and_stops_what_the_command_left(docker_sandbox: object
         "none", True, ["ALL"])
 
 
+def test_a_local_engines_container_processes_are_read_from_its_cgroup(docker_sandbox: object,
+                                                                      tmp_path: Path) -> None:
+    """On a local engine the sweep after each command reads the container's `cgroup.procs`
+    (no engine round trip); it finds what the engine's `top` finds: the keeper left out, a
+    process the command left counted, then killed."""
+    box: Any = docker_sandbox
+    private = tmp_path / "private"
+    (private / "work").mkdir(parents=True)
+    container = box.container(private)
+    procs = box._procs[private]
+    assert procs is not None
+    assert container.id in str(procs)
+    assert box._processes(private, container) == []  # the keeper only
+    box.run(["/bin/sh", "-c", "setsid sleep 9731 & echo started"], private / "work", private,
+            {"PATH": "/usr/bin:/bin"}, None, 30, subprocess.DEVNULL, subprocess.DEVNULL)
+    container.exec_run(["/bin/sh", "-c", "setsid sleep 9732 >/dev/null 2>&1 &"])
+    for _ in range(100):  # until it has become `sleep` (setsid forks, then execs)
+        found = box._processes(private, container)
+        if found == ["sleep 9732"]:
+            break
+        time.sleep(0.05)
+    box._procs[private] = None  # control: the engine's `top`, as for a remote engine
+    assert found == box._processes(private, container) == ["sleep 9732"]
+    assert box.sweep(private) == 1
+    assert box._processes(private, container) == []
+
+
 def test_auto_picks_docker_when_an_engine_answers_and_the_image_is_on_it(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     needs_docker()
@@ -116,7 +144,7 @@ def test_a_new_session_removes_containers_of_dead_sessions_only(tmp_path: Path) 
             labels={f"{LABEL}.pid": pid, f"{LABEL}.host": socket.gethostname()})
     try:
         removed = remove_orphans(engine)
-        names = {c.name for c in engine.containers.list(all=True)}
+        names = {c.name for c in engine.containers.list(all=True, ignore_removed=True)}
         # gone (removed here, or by another session's start on this host in the meantime)
         assert made["dead"].name not in names
         assert made["live"].name not in removed
@@ -126,6 +154,48 @@ def test_a_new_session_removes_containers_of_dead_sessions_only(tmp_path: Path) 
         for container in made.values():
             with contextlib.suppress(Exception):  # already removed
                 container.remove(force=True)
+
+
+def test_a_container_removed_while_orphans_are_listed_is_passed_over(tmp_path: Path) -> None:
+    """Another session may remove its run's container between the engine's list and the
+    inspection of each listed container: the new session's start goes on (it ended in a 404
+    `No such container` setup error before). The removal is made to fall in that window."""
+    needs_docker()
+    import docker.errors  # type: ignore[import-untyped]
+
+    from pytest_scylla.run.sandbox.docker_engine import (
+        IMAGE,
+        LABEL,
+        client,
+        ensure_image,
+        remove_orphans,
+    )
+
+    engine = client()
+    ensure_image(engine)
+    made = engine.containers.create(
+        IMAGE, ["/usr/bin/sleep", "infinity"], network_mode="none",
+        labels={f"{LABEL}.pid": str(os.getpid()), f"{LABEL}.host": socket.gethostname()})
+    inspect = engine.api.inspect_container
+
+    def removed_first(ident: str) -> Any:  # the other session's removal lands in the window
+        if made.id.startswith(ident) or ident.startswith(made.id):
+            with contextlib.suppress(docker.errors.NotFound):
+                made.remove(force=True)
+        return inspect(ident)
+
+    engine.api.inspect_container = removed_first
+    try:
+        assert made.name not in remove_orphans(engine)
+        made = engine.containers.create(  # control: the SDK's plain list fails on it
+            IMAGE, ["/usr/bin/sleep", "infinity"], network_mode="none",
+            labels={f"{LABEL}.pid": str(os.getpid()), f"{LABEL}.host": socket.gethostname()})
+        with pytest.raises(docker.errors.NotFound):
+            engine.containers.list(all=True, filters={"label": f"{LABEL}.pid"})
+    finally:
+        engine.api.inspect_container = inspect
+        with contextlib.suppress(docker.errors.NotFound):
+            made.remove(force=True)
 
 
 def test_runs_under_docker_at_two_workers(mini: Path, pytester: pytest.Pytester,
@@ -162,7 +232,8 @@ def test_runs_under_docker_at_two_workers(mini: Path, pytester: pytest.Pytester,
     sessions = [p.name for p in (out / SESSIONS).iterdir()]
     assert len(sessions) == 1
     engine = client()
-    labelled = engine.containers.list(all=True, filters={"label": f"{LABEL}.session"})
+    labelled = engine.containers.list(all=True, filters={"label": f"{LABEL}.session"},
+                                      ignore_removed=True)
     assert [c.name for c in labelled if c.labels[f"{LABEL}.session"] == sessions[0]] == []
 
 
@@ -298,7 +369,8 @@ def test_an_image_from_scylla_image_build_runs_a_case_with_its_own_cli(
 def _containers_of(pid: int) -> list[object]:
     from pytest_scylla.run.sandbox.docker_engine import LABEL, client
 
-    return client().containers.list(all=True, filters={"label": f"{LABEL}.pid={pid}"})
+    return client().containers.list(all=True, filters={"label": f"{LABEL}.pid={pid}"},
+                                    ignore_removed=True)
 
 
 def _session(mini: Path, out: Path, oracle: list[str], delay: str) -> subprocess.Popen[bytes]:

@@ -75,7 +75,7 @@ def test_overhead_benchmark_runs_and_reports_both_measures() -> None:
                            "--calls", "5"], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     for sandbox in ("local", "bwrap", "docker", "docker-copy"):  # a row each, all measured
-        assert re.search(rf"^{sandbox} +(-?\d+\.\d+ +){{6}}$", done.stdout, re.M), done.stdout
+        assert re.search(rf"^{sandbox}( +-?\d+\.\d+){{6}}$", done.stdout, re.M), done.stdout
     assert re.search(r"^docker adds -?\d+\.\d+ s per run over bwrap", done.stdout, re.M)
     assert re.search(r"^docker-copy adds -?\d+\.\d+ s per run over bwrap", done.stdout, re.M)
     assert re.search(r"gateway per call: direct [\d.]+ ms, proxied [\d.]+ ms", done.stdout)

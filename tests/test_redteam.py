@@ -210,10 +210,7 @@ class Session:
             text=True)
 
     def wait(self) -> Session:
-        try:
-            out, err = self.process.communicate(timeout=300)
-        finally:
-            self.process.kill()
+        out, err = self.process.communicate(timeout=300)
         self.done = subprocess.CompletedProcess([], self.process.returncode, out, err)
         self._read()
         return self
@@ -291,11 +288,15 @@ def sessions(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Ses
             # a TCP service on the host's loopback, like the gateway's own port
             listener = socket.create_server(("127.0.0.1", 0))
             port = listener.getsockname()[1]
+            started: list[Session] = []
             try:  # side by side, as sessions of one machine may run (one cache between them)
-                started = [Session(shared / kind, kind, cache, port) for kind in KINDS]
+                for kind in KINDS:
+                    started.append(Session(shared / kind, kind, cache, port))
                 made = {kind: session.wait() for kind, session in zip(KINDS, started, strict=True)}
             finally:
                 listener.close()
+                for session in started:  # none is left running if one failed
+                    session.process.kill()
             done.write_text(json.dumps({k: v.to_json() for k, v in made.items()}))
     yield made
     for session in made.values():

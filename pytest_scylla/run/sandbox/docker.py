@@ -54,6 +54,34 @@ OUTPUT_KEPT = 1 << 20  # bytes of a check's stdout and of its stderr kept (then 
 EXEC_HELPER = Path(__file__).with_name("docker_exec.py")  # run by path: no package imports
 
 
+def _procs_file(container: Any) -> Path | None:
+    """The host's `cgroup.procs` file of a container on a local engine: its processes listed in
+    a file read (a `top` through the engine costs a round trip). None where the engine's
+    processes are not this machine's (a remote engine, an engine in a VM) or the file is not
+    found: then `top` lists them."""
+    with contextlib.suppress(Exception):
+        container.reload()  # the SDK's attributes are those of before the start: no Pid yet
+    pid = str(container.attrs.get("State", {}).get("Pid") or "0")
+    try:
+        lines = [] if pid == "0" else Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, group = line.split(":", 2)
+        if container.id not in group:  # the container's own group (also: not a VM's pid)
+            continue
+        top = Path("/sys/fs/cgroup")
+        if controllers:  # cgroup v1: the pids hierarchy
+            if "pids" not in controllers.split(","):
+                continue
+            top = top / "pids"
+        procs = top / group.lstrip("/") / "cgroup.procs"
+        with contextlib.suppress(OSError):
+            if pid in procs.read_text().split():
+                return procs
+    return None
+
+
 def _python(image: Image) -> str:
     """The Python that runs the bridge and the relay in the image."""
     return sys.executable if image.host else "python3"
@@ -89,6 +117,7 @@ class Docker(Sandbox):
         remove_orphans(self.engine)
         self._containers: dict[Path, Any] = {}
         self._assigned: dict[Path, Image] = {}
+        self._procs: dict[Path, Path | None] = {}  # a container's cgroup.procs on this host
         self.pycache = Path(tempfile.gettempdir()) / "scylla-docker-exec-pycache"
         self._lock = threading.Lock()
 
@@ -180,6 +209,7 @@ class Docker(Sandbox):
                         f"{LABEL}.session": self.session, f"{LABEL}.run": private.name},
                 **self.limits)
             self._containers[private] = made
+            self._procs[private] = None if self.remote else _procs_file(made)
         if self.copy:
             self._start_relay(private, made, image)
         return made
@@ -202,6 +232,7 @@ class Docker(Sandbox):
     def close(self, private: Path) -> None:
         with self._lock:
             found = self._containers.pop(private, None)
+            self._procs.pop(private, None)
             self._assigned.pop(private, None)
             self._stale.discard(private)
             relay = self._relays.pop(private, None)
@@ -305,9 +336,25 @@ class Docker(Sandbox):
     def sweep(self, private: Path) -> int:
         """Kill every process of the run's container but its keeper; how many there were."""
         container = self.container(private)
-        listed = container.top(ps_args="-eo pid,args").get("Processes") or []
-        left = [p for p in listed if "sleep infinity" not in " ".join(p)]
+        left = self._processes(private, container)
         if left:  # kill(-1): every process but the keeper (pid 1) and the shell itself, the
             # gateway relay of copy mode too (the agent is done with the gateway)
             container.exec_run(["sh", "-c", "kill -9 -1 2>/dev/null; true"])
-        return len([p for p in left if not p[-1].endswith(MARK)])
+        return len([args for args in left if not args.endswith(MARK)])
+
+    def _processes(self, private: Path, container: Any) -> list[str]:
+        """The command lines of the container's processes but its keeper."""
+        procs = self._procs.get(private)
+        if procs is not None:
+            keeper = str(container.attrs["State"]["Pid"])
+            with contextlib.suppress(OSError):
+                left = []
+                for pid in procs.read_text().split():
+                    with contextlib.suppress(OSError):  # (gone meanwhile)
+                        if pid != keeper:
+                            args = Path(f"/proc/{pid}/cmdline").read_bytes()
+                            left.append(args.replace(b"\0", b" ").decode(errors="replace")
+                                        .strip())
+                return left
+        listed = container.top(ps_args="-eo pid,args").get("Processes") or []
+        return [p[-1] for p in listed if "sleep infinity" not in " ".join(p)]

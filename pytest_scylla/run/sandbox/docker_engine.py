@@ -108,7 +108,8 @@ def image_present(engine: Any, ref: str) -> bool:
 def remove_orphans(engine: Any) -> list[str]:
     """Remove containers of processes on this host that are gone (a killed session)."""
     removed = []
-    for container in engine.containers.list(all=True, filters={"label": f"{LABEL}.pid"}):
+    for container in engine.containers.list(all=True, filters={"label": f"{LABEL}.pid"},
+                                           ignore_removed=True):
         labels = container.labels
         if labels.get(f"{LABEL}.host") != socket.gethostname():
             continue  # another machine's: not ours to judge
