@@ -154,9 +154,7 @@ def _judge_frame(tables: Tables) -> Any:
         return None
     frame = _frame(rows)
     frame["judge_score"] = frame["judge_score"].astype(float)
-    case = frame["case_id"].astype(str) if "case_id" in frame else ""
-    frame["run"] = frame["tier"].astype(str) + "-" + frame["subtest"].astype(str) + "-" + \
-        frame["run_number"].astype(str) + "-" + case
+    frame["run"] = frame["run_key"].astype(str)  # the case's too: (tier, subtest, run) repeats
     return frame
 
 

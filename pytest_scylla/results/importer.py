@@ -29,24 +29,31 @@ def _optional(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text("utf-8")) if path.is_file() else {}
 
 
+def _num(value: Any) -> float | None:
+    """A recorded number; None for its "N/A" (not applicable), empty or missing values."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        else None
+
+
 def _judge(folder: Path, models: dict[int, str | None]) -> dict[str, Any]:
     """`judge/judge_0N/`; `models` maps judge numbers to their models."""
     number = int(folder.name.split("_")[1])
     data = json.loads((folder / "judgment.json").read_text("utf-8"))
     cats = data.get("criteria_scores") or {}
-    achieved = sum(c["achieved"] for c in cats.values() if c.get("achieved") != "N/A")
-    maximum = sum(c["max"] for c in cats.values() if c.get("max") != "N/A")
+    achieved = sum(_num(c.get("achieved")) or 0.0 for c in cats.values())
+    maximum = sum(_num(c.get("max")) or 0.0 for c in cats.values())
     return {
         "judge_model": models.get(number), "judge_number": number,
-        "valid": bool(data.get("is_valid", True)), "score": data.get("score"),
+        "valid": bool(data.get("is_valid", True)), "score": _num(data.get("score")),
         "passed": data.get("passed"), "grade": data.get("grade"),
         "impl_rate": achieved / maximum if maximum else None,
         "seconds": _optional(folder / "timing.json").get("judge_duration_seconds"),
         "verdict": {"reasoning": data.get("reasoning", ""),
                     "items": {i: v for c in cats.values() for i, v in
                               (c.get("items") or {}).items()}},
-        "categories": [{"name": name, "score": c.get("score"), "achieved": c.get("achieved"),
-                        "max": c.get("max"), "weight": None} for name, c in cats.items()]}
+        "categories": [{"name": name, "score": _num(c.get("score")),
+                        "achieved": _num(c.get("achieved")), "max": _num(c.get("max")),
+                        "weight": None} for name, c in cats.items()]}
 
 
 def _run(run_dir: Path, tier: str, subtest: str, model: str | None,
@@ -69,7 +76,7 @@ def _run(run_dir: Path, tier: str, subtest: str, model: str | None,
         "case": case, "tier": tier, "subtest": f"{tier}-{subtest}", "run": number,
         "model": model, "agent_model_label": model_label(model),
         "outcome": "pass" if passed else "fail", "passed": passed,
-        "score": data.get("judge_score"), "grade": data.get("judge_grade"),
+        "score": _num(data.get("judge_score")), "grade": data.get("judge_grade"),
         "impl_rate": statistics.median(rates) if rates else None,
         "cost_usd": data.get("cost_usd"), "cost_source": "cli",
         "exit_code": data.get("exit_code"), "api_calls": api_calls,

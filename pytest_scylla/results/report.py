@@ -34,7 +34,8 @@ def statistical_results(tables: Tables) -> dict[str, Any]:
                             and r[metric] is not None) for t in order}  # order-free results
         out["omnibus"].append({"metric": metric, **stats.kruskal(groups)})
         out["pairwise"] += [{"metric": metric, **row} for row in stats.pairwise(groups, order)]
-    scores = [(str(j["judge_model"]), str(j["run_key"] if j.get("run_key") else
+    scores = [(str(j["judge_model"]), str(j.get("run_key") or
+                                          f"{j.get('case_id') or j.get('experiment')}/"
                                           f"{j['tier']}-{j['subtest']}-{j['run_number']}"),
                float(j["judge_score"])) for j in tables.judges
               if j.get("judge_score") not in (None, "") and str(j.get("judge_is_valid",

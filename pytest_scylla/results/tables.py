@@ -74,10 +74,16 @@ def _paper_csv(folder: Path) -> Tables:
         if not path.is_file():
             return []
         with path.open(encoding="utf-8") as handle:
-            return list(csv.DictReader(handle))
+            # the original writes not-applicable numbers as N/A, missing ones as empty cells
+            return [{k: None if v is None or v.strip().upper() in ("", "N/A") else v
+                     for k, v in r.items()} for r in csv.DictReader(handle)]
 
     def num(value: Any) -> float | None:
         return None if value in (None, "") else float(value)
+
+    def run_key(r: dict[str, Any]) -> str:  # a case's runs, judges and criteria share it
+        return r.get("run_key") or f"{r['experiment']}/{r['tier']}-{r['subtest']}" \
+                                   f"-r{r['run_number']}"
 
     tables = Tables()
     for r in rows("runs.csv"):
@@ -90,11 +96,12 @@ def _paper_csv(folder: Path) -> Tables:
                    integrity_findings=int(num(r.get("integrity_findings")) or 0),
                    leftover_processes=int(num(r.get("leftover_processes")) or 0),
                    simulated=str(r.get("simulated")).lower() == "true",
-                   run_key=r.get("run_key") or f"{r['experiment']}/{r['tier']}-{r['subtest']}"
-                                              f"-r{r['run_number']}")
+                   run_key=run_key(r))
         tables.runs.append(row)
-    tables.judges = rows("judges.csv")
-    tables.criteria = rows("criteria.csv")
+    tables.judges = [{**r, "case_id": r.get("case_id") or r["experiment"], "run_key": run_key(r)}
+                     for r in rows("judges.csv")]
+    tables.criteria = [{**r, "case_id": r.get("case_id") or r["experiment"],
+                        "run_key": run_key(r)} for r in rows("criteria.csv")]
     return tables
 
 
@@ -130,8 +137,12 @@ def load(folders: list[Path]) -> Tables:
                     tables.sources[rec["run_key"]] = folder / "runs" / key
         elif (folder / "runs.csv").is_file():
             more = _paper_csv(folder)
+            renamed = {}
             for row in more.runs:
-                row["run_key"] = _once(seen, row["run_key"], folder, tables.warnings)
+                renamed[row["run_key"]] = _once(seen, row["run_key"], folder, tables.warnings)
+                row["run_key"] = renamed[row["run_key"]]
+            for row in more.judges + more.criteria:  # follow their run's key
+                row["run_key"] = renamed.get(row["run_key"], row["run_key"])
             tables.runs += more.runs
             tables.judges += more.judges
             tables.criteria += more.criteria

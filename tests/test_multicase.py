@@ -1,0 +1,183 @@
+"""Several cases in one experiment of the original implementation: its CSV export (all cases in
+one `runs.csv`, `judges.csv`, `criteria.csv`, not-applicable numbers written `N/A` or left
+empty) and its run trees of the same runs give the same statistics, keyed by case as well as
+tier, subtest and run; the judge agreement is checked against `krippendorff` called directly."""
+
+from __future__ import annotations
+
+import csv
+import json
+import random
+import shutil
+from pathlib import Path
+from typing import Any
+
+import krippendorff
+import numpy as np
+import pytest
+
+from pytest_scylla.cli import main
+
+CASES = ["test-001", "test-002", "test-003"]
+TIERS = ["T0", "T1"]
+RUNS = [1, 2, 3]
+JUDGES = ["claude-opus-4-5-20251101", "claude-sonnet-4-5-20250929", "claude-haiku-4-5"]
+CATEGORIES = ["functional", "code_quality", "build_pipeline"]
+FIELDS = {"agent_model": "Sonnet 4.5", "subtest": "01"}
+
+
+def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def _experiment(root: Path) -> dict[tuple[str, str, int], list[float]]:
+    """`root/export/` (the CSVs) and `root/trees/<case>/` (the run trees) of one experiment:
+    3 cases × 2 tiers × 3 runs × 3 judges, where the cases share tier, subtest and run numbers.
+    `build_pipeline` does not apply in T0 (N/A, once an empty cell). Returns each run's judge
+    scores, keyed by (case, tier, run)."""
+    rng = random.Random(15)
+    scores: dict[tuple[str, str, int], list[float]] = {}
+    runs, judges, criteria = [], [], []
+    (root / "export").mkdir(parents=True)
+    for case in CASES:
+        tree = root / "trees" / case
+        tree.mkdir(parents=True)
+        (tree / "result.json").write_text(json.dumps({"config": {
+            "experiment_id": case, "models": ["claude-sonnet-4-5-20250929"],
+            "judge_models": JUDGES}}))
+        for tier in TIERS:
+            for run in RUNS:
+                quality = rng.uniform(0.2, 1.0)  # the judges agree around it, not exactly
+                marks = [round(min(1.0, max(0.0, quality + rng.gauss(0, 0.08))), 2)
+                         for _ in JUDGES]
+                scores[case, tier, run] = marks
+                score = sum(marks) / len(marks)
+                passed = score >= 0.6
+                tokens = rng.randint(100, 900)
+                ident = {"experiment": case, **FIELDS, "tier": tier, "run_number": run}
+                runs.append({**ident, "score": score, "impl_rate": sorted(marks)[1],
+                             "passed": passed, "grade": "A" if passed else "F",
+                             "cost_usd": 0.1, "duration_seconds": 200.0,
+                             "agent_duration_seconds": 30.0, "judge_duration_seconds": 170.0,
+                             "input_tokens": tokens, "output_tokens": tokens,
+                             "cache_creation_tokens": tokens, "cache_read_tokens": tokens,
+                             "total_tokens": 4 * tokens, "exit_code": 0})
+                folder = tree / tier / "01" / f"run_{run:02d}"
+                (folder / "agent").mkdir(parents=True)
+                (folder / "run_result.json").write_text(json.dumps({
+                    "run_number": run, "exit_code": 0, "cost_usd": 0.1,
+                    "duration_seconds": 200.0, "agent_duration_seconds": 30.0,
+                    "judge_duration_seconds": 170.0, "judge_score": score,
+                    "judge_passed": passed, "judge_grade": "A" if passed else "F",
+                    "token_stats": {k: tokens for k in (
+                        "input_tokens", "output_tokens", "cache_creation_tokens",
+                        "cache_read_tokens")},
+                    "judges": [{"model": m, "judge_number": n + 1}
+                               for n, m in enumerate(JUDGES)]}))
+                for number, (model, mark) in enumerate(zip(JUDGES, marks, strict=True), 1):
+                    judge = {**ident, "judge_model": model, "judge_number": number}
+                    judges.append({**judge, "judge_score": mark, "judge_impl_rate": mark,
+                                   "judge_passed": mark >= 0.6, "judge_grade": "A",
+                                   "judge_is_valid": True, "judge_reasoning": "ok"})
+                    categories: dict[str, dict[str, Any]] = {}
+                    for name in CATEGORIES:
+                        if name == "build_pipeline" and tier == "T0":  # not applicable
+                            cell = "" if run == 1 and number == 1 else "N/A"
+                            categories[name] = {"score": "N/A", "achieved": "N/A",
+                                                "max": "N/A", "items": {}}
+                            value: dict[str, Any] = dict.fromkeys(
+                                ("criterion_score", "criterion_achieved", "criterion_max"),
+                                cell)
+                        else:
+                            categories[name] = {"score": mark, "achieved": 2 * mark,
+                                                "max": 2.0, "items": {}}
+                            value = {"criterion_score": mark, "criterion_achieved": 2 * mark,
+                                     "criterion_max": 2.0}
+                        criteria.append({**judge, "criterion": name, **value})
+                    (folder / "judge" / f"judge_{number:02d}").mkdir(parents=True)
+                    (folder / "judge" / f"judge_{number:02d}" / "judgment.json").write_text(
+                        json.dumps({"score": mark, "passed": mark >= 0.6, "grade": "A",
+                                    "is_valid": True, "reasoning": "ok",
+                                    "criteria_scores": categories}))
+    for name, rows in (("runs", runs), ("judges", judges), ("criteria", criteria)):
+        _write_csv(root / "export" / f"{name}.csv", rows)
+    return scores
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Both paths reported once (shared by the tests that read them)."""
+    root = tmp_path_factory.mktemp("multicase")
+    scores = _experiment(root)
+    assert main(["report", str(root / "export"), "--out", str(root / "csv"),
+                 "--report", "md"]) == 0
+    for case in CASES:
+        assert main(["import", str(root / "trees" / case), str(root / case)]) == 0
+    assert main(["report", *(str(root / case) for case in CASES), "--out",
+                 str(root / "trees-out"), "--report", "md"]) == 0
+    return {"root": root, "scores": scores, "csv": root / "csv", "trees": root / "trees-out"}
+
+
+def _read(folder: Path, name: str) -> Any:
+    return json.loads((folder / name).read_text())
+
+
+def test_the_export_and_the_run_trees_give_identical_statistics(reports: dict[str, Any]) -> None:
+    from_csv, from_trees = reports["csv"], reports["trees"]
+    assert _read(from_csv, "statistical_results.json") == \
+        _read(from_trees, "statistical_results.json")
+    assert _read(from_csv, "summary.json")["tiers"] == _read(from_trees, "summary.json")["tiers"]
+    # every table alike, the title (the folder's name) apart
+    assert (from_csv / "tables.md").read_text().splitlines()[1:] == \
+        (from_trees / "tables.md").read_text().splitlines()[1:]
+
+
+def test_judge_agreement_counts_every_run_of_every_case(reports: dict[str, Any]) -> None:
+    scores: dict[tuple[str, str, int], list[float]] = reports["scores"]
+    matrix = np.array([[marks[j] for marks in scores.values()] for j in range(len(JUDGES))])
+    expected = krippendorff.alpha(reliability_data=matrix, level_of_measurement="interval")
+    merged: dict[tuple[str, int], list[float]] = {}  # what keying without the case gave
+    for (_, tier, run), marks in scores.items():
+        merged[tier, run] = marks
+    wrong = krippendorff.alpha(reliability_data=np.array(
+        [[m[j] for m in merged.values()] for j in range(len(JUDGES))]),
+        level_of_measurement="interval")
+    assert abs(expected - wrong) > 0.01  # the data tells the two apart
+    for folder in (reports["csv"], reports["trees"]):
+        stats = _read(folder, "statistical_results.json")
+        assert stats["krippendorff_alpha"]["runs"] == len(scores) == 18
+        assert stats["krippendorff_alpha"]["alpha"] == pytest.approx(expected, abs=1e-9)
+        assert {pair["n"] for pair in stats["judge_pairs"]} == {18}
+
+
+def test_not_applicable_criteria_are_left_out_not_read_as_numbers(
+        reports: dict[str, Any]) -> None:
+    scores: dict[tuple[str, str, int], list[float]] = reports["scores"]
+    t1 = [mark for (_, tier, _), marks in scores.items() if tier == "T1" for mark in marks]
+    row = next(line for line in (reports["csv"] / "tables.md").read_text().splitlines()
+               if line.startswith("| build_pipeline |"))
+    mean, _, n = (cell.strip() for cell in row.strip("|").split("|")[1:])
+    assert int(n) == len(t1) == 27  # T1's judgments only: T0's N/A and empty cells left out
+    assert float(mean) == pytest.approx(sum(t1) / len(t1), abs=5e-4)
+    passes = {tier: sum(sum(m) / 3 >= 0.6 for (_, t, _), m in scores.items() if t == tier)
+              for tier in TIERS}
+    tiers = {t["tier"]: t for t in _read(reports["csv"], "summary.json")["tiers"]}
+    assert {tier: tiers[tier]["passes"] for tier in TIERS} == passes
+    assert {t["n"] for t in tiers.values()} == {9}
+
+
+def test_two_exports_merged_keep_each_judge_with_its_run(reports: dict[str, Any],
+                                                          tmp_path: Path) -> None:
+    """A copy of the export merged with it: the copy's runs are renamed, and its judges
+    follow them (they kept the old keys and merged again into 18 runs)."""
+    out = tmp_path / "merged"
+    export = reports["root"] / "export"
+    shutil.copytree(export, tmp_path / "copy")
+    assert main(["report", str(export), str(tmp_path / "copy"), "--out", str(out),
+                 "--report", "md"]) == 0
+    stats = _read(out, "statistical_results.json")
+    assert stats["krippendorff_alpha"]["runs"] == 36
+    assert {pair["n"] for pair in stats["judge_pairs"]} == {36}
