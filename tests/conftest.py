@@ -100,9 +100,9 @@ def edit(mini: Path) -> Callable[[str, str, str], None]:
 
     def replace(rel: str, old: str, new: str) -> None:
         path = mini / rel
-        text = path.read_text()
+        text = path.read_text(errors="surrogateescape")  # "\udce9" writes the byte 0xe9
         assert old in text, f"{old!r} not in {rel}"
-        path.write_text(text.replace(old, new, 1) if old else new)
+        path.write_text(text.replace(old, new, 1) if old else new, errors="surrogateescape")
 
     return replace
 

@@ -74,6 +74,19 @@ CATALOGUE: list[tuple[str, list[tuple[str, str, str]], str]] = [
      "cases/alpha/test.yaml:3: category is 'bugs'; expected one of: build-system, *"),
     ("skill-front-matter", [("tiers/skills/review/SKILL.md", "name: review\n", "")],
      "tiers/skills/review/SKILL.md:1: front matter lacks 'name'"),
+    # encodings and pasted control characters: where they are, never a traceback
+    ("block-not-utf8", [("tiers/blocks/rules.md", "Keep changes small.", "Keep caf\udce9 small.")],
+     "tiers/blocks/rules.md:2: column 9: byte 0xe9 is not UTF-8; save the file as UTF-8"),
+    ("skill-not-utf8", [("tiers/skills/review/SKILL.md", "Look for bugs.", "Look \udcff")],
+     "tiers/skills/review/SKILL.md:5: column 6: byte 0xff is not UTF-8; save the file as UTF-8"),
+    ("case-not-utf8", [("cases/alpha/test.yaml", "name: Alpha task", "name: Alpha t\udce2sk")],
+     "cases/alpha/test.yaml:2: column 14: byte 0xe2 is not UTF-8; save the file as UTF-8"),
+    ("case-colour-code", [("cases/alpha/test.yaml", "name: Alpha task",
+                           "name: \x1b[1mAlpha task")],
+     "cases/alpha/test.yaml:2: column 7: control character U+001B (a terminal colour code?); "
+     "remove it"),
+    ("prompt-control-char", [("cases/alpha/prompt.md", "print ok.", "print ok.\x07")],
+     "cases/alpha/prompt.md:1: column 23: control character U+0007; remove it"),
 ]
 
 

@@ -20,6 +20,7 @@ from pytest_scylla.formats.yamlmarks import (
     SpecError,
     display,
     load_yaml,
+    read_text,
     validate,
 )
 
@@ -256,9 +257,12 @@ def load_case(file: Path, rubrics_dir: Path, known_tiers: Collection[str] | None
         source = Source(path=inside(doc, ("source", "path"), raw_source["path"], root, "dir",
                                     problems))
     prompt = inside(doc, ("prompt",), data["prompt"], root, "file", problems)
-    if prompt is not None and not prompt.read_text(encoding="utf-8", errors="replace").strip():
-        problems.append(doc.problem(("prompt",), f"prompt file {display(prompt)} is empty; "
-                                    "write the task the agent is given"))
+    try:
+        if prompt is not None and not read_text(prompt).strip():
+            problems.append(doc.problem(("prompt",), f"prompt file {display(prompt)} is empty; "
+                                        "write the task the agent is given"))
+    except SpecError as exc:  # not UTF-8, or a control character: named where it is
+        problems.extend(exc.problems)
     hidden = (inside(doc, ("hidden",), data["hidden"], root, "dir", problems)
               if "hidden" in data else None)
     solution = (inside(doc, ("solution",), data["solution"], root, "any", problems)

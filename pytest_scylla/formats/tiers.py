@@ -31,6 +31,7 @@ from pytest_scylla.formats.yamlmarks import (
     check_value,
     display,
     load_yaml,
+    read_text,
     validate,
 )
 
@@ -299,7 +300,7 @@ def _problem_at(sub: Subtest, key: str) -> Any:
 
 def front_matter(path: Path) -> tuple[dict[str, Any] | None, int, str]:
     """(front matter mapping or None, number of lines it spans, body) of a Markdown file."""
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path)
     match = FRONT_MATTER.match(text)
     if not match:
         return None, 0, text
@@ -318,9 +319,15 @@ def check_resource(kind: ResourceKind, name: str, path: Path) -> list[Problem]:
         label = {"claude_md": "CLAUDE.md block", "skills": "skill", "agents": "agent",
                  "mcp_servers": "MCP server"}[kind]
         return [Problem(path, None, f"unknown {label} '{name}': expected the file {where}")]
+    try:
+        text = read_text(path)  # what it holds is checked once readable as text
+    except SpecError as exc:
+        return list(exc.problems)
+    except OSError as exc:
+        return [Problem(path, None, f"cannot read the file: {exc.strerror or exc}")]
     if kind == "mcp_servers":
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(text)
         except json.JSONDecodeError as exc:
             return [Problem(path, exc.lineno, f"invalid JSON: {exc.msg}")]
         try:
@@ -335,7 +342,7 @@ def check_resource(kind: ResourceKind, name: str, path: Path) -> list[Problem]:
                                         f"inside {display(path.parent)}"))
         return problems
     if kind == "claude_md":
-        if not path.read_text(encoding="utf-8").strip():
+        if not text.strip():
             return [Problem(path, 1, "the block is empty; write its guidance or remove it")]
         return []
     meta, span, body = front_matter(path)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -59,6 +60,34 @@ class SpecError(Exception):
         return cls([Problem(path, line, message)])
 
 
+# control characters a text file of the project may not hold: all but tab, newline and carriage
+# return (a terminal colour code pasted from a shell is the usual one: ESC, U+001B)
+CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def read_text(path: Path) -> str:
+    """A case's or a tier's text file: UTF-8 without control characters. Anything else is a
+    SpecError naming the line and the column (OSError is the caller's)."""
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8-sig")  # an editor's byte-order mark is harmless
+    except UnicodeDecodeError as exc:
+        start = exc.start + (3 if data.startswith(b"\xef\xbb\xbf") else 0)
+        line = data.count(b"\n", 0, start) + 1
+        column = len(data[data.rfind(b"\n", 0, start) + 1:start].decode("utf-8", "replace")) + 1
+        raise SpecError.one(path, line, f"column {column}: byte 0x{data[start]:02x} is not "
+                            "UTF-8; save the file as UTF-8") from None
+    found = CONTROL.search(text)
+    if found:
+        line = text.count("\n", 0, found.start()) + 1
+        column = found.start() - (text.rfind("\n", 0, found.start()) + 1) + 1
+        code = ord(found.group())
+        hint = " (a terminal colour code?)" if code == 0x1B else ""
+        raise SpecError.one(path, line, f"column {column}: control character U+{code:04X}"
+                            f"{hint}; remove it")
+    return text
+
+
 @dataclass(frozen=True)
 class Document:
     """Parsed YAML data plus the 1-based line of every mapping key and sequence item."""
@@ -83,10 +112,10 @@ class Document:
 def load_yaml(path: Path) -> Document:
     """Parse one YAML document, refusing duplicate keys, and note where everything is."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)
     except FileNotFoundError:
         raise SpecError.one(path, None, "file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise SpecError.one(path, None, f"cannot read the file: {exc}") from None
     loader = yaml.SafeLoader(text)
     try:
