@@ -11,15 +11,16 @@ from pathlib import Path
 from typing import Any
 
 from pytest_scylla import __version__
-from pytest_scylla.collect import CASE_FILE
+from pytest_scylla.collect import case_file_problem, case_files, duplicate_id
 from pytest_scylla.formats import PACKAGED
-from pytest_scylla.formats.spec import load_case
+from pytest_scylla.formats.spec import load_case, load_rubric
 from pytest_scylla.formats.tiers import TierSet
-from pytest_scylla.formats.yamlmarks import SpecError
+from pytest_scylla.formats.yamlmarks import SpecError, display
 
 
 def validate(root: Path, out: list[str]) -> int:
-    """Validate every tier subtest and case under `root`; returns the number of bad files."""
+    """Validate every tier subtest, rubric and case under `root` (nested case folders too, as
+    collection finds them); returns the number of bad files."""
     bad = 0
     tiers = TierSet(root / "tiers" if (root / "tiers").is_dir() else PACKAGED)
     for name, error in tiers.errors.items():
@@ -33,12 +34,27 @@ def validate(root: Path, out: list[str]) -> int:
                 bad += 1
                 out.append(f"FAIL {sub.ref}:\n{exc}")
         out.append(f"ok   {tier.name} ({len(tier.subtests)} subtests)")
-    for file in sorted((root / "cases").glob(f"*/{CASE_FILE}")):
-        try:
-            case = load_case(file, root / "rubrics", known_tiers=tiers.names)
+    rubrics = root / "rubrics"
+    for file in sorted(rubrics.glob("*.yaml")) if rubrics.is_dir() else ():
+        try:  # shared rubrics, used by a case or not yet
+            load_rubric(file)
         except SpecError as exc:
             bad += 1
-            out.append(f"FAIL {file.parent.name}:\n{exc}")
+            out.append(f"FAIL rubric {file.stem}:\n{exc}")
+    seen: dict[str, Path] = {}
+    for file in case_files(root / "cases") if (root / "cases").is_dir() else ():
+        name = display(file.parent)
+        try:
+            misnamed = case_file_problem(file)
+            if misnamed:
+                raise SpecError.one(file, None, misnamed)
+            case = load_case(file, rubrics, known_tiers=tiers.names)
+            twice = duplicate_id(seen, case.id, file)
+            if twice:
+                raise SpecError.one(file, None, twice)
+        except SpecError as exc:
+            bad += 1
+            out.append(f"FAIL {name}:\n{exc}")
         else:
             out.append(f"ok   {case.id} ({case.category}, {len(case.checks)} checks, "
                        f"{len(case.rubric.items)} rubric items)")

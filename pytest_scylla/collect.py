@@ -7,6 +7,7 @@ Collection parses and validates only. Problems become one `CollectError` per cas
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,7 +18,7 @@ from pytest_scylla.core.record import verdict_table
 from pytest_scylla.core.runspec import RunSpec
 from pytest_scylla.formats.spec import Case, load_case
 from pytest_scylla.formats.tiers import Subtest
-from pytest_scylla.formats.yamlmarks import Problem, SpecError
+from pytest_scylla.formats.yamlmarks import Problem, SpecError, display
 from pytest_scylla.settings import SETTINGS_KEY, tierset
 
 if TYPE_CHECKING:
@@ -55,14 +56,54 @@ def wanted(config: pytest.Config) -> bool:
             return True
     return False
 
+MISNAMED = ("test.yml",)  # a case file under another name: the folder is still a case's
+IDS_KEY = pytest.StashKey[dict[str, Path]]()  # case id -> its file, for duplicates
+
+
 def is_case_dir(path: Path) -> bool:
-    return (path / CASE_FILE).is_file()
+    return any((path / name).is_file() for name in (CASE_FILE, *MISNAMED))
+
+
+def case_files(cases_dir: Path) -> list[Path]:
+    """The case files under `cases_dir` as collection finds them: nested folders too, but not
+    inside a case's folder (its payload); a misnamed case file is listed under its name."""
+    found = []
+    for folder, dirs, _ in sorted(os.walk(cases_dir)):
+        here = Path(folder)
+        if is_case_dir(here):
+            dirs[:] = []
+            found.append(here / CASE_FILE if (here / CASE_FILE).is_file()
+                         else next(here / n for n in MISNAMED if (here / n).is_file()))
+        else:
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+    return sorted(found)
+
+
+def case_file_problem(path: Path) -> str | None:
+    """Why a case file found by `case_files` cannot be a case's (its name), or None."""
+    if path.name == CASE_FILE:
+        return None
+    return (f"the case file must be named {CASE_FILE}; rename it (nothing in "
+            f"{display(path.parent)} is collected until then)")
+
+
+def duplicate_id(seen: dict[str, Path], case_id: str, file: Path) -> str | None:
+    """A second case of the same id (nested folders): their runs would share keys."""
+    first = seen.setdefault(case_id, file)
+    if first == file:
+        return None
+    return (f"case id '{case_id}' is already that of {display(first)}; case ids name the runs "
+            "and must be unique: rename one folder and its id")
 
 
 class CaseDirectory(pytest.Directory):
-    """A case folder: only its `test.yaml` is collected, never the payload files in it."""
+    """A case folder: only its `test.yaml` is collected, never the payload files in it (a
+    misnamed `test.yml` is an error, not a reason to collect its Python files as tests)."""
 
     def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
+        if not (self.path / CASE_FILE).is_file():
+            misnamed = next(self.path / n for n in MISNAMED if (self.path / n).is_file())
+            raise self.CollectError(f"{display(misnamed)}: {case_file_problem(misnamed)}")
         yield CaseFile.from_parent(self, path=self.path / CASE_FILE)
 
 
@@ -77,6 +118,9 @@ class CaseFile(pytest.File):
             subtests = select_subtests(self.config, case, self.path)
         except SpecError as exc:
             raise self.CollectError(str(exc)) from None
+        twice = duplicate_id(self.config.stash.setdefault(IDS_KEY, {}), case.id, self.path)
+        if twice:
+            raise self.CollectError(f"{display(self.path)}: {twice}")
         marks = ["scylla", case.category, *case.tags]  # scylla and categories: see configure
         registered = self.config.stash.setdefault(TAGS_KEY, set())
         for tag in set(case.tags) - registered:

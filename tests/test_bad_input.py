@@ -85,6 +85,13 @@ CATALOGUE: list[tuple[str, list[tuple[str, str, str]], str]] = [
                            "name: \x1b[1mAlpha task")],
      "cases/alpha/test.yaml:2: column 7: control character U+001B (a terminal colour code?); "
      "remove it"),
+    ("regex-does-not-compile", [("cases/alpha/test.yaml", 'expect_stdout: {exact: "ok\\n"}',
+                                 'expect_stdout: {regex: "o(k"}')],
+     "cases/alpha/test.yaml:12: the regex does not compile: missing ), unterminated subpattern "
+     "at position 1; fix the pattern"),
+    ("source-holds-the-solution", [("cases/alpha/test.yaml", "path: source", "path: .")],
+     "cases/alpha/test.yaml:6: source.path '.' contains the case file (cases/alpha/test.yaml), "
+     "which the agent must not see; point it at a folder with the code only"),
     ("prompt-control-char", [("cases/alpha/prompt.md", "print ok.", "print ok.\x07")],
      "cases/alpha/prompt.md:1: column 23: control character U+0007; remove it"),
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -29,6 +30,39 @@ def test_validate_reports_every_bad_file(mini: Path, edit: Callable[[str, str, s
     assert "rubrics/basic.yaml:2: category weights sum to 1.1, not 1" in out
     assert "tiers/T1.yaml:6: unknown skill 'nope'" in out
     assert out.rstrip().endswith("invalid")
+
+
+def test_validate_sees_what_collection_sees(mini: Path, pytester: pytest.Pytester,
+                                           capsys: pytest.CaptureFixture[str],
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nested case folders, a duplicate case id, a misnamed case file (whose Python files
+    must not be collected as tests) and a broken shared rubric no case uses: `scylla
+    validate` and collection name the same problems, with the same words."""
+    monkeypatch.chdir(mini)
+    shutil.copytree(mini / "cases/alpha", mini / "cases/group/alpha")
+    shutil.copytree(mini / "cases/beta", mini / "cases/group/beta2")
+    (mini / "cases/group/beta2/test.yaml").write_text(
+        (mini / "cases/group/beta2/test.yaml").read_text().replace("id: beta", "id: beta2"))
+    shutil.copytree(mini / "cases/beta", mini / "cases/group/gamma")
+    (mini / "cases/group/gamma/test.yaml").rename(mini / "cases/group/gamma/test.yml")
+    (mini / "cases/group/gamma/test_hidden.py").write_text("def test_x():\n    pass\n")
+    (mini / "rubrics/unused.yaml").write_text("name: unused\ncategories: [\n")
+    assert main(["validate", "."]) == 1
+    out = capsys.readouterr().out
+    duplicate = ("cases/group/alpha/test.yaml: case id 'alpha' is already that of "
+                 "cases/alpha/test.yaml; case ids name the runs and must be unique: rename one "
+                 "folder and its id")
+    misnamed = ("cases/group/gamma/test.yml: the case file must be named test.yaml; rename it "
+                "(nothing in cases/group/gamma is collected until then)")
+    assert duplicate in out.splitlines()
+    assert misnamed in out.splitlines()
+    assert "ok   beta2 (documentation" in out  # nested, found
+    assert "rubrics/unused.yaml:3: YAML syntax error" in out
+    assert out.rstrip().endswith("3 invalid")
+    listed = pytester.runpytest("cases", "--co", "-q")
+    listed.stdout.fnmatch_lines([duplicate, misnamed])
+    assert "test_hidden.py" not in listed.stdout.str()
+    assert any(line.startswith("cases/group/beta2/test.yaml::beta2[") for line in listed.outlines)
 
 
 def test_validate_needs_a_project_folder(tmp_path: Path,

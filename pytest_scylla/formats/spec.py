@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from collections.abc import Collection
 from dataclasses import dataclass
 from functools import lru_cache
@@ -274,6 +275,21 @@ def load_case(file: Path, rubrics_dir: Path, known_tiers: Collection[str] | None
             problems.append(doc.problem(("checks", i), f"duplicate check name '{check.name}' "
                                         f"(first at line {names[check.name]})"))
         names.setdefault(check.name, doc.line(("checks", i)))
+        if check.expect_stdout and check.expect_stdout[0] == "regex":
+            try:
+                re.compile(check.expect_stdout[1], re.MULTILINE)
+            except re.error as exc:  # found now, not after the agent has run
+                problems.append(doc.problem(("checks", i, "expect_stdout", "regex"),
+                                            f"the regex does not compile: {exc.msg} at "
+                                            f"position {exc.pos}; fix the pattern"))
+    if source.path is not None:  # the agent gets a copy of the source: nothing it must not see
+        for what, path in (("the hidden tests", hidden), ("the solution", solution),
+                           ("the case file", file)):
+            if path is not None and path.resolve().is_relative_to(source.path.resolve()):
+                problems.append(doc.problem(("source", "path"), f"source.path "
+                                            f"'{raw_source['path']}' contains {what} "
+                                            f"({display(path)}), which the agent must not "
+                                            "see; point it at a folder with the code only"))
     if known_tiers is not None:
         for i, tier in enumerate(data.get("tiers", [])):
             if tier not in known_tiers:
