@@ -133,6 +133,8 @@ def test_the_export_and_the_run_trees_give_identical_statistics(reports: dict[st
     # every table alike, the title (the folder's name) apart
     assert (from_csv / "tables.md").read_text().splitlines()[1:] == \
         (from_trees / "tables.md").read_text().splitlines()[1:]
+    md = (from_csv / "tables.md").read_text()
+    assert "| score | 2 | 18 |" in md  # every table states its n: the test's too
 
 
 def test_judge_agreement_counts_every_run_of_every_case(reports: dict[str, Any]) -> None:
@@ -181,3 +183,39 @@ def test_two_exports_merged_keep_each_judge_with_its_run(reports: dict[str, Any]
     stats = _read(out, "statistical_results.json")
     assert stats["krippendorff_alpha"]["runs"] == 36
     assert {pair["n"] for pair in stats["judge_pairs"]} == {36}
+
+
+def _row(md: str, title: str, tier: str) -> list[str]:
+    """The cells of a tier's row in the table under `title` in tables.md."""
+    section = md.split(f"## {title}", 1)[1].split("\n## ", 1)[0]
+    line = next(ln for ln in section.splitlines() if ln.startswith(f"| {tier} |"))
+    return [cell.strip() for cell in line.strip("|").split("|")]
+
+
+def test_missing_numbers_are_left_out_of_means_and_counted_in_n(
+        reports: dict[str, Any], tmp_path: Path) -> None:
+    """Runs without tokens (empty cells) are not zeros: the token table's mean is over the
+    runs that have them, its n says how many; with no duration at all the latency is "-"."""
+    export = tmp_path / "export"
+    shutil.copytree(reports["root"] / "export", export)
+    with (export / "runs.csv").open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    for row in rows:
+        if row["run_number"] == "3":
+            for column in ("input_tokens", "output_tokens", "cache_creation_tokens",
+                           "cache_read_tokens", "total_tokens"):
+                row[column] = ""
+        if row["tier"] == "T1":
+            row["duration_seconds"] = row["judge_duration_seconds"] = "N/A"
+    _write_csv(export / "runs.csv", rows)
+    assert main(["report", str(export), "--out", str(tmp_path / "out"), "--report", "md"]) == 0
+    md = (tmp_path / "out" / "tables.md").read_text()
+    t0 = [int(r["input_tokens"]) for r in rows if r["tier"] == "T0" and r["input_tokens"]]
+    cells = _row(md, "Token breakdown", "T0")
+    assert int(cells[1]) == len(t0)
+    assert float(cells[2]) == pytest.approx(sum(t0) / len(t0), abs=0.05)
+    assert len(t0) == 6
+    latency = _row(md, "Latency breakdown", "T1")
+    assert latency[1] == "0"  # n: no T1 run has a duration
+    assert latency[4:] == ["-", "-", "-"]  # judge, total seconds and the share: unknown, not 0
+    assert _row(md, "Tier summary", "T1")[1] == "9"

@@ -236,12 +236,12 @@ def test_the_papers_tables_16_to_19_come_out_of_its_imported_dryrun(tmp_path: Pa
     assert main(["report", str(dest), "--report", "md"]) == 0
     md = (dest / "tables.md").read_text()
     assert "## Tier summary (the paper's Table 16)" in md
-    assert "| T5 | 1.000 | 0.983 | 0.983 | A | 0.0653 |" in md  # dollars to four places
+    assert "| T5 | 1 | 1.000 | 0.983 | 0.983 | A | 0.0653 |" in md  # dollars to four places
     tex = (dest / "tables.tex").read_text()
     tables = tex.count("\\begin{table}")
     assert tables == md.count("\n## ") >= 9  # every Markdown table has its LaTeX twin
     assert tex.count("\\toprule") == tex.count("\\midrule") == tex.count("\\bottomrule") == tables
-    assert "T5 & 1.000 & 0.983 & 0.983 & A & 0.0653 \\\\" in tex
+    assert "T5 & 1 & 1.000 & 0.983 & 0.983 & A & 0.0653 \\\\" in tex
     assert "code\\_quality & 1.000 & 0.000 & 21" in tex  # underscores escaped
     assert "alpha (interval) = -0.117" in tex  # the paper, section 7.5
 

@@ -174,24 +174,29 @@ def paper_tables(tables: Tables, summary: list[dict[str, Any]] | None = None
         if row["outcome"] in metrics.COUNTED:
             by_tier.setdefault(str(row["tier"]), []).append(row)
 
-    def mean(rows: list[dict[str, Any]], column: str) -> float:
-        values = [float(r[column]) for r in rows if r.get(column) not in (None, "")]
-        return statistics.fmean(values) if values else 0.0
+    def values(rows: list[dict[str, Any]], column: str) -> list[float]:
+        return [float(r[column]) for r in rows if r.get(column) not in (None, "")]
+
+    def mean(rows: list[dict[str, Any]], column: str) -> float | None:
+        """The mean over the runs that have the value; None (shown "-") when none has it."""
+        found = values(rows, column)
+        return statistics.fmean(found) if found else None
 
     tokens, latency = [], []
     for s in summary:
         rows = by_tier.get(s["tier"], [])
-        counts = {c: mean(rows, c) for c in ("input_tokens", "output_tokens",
-                                             "cache_creation_tokens", "cache_read_tokens")}
-        tokens.append({"tier": s["tier"], **counts, "total_tokens": sum(counts.values())})
+        columns = ("input_tokens", "output_tokens", "cache_creation_tokens", "cache_read_tokens")
+        counts = {c: mean(rows, c) for c in columns}
+        known = [v for v in counts.values() if v is not None]
+        tokens.append({"tier": s["tier"], "n": len(values(rows, "input_tokens")), **counts,
+                       "total_tokens": sum(known) if known else None})
         agent, judge = mean(rows, "agent_duration_seconds"), mean(rows, "judge_duration_seconds")
         total = mean(rows, "duration_seconds")
-        has_checks = any(r.get("checks_duration_seconds") not in (None, "") for r in rows)
-        latency.append({"tier": s["tier"], "agent_seconds": agent,
-                        "checks_seconds": mean(rows, "checks_duration_seconds")
-                        if has_checks else None, "judge_seconds": judge,
-                        "total_seconds": total,
-                        "judge_share": judge / total if total else None})
+        latency.append({"tier": s["tier"], "n": len(values(rows, "duration_seconds")),
+                        "agent_seconds": agent,
+                        "checks_seconds": mean(rows, "checks_duration_seconds"),
+                        "judge_seconds": judge, "total_seconds": total,
+                        "judge_share": judge / total if judge is not None and total else None})
     per_criterion: dict[str, list[float]] = {}
     for c in tables.criteria:
         if c.get("criterion_score") not in (None, ""):
@@ -199,7 +204,8 @@ def paper_tables(tables: Tables, summary: list[dict[str, Any]] | None = None
     criteria = [{"criterion": name, "mean": statistics.fmean(v),
                  "sd": statistics.stdev(v) if len(v) > 1 else None, "n": len(v)}
                 for name, v in per_criterion.items()]
-    tiers = [{"tier": s["tier"], "pass_rate": s["pass_rate"], "mean_score": s["mean_score"],
-              "median_score": s["median_score"], "grade": s["modal_grade"], "cop": s["cop"]}
+    tiers = [{"tier": s["tier"], "n": s["n"], "pass_rate": s["pass_rate"],
+              "mean_score": s["mean_score"], "median_score": s["median_score"],
+              "grade": s["modal_grade"], "cop": s["cop"]}
              for s in summary]
     return {"tiers": tiers, "tokens": tokens, "latency": latency, "criteria": criteria}
