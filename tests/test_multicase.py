@@ -208,7 +208,9 @@ def test_missing_numbers_are_left_out_of_means_and_counted_in_n(
         if row["tier"] == "T1":
             row["duration_seconds"] = row["judge_duration_seconds"] = "N/A"
     _write_csv(export / "runs.csv", rows)
-    assert main(["report", str(export), "--out", str(tmp_path / "out"), "--report", "md"]) == 0
+    assert main(["report", str(export), "--out", str(tmp_path / "out"), "--report",
+                 "md,html"]) == 0  # the figures read the same cells
+    assert {p.stem for p in (tmp_path / "out" / "figures").iterdir()} >= {"tokens", "latency"}
     md = (tmp_path / "out" / "tables.md").read_text()
     t0 = [int(r["input_tokens"]) for r in rows if r["tier"] == "T0" and r["input_tokens"]]
     cells = _row(md, "Token breakdown", "T0")

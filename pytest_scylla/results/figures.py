@@ -95,12 +95,20 @@ def pareto(tables: Tables, summary: Summary, folder: Path) -> str | None:
     return _save(fig, folder, "pareto")
 
 
+def _numbers(frame: Any, columns: list[str]) -> Any:
+    """The columns as numbers; a missing or not-applicable value is NaN, which the means
+    leave out (as the tables do), never a zero."""
+    import pandas as pd
+
+    return frame.reindex(columns=columns).apply(pd.to_numeric, errors="coerce")
+
+
 def tokens(tables: Tables, summary: Summary, folder: Path) -> str | None:
     frame = _frame(tables.runs)
     cols = ["input_tokens", "output_tokens", "cache_creation_tokens", "cache_read_tokens"]
-    if frame.empty or frame[cols].fillna(0).astype(float).to_numpy().sum() == 0:
+    if frame.empty or not _numbers(frame, cols).fillna(0).to_numpy().any():
         return None
-    means = frame.groupby("tier")[cols].apply(lambda g: g.fillna(0).astype(float).mean())
+    means = _numbers(frame, cols).groupby(frame["tier"]).mean()
     fig, ax = _axes()
     means.plot(kind="bar", stacked=True, ax=ax)
     ax.set(ylabel="tokens per run (mean)", title="Token distribution by tier")
@@ -109,15 +117,15 @@ def tokens(tables: Tables, summary: Summary, folder: Path) -> str | None:
 
 def latency(tables: Tables, summary: Summary, folder: Path) -> str | None:
     frame = _frame(tables.runs)
-    if frame.empty:
+    if frame.empty or "tier" not in frame:
         return None
-    frame = frame.assign(
-        agent=frame["agent_duration_seconds"].fillna(0).astype(float),
-        judges=frame["judge_duration_seconds"].fillna(0).astype(float))
-    frame["other"] = (frame["duration_seconds"].fillna(0).astype(float) - frame["agent"]
-                      - frame["judges"]).clip(lower=0)
-    means = frame.groupby("tier")[["agent", "other", "judges"]].mean()
-    if means.empty:  # no run with a tier (e.g. only crash rows)
+    times = _numbers(frame, ["agent_duration_seconds", "judge_duration_seconds",
+                             "duration_seconds"])
+    parts = times.assign(agent=times["agent_duration_seconds"],
+                         judges=times["judge_duration_seconds"])
+    parts["other"] = (times["duration_seconds"] - parts["agent"] - parts["judges"]).clip(lower=0)
+    means = parts.groupby(frame["tier"])[["agent", "other", "judges"]].mean()
+    if means.empty or means.isna().all().all():  # no run with a tier, or no times at all
         return None
     fig, ax = _axes()
     means.plot(kind="bar", stacked=True, ax=ax)
