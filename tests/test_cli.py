@@ -32,6 +32,26 @@ def test_validate_reports_every_bad_file(mini: Path, edit: Callable[[str, str, s
     assert out.rstrip().endswith("invalid")
 
 
+def test_a_resource_that_is_not_utf8_fails_only_the_tiers_that_use_it(
+        mini: Path, pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(mini)
+    with (mini / "tiers/skills/review/SKILL.md").open("ab") as handle:
+        handle.write(b"Look \xff\n")
+    assert main(["validate", "."]) == 1
+    out = capsys.readouterr().out.splitlines()
+    message = ("tiers/skills/review/SKILL.md:6: column 6: byte 0xff is not UTF-8; save the file "
+               "as UTF-8")
+    assert out[:3] == ["FAIL T1:", message, "ok   T0 (3 subtests)"]  # T0 does not use it
+    assert out[-1] == "3 invalid"  # T1, and T5's two subtests that extend T1
+    only_t0 = pytester.runpytest("cases", "--co", "-q", "--scylla-tiers=T0")
+    assert only_t0.ret == pytest.ExitCode.OK
+    assert "Traceback" not in only_t0.stdout.str()
+    every = pytester.runpytest("cases", "--co", "-q")
+    every.stdout.fnmatch_lines([message])
+    assert "Traceback" not in every.stdout.str()
+
+
 def test_validate_sees_what_collection_sees(mini: Path, pytester: pytest.Pytester,
                                            capsys: pytest.CaptureFixture[str],
                                            monkeypatch: pytest.MonkeyPatch) -> None:
