@@ -12,6 +12,7 @@ from typing import Any
 
 from pytest_scylla import __version__
 from pytest_scylla.collect import case_file_problem, case_files, duplicate_id
+from pytest_scylla.core.folders import write_problem
 from pytest_scylla.formats import PACKAGED
 from pytest_scylla.formats.spec import load_case, load_rubric
 from pytest_scylla.formats.tiers import TierSet
@@ -122,6 +123,10 @@ def _image(args: argparse.Namespace) -> int:
     from pytest_scylla.run.agents.claude_code import PINNED_VERSION
     from pytest_scylla.run.sandbox import SandboxError, images
 
+    if args.ca_bundle is not None and not args.ca_bundle.is_file():
+        print(f"scylla image build: --ca-bundle {args.ca_bundle}: not a file; expected a PEM "
+              "file of CA certificates", file=sys.stderr)
+        return 2
     try:
         if args.host:
             if args.base or args.tag or args.cli_version or args.ca_bundle:
@@ -169,6 +174,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "report":
         return _report(args.dirs, args.out, tuple(
             f for f in args.report.split(",") if f.strip() and f != "none"))
+    if args.command in ("init", "import"):  # the folder written, checked before anything else
+        folder: Path = args.dir if args.command == "init" else args.dest
+        problem = write_problem(folder.resolve(), Path.cwd())
+        if problem:
+            print(f"scylla {args.command}: {problem}", file=sys.stderr)
+            return 2
     if args.command == "init":
         from pytest_scylla.scaffold import init
 
@@ -200,6 +211,9 @@ def _report(dirs: list[Path], out: Path | None, formats: tuple[str, ...]) -> int
         print("scylla report: several folders merge into a new one: pass --out DIR",
               file=sys.stderr)
         return 2
+    if out is not None and (problem := write_problem(out.resolve(), Path.cwd())):
+        print(f"scylla report: --out {problem}", file=sys.stderr)  # before any reading
+        return 2
     target = out or dirs[0]
     try:
         tables = load(dirs)
@@ -213,6 +227,9 @@ def _report(dirs: list[Path], out: Path | None, formats: tuple[str, ...]) -> int
     if unknown:
         print(f"scylla report: unknown report format(s) {', '.join(sorted(unknown))}; use md, "
               "html or none", file=sys.stderr)
+        return 2
+    if out is None and (problem := write_problem(target.resolve(), Path.cwd())):
+        print(f"scylla report: {problem}", file=sys.stderr)  # a folder it may only read
         return 2
     manifest = _manifest(dirs, tables)
     from pytest_scylla.core.record import read_dict

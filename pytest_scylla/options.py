@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import warnings
 from typing import Any
 
 import pytest
 
+from pytest_scylla.core.folders import shown
 from pytest_scylla.judging.judges import DEFAULT_JUDGES
 
 ORACLE_MODES = ("solution", "noop", "wrong", "mixed")
@@ -81,12 +84,45 @@ FLAGS: tuple[tuple[str, str], ...] = (
 
 
 
+# keys whose value holds several items, written comma-separated in one string
+LIST_KEYS = frozenset(f"scylla_{name}" for name in ("tiers", "subtests", "report", "judges",
+                                                     "limits"))
+
+
 def value(config: pytest.Config, dest: str) -> tuple[Any, str]:
     """(value, where it came from) with CLI over ini."""
     cli = config.getoption(dest)
     if cli is not None:
         return cli, f"--{dest.replace('_', '-')}"
-    return config.getini(dest), f"ini option '{dest}'"
+    return ini(config, dest)
+
+
+def ini(config: pytest.Config, dest: str) -> tuple[Any, str]:
+    """A string ini key's (value, where it came from: `-o key`, or `<file>: key`). A list is
+    refused: a TOML list, or `[...]` in an ini file for a key of several items."""
+    with warnings.catch_warnings():  # pytest warns of a TOML list for a string key: refused here
+        warnings.simplefilter("ignore", pytest.PytestRemovedIn10Warning)
+        raw = config.getini(dest)
+    overrides = config.getoption("override_ini") or ()
+    if any(str(o).partition("=")[0].strip() == dest for o in overrides):
+        origin = f"-o {dest}"
+    elif config.inipath is not None:
+        origin = f"{shown(config.inipath, config.invocation_params.dir)}: {dest}"
+    else:
+        origin = dest
+    text = raw.strip() if isinstance(raw, str) else ""
+    bracketed = dest in LIST_KEYS and text.startswith("[") and text.endswith("]")
+    if not isinstance(raw, list) and not bracketed:
+        return raw, origin
+    items = [str(x) for x in raw] if isinstance(raw, list) else \
+        [x.strip().strip("'\"") for x in text[1:-1].split(",")]
+    written = json.dumps(raw) if isinstance(raw, list) else text
+    if dest not in LIST_KEYS:
+        raise pytest.UsageError(f"{origin}: {written} is a list; expected one value")
+    joined = ",".join(x for x in items if x)
+    toml = config.inipath is not None and config.inipath.suffix == ".toml"
+    raise pytest.UsageError(f"{origin}: {written} is a list; write its items comma-separated "
+                            f"in one string: {dest} = {json.dumps(joined) if toml else joined}")
 
 
 def as_list(raw: Any) -> tuple[str, ...] | None:

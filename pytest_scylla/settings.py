@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from pytest_scylla.core.folders import read_problem, write_problem
 from pytest_scylla.formats import PACKAGED
 from pytest_scylla.formats.tiers import TIER_NAME, Subtest, TierSet, tier_files
 from pytest_scylla.formats.yamlmarks import display
@@ -20,6 +21,7 @@ from pytest_scylla.judging.judges import JudgeSpec, JudgeSpecError
 from pytest_scylla.judging.judges import parse as parse_judge
 from pytest_scylla.options import DEFAULT_MODEL, ORACLE_MODES
 from pytest_scylla.options import as_list as _list
+from pytest_scylla.options import ini as _ini
 from pytest_scylla.options import value as _value
 from pytest_scylla.sandbox_settings import DEFAULT_LIMITS, sandbox_settings
 
@@ -83,20 +85,29 @@ def _matches(selector: str, sub: Subtest) -> bool:
             and (words is None or f"{number}-{words}" == sub.name))
 
 
-def _path(config: pytest.Config, dest: str, default: Path) -> Path:
+def _folder(config: pytest.Config, dest: str, holding: str | None = None) -> Path | None:
+    """A folder option, None when not set: the CLI's relative to the invocation folder, the
+    ini's to the ini file's. It must be a folder of `holding` (read) or, without `holding`, one
+    this session can write (the probe left to the controller)."""
     cli = config.getoption(dest)
-    if cli:
-        return (config.invocation_params.dir / str(cli)).resolve()
-    ini = config.getini(dest)
-    if ini:
-        base = config.inipath.parent if config.inipath else config.rootpath
-        return (base / str(ini)).resolve()
-    return default
+    raw, origin = (cli, f"--{dest.replace('_', '-')}") if cli else _ini(config, dest)
+    text = str(raw or "")
+    if not text:
+        return None
+    here = config.invocation_params.dir
+    base = here if cli else config.inipath.parent if config.inipath else config.rootpath
+    path = (base / text).resolve()
+    problem = write_problem(path, here, probe=not hasattr(config, "workerinput")) \
+        if holding is None else read_problem(path, here, holding)
+    if problem:
+        raise pytest.UsageError(f"{origin}={raw!r}: {problem}")
+    return path
 
 
 def resolve(config: pytest.Config) -> Settings:
     """Read and check every scylla option once; a bad value is a `pytest.UsageError`."""
-    tiers_dir = _path(config, "scylla_tiers_dir", config.rootpath / "tiers")
+    tiers_dir = _folder(config, "scylla_tiers_dir", "tier files (T0.yaml ...)") or \
+        config.rootpath / "tiers"
     tier_dirs = _tier_layers(config, tiers_dir)
     tiers, (subtests, subtests_origin) = _tiers(config, tier_dirs), _subtests(config)
     judges, min_judges = _judges(config)
@@ -106,16 +117,16 @@ def resolve(config: pytest.Config) -> Settings:
     if flags["fresh"] and flags["rejudge"]:
         raise pytest.UsageError("--scylla-fresh and --scylla-rejudge exclude each other: fresh "
                                 "re-runs the agents, rejudge only re-scores stored runs")
-    out_raw = config.getoption("scylla_out") or config.getini("scylla_out")
     settings = Settings(
         runs=_runs(config), tiers=tiers, subtests=subtests,
-        out=_path(config, "scylla_out", Path()) if out_raw else None, label=_label(config),
+        out=_folder(config, "scylla_out"), label=_label(config),
         report=_report(config), oracle=_oracle(config), tiers_dir=tier_dirs[0],
         tier_dirs=tier_dirs,
-        rubrics_dir=_path(config, "scylla_rubrics_dir", config.rootpath / "rubrics"),
+        rubrics_dir=_folder(config, "scylla_rubrics_dir", "shared rubrics (<name>.yaml)") or
+        config.rootpath / "rubrics",
         model=_model(config), **sandbox_settings(config),
         cli=str(_value(config, "scylla_cli")[0]).strip() or None,
-        cache_dir=_path(config, "scylla_cache_dir", default_cache_dir()),
+        cache_dir=_folder(config, "scylla_cache_dir") or default_cache_dir(),
         judges=judges, min_judges=min_judges, shard=_shard(config), **_limits(config), **flags)
     if subtests is not None:
         # Checking that each selector matches something needs the tiers: parse them now, once.

@@ -7,6 +7,7 @@ problems travel together in one `SpecError`, rendered as `path:line: message` li
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -171,16 +172,28 @@ def schema(name: str) -> dict[str, Any]:
     return loaded
 
 
+def _infinite(value: Any) -> bool:
+    return isinstance(value, float) and not math.isfinite(value)
+
+
 @cache
 def _validator(name: str) -> Any:
-    from jsonschema import Draft202012Validator
+    """The schema's validator, its numbers finite: YAML's .inf and .nan are not amounts."""
+    from jsonschema import Draft202012Validator, validators
 
-    return Draft202012Validator(schema(name))
+    checker = Draft202012Validator.TYPE_CHECKER.redefine(
+        "number", lambda _checker, value: Draft202012Validator.TYPE_CHECKER.is_type(
+            value, "number") and not _infinite(value))
+    return validators.extend(Draft202012Validator, type_checker=checker)(schema(name))
 
 
 def validate(doc: Document, schema_name: str) -> None:
     """Raise a SpecError listing every way `doc` breaks the named schema."""
-    problems = [_problem(doc, err) for err in _validator(schema_name).iter_errors(doc.data)]
+    errors = list(_validator(schema_name).iter_errors(doc.data))
+    typed = {tuple(err.absolute_path) for err in errors if err.validator == "type"}
+    problems = [_problem(doc, err) for err in errors  # .inf: the type error alone, no minimum
+                if err.validator == "type" or not _infinite(err.instance)
+                or tuple(err.absolute_path) not in typed]
     if problems:
         raise SpecError(problems)
 
@@ -223,6 +236,9 @@ def _problem(doc: Document, err: Any) -> Problem:
     if kind == "required":
         missing = err.message.split("'")[1] if "'" in err.message else err.message
         return doc.problem(where, f"missing required key '{missing}' in {loc}")
+    if kind == "type" and _infinite(err.instance) and "number" in err.validator_value:
+        spelled = ".nan" if math.isnan(err.instance) else "-.inf" if err.instance < 0 else ".inf"
+        return doc.problem(where, f"{loc} must be a finite number, not {spelled}")
     if kind == "type":
         wanted = err.validator_value
         wanted = [wanted] if isinstance(wanted, str) else wanted
