@@ -188,12 +188,19 @@ def main(argv: Sequence[str] | None = None) -> int:
               "drop --scylla-oracle and set ANTHROPIC_API_KEY for a real run)")
         return 0
     if args.command == "import":
-        from pytest_scylla.results.importer import SourceTreeError, convert
+        from pytest_scylla.results.importer import convert
+        from pytest_scylla.results.inputs import ReportInputError
 
         try:
             count = convert(args.src, args.dest)
-        except (SourceTreeError, OSError, ValueError, KeyError) as exc:
-            print(f"scylla import: {exc}", file=sys.stderr)
+        except ReportInputError as exc:  # names the file: path[:line]: ...
+            print(exc, file=sys.stderr)
+            return 2
+        except OSError as exc:
+            print(_os_error(exc, "scylla import"), file=sys.stderr)
+            return 2
+        except (ValueError, KeyError) as exc:  # a shape no check knows yet
+            print(f"scylla import: {args.src}: cannot be read ({exc!r})", file=sys.stderr)
             return 2
         print(f"imported {count} runs from {args.src} into {args.dest}; "
               f"rebuild with: scylla report {args.dest}")
@@ -205,7 +212,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _report(dirs: list[Path], out: Path | None, formats: tuple[str, ...]) -> int:
     from pytest_scylla.results import report
-    from pytest_scylla.results.tables import ReportInputError, load
+    from pytest_scylla.results.inputs import ReportInputError
+    from pytest_scylla.results.tables import load
 
     if out is None and len(dirs) > 1:
         print("scylla report: several folders merge into a new one: pass --out DIR",
@@ -217,8 +225,11 @@ def _report(dirs: list[Path], out: Path | None, formats: tuple[str, ...]) -> int
     target = out or dirs[0]
     try:
         tables = load(dirs)
-    except ReportInputError as exc:
-        print(f"scylla report: {exc}", file=sys.stderr)
+    except ReportInputError as exc:  # names the file: path[:line]: ...
+        print(exc, file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(_os_error(exc, "scylla report"), file=sys.stderr)
         return 2
     if not tables.runs:
         print(f"scylla report: no runs in {', '.join(map(str, dirs))}", file=sys.stderr)
@@ -249,6 +260,11 @@ def _report(dirs: list[Path], out: Path | None, formats: tuple[str, ...]) -> int
     report.write(target, tables, manifest, formats=("csv", "json", *formats))
     print("\n".join(report.tier_table(tables, target)))
     return 0
+
+
+def _os_error(exc: OSError, command: str) -> str:
+    """`path: reason` for a file the system would not let us read or write."""
+    return f"{exc.filename}: {exc.strerror}" if exc.filename else f"{command}: {exc}"
 
 
 def _manifest(dirs: list[Path], tables: Any) -> dict[str, Any]:

@@ -87,11 +87,12 @@ def test_report_input_errors_are_one_line(tmp_path: Path,
     assert "pass --out DIR" in capsys.readouterr().err
     assert main(["report", str(tmp_path)]) == 2
     assert "no runs.jsonl, runs/*/run.json or runs.csv here" in capsys.readouterr().err
-    (tmp_path / "runs.jsonl").write_text('{"run_key": "a"}\n{"run_ke\n{"run_key": "b"}\n')
+    a, b = (json.dumps({"run_key": key, "tier": "T0", "outcome": "pass"}) for key in "ab")
+    (tmp_path / "runs.jsonl").write_text(f'{a}\n{{"run_ke\n{b}\n')
     assert main(["report", str(tmp_path)]) == 2
     assert "runs.jsonl:2: not a JSON record" in capsys.readouterr().err
     # the last line cut short by a kill: left out, saying so, and the rest is reported
-    (tmp_path / "runs.jsonl").write_text('{"run_key": "a"}\n{"run_ke')
+    (tmp_path / "runs.jsonl").write_text(f'{a}\n{{"run_ke')
     assert main(["report", str(tmp_path), "--report", "none"]) == 0
     assert "runs.jsonl:2: a record cut short (the session was killed while writing it) is " \
            "left out" in capsys.readouterr().out

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_scylla.operations import resume
-from pytest_scylla.results.tables import ReportInputError, read_records
+from pytest_scylla.results.inputs import ReportInputError
+from pytest_scylla.results.tables import read_records
 
 Sample = tuple[float, float]  # (dollars incl. judges, seconds)
 

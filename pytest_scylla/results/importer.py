@@ -16,17 +16,38 @@ from typing import Any
 
 from pytest_scylla.core.runspec import RunKey
 from pytest_scylla.results import report
+from pytest_scylla.results.inputs import ReportInputError, check, read_object
 from pytest_scylla.results.metrics import model_label
 from pytest_scylla.results.tables import RUNS_FILE, Tables
 
+ORIGINAL = "as the original implementation writes it"
 
-class SourceTreeError(ValueError):
+
+class SourceTreeError(ReportInputError):
     """The source is not a run tree of the original implementation."""
 
 
-def _optional(path: Path) -> dict[str, Any]:
+def _read(path: Path, name: str | None = None) -> dict[str, Any]:
+    """One of the original's JSON files, checked against original.schema.json under its `name`
+    (default: the file's name)."""
+    name = name or path.name
+    data = read_object(path, f"{name} {ORIGINAL}")
+    check({name: data}, "original", str(path), f"{name} {ORIGINAL}")
+    return data
+
+
+def _optional(path: Path, name: str | None = None) -> dict[str, Any]:
     """A JSON file the original implementation does not always write; {} when it is absent."""
-    return json.loads(path.read_text("utf-8")) if path.is_file() else {}
+    return _read(path, name) if path.is_file() else {}
+
+
+def _number(folder: Path, prefix: str) -> int:
+    """NN of a `<prefix>_NN` folder."""
+    try:
+        return int(folder.name.removeprefix(prefix + "_"))
+    except ValueError:
+        raise SourceTreeError(f"{folder}: not a {prefix}_NN folder name; expected {prefix}_ and "
+                              "its number, as the original implementation names them") from None
 
 
 def _num(value: Any) -> float | None:
@@ -35,19 +56,29 @@ def _num(value: Any) -> float | None:
         else None
 
 
+def _kept(value: Any) -> Any:
+    """A recorded number as it is; None for its "N/A", empty or missing values."""
+    return value if _num(value) is not None else None
+
+
 def _judge(folder: Path, models: dict[int, str | None]) -> dict[str, Any]:
     """`judge/judge_0N/`; `models` maps judge numbers to their models."""
-    number = int(folder.name.split("_")[1])
-    data = json.loads((folder / "judgment.json").read_text("utf-8"))
+    number = _number(folder, "judge")
+    if not (folder / "judgment.json").is_file():
+        raise SourceTreeError(f"{folder}: no judgment.json; expected one in every "
+                              "judge/judge_NN/ folder of a run")
+    data = _read(folder / "judgment.json")
     cats = data.get("criteria_scores") or {}
-    achieved = sum(_num(c.get("achieved")) or 0.0 for c in cats.values())
-    maximum = sum(_num(c.get("max")) or 0.0 for c in cats.values())
+    # a category not applicable (its achieved or its maximum N/A or null) counts in neither
+    points = [(_num(c.get("achieved")), _num(c.get("max"))) for c in cats.values()]
+    achieved = sum(a for a, m in points if a is not None and m is not None)
+    maximum = sum(m for a, m in points if a is not None and m is not None)
     return {
         "judge_model": models.get(number), "judge_number": number,
         "valid": bool(data.get("is_valid", True)), "score": _num(data.get("score")),
         "passed": data.get("passed"), "grade": data.get("grade"),
         "impl_rate": achieved / maximum if maximum else None,
-        "seconds": _optional(folder / "timing.json").get("judge_duration_seconds"),
+        "seconds": _kept(_optional(folder / "timing.json").get("judge_duration_seconds")),
         "verdict": {"reasoning": data.get("reasoning", ""),
                     "items": {i: v for c in cats.values() for i, v in
                               (c.get("items") or {}).items()}},
@@ -58,17 +89,19 @@ def _judge(folder: Path, models: dict[int, str | None]) -> dict[str, Any]:
 
 def _run(run_dir: Path, tier: str, subtest: str, model: str | None,
          case: str) -> dict[str, Any]:
-    data = json.loads((run_dir / "run_result.json").read_text("utf-8"))
+    data = _read(run_dir / "run_result.json")
     models = {j.get("judge_number"): j.get("model") for j in data.get("judges") or []}
-    judges = [_judge(folder, models) for folder in sorted((run_dir / "judge").glob("judge_*"))]
+    judges = [_judge(folder, models) for folder in sorted((run_dir / "judge").glob("judge_*"))
+              if folder.is_dir()]
     tokens = data.get("token_stats") or {}
     usage = {"input_tokens": tokens.get("input_tokens", 0),
              "output_tokens": tokens.get("output_tokens", 0),
              "cache_creation_input_tokens": tokens.get("cache_creation_tokens", 0),
              "cache_read_input_tokens": tokens.get("cache_read_tokens", 0)}
     rates = [j["impl_rate"] for j in judges if j["impl_rate"] is not None]
-    api_calls = _optional(run_dir / "agent" / "result.json").get("api_calls")
-    number = int(data.get("run_number") or run_dir.name.split("_")[1])
+    agent = _optional(run_dir / "agent" / "result.json", "agent/result.json")
+    api_calls = agent.get("api_calls")
+    number = data.get("run_number") or _number(run_dir, "run")
     passed = bool(data.get("judge_passed"))
     return {
         "schema": 1, "imported_from": str(run_dir),
@@ -80,9 +113,9 @@ def _run(run_dir: Path, tier: str, subtest: str, model: str | None,
         "impl_rate": statistics.median(rates) if rates else None,
         "cost_usd": data.get("cost_usd"), "cost_source": "cli",
         "exit_code": data.get("exit_code"), "api_calls": api_calls,
-        "timings": {"total_s": data.get("duration_seconds"),
-                    "agent_s": data.get("agent_duration_seconds")},
-        "judge_duration_seconds": data.get("judge_duration_seconds"),
+        "timings": {"total_s": _kept(data.get("duration_seconds")),
+                    "agent_s": _kept(data.get("agent_duration_seconds"))},
+        "judge_duration_seconds": _kept(data.get("judge_duration_seconds")),
         "usage": {model or "unknown": usage},
         "tokens": {**usage, "total_tokens": sum(usage.values())},
         "judges": judges, "simulated": False}
@@ -90,7 +123,7 @@ def _run(run_dir: Path, tier: str, subtest: str, model: str | None,
 
 def convert(src: Path, dest: Path) -> int:
     """Write `dest/runs.jsonl` (+ the exports) from the tree in `src`; returns the run count."""
-    config = _optional(src / "result.json").get("config", {})
+    config = _optional(src / "result.json").get("config") or {}
     models = config.get("models") or [None]
     case = str(config.get("experiment_id") or src.name)
     run_dirs = sorted(src.glob("T*/*/run_*/run_result.json"))

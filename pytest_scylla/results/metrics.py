@@ -18,6 +18,7 @@ from pytest_scylla.results.stats import pass_at_k, pass_hat_k
 
 SMALL_N = 10  # below this many runs a rate's interval is wide: say so
 COUNTED = ("pass", "fail", "timeout", "budget_exceeded", "agent_error")  # in pass rate and CoP
+OUTCOMES = (*COUNTED, "infra_error", "judge_error")  # every outcome a run can end with
 RUN_COLUMNS = [
     "experiment", "agent_model", "tier", "subtest", "run_number", "score", "impl_rate", "passed",
     "grade", "cost_usd", "duration_seconds", "agent_duration_seconds", "judge_duration_seconds",

@@ -4,16 +4,36 @@ renderers (exports, text tables, figures, HTML) all read a `Tables`."""
 
 from __future__ import annotations
 
-import csv
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_scylla.core.record import read_dict
-from pytest_scylla.results import metrics
+from pytest_scylla.core.record import RECORD_FILE, read_dict
+from pytest_scylla.results import inputs, metrics
+from pytest_scylla.results.inputs import Layout, ReportInputError
 
 RUNS_FILE = "runs.jsonl"
+PLACE = ("experiment", "tier", "subtest", "run_number")  # a CSV row's run, when no run_key
+# the original's exports (and ours, a superset): the columns the reports cannot do without,
+# then those read as numbers; a missing `passed` would count every run as failed
+RUNS_CSV = Layout(
+    required=(*PLACE, "passed", "score", "cost_usd"),
+    numbers=("score", "impl_rate", "cost_usd", "duration_seconds", "agent_duration_seconds",
+             "judge_duration_seconds", "checks_duration_seconds", "input_tokens",
+             "output_tokens", "cache_creation_tokens", "cache_read_tokens", "total_tokens",
+             "judge_cost_usd", "integrity_findings", "leftover_processes"),
+    flags=("passed", "simulated"), filled=("experiment", "tier", "passed"),
+    choices={"outcome": metrics.OUTCOMES})
+JUDGES_CSV = Layout(
+    required=(*PLACE, "judge_model", "judge_number", "judge_score"),
+    numbers=("judge_number", "judge_score", "judge_impl_rate", "judge_cost_usd",
+             "judge_seconds", "judge_input_tokens", "judge_output_tokens"),
+    flags=("judge_passed", "judge_is_valid"), filled=("experiment", "tier"))
+CRITERIA_CSV = Layout(
+    required=(*PLACE, "judge_number", "criterion", "criterion_score"),
+    numbers=("judge_number", "criterion_score", "criterion_achieved", "criterion_max"),
+    filled=("experiment", "tier"))
 
 
 @dataclass
@@ -37,21 +57,17 @@ class Tables:
             self.criteria.extend(metrics.criteria_rows(rec, experiment))
 
 
-class ReportInputError(ValueError):
-    """A folder that holds no runs this module can read."""
-
-
 def read_records(folder: Path, notes: list[str] | None = None) -> list[dict[str, Any]]:
     """The run records of an experiment folder: `runs.jsonl`, else every `runs/*/run.json`.
     A last line cut short by a kill is left out, saying so in `notes`."""
     if (folder / RUNS_FILE).is_file():
         records = {}
-        lines = (folder / RUNS_FILE).read_text("utf-8").splitlines()
+        lines = inputs.read_text(folder / RUNS_FILE).splitlines()
         for number, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             try:
-                rec = json.loads(line)
+                value = json.loads(line)
             except ValueError:
                 if number == len(lines):  # the line being written when the session was killed
                     if notes is not None:
@@ -62,21 +78,18 @@ def read_records(folder: Path, notes: list[str] | None = None) -> list[dict[str,
                 raise ReportInputError(f"{folder / RUNS_FILE}:{number}: not a JSON record "
                                        "(a line cut by a crash? remove it and re-run "
                                        "`scylla report`)") from None
+            rec = inputs.run_record(value, f"{folder / RUNS_FILE}:{number}")
             records[rec["run_key"]] = rec
         return list(records.values())
-    return [json.loads(p.read_text("utf-8")) for p in sorted(folder.glob("runs/*/run.json"))]
+    return [inputs.run_record(inputs.read_json(path, inputs.RECORD), str(path))
+            for path in sorted(folder.glob(f"runs/*/{RECORD_FILE}"))]
 
 
 def _paper_csv(folder: Path) -> Tables:
     """A folder of paper-format exports: runs.csv (+ judges.csv, criteria.csv)."""
-    def rows(name: str) -> list[dict[str, Any]]:
+    def rows(name: str, layout: Layout) -> list[dict[str, Any]]:
         path = folder / name
-        if not path.is_file():
-            return []
-        with path.open(encoding="utf-8") as handle:
-            # the original writes not-applicable numbers as N/A, missing ones as empty cells
-            return [{k: None if v is None or v.strip().upper() in ("", "N/A") else v
-                     for k, v in r.items()} for r in csv.DictReader(handle)]
+        return [row for _, row in inputs.read_csv(path, layout)] if path.is_file() else []
 
     def num(value: Any) -> float | None:
         return None if value in (None, "") else float(value)
@@ -86,22 +99,22 @@ def _paper_csv(folder: Path) -> Tables:
                                    f"-r{r['run_number']}"
 
     tables = Tables()
-    for r in rows("runs.csv"):
+    for r in rows("runs.csv", RUNS_CSV):
         row = {c: r.get(c) for c in metrics.RUN_COLUMNS}
-        passed = str(r.get("passed")).lower() == "true"
+        passed = r["passed"] == "True"
         row.update(passed=passed, outcome=r.get("outcome") or ("pass" if passed else "fail"),
                    score=num(r.get("score")), impl_rate=num(r.get("impl_rate")),
                    cost_usd=num(r.get("cost_usd")), case_id=r.get("case_id") or r["experiment"],
                    judge_cost_usd=num(r.get("judge_cost_usd")),
                    integrity_findings=int(num(r.get("integrity_findings")) or 0),
                    leftover_processes=int(num(r.get("leftover_processes")) or 0),
-                   simulated=str(r.get("simulated")).lower() == "true",
+                   simulated=r.get("simulated") == "True",
                    run_key=run_key(r))
         tables.runs.append(row)
     tables.judges = [{**r, "case_id": r.get("case_id") or r["experiment"], "run_key": run_key(r)}
-                     for r in rows("judges.csv")]
+                     for r in rows("judges.csv", JUDGES_CSV)]
     tables.criteria = [{**r, "case_id": r.get("case_id") or r["experiment"],
-                        "run_key": run_key(r)} for r in rows("criteria.csv")]
+                        "run_key": run_key(r)} for r in rows("criteria.csv", CRITERIA_CSV)]
     return tables
 
 
