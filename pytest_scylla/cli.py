@@ -71,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"pytest-scylla {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     val = sub.add_parser("validate", help="check every case, tier and rubric under a project "
-                         "folder (no runs, no network)")
+                         "folder (no runs, no network); exit code 2 when any is invalid")
     val.add_argument("root", nargs="?", default=".", type=Path,
                      help="project folder holding cases/, tiers/ and rubrics/ (default: .)")
     rep = sub.add_parser(
@@ -170,7 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         bad = validate(root, out)
         print("\n".join(out))
         print(f"{bad} invalid" if bad else "all valid")
-        return 1 if bad else 0
+        return 2 if bad else 0  # bad input: the same exit code as report's and import's
     if args.command == "report":
         return _report(args.dirs, args.out, tuple(
             f for f in args.report.split(",") if f.strip() and f != "none"))

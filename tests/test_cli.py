@@ -25,7 +25,7 @@ def test_validate_reports_every_bad_file(mini: Path, edit: Callable[[str, str, s
     monkeypatch.chdir(mini)
     edit("rubrics/basic.yaml", "weight: 0.6", "weight: 0.7")
     edit("tiers/T1.yaml", "skills: [review]\n", "skills: [nope]\n")
-    assert main(["validate", "."]) == 1
+    assert main(["validate", "."]) == 2
     out = capsys.readouterr().out
     assert "rubrics/basic.yaml:2: category weights sum to 1.1, not 1" in out
     assert "tiers/T1.yaml:6: unknown skill 'nope'" in out
@@ -38,7 +38,7 @@ def test_a_resource_that_is_not_utf8_fails_only_the_tiers_that_use_it(
     monkeypatch.chdir(mini)
     with (mini / "tiers/skills/review/SKILL.md").open("ab") as handle:
         handle.write(b"Look \xff\n")
-    assert main(["validate", "."]) == 1
+    assert main(["validate", "."]) == 2
     out = capsys.readouterr().out.splitlines()
     message = ("tiers/skills/review/SKILL.md:6: column 6: byte 0xff is not UTF-8; save the file "
                "as UTF-8")
@@ -67,7 +67,7 @@ def test_validate_sees_what_collection_sees(mini: Path, pytester: pytest.Pyteste
     (mini / "cases/group/gamma/test.yaml").rename(mini / "cases/group/gamma/test.yml")
     (mini / "cases/group/gamma/test_hidden.py").write_text("def test_x():\n    pass\n")
     (mini / "rubrics/unused.yaml").write_text("name: unused\ncategories: [\n")
-    assert main(["validate", "."]) == 1
+    assert main(["validate", "."]) == 2
     out = capsys.readouterr().out
     duplicate = ("cases/group/alpha/test.yaml: case id 'alpha' is already that of "
                  "cases/alpha/test.yaml; case ids name the runs and must be unique: rename one "
