@@ -7,6 +7,7 @@ Collection parses and validates only. Problems become one `CollectError` per cas
 
 from __future__ import annotations
 
+import fnmatch
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -57,6 +58,8 @@ def wanted(config: pytest.Config) -> bool:
     return False
 
 MISNAMED = ("test.yml",)  # a case file under another name: the folder is still a case's
+# pytest's default `norecursedirs`: folders collection does not enter (validate neither)
+SKIPPED_DIRS = ("*.egg", ".*", "_darcs", "build", "CVS", "dist", "node_modules", "venv", "{arch}")
 IDS_KEY = pytest.StashKey[dict[str, Path]]()  # case id -> its file, for duplicates
 
 
@@ -68,14 +71,14 @@ def case_files(cases_dir: Path) -> list[Path]:
     """The case files under `cases_dir` as collection finds them: nested folders too, but not
     inside a case's folder (its payload); a misnamed case file is listed under its name."""
     found = []
-    for folder, dirs, _ in sorted(os.walk(cases_dir)):
+    for folder, dirs, _ in os.walk(cases_dir):  # pruned as it goes: never a case's payload
         here = Path(folder)
         if is_case_dir(here):
             dirs[:] = []
             found.append(here / CASE_FILE if (here / CASE_FILE).is_file()
                          else next(here / n for n in MISNAMED if (here / n).is_file()))
-        else:
-            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        else:  # as pytest's collection: hidden folders and the usual tool folders left out
+            dirs[:] = [d for d in dirs if not any(fnmatch.fnmatch(d, p) for p in SKIPPED_DIRS)]
     return sorted(found)
 
 

@@ -223,6 +223,15 @@ CATALOGUE = [
     pytest.param(jsonl_folder, _jsonl(lambda rs: [rs[0], {**rs[1], "cost_usd": "0.25"}]),
                  "{d}/runs.jsonl:2: cost_usd must be a number or null, not a string ('0.25'); "
                  f"{RECORD}", id="jsonl-cost-as-text"),
+    pytest.param(jsonl_folder, _jsonl(lambda rs: [rs[0], {**rs[1], "score": 85}]),
+                 "{d}/runs.jsonl:2: score: 85 is greater than the maximum of 1; "
+                 f"{RECORD}", id="jsonl-score-as-percent"),
+    pytest.param(jsonl_folder, _jsonl(lambda rs: [rs[0], {**rs[1], "model": ["m"]}]),
+                 "{d}/runs.jsonl:2: model must be a string or null, not a list (['m']); "
+                 f"{RECORD}", id="jsonl-model-as-list"),
+    pytest.param(jsonl_folder, _jsonl(lambda rs: [rs[0], {**rs[1], "simulated": "false"}]),
+                 "{d}/runs.jsonl:2: simulated must be true or false or null, not a string "
+                 f"('false'); {RECORD}", id="jsonl-simulated-as-text"),
     pytest.param(jsonl_folder, _jsonl(lambda rs: [{**rs[0], "judges": [{
                      "score": 0.9, "categories": [{"score": 1.0, "achieved": 1, "max": 1}]}]},
                      rs[1]]),

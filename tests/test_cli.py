@@ -67,6 +67,9 @@ def test_validate_sees_what_collection_sees(mini: Path, pytester: pytest.Pyteste
     (mini / "cases/group/gamma/test.yaml").rename(mini / "cases/group/gamma/test.yml")
     (mini / "cases/group/gamma/test_hidden.py").write_text("def test_x():\n    pass\n")
     (mini / "rubrics/unused.yaml").write_text("name: unused\ncategories: [\n")
+    for payload in ("cases/alpha/source/examples/demo", "cases/.archive/old"):  # not cases
+        (mini / payload).mkdir(parents=True)
+        (mini / payload / "test.yaml").write_text("id: [broken\n")
     assert main(["validate", "."]) == 2
     out = capsys.readouterr().out
     duplicate = ("cases/group/alpha/test.yaml: case id 'alpha' is already that of "

@@ -221,3 +221,68 @@ def test_missing_numbers_are_left_out_of_means_and_counted_in_n(
     assert latency[1] == "0"  # n: no T1 run has a duration
     assert latency[4:] == ["-", "-", "-"]  # judge, total seconds and the share: unknown, not 0
     assert _row(md, "Tier summary", "T1")[1] == "9"
+
+
+def _rewrite(path: Path, change: Any) -> list[dict[str, Any]]:
+    """Rewrite a CSV row by row (`change(row)` returns the rows to write for it)."""
+    with path.open(newline="", encoding="utf-8") as handle:
+        rows = [out for row in csv.DictReader(handle) for out in change(row)]
+    _write_csv(path, rows)
+    return rows
+
+
+def test_an_export_of_two_agent_models_keeps_each_models_runs_and_judges(
+        reports: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The same tier, subtest and run number under two agent models are two runs (the model
+    enters the key), each with its own judges; a row given twice is refused, with its line."""
+    export = tmp_path / "export"
+    shutil.copytree(reports["root"] / "export", export)
+    for name in ("runs", "judges", "criteria"):
+        _rewrite(export / f"{name}.csv", lambda r: [r, {**r, "agent_model": "Haiku 4.5"}])
+    out = tmp_path / "out"
+    assert main(["report", str(export), "--out", str(out), "--report", "none"]) == 0
+    stats = _read(out, "statistical_results.json")
+    assert (stats["n_runs"], stats["krippendorff_alpha"]["runs"]) == (36, 36)
+    assert {pair["n"] for pair in stats["judge_pairs"]} == {36}
+    _rewrite(export / "runs.csv", lambda r: [r, r] if r["run_number"] == "2" else [r])
+    capsys.readouterr()
+    assert main(["report", str(export), "--out", str(out), "--report", "none"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"{export / 'runs.csv'}:5: run test-001/Sonnet 4.5/T0-01-r2 is also at line 4; expected "
+        "one row per run (experiment, tier, subtest, run_number)"]
+
+
+def test_empty_exports_empty_validity_cells_and_spreadsheet_exponents_read_as_meant(
+        reports: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    export = tmp_path / "export"
+    shutil.copytree(reports["root"] / "export", export)
+    # a judge whose validity nobody wrote down is not an invalid judge
+    _rewrite(export / "judges.csv", lambda r: [{**r, "judge_is_valid": ""}])
+    (export / "criteria.csv").write_text("\r\n")  # as the plugin exports no rows
+    _rewrite(export / "runs.csv", lambda r: [{**r, "cost_usd": "1,5E-05"}])
+    with (export / "runs.csv").open(encoding="utf-8") as handle:
+        text = handle.read().replace(",", ";").replace('"1;5E-05"', "1,5E-05")
+    (export / "runs.csv").write_text(text, encoding="utf-8")
+    out = tmp_path / "out"
+    assert main(["report", str(export), "--out", str(out), "--report", "none"]) == 0, \
+        capsys.readouterr().err
+    stats = _read(out, "statistical_results.json")
+    assert stats["krippendorff_alpha"]["runs"] == 18
+    tiers = _read(out, "summary.json")["tiers"]
+    assert [t["mean_cost"] for t in tiers] == [pytest.approx(1.5e-05)] * 2
+
+
+def test_an_imported_run_without_token_counts_is_left_out_of_the_token_means(
+        reports: dict[str, Any], tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    shutil.copytree(reports["root"] / "trees" / "test-001", tree)
+    for path in tree.glob("T0/01/run_0[12]/run_result.json"):
+        data = json.loads(path.read_text())
+        del data["token_stats"]
+        path.write_text(json.dumps(data))
+    assert main(["import", str(tree), str(tmp_path / "imported")]) == 0
+    assert main(["report", str(tmp_path / "imported"), "--report", "md"]) == 0
+    md = (tmp_path / "imported" / "tables.md").read_text()
+    run3 = json.loads((tree / "T0/01/run_03/run_result.json").read_text())["token_stats"]
+    cells = _row(md, "Token breakdown", "T0")
+    assert (cells[1], float(cells[2])) == ("1", run3["input_tokens"])

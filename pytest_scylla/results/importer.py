@@ -75,7 +75,8 @@ def _judge(folder: Path, models: dict[int, str | None]) -> dict[str, Any]:
     maximum = sum(m for a, m in points if a is not None and m is not None)
     return {
         "judge_model": models.get(number), "judge_number": number,
-        "valid": bool(data.get("is_valid", True)), "score": _num(data.get("score")),
+        "valid": data.get("is_valid") is not False,  # null or absent: not said invalid
+        "score": _num(data.get("score")),
         "passed": data.get("passed"), "grade": data.get("grade"),
         "impl_rate": achieved / maximum if maximum else None,
         "seconds": _kept(_optional(folder / "timing.json").get("judge_duration_seconds")),
@@ -94,10 +95,12 @@ def _run(run_dir: Path, tier: str, subtest: str, model: str | None,
     judges = [_judge(folder, models) for folder in sorted((run_dir / "judge").glob("judge_*"))
               if folder.is_dir()]
     tokens = data.get("token_stats") or {}
-    usage = {"input_tokens": tokens.get("input_tokens", 0),
-             "output_tokens": tokens.get("output_tokens", 0),
-             "cache_creation_input_tokens": tokens.get("cache_creation_tokens", 0),
-             "cache_read_input_tokens": tokens.get("cache_read_tokens", 0)}
+    names = {"input_tokens": "input_tokens", "output_tokens": "output_tokens",
+             "cache_creation_input_tokens": "cache_creation_tokens",
+             "cache_read_input_tokens": "cache_read_tokens"}
+    # counts the run did not record stay unknown (left out of the means), never zeros
+    usage = {ours: tokens[theirs] for ours, theirs in names.items()
+             if isinstance(tokens.get(theirs), int)}
     rates = [j["impl_rate"] for j in judges if j["impl_rate"] is not None]
     agent = _optional(run_dir / "agent" / "result.json", "agent/result.json")
     api_calls = agent.get("api_calls")
@@ -116,8 +119,8 @@ def _run(run_dir: Path, tier: str, subtest: str, model: str | None,
         "timings": {"total_s": _kept(data.get("duration_seconds")),
                     "agent_s": _kept(data.get("agent_duration_seconds"))},
         "judge_duration_seconds": _kept(data.get("judge_duration_seconds")),
-        "usage": {model or "unknown": usage},
-        "tokens": {**usage, "total_tokens": sum(usage.values())},
+        "usage": {model or "unknown": usage} if usage else {},
+        "tokens": {**usage, "total_tokens": sum(usage.values())} if usage else {},
         "judges": judges, "simulated": False}
 
 

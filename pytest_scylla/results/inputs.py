@@ -21,7 +21,8 @@ from pytest_scylla.results.metrics import OUTCOMES
 
 RECORD = "a run record as pytest-scylla writes it"
 NOT_APPLICABLE = ("", "N/A")  # the original's not-applicable numbers; an empty cell: missing
-DECIMAL_COMMA = re.compile(r"[+-]?\d*,\d+")  # 0,75 as a spreadsheet in a comma locale writes it
+# 0,75 or 1,5E-05 as a spreadsheet in a comma locale writes them
+DECIMAL_COMMA = re.compile(r"[+-]?\d*,\d+(?:[eE][+-]?\d+)?")
 LONGEST = 200  # characters of a bad value quoted in a message
 
 
@@ -119,6 +120,8 @@ def read_csv(path: Path, layout: Layout) -> list[tuple[int, dict[str, Any]]]:
         header = [name.strip() for name in next(reader, [])]
     except csv.Error as exc:
         raise ReportInputError(f"{path}:1: {exc}; expected a CSV header") from None
+    if not any(header):  # no header at all: an export of no rows (no judges, say)
+        return []
     missing = [name for name in layout.required if name not in header]
     if missing:
         raise ReportInputError(f"{path}:1: no column {', '.join(map(repr, missing))}; "

@@ -38,8 +38,8 @@ def statistical_results(tables: Tables) -> dict[str, Any]:
                                           f"{j.get('case_id') or j.get('experiment')}/"
                                           f"{j['tier']}-{j['subtest']}-{j['run_number']}"),
                float(j["judge_score"])) for j in tables.judges
-              if j.get("judge_score") not in (None, "") and str(j.get("judge_is_valid",
-                                                                      "True")) == "True"]
+              if j.get("judge_score") not in (None, "")
+              and str(j.get("judge_is_valid")) != "False"]  # empty: not said invalid
     out["krippendorff_alpha"] = stats.krippendorff_alpha(scores)
     out["judge_pairs"] = stats.judge_pairs(scores)
     bias: dict[str, list[float]] = {}

@@ -87,19 +87,33 @@ def read_records(folder: Path, notes: list[str] | None = None) -> list[dict[str,
 
 def _paper_csv(folder: Path) -> Tables:
     """A folder of paper-format exports: runs.csv (+ judges.csv, criteria.csv)."""
-    def rows(name: str, layout: Layout) -> list[dict[str, Any]]:
+    def rows(name: str, layout: Layout) -> list[tuple[int, dict[str, Any]]]:
         path = folder / name
-        return [row for _, row in inputs.read_csv(path, layout)] if path.is_file() else []
+        return inputs.read_csv(path, layout) if path.is_file() else []
 
     def num(value: Any) -> float | None:
         return None if value in (None, "") else float(value)
 
+    runs = rows("runs.csv", RUNS_CSV)
+    # an export of several agent models has the model in each run's key (else the models'
+    # runs of one tier, subtest and number would be one run, their judges mixed)
+    models = len({r.get("agent_model") for _, r in runs}) > 1
+
     def run_key(r: dict[str, Any]) -> str:  # a case's runs, judges and criteria share it
-        return r.get("run_key") or f"{r['experiment']}/{r['tier']}-{r['subtest']}" \
+        model = f"{r.get('agent_model')}/" if models else ""
+        return r.get("run_key") or f"{r['experiment']}/{model}{r['tier']}-{r['subtest']}" \
                                    f"-r{r['run_number']}"
 
+    first: dict[str, int] = {}
+    for line, r in runs:
+        at = first.setdefault(run_key(r), line)
+        if at != line:
+            raise ReportInputError(
+                f"{folder / 'runs.csv'}:{line}: run {run_key(r)} is also at line {at}; "
+                "expected one row per run (experiment, tier, subtest, run_number)")
+
     tables = Tables()
-    for r in rows("runs.csv", RUNS_CSV):
+    for _, r in runs:
         row = {c: r.get(c) for c in metrics.RUN_COLUMNS}
         passed = r["passed"] == "True"
         row.update(passed=passed, outcome=r.get("outcome") or ("pass" if passed else "fail"),
@@ -112,9 +126,9 @@ def _paper_csv(folder: Path) -> Tables:
                    run_key=run_key(r))
         tables.runs.append(row)
     tables.judges = [{**r, "case_id": r.get("case_id") or r["experiment"], "run_key": run_key(r)}
-                     for r in rows("judges.csv", JUDGES_CSV)]
+                     for _, r in rows("judges.csv", JUDGES_CSV)]
     tables.criteria = [{**r, "case_id": r.get("case_id") or r["experiment"],
-                        "run_key": run_key(r)} for r in rows("criteria.csv", CRITERIA_CSV)]
+                        "run_key": run_key(r)} for _, r in rows("criteria.csv", CRITERIA_CSV)]
     return tables
 
 
