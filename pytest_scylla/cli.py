@@ -5,6 +5,7 @@ makes the docker sandbox's images."""
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -84,6 +85,22 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--report", default="md,html", metavar="FORMATS",
                      help="reports besides the CSV/JSON exports: md, html (with figures) or "
                           "none (default: md,html)")
+    cmp = sub.add_parser(
+        "compare", help="compare two experiments tier by tier and case by case: the change in "
+        "pass rate, score, cost and Cost-of-Pass with bootstrap intervals and Holm-corrected "
+        "tests; writes compare.md, compare.json and compare.html")
+    cmp.add_argument("base", metavar="BASE", help="the base experiment folder (shards: "
+                     "folders joined by commas)")
+    cmp.add_argument("candidate", metavar="CANDIDATE", help="the candidate experiment folder "
+                     "(shards: folders joined by commas)")
+    cmp.add_argument("--out", type=Path, default=None,
+                     help="where to write (default: CANDIDATE/compare)")
+    cmp.add_argument("--intersect", action="store_true",
+                     help="compare only the cases and tiers both sides have (else differing "
+                          "sets are refused)")
+    cmp.add_argument("--fail-on-regression", type=float, default=None, metavar="POINTS",
+                     help="exit 1 when a pass rate drops significantly by more than POINTS "
+                          "percentage points (a CI gate)")
     ini = sub.add_parser("init", help="start an evaluation project: pytest configuration, an "
                          "example case, .gitignore, GitHub Actions and GitLab CI workflows "
                          "(existing files are kept)")
@@ -171,6 +188,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("\n".join(out))
         print(f"{bad} invalid" if bad else "all valid")
         return 2 if bad else 0  # bad input: the same exit code as report's and import's
+    if args.command == "compare":
+        return _compare(args)
     if args.command == "report":
         return _report(args.dirs, args.out, tuple(
             f for f in args.report.split(",") if f.strip() and f != "none"))
@@ -208,6 +227,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "image":
         return _image(args)
     parser.error(f"unknown command {args.command}")
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from pytest_scylla.results import compare
+    from pytest_scylla.results.inputs import ReportInputError
+
+    sides = [[Path(p) for p in str(given).split(",") if p] for given in (args.base,
+                                                                         args.candidate)]
+    out: Path = args.out or sides[1][0] / "compare"
+    points = args.fail_on_regression
+    if points is not None and not (math.isfinite(points) and points >= 0):
+        print(f"scylla compare: --fail-on-regression={points}: expected a number of "
+              "percentage points >= 0, e.g. 5", file=sys.stderr)
+        return 2
+    if problem := write_problem(out.resolve(), Path.cwd()):
+        print(f"scylla compare: --out {problem}", file=sys.stderr)
+        return 2
+    try:
+        result = compare.compare(sides[0], sides[1], intersect=args.intersect)
+    except ReportInputError as exc:  # names the file: path[:line]: ...
+        print(exc, file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(_os_error(exc, "scylla compare"), file=sys.stderr)
+        return 2
+    compare.write(out, result, points)
+    print(compare.markdown(result, points), end="")
+    print(f"written: {out / 'compare.md'}, compare.json, compare.html")
+    if points is not None and compare.regressions(result, points):
+        return 1
+    return 0
 
 
 def _report(dirs: list[Path], out: Path | None, formats: tuple[str, ...]) -> int:

@@ -1,0 +1,404 @@
+"""`scylla compare BASE CANDIDATE`: did a change help, and at what cost? Per tier and per case ×
+tier, the change in pass rate, mean score, cost per run and Cost-of-Pass, each with a bootstrap
+interval of the difference and a test, Holm-corrected across its table. Paired on case ×
+subtest when both sides have the same cells with as many runs each: the k-th run of a cell is
+paired with the k-th on the other side (resampled together; the cells are the strata of the
+pass-rate test). What else changed between the two (models, CLI versions, inputs) is listed
+from the manifests."""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import statistics
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_scylla.results import metrics
+from pytest_scylla.results.inputs import ReportInputError
+from pytest_scylla.results.tables import Tables, load
+
+ALPHA = 0.05
+RESAMPLES = 999
+SEED = 0
+METRICS = ("pass_rate", "mean_score", "cost_per_run", "cop")
+LABELS = {"pass_rate": "pass rate", "mean_score": "mean score", "cost_per_run": "cost/run",
+          "cop": "CoP"}
+Runs = list[dict[str, Any]]
+
+
+class CompareError(ReportInputError):
+    """Two experiments that cannot be compared as they are (a usage error, exit 2)."""
+
+
+@dataclass(frozen=True)
+class Side:
+    name: str
+    tables: Tables
+    manifests: list[dict[str, Any]]
+
+
+def _side(folders: Sequence[Path]) -> Side:
+    manifests = []
+    for folder in folders:
+        path = folder / "manifest.json"
+        if path.is_file():
+            try:
+                manifests.append(json.loads(path.read_text(encoding="utf-8")))
+            except (OSError, ValueError):
+                manifests.append({})
+    name = " + ".join(str(f) for f in folders)
+    return Side(name, load(list(folders)), manifests)
+
+
+def _counted(tables: Tables) -> Runs:
+    return [r for r in tables.runs if r.get("outcome") in metrics.COUNTED]
+
+
+def _values(runs: Runs, metric: str) -> list[float]:
+    column = {"pass_rate": "passed", "mean_score": "score", "cost_per_run": "cost_usd"}[metric]
+    return [float(bool(r[column])) if metric == "pass_rate" else float(r[column])
+            for r in runs if r.get(column) not in (None, "")]
+
+
+def _estimate(runs: Runs, metric: str) -> float | None:
+    if metric == "cop":
+        passes, costs = _values(runs, "pass_rate"), _values(runs, "cost_per_run")
+        if not passes or not costs:
+            return None
+        return metrics.cop(statistics.fmean(costs), statistics.fmean(passes))
+    found = _values(runs, metric)
+    return statistics.fmean(found) if found else None
+
+
+def _delta(base: Runs, cand: Runs, metric: str) -> float:
+    """The candidate's value minus the base's (NaN where undefined: no value, or a CoP of a
+    side that never passed)."""
+    b, c = _estimate(base, metric), _estimate(cand, metric)
+    if b is None or c is None or math.isinf(b) or math.isinf(c):
+        return math.nan
+    return c - b
+
+
+def _cells(runs: Runs) -> dict[tuple[str, str], Runs]:
+    """The runs of each case × subtest cell."""
+    cells: dict[tuple[str, str], Runs] = {}
+    for r in runs:
+        cells.setdefault((str(r.get("case_id")), str(r.get("subtest"))), []).append(r)
+    return cells
+
+
+def _units(runs: Runs) -> dict[tuple[str, str, int], dict[str, Any]]:
+    """Each run keyed by its cell and its place among the cell's runs (by run number): the
+    units paired across the two sides (the k-th run of a cell with the k-th on the other)."""
+    units = {}
+    for (case, subtest), cell in _cells(runs).items():
+        ordered = sorted(cell, key=lambda r: int(float(r.get("run_number") or 0)))
+        units.update({(case, subtest, k): r for k, r in enumerate(ordered)})
+    return units
+
+
+def _interval(base: Runs, cand: Runs, metric: str, paired: bool
+              ) -> tuple[float | None, float | None]:
+    """A percentile bootstrap interval (95 %) of the difference: the cells resampled when
+    paired, else each side's runs independently. None when the difference is undefined in
+    resamples (a CoP whose side did not pass) or there is too little to resample."""
+    import numpy as np
+    from scipy.stats import DegenerateDataWarning, bootstrap
+
+    statistic: Callable[..., float]
+    if paired:
+        b_units, c_units = _units(base), _units(cand)
+        keys = sorted(b_units)
+
+        def statistic(index: Any) -> float:
+            chosen = [keys[int(i)] for i in index]
+            return _delta([b_units[k] for k in chosen], [c_units[k] for k in chosen], metric)
+        data: tuple[Any, ...] = (np.arange(len(keys)),)
+    else:
+        if len(base) < 2 or len(cand) < 2:
+            return None, None
+
+        def statistic(ib: Any, ic: Any) -> float:
+            return _delta([base[int(i)] for i in ib], [cand[int(i)] for i in ic], metric)
+        data = (np.arange(len(base)), np.arange(len(cand)))
+    if math.isnan(statistic(*data)):
+        return None, None
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", DegenerateDataWarning)  # every resample alike: fine
+        found = bootstrap(data, statistic, n_resamples=RESAMPLES, vectorized=False,
+                          method="percentile", rng=np.random.default_rng(SEED))
+    low, high = float(found.confidence_interval.low), float(found.confidence_interval.high)
+    return (None, None) if math.isnan(low) or math.isnan(high) else (low, high)
+
+
+def _test(base: Runs, cand: Runs, metric: str, paired: bool) -> tuple[float | None, str]:
+    """(p, the test's name): pass rate — Cochran-Mantel-Haenszel with the cells as strata when
+    paired, else Fisher's exact test; score and cost — Wilcoxon signed-rank on the paired
+    runs' differences when paired, else Mann-Whitney U. CoP is not tested (a ratio: its parts
+    are)."""
+    from scipy import stats as sps
+
+    if metric == "cop":
+        return None, "-"
+    if metric == "pass_rate":
+        counts = []
+        c_cells = _cells(cand)
+        pairs = [(b, c_cells[k]) for k, b in sorted(_cells(base).items())] if paired else \
+            [(base, cand)]
+        for b_runs, c_runs in pairs:
+            bp, cp = sum(_values(b_runs, metric)), sum(_values(c_runs, metric))
+            counts.append([[cp, len(c_runs) - cp], [bp, len(b_runs) - bp]])
+        informative = [t for t in counts if 0 < t[0][0] + t[1][0] < sum(map(sum, t))]
+        if not informative:
+            return 1.0, "no difference to test"
+        if paired:
+            import numpy as np
+            from statsmodels.stats.contingency_tables import StratifiedTable
+
+            table = StratifiedTable([np.array(t, dtype=float) for t in informative])
+            return float(table.test_null_odds(correction=True).pvalue), "CMH"
+        return float(sps.fisher_exact(counts[0]).pvalue), "Fisher"
+    if paired:
+        b_units, c_units = _units(base), _units(cand)
+        diffs = []
+        for key in sorted(b_units):
+            b, c = _values([b_units[key]], metric), _values([c_units[key]], metric)
+            if b and c:
+                diffs.append(c[0] - b[0])
+        if len(diffs) < 2:
+            return None, "too few pairs"
+        if not any(diffs):
+            return 1.0, "no difference to test"
+        return float(sps.wilcoxon(diffs, zero_method="zsplit").pvalue), "Wilcoxon"
+    b, c = _values(base, metric), _values(cand, metric)
+    if len(b) < 2 or len(c) < 2:
+        return None, "too few runs"
+    if len(set(b) | set(c)) < 2:
+        return 1.0, "no difference to test"
+    return float(sps.mannwhitneyu(c, b, alternative="two-sided").pvalue), "Mann-Whitney"
+
+
+def _rows(base: Runs, cand: Runs, keys: tuple[str, ...]) -> list[dict[str, Any]]:
+    groups: dict[tuple[str, ...], tuple[Runs, Runs]] = {}
+    for side, runs in ((0, base), (1, cand)):
+        for r in runs:
+            group = tuple(str(r.get(k)) for k in keys)
+            groups.setdefault(group, ([], []))[side].append(r)
+    rows = []
+    for group in sorted(groups, key=lambda g: (metrics.tier_order(g[-1]), g)):
+        b, c = groups[group]
+        paired = bool(b) and set(_units(b)) == set(_units(c)) and len(b) >= 2
+        for metric in METRICS:
+            low, high = _interval(b, c, metric, paired)
+            p, test = _test(b, c, metric, paired)
+            delta = _delta(b, c, metric)
+            rows.append({**dict(zip(keys, group, strict=True)), "metric": metric,
+                         "n_base": len(b), "n_candidate": len(c), "paired": paired,
+                         "base": _estimate(b, metric), "candidate": _estimate(c, metric),
+                         "delta": None if math.isnan(delta) else delta, "ci_low": low,
+                         "ci_high": high, "test": test, "p": p})
+    _holm(rows)
+    return rows
+
+
+def _holm(rows: list[dict[str, Any]]) -> None:
+    from statsmodels.stats.multitest import multipletests
+
+    tested = [r for r in rows if r["p"] is not None]
+    for r in rows:
+        r["p_holm"], r["significant"] = None, False
+    if tested:
+        reject, corrected, _, _ = multipletests([r["p"] for r in tested], alpha=ALPHA,
+                                                method="holm")
+        for r, significant, p in zip(tested, reject, corrected, strict=True):
+            r["p_holm"], r["significant"] = float(p), bool(significant)
+
+
+def _conditions(base: Side, cand: Side) -> list[dict[str, Any]]:
+    """What differs between the two sides' manifests: models, CLI versions, sandboxes, images,
+    oracle modes, and the inputs (cases, tiers, rubrics) by content hash."""
+    def merged(side: Side, key: str) -> Any:
+        values: list[Any] = []
+        for manifest in side.manifests:
+            value = manifest.get(key)
+            if isinstance(value, dict):
+                values.append(value)
+            elif isinstance(value, list):
+                values.extend(v for v in value if v not in values)
+            elif value is not None and value not in values:
+                values.append(value)
+        if values and all(isinstance(v, dict) for v in values):
+            out: dict[str, Any] = {}
+            for v in values:
+                out.update(v)
+            return out
+        return values
+
+    changed = []
+    for key in ("agent_models", "judge_models", "cli_versions", "sandboxes", "images",
+                "oracle_modes", "plugin_version"):
+        b, c = merged(base, key), merged(cand, key)
+        if b != c:
+            changed.append({"what": key, "base": b, "candidate": c})
+    b_inputs, c_inputs = merged(base, "inputs"), merged(cand, "inputs")
+    if isinstance(b_inputs, dict) and isinstance(c_inputs, dict):
+        for name in sorted(set(b_inputs) | set(c_inputs)):
+            if b_inputs.get(name) != c_inputs.get(name):
+                changed.append({"what": f"input {name}",
+                                "base": "absent" if name not in b_inputs else "changed",
+                                "candidate": "absent" if name not in c_inputs else "changed"})
+    return changed
+
+
+def compare(base_dirs: Sequence[Path], cand_dirs: Sequence[Path],
+            intersect: bool = False) -> dict[str, Any]:
+    """The comparison of two experiments (each one folder, or several: shards)."""
+    base, cand = _side(base_dirs), _side(cand_dirs)
+    b_runs, c_runs = _counted(base.tables), _counted(cand.tables)
+    if not b_runs or not c_runs:
+        empty = base.name if not b_runs else cand.name
+        raise CompareError(f"{empty}: no counted runs (pass or fail) to compare")
+    notes = []
+    for what, key in (("cases", "case_id"), ("tiers", "tier")):
+        b_set = {str(r.get(key)) for r in b_runs}
+        c_set = {str(r.get(key)) for r in c_runs}
+        if b_set == c_set:
+            continue
+        only = f"only in the base: {', '.join(sorted(b_set - c_set)) or '-'}; only in the " \
+               f"candidate: {', '.join(sorted(c_set - b_set)) or '-'}"
+        if not intersect:
+            raise CompareError(f"{cand.name}: its {what} differ from {base.name}'s ({only}); "
+                               "pass --intersect to compare the ones both have")
+        common = b_set & c_set
+        if not common:
+            raise CompareError(f"{cand.name}: no {what} in common with {base.name}")
+        b_runs = [r for r in b_runs if str(r.get(key)) in common]
+        c_runs = [r for r in c_runs if str(r.get(key)) in common]
+        notes.append(f"{what} compared: those both have ({only})")
+    return {"base": base.name, "candidate": cand.name, "notes": notes,
+            "conditions": _conditions(base, cand),
+            "tiers": _rows(b_runs, c_runs, ("tier",)),
+            "cases": _rows(b_runs, c_runs, ("case_id", "tier")),
+            "alpha": ALPHA, "resamples": RESAMPLES}
+
+
+def regressions(result: dict[str, Any], points: float) -> list[dict[str, Any]]:
+    """Significant pass-rate drops of more than `points` percentage points."""
+    return [r for table in ("tiers", "cases") for r in result[table]
+            if r["metric"] == "pass_rate" and r["significant"] and r["delta"] is not None
+            and -100 * r["delta"] > points]
+
+
+# -- writing ----------------------------------------------------------------------------------
+
+def _number(metric: str, value: float | None) -> str:
+    if value is None:
+        return "-"
+    if math.isinf(value):
+        return "∞"
+    if metric == "pass_rate":
+        return f"{100 * value:.1f}%"
+    return f"${value:.4f}" if metric in ("cost_per_run", "cop") else f"{value:.3f}"
+
+
+def _change(row: dict[str, Any]) -> str:
+    """`+12.5 pts [+4.0, +20.0] p=0.01 *`: the change, its interval, Holm's p."""
+    if row["delta"] is None:
+        return "-"
+    metric = row["metric"]
+    scale = 100 if metric == "pass_rate" else 1
+    money = "$" if metric in ("cost_per_run", "cop") else ""
+    digits = 4 if money else 1 if scale == 100 else 3
+
+    def shown(value: float) -> str:
+        return f"{'-' if value < 0 else '+'}{money}{abs(scale * value):.{digits}f}"
+
+    text = shown(row["delta"]) + (" pts" if scale == 100 else "")
+    if row["ci_low"] is not None:
+        text += f" [{shown(row['ci_low'])}, {shown(row['ci_high'])}]"
+    if row["p_holm"] is not None:
+        text += f" p={row['p_holm']:.3g}{' *' if row['significant'] else ''}"
+    return text
+
+
+def _wide(rows: list[dict[str, Any]], keys: tuple[str, ...]) -> list[dict[str, str]]:
+    """One line per group: n, then each metric's base → candidate and change."""
+    out: dict[tuple[str, ...], dict[str, str]] = {}
+    for r in rows:
+        group = tuple(str(r[k]) for k in keys)
+        line = out.setdefault(group, {**dict(zip(keys, group, strict=True)),
+                                      "n": f"{r['n_base']} → {r['n_candidate']}"
+                                           f"{' (paired)' if r['paired'] else ''}"})
+        line[LABELS[r["metric"]]] = (f"{_number(r['metric'], r['base'])} → "
+                                     f"{_number(r['metric'], r['candidate'])}: {_change(r)}")
+    return list(out.values())
+
+
+def _md_table(lines: list[dict[str, str]]) -> list[str]:
+    if not lines:
+        return ["(none)"]
+    columns = list(lines[0])
+
+    def cell(value: str) -> str:
+        return value.replace("|", "\\|")
+
+    return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns),
+            *("| " + " | ".join(cell(line.get(c, "")) for c in columns) + " |"
+              for line in lines)]
+
+
+def markdown(result: dict[str, Any], points: float | None = None) -> str:
+    """compare.md: short enough for a pull-request comment."""
+    out = [f"## scylla compare: {result['candidate']} vs {result['base']}", ""]
+    out += [f"Changes are candidate minus base with a 95% bootstrap interval; p is "
+            f"Holm-corrected across each table; * = significant at {result['alpha']}.", ""]
+    if result["conditions"]:
+        out += ["**What changed in the conditions**", ""]
+        out += [f"- {c['what']}: {c['base']} → {c['candidate']}" for c in result["conditions"]]
+        out.append("")
+    out += [f"- {n}" for n in result["notes"]]
+    out += ["### Per tier", "", *_md_table(_wide(result["tiers"], ("tier",))), ""]
+    significant = [r for r in result["cases"] if r["significant"]]
+    out += ["### Significant changes per case × tier", ""]
+    out += [f"- {r['case_id']} {r['tier']} {LABELS[r['metric']]}: {_change(r)}"
+            for r in significant] or ["- none"]
+    if points is not None:
+        found = regressions(result, points)
+        out += ["", f"**Gate** (pass-rate drop > {points:g} pts, significant): "
+                    f"{'FAILED — ' + str(len(found)) + ' regression(s)' if found else 'passed'}"]
+    return "\n".join(out) + "\n"
+
+
+def html_page(result: dict[str, Any]) -> str:
+    """compare.html: one self-contained page with both tables."""
+    def table(lines: list[dict[str, str]]) -> str:
+        if not lines:
+            return "<p>(none)</p>"
+        head = "".join(f"<th>{html.escape(c)}</th>" for c in lines[0])
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in line.values())
+                       + "</tr>" for line in lines)
+        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+    conditions = "".join(f"<li>{html.escape(str(c['what']))}: {html.escape(str(c['base']))} → "
+                         f"{html.escape(str(c['candidate']))}</li>"
+                         for c in result["conditions"]) or "<li>none</li>"
+    return ("<!doctype html><html><head><meta charset='utf-8'><title>scylla compare</title>"
+            "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
+            "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}</style></head><body>"
+            f"<h1>{html.escape(result['candidate'])} vs {html.escape(result['base'])}</h1>"
+            f"<h2>What changed in the conditions</h2><ul>{conditions}</ul>"
+            f"<h2>Per tier</h2>{table(_wide(result['tiers'], ('tier',)))}"
+            f"<h2>Per case × tier</h2>{table(_wide(result['cases'], ('case_id', 'tier')))}"
+            "</body></html>\n")
+
+
+def write(out: Path, result: dict[str, Any], points: float | None = None) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "compare.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    (out / "compare.md").write_text(markdown(result, points), encoding="utf-8")
+    (out / "compare.html").write_text(html_page(result), encoding="utf-8")
