@@ -52,6 +52,29 @@ def test_krippendorff_alpha_of_the_dryrun_is_the_papers() -> None:
     assert round(result["alpha"], 3) == -0.117
 
 
+# Gwet's AC2 (quadratic weights) as irrCAC 0.4.4 computes it (`CAC(frame, weights="quadratic",
+# categories=sorted values).gwet()`), with Krippendorff's interval alpha of the same scores; the
+# second panel agrees on all but two of 30 scores, and alpha calls that disagreement.
+AC2_CASES = {
+    "varied": ({"j1": [0.9, 0.8, 0.1, 0.95, 0.5], "j2": [0.85, 0.8, 0.2, 0.9, None],
+                "j3": [0.9, 0.7, 0.1, 1.0, 0.5]}, 0.98102, 0.9792),
+    "skewed": ({"j1": [1.0] * 9 + [0.9], "j2": [1.0] * 8 + [0.9, 1.0], "j3": [1.0] * 10},
+               0.84772, -0.03571),
+}
+
+
+@pytest.mark.parametrize("case", sorted(AC2_CASES))
+def test_gwet_ac2_equals_irrcac_and_stays_high_where_alpha_collapses(case: str) -> None:
+    panel, ac2, alpha = AC2_CASES[case]
+    scores = [(judge, f"run{i}", value) for judge, values in panel.items()
+              for i, value in enumerate(values) if value is not None]
+    found = stats.gwet_ac2(scores)
+    assert found["ac2"] == pytest.approx(ac2, abs=5e-6)
+    assert (found["judges"], found["runs"]) == (3, len(panel["j1"]))
+    assert stats.krippendorff_alpha(scores)["alpha"] == pytest.approx(alpha, abs=5e-5)
+    assert stats.gwet_ac2(scores[:1])["note"] == "needs at least two judges and two runs"
+
+
 def test_judge_pair_correlations_of_the_dryrun() -> None:
     """Spearman, Pearson and mean |difference| of each judge pair equal pandas' and numpy's on
     the raw scores, and the paper's printed correlations."""

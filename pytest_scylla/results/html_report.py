@@ -147,8 +147,10 @@ def write(out: Path, tables: Tables, summary: dict[str, Any], results: dict[str,
                                              "p_raw", "p_holm", "significant", "cliffs_delta",
                                              "note"], ("metric", "group1", "group2", "note")))
     alpha = results["krippendorff_alpha"]
+    ac2 = results.get("gwet_ac2") or {}
     html.append(f"<p>Krippendorff's α (interval, judges × runs): {_fmt(alpha['alpha'])} "
-                f"{escape(alpha['note'])}</p>")
+                f"{escape(alpha['note'])}; Gwet's AC2 (quadratic): {_fmt(ac2.get('ac2'))} "
+                f"{escape(str(ac2.get('note') or ''))}; over {alpha['runs']} runs</p>")
     html.append(_table(results["judge_pairs"], ["judge1", "judge2", "n", "spearman", "pearson",
                                                 "mean_abs_diff", "note"],
                        ("judge1", "judge2", "note")))

@@ -41,6 +41,7 @@ def statistical_results(tables: Tables) -> dict[str, Any]:
               if j.get("judge_score") not in (None, "")
               and str(j.get("judge_is_valid")) != "False"]  # empty: not said invalid
     out["krippendorff_alpha"] = stats.krippendorff_alpha(scores)
+    out["gwet_ac2"] = stats.gwet_ac2(scores)
     out["judge_pairs"] = stats.judge_pairs(scores)
     bias: dict[str, list[float]] = {}
     for judge, _, score in scores:

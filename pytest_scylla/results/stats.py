@@ -126,6 +126,47 @@ def krippendorff_alpha(scores: Iterable[tuple[str, str, float]]) -> dict[str, An
     return result
 
 
+def gwet_ac2(scores: Iterable[tuple[str, str, float]]) -> dict[str, Any]:
+    """Gwet's AC2 with quadratic weights over the score values (Gwet, Handbook of Inter-Rater
+    Reliability, 4th ed., ch. 3), the judges as raters of the runs; a judge without a score for
+    a run is missing. Unlike alpha it does not collapse when nearly every score is the same (a
+    skewed panel that agrees). Scores are rounded as for alpha. The package that implements it
+    (irrCAC) pins an old scipy: it is written here, and its values are checked against
+    irrCAC's in tests/test_stats.py."""
+    import numpy as np
+
+    triples = [(j, r, round(v, ALPHA_DECIMALS)) for j, r, v in scores]
+    runs = sorted({r for _, r, _ in triples})
+    values = sorted({v for _, _, v in triples})
+    result: dict[str, Any] = {"ac2": None, "judges": len({j for j, _, _ in triples}),
+                              "runs": len(runs), "weights": "quadratic", "note": ""}
+    if result["judges"] < 2 or len(runs) < 2:
+        result["note"] = "needs at least two judges and two runs"
+        return result
+    if len(values) < 2:
+        result["note"] = "every judge gave every run the same score: agreement is undefined"
+        return result
+    counts = np.zeros((len(runs), len(values)))  # r_ik: judges who gave run i the value k
+    for _, run, value in triples:
+        counts[runs.index(run), values.index(value)] += 1
+    x = np.array(values)
+    weights = 1 - (x[:, None] - x[None, :]) ** 2 / (x.max() - x.min()) ** 2
+    raters = counts.sum(axis=1)  # r_i
+    rated = raters >= 2  # agreement is observed on runs scored by two judges or more
+    weighted = counts @ weights.T  # r*_ik
+    per_run = (counts[rated] * (weighted[rated] - 1)).sum(axis=1) / (
+        raters[rated] * (raters[rated] - 1))
+    if not per_run.size:
+        result["note"] = "no run was scored by two judges"
+        return result
+    agreement = float(per_run.mean())
+    shares = (counts[raters >= 1] / raters[raters >= 1, None]).mean(axis=0)  # pi_k
+    chance = float(weights.sum() / (len(values) * (len(values) - 1))
+                   * (shares * (1 - shares)).sum())
+    result["ac2"] = _finite((agreement - chance) / (1 - chance))
+    return result
+
+
 def judge_pairs(scores: Iterable[tuple[str, str, float]]) -> list[dict[str, Any]]:
     """Spearman rho, Pearson r and mean |difference| for every pair of judges, over the runs
     both scored."""

@@ -13,6 +13,7 @@ def sections(summary: dict[str, Any], results: dict[str, Any],
              paper: dict[str, list[dict[str, Any]]]) -> list[Section]:
     """The report's tables, in order."""
     alpha = results["krippendorff_alpha"]
+    ac2 = results.get("gwet_ac2") or {}
     return [
         ("Tiers: pass rate with 95% CI, scores, cost and Cost-of-Pass", summary["tiers"], [
             "tier", "n", "pass_rate", "ci_low", "ci_high", "mean_score", "median_score",
@@ -36,7 +37,9 @@ def sections(summary: dict[str, Any], results: dict[str, Any],
                                "cliffs_delta", "note"]),
         (f"Judge agreement: Krippendorff's alpha (interval) = "
          f"{'-' if alpha['alpha'] is None else format(alpha['alpha'], '.3f')}"
-         f"{' (' + alpha['note'] + ')' if alpha.get('note') else ''}; pairs",
+         f"{' (' + alpha['note'] + ')' if alpha.get('note') else ''}; Gwet's AC2 (quadratic) "
+         f"= {'-' if ac2.get('ac2') is None else format(ac2['ac2'], '.3f')}; "
+         f"over {alpha['runs']} runs; pairs",
          results["judge_pairs"], ["judge1", "judge2", "n", "spearman", "pearson",
                                   "mean_abs_diff", "note"]),
         ("Judge bias: mean score per judge", results["judge_bias"],
