@@ -204,3 +204,30 @@ def test_group_summary_per_case_cop_and_pass_at_k() -> None:
     never = metrics.group_summary([row("a", True, 0.1), row("b", False, 0.2)])[0]
     assert never["cop_per_case_mean"] is None
     assert "per-case CoP undefined" in never["warning"]
+
+
+def test_judge_vs_checks_counts_each_kind_of_contradiction() -> None:
+    from pytest_scylla.results import report, text_tables
+
+    def rec(outcome: str, checks: list[bool], functional: dict[str, float]) -> dict[str, object]:
+        return {"outcome": outcome, "checks": [{"passed": p} for p in checks],
+                "judges": [{"judge_model": j, "valid": True,
+                            "categories": [{"name": "functional", "score": s},
+                                           {"name": "code_quality", "score": 1.0 - s}]}
+                           for j, s in functional.items()]}
+
+    records = [rec("pass", [True, True], {"a": 1.0, "b": 0.2}),  # b: broken, checks pass
+               rec("fail", [True, False], {"a": 0.9, "b": 0.0}),  # a: works, checks fail
+               rec("fail", [False], {"a": 0.1, "b": 0.6}),  # b at the threshold: works
+               rec("pass", [], {"a": 0.0, "b": 0.0}),  # no checks: left out
+               rec("infra_error", [False], {"a": 1.0, "b": 1.0})]  # not counted: left out
+    rows = report.judge_vs_checks(records)
+    assert rows == [
+        {"judge": "a", "n": 3, "says_works_checks_fail": 1, "says_broken_checks_pass": 0,
+         "contradiction_rate": pytest.approx(1 / 3)},
+        {"judge": "b", "n": 3, "says_works_checks_fail": 1, "says_broken_checks_pass": 1,
+         "contradiction_rate": pytest.approx(2 / 3)}]
+    titles = [title for title, _, _ in text_tables.sections(
+        {"tiers": []}, {**report.statistical_results(report.Tables(records=records)),
+                        "judge_vs_checks": rows}, report.paper_tables(report.Tables(), []))]
+    assert any(t.startswith("Judge vs checks") for t in titles)

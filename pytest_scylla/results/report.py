@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_scylla.core.record import write_json
+from pytest_scylla.formats.spec import DEFAULT_PASS_THRESHOLD
 from pytest_scylla.results import metrics, stats, text_tables
 from pytest_scylla.results.tables import Tables
 
@@ -42,6 +43,7 @@ def statistical_results(tables: Tables) -> dict[str, Any]:
               and str(j.get("judge_is_valid")) != "False"]  # empty: not said invalid
     out["krippendorff_alpha"] = stats.krippendorff_alpha(scores)
     out["gwet_ac2"] = stats.gwet_ac2(scores)
+    out["judge_vs_checks"] = judge_vs_checks(tables.records)
     out["judge_pairs"] = stats.judge_pairs(scores)
     bias: dict[str, list[float]] = {}
     for judge, _, score in scores:
@@ -161,6 +163,34 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
     return value
+
+
+def judge_vs_checks(records: list[dict[str, Any]], category: str = "functional",
+                    threshold: float = DEFAULT_PASS_THRESHOLD) -> list[dict[str, Any]]:
+    """How often each judge's functional verdict contradicts the checks: over the counted runs
+    that ran checks, a judge "says it works" when its `category` score reaches `threshold`;
+    the checks say so when every check passed. Runs without checks or without that category
+    are left out (n says how many are in)."""
+    by_judge: dict[str, list[tuple[bool, bool]]] = {}
+    for rec in records:
+        checks = rec.get("checks") or []
+        if rec.get("outcome") not in metrics.COUNTED or not checks:
+            continue
+        works = all(c.get("passed") for c in checks)
+        for judge in rec.get("judges") or []:
+            score = next((c.get("score") for c in judge.get("categories") or []
+                          if c.get("name") == category), None)
+            if judge.get("valid", True) and isinstance(score, (int, float)):
+                by_judge.setdefault(str(judge.get("judge_model")), []).append(
+                    (score >= threshold, works))
+    rows = []
+    for judge, pairs in sorted(by_judge.items()):
+        optimistic = sum(says and not works for says, works in pairs)
+        pessimistic = sum(works and not says for says, works in pairs)
+        rows.append({"judge": judge, "n": len(pairs), "says_works_checks_fail": optimistic,
+                     "says_broken_checks_pass": pessimistic,
+                     "contradiction_rate": (optimistic + pessimistic) / len(pairs)})
+    return rows
 
 
 def paper_tables(tables: Tables, summary: list[dict[str, Any]] | None = None

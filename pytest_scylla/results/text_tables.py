@@ -44,6 +44,10 @@ def sections(summary: dict[str, Any], results: dict[str, Any],
                                   "mean_abs_diff", "note"]),
         ("Judge bias: mean score per judge", results["judge_bias"],
          ["judge", "n", "mean_score"]),
+        ("Judge vs checks: the functional verdict (category score >= 0.6) against the checks",
+         results.get("judge_vs_checks") or [],
+         ["judge", "n", "says_works_checks_fail", "says_broken_checks_pass",
+          "contradiction_rate"]),
     ]
 
 
