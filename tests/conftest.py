@@ -128,7 +128,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 # timing fields: the only columns of an export that may differ between two runs of the same runs
 TIMINGS = {"duration_seconds", "agent_duration_seconds", "judge_duration_seconds",
-           "checks_duration_seconds", "judge_seconds", "mean_duration", "written_at"}
+           "checks_duration_seconds", "judge_seconds", "mean_duration", "written_at",
+           "ttft_seconds"}
 
 
 def without_timings(value: object) -> object:

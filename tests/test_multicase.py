@@ -219,7 +219,7 @@ def test_missing_numbers_are_left_out_of_means_and_counted_in_n(
     assert len(t0) == 6
     latency = _row(md, "Latency breakdown", "T1")
     assert latency[1] == "0"  # n: no T1 run has a duration
-    assert latency[4:] == ["-", "-", "-"]  # judge, total seconds and the share: unknown, not 0
+    assert latency[4:] == ["-"] * 4  # judge, total seconds, the share, TTFT: unknown, not 0
     assert _row(md, "Tier summary", "T1")[1] == "9"
 
 

@@ -57,6 +57,10 @@ def test_every_run_has_a_record_and_a_call_log_with_usage(mini: Path, pytester: 
         assert main
         assert all(c["status"] == 200 and c["usage"]["output_tokens"] > 0
                             for c in main)
+        answered = [c["ttft_s"] for c in calls(out, key) if c["status"] == 200]
+        assert rec["timings"]["ttft_first_s"] == answered[0]  # the gateway's first byte
+        assert rec["timings"]["ttft_s"] == pytest.approx(sum(answered) / len(answered),
+                                                         abs=1e-4)
         diff = (out / "runs" / key / "diff.patch").read_text()
         assert diff.startswith("diff --git"), diff[:200]
         assert ".claude/" not in diff

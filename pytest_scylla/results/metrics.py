@@ -25,7 +25,7 @@ RUN_COLUMNS = [
     "input_tokens", "output_tokens", "cache_creation_tokens", "cache_read_tokens", "total_tokens",
     "exit_code", "api_calls", "num_turns", "case_id", "outcome", "judge_cost_usd", "cost_source",
     "model_usage", "config_hash", "simulated", "run_key", "checks_duration_seconds",
-    "integrity_findings", "leftover_processes"]
+    "integrity_findings", "leftover_processes", "ttft_seconds"]
 
 
 MODEL_ID = re.compile(r"^claude-(opus|sonnet|haiku)-(\d+)(?:-(\d{1,2}))?(?:-\d{8})?$")
@@ -58,6 +58,7 @@ def run_row(rec: dict[str, Any], experiment: str) -> dict[str, Any]:
         "cost_usd": rec.get("cost_usd"), "duration_seconds": timings.get("total_s"),
         "agent_duration_seconds": timings.get("agent_s"),
         "checks_duration_seconds": timings.get("checks_s"),
+        "ttft_seconds": timings.get("ttft_s"),
         "judge_duration_seconds": rec.get("judge_duration_seconds"),
         "input_tokens": tokens.get("input_tokens"), "output_tokens": tokens.get("output_tokens"),
         "cache_creation_tokens": tokens.get("cache_creation_input_tokens"),

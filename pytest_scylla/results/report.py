@@ -227,6 +227,7 @@ def paper_tables(tables: Tables, summary: list[dict[str, Any]] | None = None
                         "agent_seconds": agent,
                         "checks_seconds": mean(rows, "checks_duration_seconds"),
                         "judge_seconds": judge, "total_seconds": total,
+                        "ttft_seconds": mean(rows, "ttft_seconds"),
                         "judge_share": judge / total if judge is not None and total else None})
     per_criterion: dict[str, list[float]] = {}
     for c in tables.criteria:

@@ -26,7 +26,7 @@ def sections(summary: dict[str, Any], results: dict[str, Any],
           "cache_read_tokens", "total_tokens"]),
         ("Latency breakdown, mean seconds per run (Table 18)", paper["latency"],
          ["tier", "n", "agent_seconds", "checks_seconds", "judge_seconds", "total_seconds",
-          "judge_share"]),
+          "judge_share", "ttft_seconds"]),
         ("Per-criterion score, mean and sd over judges and runs (Table 19)", paper["criteria"],
          ["criterion", "mean", "sd", "n"]),
         ("Tier comparisons: Kruskal-Wallis", [

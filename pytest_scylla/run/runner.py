@@ -9,6 +9,7 @@ import contextlib
 import json
 import secrets
 import shutil
+import statistics
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -37,6 +38,18 @@ SETUP_FAILURES = (workspace.WorkspaceError, mcp_install.InstallError, claude_cod
 
 def timestamp() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _ttfts(log: Path) -> list[float]:
+    """The time to first byte of each answered model call in a run's gateway log."""
+    found = []
+    with contextlib.suppress(OSError):
+        for line in log.read_text(encoding="utf-8").splitlines():
+            with contextlib.suppress(ValueError):
+                call = json.loads(line)
+                if call.get("status") == 200 and isinstance(call.get("ttft_s"), (int, float)):
+                    found.append(float(call["ttft_s"]))
+    return found
 
 
 class Run:
@@ -145,6 +158,10 @@ class Run:
         if route is None:
             return
         self.rt.gateway.close(route.key)
+        ttfts = _ttfts(self.run_dir / "model_calls.jsonl")
+        if ttfts:  # time to the first byte of each answered call, as the gateway saw it
+            self.timings["ttft_s"] = round(statistics.fmean(ttfts), 4)
+            self.timings["ttft_first_s"] = ttfts[0]
         self.record.update({"usage": route.usage, "tokens": pricing.token_totals(route.usage),
                             "api_calls": route.calls, "refused_calls": route.refused,
                             "infra_events": route.infra,
