@@ -375,3 +375,26 @@ def test_setup_problems_are_one_clear_error(mini: Path, pytester: pytest.Pyteste
     result.stdout.fnmatch_lines([message])
     result.assert_outcomes(errors=1)  # the session stops after the first: no wall of errors
     assert "Traceback" not in result.stdout.str()
+
+
+@pytest.mark.each_sandbox
+def test_a_check_that_passed_on_the_source_and_fails_after_the_agent_is_a_regression(
+        mini: Path, pytester: pytest.Pytester, oracle: list[str], edit: Edit) -> None:
+    """The checks run once per case on the untouched source (hidden files in place, in the
+    runs' sandbox): a check passing there and failing after the agent is a regression, and a
+    tier's CFP is the share of runs with one. `wrong` empties main.py; `solution` keeps a
+    print in it; the task's own check fails on the source and is no regression either way."""
+    edit("cases/alpha/test.yaml", "solution: solution",
+         "  - name: prints\n    run: [grep, -q, print, main.py]\nsolution: solution")
+    found = {}
+    for mode in ("wrong", "solution"):
+        out = mini / mode
+        done = pytester.runpytest("cases", "-k", "alpha and T0-01", *workers(0),
+                                  f"--scylla-oracle={mode}", *oracle[1:], f"--scylla-out={out}")
+        assert done.ret in (0, 1)
+        (rec,) = records(out).values()
+        assert rec["source_checks"] == {"runs": False, "prints": True}
+        tier = json.loads((out / "summary.json").read_text())["tiers"][0]
+        found[mode] = (rec["regressions"], tier["cfp"], tier["cfp_n"])
+        assert len(list((out / ".baselines").glob("alpha-*.json"))) == 1
+    assert found == {"wrong": (["prints"], 1.0, 1), "solution": ([], 0.0, 1)}

@@ -75,6 +75,10 @@ class RunRecord(TypedDict, total=False):
     checks: list[dict[str, Any]]
     check_items: list[dict[str, Any]]
     check_score: float | None
+    # the checks on the untouched source (once per case) and those of them the agent broke
+    source_checks: dict[str, bool] | None
+    regressions: list[str] | None
+    source_checks_error: str
     classified: dict[str, Any]
     judges: list[dict[str, Any]]
     valid_judges: int

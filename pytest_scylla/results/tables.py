@@ -22,7 +22,8 @@ RUNS_CSV = Layout(
     numbers=("score", "impl_rate", "cost_usd", "duration_seconds", "agent_duration_seconds",
              "judge_duration_seconds", "checks_duration_seconds", "input_tokens",
              "output_tokens", "cache_creation_tokens", "cache_read_tokens", "total_tokens",
-             "judge_cost_usd", "integrity_findings", "leftover_processes"),
+             "judge_cost_usd", "integrity_findings", "leftover_processes", "ttft_seconds",
+             "regressions"),
     flags=("passed", "simulated"), filled=("experiment", "tier", "passed"),
     choices={"outcome": metrics.OUTCOMES})
 JUDGES_CSV = Layout(

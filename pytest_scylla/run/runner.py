@@ -22,14 +22,22 @@ from pytest_scylla.core.runspec import RunSpec
 from pytest_scylla.core.tempdirs import claim_private, release_private
 from pytest_scylla.formats.provenance import Conditions
 from pytest_scylla.judging import judge_run
-from pytest_scylla.run import checks, hostile, integrity, mcp_install, overlay, workspace
+from pytest_scylla.run import (
+    checks,
+    hostile,
+    integrity,
+    mcp_install,
+    overlay,
+    source_checks,
+    workspace,
+)
 from pytest_scylla.run.agents import claude_code
 from pytest_scylla.run.baseline import delegates, expectation
 from pytest_scylla.run.gateway import Route
 from pytest_scylla.run.gateway.oracle import Script, mode_for
 from pytest_scylla.run.outcome import classify, costs, settle
 from pytest_scylla.run.runtime import Runtime
-from pytest_scylla.run.sandbox import Finished, base_env
+from pytest_scylla.run.sandbox import Finished, SandboxError, base_env
 
 # what ends a run as an infra_error with the exception as its reason
 SETUP_FAILURES = (workspace.WorkspaceError, mcp_install.InstallError, claude_code.SetupError,
@@ -335,6 +343,14 @@ def _inspect(run: Run, rec: RunRecord, ws: workspace.Workspace, ov: overlay.Over
     rec.update({"checks": [r.to_json() for r in results],
                 "check_items": evidence.check_rows(spec.case),
                 "check_score": evidence.check_score(spec.case)})
+    try:  # the same checks on the untouched source (once per case): what the agent broke
+        before = source_checks.source_checks(rt, spec, run.run_dir.parent.parent)
+    except (*SETUP_FAILURES, SandboxError, ValueError) as exc:  # the run stands without it
+        rec.update({"regressions": None, "source_checks": None,
+                    "source_checks_error": f"{type(exc).__name__}: {exc}"[:500]})
+    else:
+        rec.update({"source_checks": before, "regressions": source_checks.regressions(
+            before, {r.name: r.passed for r in results})})
     outcome, reason = classify(finished, run.result, route, stderr_tail,
                                rt.sandbox.failed_to_start(stderr_tail))
     rec["classified"] = {"outcome": outcome, "reason": reason}  # before judging
