@@ -230,7 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from pytest_scylla.results import compare
+    from pytest_scylla.results import compare, compare_text
     from pytest_scylla.results.inputs import ReportInputError
 
     sides = [[Path(p) for p in str(given).split(",") if p] for given in (args.base,
@@ -252,8 +252,8 @@ def _compare(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(_os_error(exc, "scylla compare"), file=sys.stderr)
         return 2
-    compare.write(out, result, points)
-    print(compare.markdown(result, points), end="")
+    compare_text.write(out, result, points)
+    print(compare_text.markdown(result, points), end="")
     print(f"written: {out / 'compare.md'}, compare.json, compare.html")
     if points is not None and compare.regressions(result, points):
         return 1

@@ -55,9 +55,11 @@ def pass_rate(tables: Tables, summary: Summary, folder: Path) -> str | None:
     if not summary:
         return None
     fig, ax = _axes()
-    tiers = _frame(summary)
-    ax.bar(tiers["tier"], tiers["pass_rate"], capsize=4, color="#4c72b0",
-           yerr=[tiers["pass_rate"] - tiers["ci_low"], tiers["ci_high"] - tiers["pass_rate"]])
+    rate, low, high = ([float(s[c]) for s in summary] for c in ("pass_rate", "ci_low", "ci_high"))
+    # plain lists: matplotlib warns on Series or arrays when there is a single tier
+    ax.bar([str(s["tier"]) for s in summary], rate, capsize=4, color="#4c72b0",
+           yerr=[[r - lo for r, lo in zip(rate, low, strict=True)],
+                 [hi - r for r, hi in zip(rate, high, strict=True)]])
     ax.set(ylim=(0, 1.05), ylabel="pass rate (95% CI)", title="Pass rate by tier")
     return _save(fig, folder, "pass_rate")
 
