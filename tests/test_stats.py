@@ -231,3 +231,31 @@ def test_judge_vs_checks_counts_each_kind_of_contradiction() -> None:
         {"tiers": []}, {**report.statistical_results(report.Tables(records=records)),
                         "judge_vs_checks": rows}, report.paper_tables(report.Tables(), []))]
     assert any(t.startswith("Judge vs checks") for t in titles)
+
+
+def test_ablation_score_pairs_subtests_that_differ_by_one_component() -> None:
+    from pytest_scylla.results.ablation import ablation_scores
+
+    def declared(prompt: str = "default", **parts: list[str]) -> dict[str, object]:
+        return {"system_prompt": prompt, "claude_md": [], "skills": [], "agents": [],
+                "mcp_servers": [], "tools_allow": None, "tools_deny": [], **parts}
+
+    subtests = {"T0-01": declared(), "T0-02": declared(claude_md=["rules"]),
+                "T1-01": declared(claude_md=["rules"], skills=["review"], agents=["helper"]),
+                "T0-00": declared("none")}
+    scores = {"T0-01": [0.5, 0.6, 0.7], "T0-02": [0.8, 0.9, 1.0], "T1-01": [0.2, 0.3, 0.4],
+              "T0-00": [0.1, 0.1, 0.2]}
+    records = [{"outcome": "pass" if s >= 0.6 else "fail", "passed": s >= 0.6, "score": s,
+                "subtest": sub, "case": f"c{i % 2}", "declared": subtests[sub]}
+               for sub, values in scores.items() for i, s in enumerate(values)]
+    records.append({**records[0], "outcome": "infra_error", "score": 0.0})  # not counted
+    rows = ablation_scores(records)
+    # T0-02 vs T0-01 is the only pair one component apart: the system prompt of T0-00 and the
+    # skill and agent T1-01 adds to T0-02 are two components each
+    assert [(r["component"], r["with"], r["without"]) for r in rows] == [
+        ("CLAUDE.md block rules", "T0-02", "T0-01")]
+    (row,) = rows
+    assert row["score_delta"] == pytest.approx(0.3)
+    assert row["pass_rate_delta"] == pytest.approx(1 - 2 / 3)
+    assert (row["n_with"], row["n_without"], row["cases"]) == (3, 3, 2)
+    assert row["ci_low"] <= 0.3 <= row["ci_high"]

@@ -14,7 +14,7 @@ from typing import Any
 
 from pytest_scylla.core.record import write_json
 from pytest_scylla.formats.spec import DEFAULT_PASS_THRESHOLD
-from pytest_scylla.results import metrics, stats, text_tables
+from pytest_scylla.results import ablation, metrics, stats, text_tables
 from pytest_scylla.results.tables import Tables
 
 SUBTEST_KEYS = ("experiment", "agent_model", "case_id", "tier", "subtest")
@@ -44,6 +44,7 @@ def statistical_results(tables: Tables) -> dict[str, Any]:
     out["krippendorff_alpha"] = stats.krippendorff_alpha(scores)
     out["gwet_ac2"] = stats.gwet_ac2(scores)
     out["judge_vs_checks"] = judge_vs_checks(tables.records)
+    out["ablation"] = ablation.ablation_scores(tables.records)
     out["judge_pairs"] = stats.judge_pairs(scores)
     bias: dict[str, list[float]] = {}
     for judge, _, score in scores:

@@ -1,0 +1,89 @@
+"""The paper's Ablation Score: for every two subtests whose declared components differ by exactly
+one (a CLAUDE.md block, a skill, a sub-agent, an MCP server, a tool list), the change that one
+component makes — mean score and pass rate with it minus without it, with a 95 % bootstrap
+interval of the score difference. Pairs that differ in more than one component say nothing
+about any single one and are left out."""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+import warnings
+from typing import Any
+
+from pytest_scylla.results import metrics
+
+RESAMPLES = 999
+SEED = 0
+KINDS = {"claude_md": "CLAUDE.md block", "skills": "skill", "agents": "sub-agent",
+         "mcp_servers": "MCP server"}
+
+
+def components(declared: dict[str, Any]) -> frozenset[tuple[str, str]]:
+    """What a subtest declares, as (kind, name) pairs; the system prompt and the tool lists
+    count as one component each."""
+    found = {(kind, str(name)) for kind in KINDS for name in declared.get(kind) or ()}
+    found.add(("system prompt", str(declared.get("system_prompt"))))
+    if declared.get("tools_allow") is not None:
+        found.add(("tools allowed", ",".join(sorted(declared["tools_allow"]))))
+    if declared.get("tools_deny"):
+        found.add(("tools denied", ",".join(sorted(declared["tools_deny"]))))
+    return frozenset(found)
+
+
+def _interval(with_: list[float], without: list[float]) -> tuple[float | None, float | None]:
+    if len(with_) < 2 or len(without) < 2 or len(set(with_) | set(without)) < 2:
+        return None, None
+    import numpy as np
+    from scipy.stats import DegenerateDataWarning, bootstrap
+
+    def diff(a: Any, b: Any, axis: int = -1) -> Any:
+        return np.mean(a, axis=axis) - np.mean(b, axis=axis)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DegenerateDataWarning)
+        found = bootstrap((np.array(with_), np.array(without)), diff, n_resamples=RESAMPLES,
+                          method="percentile", rng=np.random.default_rng(SEED))
+    return float(found.confidence_interval.low), float(found.confidence_interval.high)
+
+
+def ablation_scores(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per pair of subtests that differ by exactly one component (over every case
+    both ran), the component named; counted runs only."""
+    runs: dict[str, list[dict[str, Any]]] = {}
+    declared: dict[str, frozenset[tuple[str, str]]] = {}
+    for rec in records:
+        if rec.get("outcome") not in metrics.COUNTED or not isinstance(rec.get("declared"), dict):
+            continue
+        subtest = str(rec.get("subtest"))
+        declared.setdefault(subtest, components(rec["declared"]))
+        runs.setdefault(subtest, []).append(rec)
+    rows = []
+    for a, b in itertools.combinations(sorted(declared, key=_order), 2):
+        extra_a, extra_b = declared[a] - declared[b], declared[b] - declared[a]
+        if len(extra_a) + len(extra_b) != 1:
+            continue
+        with_, without = (a, b) if extra_a else (b, a)
+        ((kind, name),) = extra_a or extra_b
+        cases = {str(r.get("case")) for r in runs[with_]} & {str(r.get("case"))
+                                                                 for r in runs[without]}
+        on = [r for r in runs[with_] if str(r.get("case")) in cases]
+        off = [r for r in runs[without] if str(r.get("case")) in cases]
+        s_on = [float(r["score"]) for r in on if isinstance(r.get("score"), (int, float))]
+        s_off = [float(r["score"]) for r in off if isinstance(r.get("score"), (int, float))]
+        if not s_on or not s_off:
+            continue
+        low, high = _interval(s_on, s_off)
+        rows.append({
+            "component": f"{KINDS.get(kind, kind)} {name}", "with": with_, "without": without,
+            "cases": len(cases), "n_with": len(on), "n_without": len(off),
+            "score_delta": statistics.fmean(s_on) - statistics.fmean(s_off),
+            "ci_low": low, "ci_high": high,
+            "pass_rate_delta": (statistics.fmean(bool(r.get("passed")) for r in on)
+                                - statistics.fmean(bool(r.get("passed")) for r in off))})
+    return rows
+
+
+def _order(subtest: str) -> tuple[tuple[int, str], str]:
+    tier, _, rest = subtest.partition("-")
+    return metrics.tier_order(tier), rest
