@@ -65,6 +65,16 @@ def test_every_run_has_a_record_and_a_call_log_with_usage(mini: Path, pytester: 
         assert diff.startswith("diff --git"), diff[:200]
         assert ".claude/" not in diff
         assert "CLAUDE.md" not in diff
+        # the trajectory from the transcript: the oracle writes the solution with Write, and
+        # invokes none of the skills, sub-agents or MCP servers the mini tiers declare
+        assert "Write" in rec["trajectory"]["sequence"]
+        assert rec["trajectory"]["tool_errors"] == 0
+        assert {kind: sorted(used) for kind, used in rec["trajectory"]["used"].items()} == {
+            kind: sorted(rec["declared"][kind]) for kind in ("skills", "agents", "mcp_servers")}
+        assert not any(v for used in rec["trajectory"]["used"].values() for v in used.values())
+    stats = json.loads((out / "statistical_results.json").read_text())
+    assert {(u["tier"], u["kind"]): (u["used"], u["note"]) for u in stats["utilisation"]}[
+        "T1", "skill"] == (0, "never used: not an ablation of it")
     alpha = recs["alpha-T5-02-r1"]
     assert alpha["declared"]["mcp_servers"] == ["notes"]
     assert "notes" in alpha["ablation"]["observed"]["mcp_servers"]

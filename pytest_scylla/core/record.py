@@ -75,6 +75,7 @@ class RunRecord(TypedDict, total=False):
     checks: list[dict[str, Any]]
     check_items: list[dict[str, Any]]
     check_score: float | None
+    trajectory: dict[str, Any]  # tool calls, errors, sub-agents; declared components used
     # the checks on the untouched source (once per case) and those of them the agent broke
     source_checks: dict[str, bool] | None
     regressions: list[str] | None

@@ -80,7 +80,39 @@ def ablation_scores(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "score_delta": statistics.fmean(s_on) - statistics.fmean(s_off),
             "ci_low": low, "ci_high": high,
             "pass_rate_delta": (statistics.fmean(bool(r.get("passed")) for r in on)
-                                - statistics.fmean(bool(r.get("passed")) for r in off))})
+                                - statistics.fmean(bool(r.get("passed")) for r in off)),
+            "used": _used(on, kind, name)})
+    return rows
+
+
+def _used(runs: list[dict[str, Any]], kind: str, name: str) -> float | None:
+    """The share of runs that invoked the component (skills, sub-agents, MCP servers: what
+    can be invoked), over the runs whose trajectory is known."""
+    known = [r["trajectory"]["used"][kind][name] for r in runs
+             if name in ((r.get("trajectory") or {}).get("used") or {}).get(kind, {})]
+    return statistics.fmean(bool(u) for u in known) if known else None
+
+
+def utilisation(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per tier and kind (skills, sub-agents, MCP servers): of the counted runs whose subtest
+    declared one or more, how many invoked at least one. A tier whose runs never touch what it
+    adds is no ablation of it: the row says so."""
+    counts: dict[tuple[str, str], list[bool]] = {}
+    for rec in records:
+        used = (rec.get("trajectory") or {}).get("used") or {}
+        if rec.get("outcome") not in metrics.COUNTED:
+            continue
+        for kind in ("skills", "agents", "mcp_servers"):
+            if used.get(kind):
+                counts.setdefault((str(rec.get("tier")), kind), []).append(
+                    any(used[kind].values()))
+    rows = []
+    for (tier, kind), flags in sorted(counts.items(),
+                                      key=lambda kv: (metrics.tier_order(kv[0][0]), kv[0][1])):
+        share = sum(flags) / len(flags)
+        rows.append({"tier": tier, "kind": KINDS[kind], "runs": len(flags), "used": sum(flags),
+                     "share": share,
+                     "note": "never used: not an ablation of it" if not share else ""})
     return rows
 
 

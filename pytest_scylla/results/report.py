@@ -45,6 +45,7 @@ def statistical_results(tables: Tables) -> dict[str, Any]:
     out["gwet_ac2"] = stats.gwet_ac2(scores)
     out["judge_vs_checks"] = judge_vs_checks(tables.records)
     out["ablation"] = ablation.ablation_scores(tables.records)
+    out["utilisation"] = ablation.utilisation(tables.records)
     out["judge_pairs"] = stats.judge_pairs(scores)
     bias: dict[str, list[float]] = {}
     for judge, _, score in scores:

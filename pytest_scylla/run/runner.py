@@ -311,7 +311,8 @@ def _agent(run: Run, ov: overlay.Overlay, rec: RunRecord) -> tuple[Finished, str
                 "leftover_processes": finished.leftovers,
                 "final_message": result.final_message, "num_turns": result.num_turns,
                 "stop_reason": result.stop_reason, "terminal_reason": result.terminal_reason,
-                "cli_result": result.to_json(), "cli_init": result.init})
+                "cli_result": result.to_json(), "cli_init": result.init,
+                "trajectory": result.trajectory(rec.get("declared") or {})})
     return finished, stderr_tail
 
 

@@ -87,16 +87,80 @@ class Result:
     duration_ms: int | None = None
     init: dict[str, Any] = field(default_factory=dict)
     events: int = 0
+    # the trajectory: every tool call in order (a sub-agent's prefixed `<agent>/`), failed
+    # tool results, and what of the declared components the agent invoked
+    tool_calls: list[str] = field(default_factory=list)
+    tool_errors: int = 0
+    skills_used: list[str] = field(default_factory=list)
+    agents_used: list[str] = field(default_factory=list)
+    mcp_used: list[str] = field(default_factory=list)
+
+    def trajectory(self, declared: dict[str, Any]) -> dict[str, Any]:
+        """The run's trajectory, and for each skill, sub-agent and MCP server its subtest
+        declared whether the agent invoked it (CLAUDE.md blocks and tool lists are always in
+        its context: nothing to invoke)."""
+        per_tool: dict[str, int] = {}
+        for name in self.tool_calls:
+            per_tool[name] = per_tool.get(name, 0) + 1
+        used = {"skills": self.skills_used, "agents": self.agents_used,
+                "mcp_servers": self.mcp_used}
+        return {"tool_calls": len(self.tool_calls), "per_tool": per_tool,
+                "sequence": self.tool_calls, "tool_errors": self.tool_errors,
+                "sub_agent_calls": sum(n.split("/")[-1] in ("Agent", "Task")
+                                       for n in self.tool_calls),
+                "turns": self.num_turns,
+                "used": {kind: {str(name): name in used[kind]
+                                for name in declared.get(kind) or ()} for kind in used}}
 
     def to_json(self) -> dict[str, Any]:
-        """Every field but the final message and the init event; `found` as `result_seen`."""
-        data = {k: v for k, v in asdict(self).items() if k not in ("final_message", "init")}
+        """Every field but the final message, the init event and the trajectory; `found` as
+        `result_seen`."""
+        data = {k: v for k, v in asdict(self).items() if k not in (
+            "final_message", "init", *TRAJECTORY)}
         return {"result_seen": data.pop("found"), **data}
+
+
+TRAJECTORY = ("tool_calls", "tool_errors", "skills_used", "agents_used", "mcp_used")
+MAX_TOOL_CALLS = 2000  # kept in order; a longer trajectory is cut (the counts stay whole)
+
+
+def _trajectory(event: dict[str, Any], result: Result, agents: dict[str, str]) -> None:
+    """Tool calls and failed tool results of one message event (the CLI's own output about the
+    agent's work: read as data only)."""
+    content = (event.get("message") or {}).get("content")
+    if not isinstance(content, list):
+        return
+    parent = event.get("parent_tool_use_id")
+    prefix = f"{agents.get(str(parent), 'agent')}/" if parent else ""
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "tool_result" and block.get("is_error"):
+            result.tool_errors += 1
+        if block.get("type") != "tool_use":
+            continue
+        name, given = str(block.get("name") or "?"), block.get("input")
+        given = given if isinstance(given, dict) else {}
+        if len(result.tool_calls) < MAX_TOOL_CALLS:
+            result.tool_calls.append(prefix + name)
+        if name == "Skill" and isinstance(given.get("skill"), str):
+            _once(result.skills_used, given["skill"])
+        elif name in ("Agent", "Task") and isinstance(given.get("subagent_type"), str):
+            _once(result.agents_used, given["subagent_type"])
+            agents[str(block.get("id"))] = given["subagent_type"]
+        elif name.startswith("mcp__") and name.count("__") >= 2:
+            _once(result.mcp_used, name.split("__")[1])
+
+
+def _once(found: list[str], name: str) -> None:
+    if name not in found:
+        found.append(name)
 
 
 def parse(transcript: Path) -> Result:
     """Read the stream-json transcript; tolerant of a cut-off last line (killed runs)."""
     result = Result()
+    agents: dict[str, str] = {}  # an Agent call's id -> the sub-agent it started
     if not transcript.exists():
         return result
     with transcript.open(encoding="utf-8", errors="replace") as stream:
@@ -108,7 +172,9 @@ def parse(transcript: Path) -> Result:
             if not isinstance(event, dict):
                 continue
             result.events += 1
-            if event.get("type") == "system" and event.get("subtype") == "init":
+            if event.get("type") in ("assistant", "user"):
+                _trajectory(event, result, agents)
+            elif event.get("type") == "system" and event.get("subtype") == "init":
                 result.init = {k: event.get(k) for k in ("tools", "mcp_servers", "model",
                                                          "skills", "agents",
                                                          "claude_code_version")}
