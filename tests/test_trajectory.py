@@ -8,8 +8,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from pytest_scylla.results.ablation import utilisation
 from pytest_scylla.run.agents.claude_code import parse
+
+from .conftest import workers
 
 
 def _message(role: str, blocks: list[dict[str, Any]], parent: str | None = None) -> str:
@@ -68,3 +72,26 @@ def test_utilisation_per_tier_says_when_a_tier_never_used_what_it_adds() -> None
         {"tier": "T1", "kind": "skill", "runs": 3, "used": 2, "share": 2 / 3, "note": ""},
         {"tier": "T3", "kind": "sub-agent", "runs": 1, "used": 0, "share": 0.0,
          "note": "never used: not an ablation of it"}]
+
+
+def test_the_oracle_asked_to_use_skills_and_mcp_tools_shows_full_utilisation(
+        mini: Path, pytester: pytest.Pytester, oracle: list[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`SCYLLA_ORACLE_USE=skills,mcp`: the oracle invokes the declared skill and MCP server
+    through the real CLI before the work; the runs pass, and the trajectory and the report say
+    they were used (the default oracle uses none: tests/test_runs.py)."""
+    monkeypatch.setenv("SCYLLA_ORACLE_USE", "skills,mcp")
+    out = mini / "out"
+    done = pytester.runpytest("cases", "-k", "alpha and (T1-01 or T5-02)", *workers(0),
+                              *oracle, f"--scylla-out={out}")
+    done.assert_outcomes(passed=2)
+    recs = {p.parent.name: json.loads(p.read_text()) for p in out.glob("runs/*/run.json")}
+    t5 = recs["alpha-T5-02-r1"]["trajectory"]
+    assert t5["sequence"][:2] == ["Skill", "mcp__notes__note"]
+    assert t5["used"] == {"skills": {"review": True}, "agents": {"helper": False},
+                          "mcp_servers": {"notes": True}}
+    assert recs["alpha-T1-01-r1"]["trajectory"]["used"]["skills"] == {"review": True}
+    stats = json.loads((out / "statistical_results.json").read_text())
+    shares = {(u["tier"], u["kind"]): u["share"] for u in stats["utilisation"]}
+    assert shares == {("T1", "skill"): 1.0, ("T5", "skill"): 1.0, ("T5", "MCP server"): 1.0,
+                      ("T5", "sub-agent"): 0.0}

@@ -271,7 +271,8 @@ def _prepare(run: Run, rec: RunRecord) -> tuple[workspace.Workspace, overlay.Ove
     expected = expectation(ov, sub, rt.tiers, work, rt.baseline(spec))
     oracle = rt.settings.oracle
     script = (Script.for_case(mode_for(oracle, spec.key.folder), case.solution, work,
-                              delegates(rt.tiers, sub)) if oracle else None)
+                              delegates(rt.tiers, sub), sub.skills, sub.mcp_servers)
+              if oracle else None)
     if script is not None:
         rec["oracle_script"] = {"mode": script.mode, "delegates": list(script.delegates),
                                 "files": [rel for rel, _ in script.files]}

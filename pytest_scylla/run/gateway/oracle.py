@@ -57,12 +57,17 @@ class Script:
     files: tuple[tuple[str, str], ...]  # (path relative to the workspace, content to write)
     existing: frozenset[str] = frozenset()  # of those, the ones the workspace had at the start
     delegates: tuple[str, ...] = ()  # sub-agents to hand the work down to, outermost first
+    # the skills and MCP servers the subtest declares: invoked first when SCYLLA_ORACLE_USE
+    # names their kind (`skills`, `mcp`), so utilisation can be shown where it is known
+    skills: tuple[str, ...] = ()
+    mcp_servers: tuple[str, ...] = ()
     verdict: dict[str, Any] | None = None  # what the oracle judge answers (judge routes only)
     faults: bool = True  # SCYLLA_ORACLE_FAULT applies (not to the harness's baseline probe)
 
     @classmethod
     def for_case(cls, mode: str, solution: Path | None, workspace: Path,
-                 delegates: tuple[str, ...] = ()) -> Script:
+                 delegates: tuple[str, ...] = (), skills: tuple[str, ...] = (),
+                 mcp_servers: tuple[str, ...] = ()) -> Script:
         files: list[tuple[str, str]] = []
         if solution is not None and mode != "noop":
             for path in sorted(p for p in solution.rglob("*") if p.is_file()):
@@ -73,7 +78,7 @@ class Script:
                 files.append((path.relative_to(solution).as_posix(), text))
         existing = frozenset(rel for rel, _ in files if (workspace / rel).exists())
         return cls(mode=mode, workspace=workspace, files=tuple(files), existing=existing,
-                   delegates=delegates)
+                   delegates=delegates, skills=skills, mcp_servers=mcp_servers)
 
 
 @dataclass(frozen=True)
@@ -138,6 +143,27 @@ def _tools(turn: int, calls: list[tuple[str, dict[str, Any]]]) -> Reply:
     blocks = [{"type": "tool_use", "id": f"{TOOL_ID}{turn:02d}_{i:02d}", "name": name,
                "input": args} for i, (name, args) in enumerate(calls)]
     return Reply(200, blocks, stop_reason="tool_use")
+
+
+def uses(script: Script, request: dict[str, Any]) -> list[list[tuple[str, dict[str, Any]]]]:
+    """With `SCYLLA_ORACLE_USE=skills,mcp`: a turn invoking each declared skill (the Skill
+    tool) and each declared MCP server's first offered tool whose required inputs are all
+    strings, before the work."""
+    wanted = {w.strip() for w in os.environ.get("SCYLLA_ORACLE_USE", "").split(",")}
+    offered = [t for t in request.get("tools") or [] if isinstance(t, dict)]
+    calls: list[tuple[str, dict[str, Any]]] = []
+    if "skills" in wanted and any(t.get("name") == "Skill" for t in offered):
+        calls += [("Skill", {"skill": name}) for name in script.skills]
+    for server in script.mcp_servers if "mcp" in wanted else ():
+        for tool in offered:
+            schema = tool.get("input_schema") or {}
+            props = schema.get("properties") or {}
+            required = schema.get("required") or []
+            if str(tool.get("name", "")).startswith(f"mcp__{server}__") and all(
+                    (props.get(r) or {}).get("type") == "string" for r in required):
+                calls.append((str(tool["name"]), {r: "scylla oracle" for r in required}))
+                break
+    return [calls] if calls else []
 
 
 def plan(script: Script, tools: set[str]) -> list[list[tuple[str, dict[str, Any]]]]:
@@ -231,12 +257,13 @@ def answer(script: Script, request: dict[str, Any], attempt: int = 0) -> Reply:
                 "prompt": f"[scylla-oracle level {level + 1}] Make the change the task asks "
                           f"for in {script.workspace} and report back."})])
         return _text(f"Done: {script.delegates[level]} made the change.")
-    steps = plan(script, tool_names(request))
+    work = plan(script, tool_names(request))
     if script.mode == "noop":
         return _text("I read the task and decided to make no changes.")
+    steps = (uses(script, request) if level == 0 else []) + work
     if turns < len(steps):
         return _tools(turns, steps[turns])
-    if not steps:
+    if not work:
         return _text("No file-writing tool is available, so I could not apply the change.")
     names = ", ".join(rel for rel, _ in script.files)
     return _text(f"Done. I wrote {names}.")
