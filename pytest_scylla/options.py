@@ -50,6 +50,9 @@ OPTIONS: tuple[tuple[str, str, str, str], ...] = (
      "JUDGES", ",".join(DEFAULT_JUDGES)),
     ("min-judges", "valid judges a verdict needs, else judge_error (default 2, at most the "
      "panel size)", "N", "2"),
+    ("panel", "how the panel is asked: full (every judge at once) or adaptive (the cheaper "
+     "judges first, the most expensive one only when their verdicts differ by more than 0.15, "
+     "straddle the pass line or are too few) (default full)", "MODE", "full"),
     ("cache-dir", "shared cache for repo mirrors, MCP packages and CLI baselines "
      "(default: $XDG_CACHE_HOME/pytest-scylla or ~/.cache/pytest-scylla)", "DIR", ""),
     ("budget-usd", "session budget in dollars, agents and judges together: once the session's "

@@ -53,6 +53,7 @@ class Settings:
     record_bodies: bool = False
     judges: tuple[JudgeSpec, ...] = ()
     min_judges: int = 2
+    panel: str = "full"  # or adaptive (judging/judge_run.py)
     budget_usd: float | None = None
     max_run_cost: float | None = None
     retries: int = 4
@@ -127,7 +128,8 @@ def resolve(config: pytest.Config) -> Settings:
         model=_model(config), **sandbox_settings(config),
         cli=str(_value(config, "scylla_cli")[0]).strip() or None,
         cache_dir=_folder(config, "scylla_cache_dir") or default_cache_dir(),
-        judges=judges, min_judges=min_judges, shard=_shard(config), **_limits(config), **flags)
+        judges=judges, min_judges=min_judges, panel=_panel(config), shard=_shard(config),
+        **_limits(config), **flags)
     if subtests is not None:
         # Checking that each selector matches something needs the tiers: parse them now, once.
         config.stash[TIERSET_KEY] = TierSet(tier_dirs)
@@ -264,6 +266,14 @@ def _judges(config: pytest.Config) -> tuple[tuple[JudgeSpec, ...], int]:
     if min_judges < 1:
         raise pytest.UsageError(f"{origin}={raw!r}: expected a whole number of judges >= 1")
     return judges, min(min_judges, len(judges))
+
+
+def _panel(config: pytest.Config) -> str:
+    raw, origin = _value(config, "scylla_panel")
+    mode = str(raw).strip()
+    if mode not in ("full", "adaptive"):
+        raise pytest.UsageError(f"{origin}={raw!r}: expected full or adaptive")
+    return mode
 
 
 def _limits(config: pytest.Config) -> dict[str, Any]:

@@ -83,6 +83,7 @@ class RunRecord(TypedDict, total=False):
     classified: dict[str, Any]
     judges: list[dict[str, Any]]
     valid_judges: int
+    panel: dict[str, Any]  # --scylla-panel=adaptive: escalated or not, and why
     min_judges: int
     judge_cost_usd: float
     judge_duration_seconds: float

@@ -109,8 +109,8 @@ def _short(parts: dict[str, Any]) -> str:
 
 def conditions(spec: RunSpec, tiers: TierSet, *, model: str, cli_version: str,
                oracle: str | None, sandbox: str, judges: list[str], min_judges: int,
-               evaluation: str | None = None, container: dict[str, Any] | None = None
-               ) -> Conditions:
+               evaluation: str | None = None, container: dict[str, Any] | None = None,
+               panel: str = "full") -> Conditions:
     """The run's conditions. The config hash covers the inputs but the rubric (it only scores
     the run: a rubric edit calls for --scylla-rejudge, not a re-run) and the tier file (the
     resolved subtest stands for it: editing a neighbouring subtest changes nothing), plus model,
@@ -131,7 +131,8 @@ def conditions(spec: RunSpec, tiers: TierSet, *, model: str, cli_version: str,
         "timeout": case.timeout_seconds, "plugin": __version__,
         **({"container": container} if container else {})})
     judge = _short({"rubric": inputs[rubric], "judges": judges, "min_judges": min_judges,
-                    "oracle": oracle, **({"evaluation": evaluation} if evaluation else {})})
+                    "oracle": oracle, **({"evaluation": evaluation} if evaluation else {}),
+                    **({"panel": panel} if panel != "full" else {})})  # full: hashes as before
     return Conditions(inputs=inputs, config_hash=config, judge_hash=judge)
 
 

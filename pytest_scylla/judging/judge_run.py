@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -59,6 +60,7 @@ def judge(case: Case, key: str, run_dir: Path, rt: Runtime, evidence: Evidence) 
     results = evidence.checks
     from_checks = {r["id"]: r["achieved"] for r in evidence.check_rows(case)}
     panel: list[JudgeResult] = []
+    adaptive: dict[str, Any] | None = None
     if items:
         prompt = judge_prompt.build(case, items, evidence.final_message, evidence.diff,
                                     evidence.files, [r.to_json() for r in results])
@@ -79,8 +81,12 @@ def judge(case: Case, key: str, run_dir: Path, rt: Runtime, evidence: Evidence) 
             routes.append(route)
             return rt.gateway.base_url(route.key)
 
+        need = max(1, min(rt.settings.min_judges, len(rt.settings.judges)))
         try:
-            panel = run_panel(rt.settings.judges, prompt, items, base_url)
+            panel, adaptive = _ask(rt.settings.judges, rt.settings.panel, need, case,
+                                   lambda specs, numbers: run_panel(specs, prompt, items,
+                                                                    base_url, numbers),
+                                   lambda result: _scored(case, from_checks, result))
         finally:
             for route in routes:
                 rt.gateway.close(route.key)
@@ -88,10 +94,8 @@ def judge(case: Case, key: str, run_dir: Path, rt: Runtime, evidence: Evidence) 
     for result in panel:
         entry = result.to_json()
         entry["judge_model"], entry["judge_number"] = result.model, result.number
-        if result.valid and result.verdict is not None:
-            achieved = {**from_checks, **{i: v["achieved"]
-                                          for i, v in result.verdict["items"].items()}}
-            scored = scoring.score(case.rubric, achieved)
+        scored = _scored(case, from_checks, result)
+        if scored is not None:
             entry.update(score=scored.score, impl_rate=scored.impl_rate,
                          grade=case.rubric.grade(scored.score),
                          passed=scored.score >= case.rubric.pass_threshold
@@ -110,12 +114,52 @@ def judge(case: Case, key: str, run_dir: Path, rt: Runtime, evidence: Evidence) 
         "judge_duration_seconds": round(time.monotonic() - began, 3),
         "judge_tokens": pricing.token_totals({r.model: r.usage for r in panel}),
         "consensus": None}
+    if adaptive is not None:
+        out["panel"] = adaptive
     if len(valid) >= need:
         panel_verdict = scoring.consensus(case.rubric, valid)
         out["consensus"] = asdict(panel_verdict)
         out.update({"score": panel_verdict.score, "impl_rate": panel_verdict.impl_rate,
                     "grade": panel_verdict.grade})
     return out
+
+
+ADAPTIVE_SPREAD = 0.15  # the cheaper judges' scores may differ by this much and still stand
+
+
+def _scored(case: Case, from_checks: dict[str, Any], result: JudgeResult) -> Any:
+    """A valid verdict scored in code (check items from the checks), else None."""
+    if not result.valid or result.verdict is None:
+        return None
+    achieved = {**from_checks, **{i: v["achieved"] for i, v in result.verdict["items"].items()}}
+    return scoring.score(case.rubric, achieved)
+
+
+def _ask(judges: tuple[JudgeSpec, ...], mode: str, need: int, case: Case,
+         ask: Callable[[list[JudgeSpec], list[int]], list[JudgeResult]],
+         scored: Callable[[JudgeResult], Any]) -> tuple[list[JudgeResult], dict[str, Any] | None]:
+    """The panel's answers. `adaptive`: the cheaper judges first; the most expensive one (by
+    the price table's output price) only when they leave the verdict open — fewer valid
+    verdicts than needed, scores more than ADAPTIVE_SPREAD apart, or some passing and some
+    not. Returns the answers and, when adaptive, what was decided and why."""
+    numbered = list(enumerate(judges, start=1))
+    if mode != "adaptive" or len(numbered) < 2:
+        return ask([j for _, j in numbered], [n for n, _ in numbered]), None
+    strongest = max(numbered, key=lambda nj: pricing.price(nj[1].model).output)
+    first = [nj for nj in numbered if nj is not strongest]
+    panel = ask([j for _, j in first], [n for n, _ in first])
+    scores = [s for s in (scored(r) for r in panel) if s is not None]
+    passes = {s.score >= case.rubric.pass_threshold and s.required_met for s in scores}
+    spread = max(s.score for s in scores) - min(s.score for s in scores) if scores else 0.0
+    reason = (f"{len(scores)} valid verdicts of {need} needed" if len(scores) < need else
+              "the verdicts straddle the pass line" if len(passes) > 1 else
+              f"scores {spread:.2f} apart (> {ADAPTIVE_SPREAD})" if spread > ADAPTIVE_SPREAD
+              else "")
+    if reason:
+        panel = sorted(panel + ask([strongest[1]], [strongest[0]]), key=lambda r: r.number)
+    return panel, {"mode": "adaptive", "escalated": bool(reason), "reason": reason,
+                   "strongest": strongest[1].label,
+                   "skipped": [] if reason else [strongest[1].label]}
 
 
 def judged_reason(rec: RunRecord, threshold: float) -> str:

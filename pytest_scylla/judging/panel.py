@@ -16,8 +16,10 @@ Asker = Callable[[JudgeSpec, Prompt, Sequence[RubricItem], str, JudgeResult], No
 
 
 def run_panel(specs: Sequence[JudgeSpec], prompt: Prompt, items: Sequence[RubricItem],
-              base_url: Callable[[int, JudgeSpec], str]) -> list[JudgeResult]:
-    """Ask every judge at once; each result says whether its verdict is valid."""
+              base_url: Callable[[int, JudgeSpec], str],
+              numbers: Sequence[int] | None = None) -> list[JudgeResult]:
+    """Ask every judge at once; each result says whether its verdict is valid. `numbers` are
+    the judges' numbers in the whole panel (default 1, 2, ...: a part of it keeps its own)."""
     askers: dict[str, Asker] = {"anthropic": anthropic_judge.ask, "openai": openai_judge.ask,
                                 "claude-cli": claude_cli_judge.ask}
 
@@ -33,5 +35,6 @@ def run_panel(specs: Sequence[JudgeSpec], prompt: Prompt, items: Sequence[Rubric
         return result
 
     with ThreadPoolExecutor(max_workers=max(1, len(specs))) as pool:
-        futures = [pool.submit(one, n, spec) for n, spec in enumerate(specs, start=1)]
+        futures = [pool.submit(one, n, spec) for n, spec in
+                   zip(numbers or range(1, len(specs) + 1), specs, strict=True)]
         return [f.result() for f in futures]

@@ -151,6 +151,7 @@ class Aggregator:
         manifest = provenance.manifest(records, {
             "runs": s.runs, "tiers": s.tiers, "subtests": s.subtests, "model": s.model,
             "label": s.label, "judges": [j.label for j in s.judges], "min_judges": s.min_judges,
+            "panel": s.panel,
             "oracle": s.oracle, "sandbox": s.sandbox, "image": s.image,
             "limits": dict(zip(("memory", "cpus", "pids"), s.limits, strict=True)),
             "docker_copy": s.docker_copy,

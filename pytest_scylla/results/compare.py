@@ -244,6 +244,12 @@ def _conditions(base: Side, cand: Side) -> list[dict[str, Any]]:
         b, c = merged(base, key), merged(cand, key)
         if b != c:
             changed.append({"what": key, "base": b, "candidate": c})
+    b_options, c_options = merged(base, "options"), merged(cand, "options")
+    if isinstance(b_options, dict) and isinstance(c_options, dict):
+        for name in sorted((set(b_options) | set(c_options)) - {"label", "report"}):
+            if b_options.get(name) != c_options.get(name):
+                changed.append({"what": f"option {name}", "base": b_options.get(name),
+                                "candidate": c_options.get(name)})
     b_inputs, c_inputs = merged(base, "inputs"), merged(cand, "inputs")
     if isinstance(b_inputs, dict) and isinstance(c_inputs, dict):
         for name in sorted(set(b_inputs) | set(c_inputs)):
@@ -252,6 +258,25 @@ def _conditions(base: Side, cand: Side) -> list[dict[str, Any]]:
                                 "base": "absent" if name not in b_inputs else "changed",
                                 "candidate": "absent" if name not in c_inputs else "changed"})
     return changed
+
+
+def _verdicts(base: Runs, cand: Runs) -> dict[str, Any]:
+    """The runs both sides have (same run key: the same case, subtest and run number) — e.g.
+    one experiment judged by a full panel and by an adaptive one — how often their verdicts
+    agree, and what judging cost per run on each side."""
+    b = {str(r.get("run_key")).split("/")[-1]: r for r in base}
+    c = {str(r.get("run_key")).split("/")[-1]: r for r in cand}
+    common = sorted(set(b) & set(c))
+    same = sum(bool(b[k].get("passed")) == bool(c[k].get("passed")) for k in common)
+
+    def judging(runs: Runs) -> float | None:
+        found = [float(r["judge_cost_usd"]) for r in runs
+                 if r.get("judge_cost_usd") not in (None, "")]
+        return statistics.fmean(found) if found else None
+
+    return {"common_runs": len(common), "same_verdict": same,
+            "agreement": same / len(common) if common else None,
+            "judge_cost_per_run": {"base": judging(base), "candidate": judging(cand)}}
 
 
 def compare(base_dirs: Sequence[Path], cand_dirs: Sequence[Path],
@@ -280,7 +305,7 @@ def compare(base_dirs: Sequence[Path], cand_dirs: Sequence[Path],
         c_runs = [r for r in c_runs if str(r.get(key)) in common]
         notes.append(f"{what} compared: those both have ({only})")
     return {"base": base.name, "candidate": cand.name, "notes": notes,
-            "conditions": _conditions(base, cand),
+            "conditions": _conditions(base, cand), "verdicts": _verdicts(b_runs, c_runs),
             "tiers": _rows(b_runs, c_runs, ("tier",)),
             "cases": _rows(b_runs, c_runs, ("case_id", "tier")),
             "alpha": ALPHA, "resamples": RESAMPLES}

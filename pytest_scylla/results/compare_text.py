@@ -78,6 +78,13 @@ def markdown(result: dict[str, Any], points: float | None = None) -> str:
         out += [f"- {c['what']}: {c['base']} → {c['candidate']}" for c in result["conditions"]]
         out.append("")
     out += [f"- {n}" for n in result["notes"]]
+    verdicts = result.get("verdicts") or {}
+    if verdicts.get("common_runs"):
+        cost = verdicts["judge_cost_per_run"]
+        out += [f"- Runs on both sides: {verdicts['common_runs']}; same verdict in "
+                f"{verdicts['same_verdict']} ({100 * verdicts['agreement']:.1f}%); judging cost "
+                f"per run {_number('cop', cost['base'])} → {_number('cop', cost['candidate'])}",
+                ""]
     out += ["### Per tier", "", *_md_table(_wide(result["tiers"], ("tier",))), ""]
     significant = [r for r in result["cases"] if r["significant"]]
     out += ["### Significant changes per case × tier", ""]

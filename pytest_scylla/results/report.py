@@ -46,6 +46,7 @@ def statistical_results(tables: Tables) -> dict[str, Any]:
     out["judge_vs_checks"] = judge_vs_checks(tables.records)
     out["ablation"] = ablation.ablation_scores(tables.records)
     out["utilisation"] = ablation.utilisation(tables.records)
+    out["adaptive_panel"] = adaptive_panel(tables.records)
     out["judge_pairs"] = stats.judge_pairs(scores)
     bias: dict[str, list[float]] = {}
     for judge, _, score in scores:
@@ -165,6 +166,20 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
     return value
+
+
+def adaptive_panel(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """With --scylla-panel=adaptive: how often the strongest judge was asked, and what the
+    judging cost per run (the saving against a full panel: `scylla compare` of the two)."""
+    runs = [r for r in records if isinstance(r.get("panel"), dict)
+            and r["panel"].get("mode") == "adaptive"]
+    if not runs:
+        return None
+    escalated = sum(bool(r["panel"].get("escalated")) for r in runs)
+    costs = [float(r["judge_cost_usd"]) for r in runs
+             if isinstance(r.get("judge_cost_usd"), (int, float))]
+    return {"runs": len(runs), "escalated": escalated, "escalation_rate": escalated / len(runs),
+            "judge_cost_per_run": statistics.fmean(costs) if costs else None}
 
 
 def judge_vs_checks(records: list[dict[str, Any]], category: str = "functional",

@@ -73,7 +73,7 @@ class Runtime:
                           cli_version=self.cli_version_of(spec), oracle=s.oracle,
                           sandbox=self.sandbox.name, container=self.sandbox.describe(image),
                           judges=[j.label for j in s.judges], min_judges=s.min_judges,
-                          evaluation=evaluation)
+                          panel=s.panel, evaluation=evaluation)
 
     def baseline(self, spec: RunSpec) -> dict[str, Any]:
         """The baseline for the run's model, its subtest's tool configuration and its image."""

@@ -192,6 +192,17 @@ def judge_faults() -> dict[str, str]:
             if kind in ("malformed-once", "never-valid") and model}
 
 
+def _harsh(model: str, run_key: str) -> bool:
+    """`SCYLLA_ORACLE_JUDGE_HARSH=<model>:<share>,...`: that judge awards nothing on the share
+    of runs its run key picks (the same runs every time): a panel that disagrees on purpose."""
+    for entry in os.environ.get("SCYLLA_ORACLE_JUDGE_HARSH", "").split(","):
+        name, _, share = entry.strip().partition(":")
+        if name == model:
+            bucket = int(hashlib.sha256(f"{model}/{run_key}".encode()).hexdigest()[:8], 16)
+            return bucket % 1000 < float(share or 1) * 1000
+    return False
+
+
 def _judge(script: Script, request: dict[str, Any]) -> Reply:
     """A verdict through the forced tool call; faults make it malformed (missing items)."""
     delay = float(os.environ.get("SCYLLA_ORACLE_JUDGE_DELAY", "0") or 0)
@@ -207,6 +218,9 @@ def _judge(script: Script, request: dict[str, Any]) -> Reply:
     if kind == "never-valid" or (kind == "malformed-once" and not retry):
         items = dict(list(verdict["items"].items())[:-1])  # one item missing
         verdict = {"items": items, "reasoning": "(oracle fault: incomplete verdict)"}
+    elif _harsh(str(request.get("model")), script.workspace.name):
+        verdict = {"items": {i: {**v, "achieved": 0} for i, v in verdict["items"].items()},
+                   "reasoning": "(oracle: a harsh judge, disagreeing on purpose)"}
     name = STRUCTURED_TOOL if STRUCTURED_TOOL in tool_names(request) else JUDGE_TOOL
     block = {"type": "tool_use", "id": f"toolu_oracle_verdict_{len(request['messages'])}",
              "name": name, "input": verdict}
