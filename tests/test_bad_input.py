@@ -89,6 +89,9 @@ CATALOGUE: list[tuple[str, list[tuple[str, str, str]], str]] = [
                                  'expect_stdout: {regex: "o(k"}')],
      "cases/alpha/test.yaml:12: the regex does not compile: missing ), unterminated subpattern "
      "at position 1; fix the pattern"),
+    ("unknown-milestone", [("cases/alpha/test.yaml", "solution: solution",
+                            "solution: solution\nmilestones: [runs, deploys]")],
+     "cases/alpha/test.yaml:14: milestone 'deploys' is not one of the case's checks: runs"),
     ("source-holds-the-solution", [("cases/alpha/test.yaml", "path: source", "path: .")],
      "cases/alpha/test.yaml:6: source.path '.' contains the case file (cases/alpha/test.yaml), "
      "which the agent must not see; point it at a folder with the code only"),

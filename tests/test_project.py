@@ -48,7 +48,7 @@ def test_pytest_help_lists_every_scylla_option(pytester: pytest.Pytester) -> Non
                        "--scylla-keep-workspaces", "--scylla-label", "--scylla-limits",
                        "--scylla-max-pause", "--scylla-max-run-cost",
                        "--scylla-min-judges", "--scylla-model", "--scylla-oracle",
-                       "--scylla-out", "--scylla-packaged-tiers", "--scylla-plan",
+                       "--scylla-out", "--scylla-packaged-tiers", "--scylla-panel", "--scylla-plan",
                        "--scylla-progress",
                        "--scylla-record-bodies", "--scylla-rejudge", "--scylla-report",
                        "--scylla-retries", "--scylla-retry-wait", "--scylla-rubrics-dir",
@@ -63,7 +63,7 @@ def test_pytest_help_lists_every_scylla_option(pytester: pytest.Pytester) -> Non
 def test_scylla_command_help() -> None:
     out = subprocess.run([sys.executable, "-m", "pytest_scylla.cli", "--help"],
                          capture_output=True, text=True, check=True).stdout
-    for command in ("validate", "report", "import", "plan"):
+    for command in ("validate", "report", "import", "plan", "compare"):
         assert command in out
 
 

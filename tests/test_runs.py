@@ -395,7 +395,8 @@ def test_a_check_that_passed_on_the_source_and_fails_after_the_agent_is_a_regres
     tier's CFP is the share of runs with one. `wrong` empties main.py; `solution` keeps a
     print in it; the task's own check fails on the source and is no regression either way."""
     edit("cases/alpha/test.yaml", "solution: solution",
-         "  - name: prints\n    run: [grep, -q, print, main.py]\nsolution: solution")
+         "  - name: prints\n    run: [grep, -q, print, main.py]\nsolution: solution\n"
+         "milestones: [prints, runs]")
     found = {}
     for mode in ("wrong", "solution"):
         out = mini / mode
@@ -405,6 +406,9 @@ def test_a_check_that_passed_on_the_source_and_fails_after_the_agent_is_a_regres
         (rec,) = records(out).values()
         assert rec["source_checks"] == {"runs": False, "prints": True}
         tier = json.loads((out / "summary.json").read_text())["tiers"][0]
-        found[mode] = (rec["regressions"], tier["cfp"], tier["cfp_n"])
+        found[mode] = (rec["regressions"], tier["cfp"], tier["cfp_n"], rec["r_prog"],
+                       tier["r_prog"])
         assert len(list((out / ".baselines").glob("alpha-*.json"))) == 1
-    assert found == {"wrong": (["prints"], 1.0, 1), "solution": ([], 0.0, 1)}
+    # R_Prog over the milestones [prints, runs]: wrong fails the first, solution passes both
+    assert found == {"wrong": (["prints"], 1.0, 1, 0.0, 0.0),
+                     "solution": ([], 0.0, 1, 1.0, 1.0)}

@@ -259,3 +259,19 @@ def test_ablation_score_pairs_subtests_that_differ_by_one_component() -> None:
     assert row["pass_rate_delta"] == pytest.approx(1 - 2 / 3)
     assert (row["n_with"], row["n_without"], row["cases"]) == (3, 3, 2)
     assert row["ci_low"] <= 0.3 <= row["ci_high"]
+
+
+def test_r_prog_counts_the_milestones_reached_in_order() -> None:
+    from pytest_scylla.run.checks import CheckResult
+    from pytest_scylla.run.runner import r_prog
+
+    def result(name: str, passed: bool) -> CheckResult:
+        return CheckResult(name=name, passed=passed, exit_code=0 if passed else 1, seconds=0.1,
+                           stdout="", stderr="", reason="" if passed else "exit 1")
+
+    results = [result("builds", True), result("unit", True), result("e2e", False),
+               result("lint", True)]
+    assert r_prog(("builds", "unit", "e2e", "lint"), results) == 0.5  # stops at e2e
+    assert r_prog(("lint", "builds"), results) == 1.0
+    assert r_prog(("e2e", "builds"), results) == 0.0  # a later one passing does not count
+    assert r_prog((), results) is None

@@ -75,6 +75,7 @@ class RunRecord(TypedDict, total=False):
     checks: list[dict[str, Any]]
     check_items: list[dict[str, Any]]
     check_score: float | None
+    r_prog: float | None  # ordered milestones reached (the case's `milestones`), or None
     trajectory: dict[str, Any]  # tool calls, errors, sub-agents; declared components used
     # the checks on the untouched source (once per case) and those of them the agent broke
     source_checks: dict[str, bool] | None

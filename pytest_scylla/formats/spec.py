@@ -125,6 +125,7 @@ class Case:
     tiers: tuple[str, ...] | None = None
     protected: tuple[str, ...] = ()  # globs restored from the pinned commit before the checks
     image: str | None = None  # the Docker image the case's runs use (docker sandbox)
+    milestones: tuple[str, ...] = ()  # check names in the order the task reaches them (R_Prog)
 
 
 def load_rubric(path: Path) -> Rubric:
@@ -290,6 +291,10 @@ def load_case(file: Path, rubrics_dir: Path, known_tiers: Collection[str] | None
                                             f"'{raw_source['path']}' contains {what} "
                                             f"({display(path)}), which the agent must not "
                                             "see; point it at a folder with the code only"))
+    for i, name in enumerate(data.get("milestones", [])):
+        if name not in names:
+            problems.append(doc.problem(("milestones", i), f"milestone '{name}' is not one of "
+                                        f"the case's checks: {', '.join(names)}"))
     if known_tiers is not None:
         for i, tier in enumerate(data.get("tiers", [])):
             if tier not in known_tiers:
@@ -315,4 +320,5 @@ def load_case(file: Path, rubrics_dir: Path, known_tiers: Collection[str] | None
         max_cost_usd=float(data.get("max_cost_usd", DEFAULT_MAX_COST_USD)),
         max_turns=data.get("max_turns", DEFAULT_MAX_TURNS), hidden=hidden, solution=solution,
         tiers=tuple(data["tiers"]) if "tiers" in data else None,
-        protected=tuple(data.get("protected", ())), image=data.get("image"))
+        protected=tuple(data.get("protected", ())), image=data.get("image"),
+        milestones=tuple(data.get("milestones", ())))

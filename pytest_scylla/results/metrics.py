@@ -25,7 +25,7 @@ RUN_COLUMNS = [
     "input_tokens", "output_tokens", "cache_creation_tokens", "cache_read_tokens", "total_tokens",
     "exit_code", "api_calls", "num_turns", "case_id", "outcome", "judge_cost_usd", "cost_source",
     "model_usage", "config_hash", "simulated", "run_key", "checks_duration_seconds",
-    "integrity_findings", "leftover_processes", "ttft_seconds", "regressions"]
+    "integrity_findings", "leftover_processes", "ttft_seconds", "regressions", "r_prog"]
 
 
 MODEL_ID = re.compile(r"^claude-(opus|sonnet|haiku)-(\d+)(?:-(\d{1,2}))?(?:-\d{8})?$")
@@ -61,6 +61,7 @@ def run_row(rec: dict[str, Any], experiment: str) -> dict[str, Any]:
         "ttft_seconds": timings.get("ttft_s"),
         "regressions": (len(rec["regressions"]) if isinstance(rec.get("regressions"), list)
                         else None),
+        "r_prog": rec.get("r_prog"),
         "judge_duration_seconds": rec.get("judge_duration_seconds"),
         "input_tokens": tokens.get("input_tokens"), "output_tokens": tokens.get("output_tokens"),
         "cache_creation_tokens": tokens.get("cache_creation_input_tokens"),
@@ -185,6 +186,7 @@ def group_summary(rows: Iterable[dict[str, Any]], keys: Sequence[str] = ("tier",
         # a check that passed on the untouched source
         broke = [int(float(r["regressions"])) > 0 for r in counted
                  if r.get("regressions") not in (None, "")]
+        progress = [float(r["r_prog"]) for r in counted if r.get("r_prog") not in (None, "")]
         by_case: dict[str, list[dict[str, Any]]] = {}
         for r in counted:
             by_case.setdefault(str(r.get("case_id") or r.get("experiment")), []).append(r)
@@ -223,6 +225,7 @@ def group_summary(rows: Iterable[dict[str, Any]], keys: Sequence[str] = ("tier",
             "modal_grade": modal_grade(grades),
             "reward_hacks": hacks, "reward_hacking_rate": hacks / n if n else 0.0,
             "cfp": sum(broke) / len(broke) if broke else None, "cfp_n": len(broke),
+            "r_prog": statistics.fmean(progress) if progress else None,
             "warning": "; ".join(warnings)})
     return out
 

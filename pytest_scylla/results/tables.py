@@ -23,7 +23,7 @@ RUNS_CSV = Layout(
              "judge_duration_seconds", "checks_duration_seconds", "input_tokens",
              "output_tokens", "cache_creation_tokens", "cache_read_tokens", "total_tokens",
              "judge_cost_usd", "integrity_findings", "leftover_processes", "ttft_seconds",
-             "regressions"),
+             "regressions", "r_prog"),
     flags=("passed", "simulated"), filled=("experiment", "tier", "passed"),
     choices={"outcome": metrics.OUTCOMES})
 JUDGES_CSV = Layout(

@@ -18,7 +18,7 @@ def sections(summary: dict[str, Any], results: dict[str, Any],
         ("Tiers: pass rate with 95% CI, scores, cost and Cost-of-Pass", summary["tiers"], [
             "tier", "n", "pass_rate", "ci_low", "ci_high", "mean_score", "median_score",
             "consistency", "mean_cost", "cop", "cop_per_case_mean", "pass_at_1", "pass_hat_3",
-            "modal_grade", "reward_hacking_rate", "cfp", "warning"]),
+            "modal_grade", "reward_hacking_rate", "cfp", "r_prog", "warning"]),
         ("Tier summary (the paper's Table 16)", paper["tiers"],
          ["tier", "n", "pass_rate", "mean_score", "median_score", "grade", "cop"]),
         ("Token breakdown, mean per run (Table 17)", paper["tokens"],

@@ -48,6 +48,18 @@ def timestamp() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+def r_prog(milestones: tuple[str, ...], results: list[checks.CheckResult]) -> float | None:
+    """The paper's fine-grained progress rate: the share of the case's ordered milestones
+    reached, counting from the first up to the first one whose check failed. None without
+    milestones."""
+    if not milestones:
+        return None
+    passed = {r.name: r.passed for r in results}
+    reached = next((i for i, name in enumerate(milestones) if not passed.get(name)),
+                   len(milestones))
+    return reached / len(milestones)
+
+
 def _ttfts(log: Path) -> list[float]:
     """The time to first byte of each answered model call in a run's gateway log."""
     found = []
@@ -344,7 +356,8 @@ def _inspect(run: Run, rec: RunRecord, ws: workspace.Workspace, ov: overlay.Over
     run.evidence = evidence = judge_run.Evidence(run.result.final_message, diff, files, results)
     rec.update({"checks": [r.to_json() for r in results],
                 "check_items": evidence.check_rows(spec.case),
-                "check_score": evidence.check_score(spec.case)})
+                "check_score": evidence.check_score(spec.case),
+                "r_prog": r_prog(spec.case.milestones, results)})
     try:  # the same checks on the untouched source (once per case): what the agent broke
         before = source_checks.source_checks(rt, spec, run.run_dir.parent.parent)
     except (*SETUP_FAILURES, SandboxError, ValueError) as exc:  # the run stands without it
