@@ -90,6 +90,9 @@ def test_compare_shows_the_signs_tests_and_what_changed(
     assert {k for k, r in per_case.items() if r["delta"] == -1.0} == {
         (case, "T1") for case in ("test-001", "test-002", "test-003")}
     result = json.loads((out / "compare.json").read_text())
+    # the runs both have, each case's own (they share tier, subtest and run numbers): T1's
+    # verdicts all flipped, T0's all stand
+    assert (result["verdicts"]["common_runs"], result["verdicts"]["same_verdict"]) == (18, 9)
     assert {"what": "agent_models", "base": ["claude-sonnet-4-5"],
             "candidate": ["claude-haiku-4-5"]} in result["conditions"]
     assert {"what": "input tiers/T1.yaml", "base": "changed",

@@ -45,11 +45,12 @@ def _side(folders: Sequence[Path]) -> Side:
     manifests = []
     for folder in folders:
         path = folder / "manifest.json"
-        if path.is_file():
+        if path.is_file():  # what changed is read from it when it can be: never fatal
             try:
-                manifests.append(json.loads(path.read_text(encoding="utf-8")))
+                found = json.loads(path.read_text(encoding="utf-8"))
             except (OSError, ValueError):
-                manifests.append({})
+                found = None
+            manifests.append(found if isinstance(found, dict) else {})
     name = " + ".join(str(f) for f in folders)
     return Side(name, load(list(folders)), manifests)
 
@@ -264,8 +265,10 @@ def _verdicts(base: Runs, cand: Runs) -> dict[str, Any]:
     """The runs both sides have (same run key: the same case, subtest and run number) — e.g.
     one experiment judged by a full panel and by an adaptive one — how often their verdicts
     agree, and what judging cost per run on each side."""
-    b = {str(r.get("run_key")).split("/")[-1]: r for r in base}
-    c = {str(r.get("run_key")).split("/")[-1]: r for r in cand}
+    def key(r: dict[str, Any]) -> tuple[str, ...]:  # not the folder-made run key
+        return tuple(str(r.get(k)) for k in ("case_id", "tier", "subtest", "run_number"))
+
+    b, c = {key(r): r for r in base}, {key(r): r for r in cand}
     common = sorted(set(b) & set(c))
     same = sum(bool(b[k].get("passed")) == bool(c[k].get("passed")) for k in common)
 
