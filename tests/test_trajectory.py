@@ -74,6 +74,7 @@ def test_utilisation_per_tier_says_when_a_tier_never_used_what_it_adds() -> None
          "note": "never used: not an ablation of it"}]
 
 
+@pytest.mark.each_sandbox
 def test_the_oracle_asked_to_use_skills_and_mcp_tools_shows_full_utilisation(
         mini: Path, pytester: pytest.Pytester, oracle: list[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
