@@ -15,6 +15,7 @@ from markdown_it import MarkdownIt
 
 from pytest_scylla.cli import main
 
+from .browser import Browser
 from .conftest import workers
 from .test_multicase import _experiment, _write_csv
 
@@ -105,9 +106,41 @@ def test_compare_shows_the_signs_tests_and_what_changed(
     assert sum(t.type == "table_open" for t in rendered) == 1
     assert any(c.startswith("100.0% → 0.0%: -100.0 pts [") and c.endswith("*") for c in cells)
     assert "agent_models: ['claude-sonnet-4-5'] → ['claude-haiku-4-5']" in cells
-    page = (out / "compare.html").read_text()
-    assert page.count("<table>") == 2
-    assert "test-002" in page
+    _check_page(out / "compare.html", tmp_path / "profile")
+
+
+def _check_page(page: Path, profile: Path) -> None:
+    """compare.html in Chromium: both tables whole; "significant changes only" leaves T1's
+    drops, marked worse; the selects and a sort by the change work."""
+    browser = Browser(profile)
+
+    def shown(table: str, what: str) -> list[Any]:
+        return list(browser.js(
+            f"Array.from(document.querySelectorAll('#{table} tbody tr:not([hidden])'))"
+            f".map(function (r) {{ return {what}; }})"))
+
+    try:
+        browser.open(page.as_uri())
+        assert browser.js("document.getElementById('cells-count').textContent") == \
+            "24 of 24 shown"  # 3 cases x 2 tiers x 4 metrics
+        assert len(shown("tiers", "r.id")) == 8
+        browser.click("a[href='#sig=yes']")  # T1's drops only, and only per tier (n=3
+        # runs per case and tier is too few for a per-case change to be significant)
+        assert shown("tiers", "[r.getAttribute('data-tier'), r.getAttribute('data-metric'),"
+                              " r.className]") == [["T1", m, "worse"] for m in (
+                                  "pass rate", "mean score", "cost/run")]
+        assert browser.js("document.getElementById('cells-count').textContent") == \
+            "0 of 24 shown"
+        browser.choose("select[data-f=sig]", "")
+        browser.choose("select[data-f=metric]", "pass rate")
+        assert len(shown("cells", "r.id")) == 6
+        browser.click("#cells th[data-k=delta]")
+        changes = [float(v) for v in shown("cells", "r.cells[6].getAttribute('data-v')")]
+        assert changes == [-1.0] * 3 + [0.0] * 3
+        assert shown("cells", "r.getAttribute('data-tier')")[:3] == ["T1"] * 3
+        assert browser.errors() == []
+    finally:
+        browser.close()
 
 
 def test_the_regression_gate_exits_1_on_a_significant_drop(

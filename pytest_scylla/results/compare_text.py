@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_scylla.results.compare import LABELS, regressions
+from pytest_scylla.results.html_parts import Column, Row, cell, filters, page, tool_table
 
 
 def _number(metric: str, value: float | None) -> str:
@@ -97,27 +98,69 @@ def markdown(result: dict[str, Any], points: float | None = None) -> str:
     return "\n".join(out) + "\n"
 
 
-def html_page(result: dict[str, Any]) -> str:
-    """compare.html: one self-contained page with both tables."""
-    def table(lines: list[dict[str, str]]) -> str:
-        if not lines:
-            return "<p>(none)</p>"
-        head = "".join(f"<th>{html.escape(c)}</th>" for c in lines[0])
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in line.values())
-                       + "</tr>" for line in lines)
-        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+GOOD_WHEN_HIGHER = {"pass_rate": True, "mean_score": True, "cost_per_run": False, "cop": False}
+COMPARE_COLUMNS = [Column("case", "case"), Column("tier", "tier"), Column("metric", "metric"),
+                   Column("n", "n base → candidate"), Column("base", "base", True),
+                   Column("candidate", "candidate", True), Column("delta", "change", True),
+                   Column("ci", "95% interval"), Column("p", "p (Holm)", True),
+                   Column("test", "test")]
 
+
+def _tool_rows(rows: list[dict[str, Any]]) -> list[Row]:
+    """One row per group and metric; a significant change is marked better or worse."""
+    out = []
+    for r in rows:
+        metric, delta = r["metric"], r["delta"]
+        css = ""
+        if r["significant"] and delta:
+            css = "better" if (delta > 0) == GOOD_WHEN_HIGHER[metric] else "worse"
+        ci = "-" if r["ci_low"] is None else \
+            f"[{_number(metric, r['ci_low'])}, {_number(metric, r['ci_high'])}]"
+        out.append(Row({
+            "case": cell(r.get("case_id")), "tier": cell(r["tier"]),
+            "metric": cell(LABELS[metric]),
+            "n": cell(f"{r['n_base']} → {r['n_candidate']}"
+                      f"{' (paired)' if r['paired'] else ''}"),
+            "base": (html.escape(_number(metric, r["base"])), _sortable(r["base"])),
+            "candidate": (html.escape(_number(metric, r["candidate"])),
+                          _sortable(r["candidate"])),
+            "delta": (html.escape(_change(r)), _sortable(delta)), "ci": cell(ci),
+            "p": cell(r["p_holm"]), "test": cell(r.get("test"))},
+            {"tier": str(r["tier"]), "metric": LABELS[metric],
+             "sig": "yes" if r["significant"] else "no",
+             **({"case": str(r["case_id"])} if "case_id" in r else {})}, css))
+    return out
+
+
+def _sortable(value: float | None) -> str | None:
+    if value is None:
+        return None
+    return "Infinity" if value == math.inf else "-Infinity" if value == -math.inf else repr(value)
+
+
+def html_page(result: dict[str, Any]) -> str:
+    """compare.html: the tier and case × tier tables, sortable and filterable (significant
+    changes only, one metric, one tier or case), what changed in the conditions, the notes."""
     conditions = "".join(f"<li>{html.escape(str(c['what']))}: {html.escape(str(c['base']))} → "
                          f"{html.escape(str(c['candidate']))}</li>"
                          for c in result["conditions"]) or "<li>none</li>"
-    return ("<!doctype html><html><head><meta charset='utf-8'><title>scylla compare</title>"
-            "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
-            "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}</style></head><body>"
-            f"<h1>{html.escape(result['candidate'])} vs {html.escape(result['base'])}</h1>"
-            f"<h2>What changed in the conditions</h2><ul>{conditions}</ul>"
-            f"<h2>Per tier</h2>{table(_wide(result['tiers'], ('tier',)))}"
-            f"<h2>Per case × tier</h2>{table(_wide(result['cases'], ('case_id', 'tier')))}"
-            "</body></html>\n")
+    notes = "".join(f"<li>{html.escape(n)}</li>" for n in result["notes"])
+    cases = sorted({str(r["case_id"]) for r in result["cases"]})
+    tiers = list(dict.fromkeys(str(r["tier"]) for r in result["tiers"]))
+    controls = filters("cells", {"sig": ("significant", ["yes", "no"]),
+                                 "metric": ("metric", list(LABELS.values())),
+                                 "tier": ("tier", tiers), "case": ("case", cases)})
+    body = [f"<h1>{html.escape(result['candidate'])} vs {html.escape(result['base'])}</h1>",
+            f"<p>Changes are candidate minus base with a 95% bootstrap interval; p is "
+            f"Holm-corrected across each table; significant at {result['alpha']}: "
+            "<span class=chips><a href='#sig=yes'>significant changes only</a></span> "
+            "(green: better, red: worse).</p>",
+            f"<h2>What changed in the conditions</h2><ul>{conditions}{notes}</ul>", controls,
+            "<h2>Per tier</h2>", tool_table("tiers", COMPARE_COLUMNS[1:],
+                                            _tool_rows(result["tiers"])),
+            "<h2>Per case × tier</h2>", tool_table("cells", COMPARE_COLUMNS,
+                                                   _tool_rows(result["cases"]))]
+    return page(f"scylla compare: {result['candidate']} vs {result['base']}", body)
 
 
 def write(out: Path, result: dict[str, Any], points: float | None = None) -> None:

@@ -1,85 +1,62 @@
-"""One self-contained HTML file (`report.html`): summary, tier x case matrix, statistics, figures
-embedded as images, and a drill-down per run (judges' verdicts per item, checks, diff,
-transcript). Run details sit in `<template>` elements and are only put into the page when opened,
-so a report of a thousand runs stays responsive; long texts are cut. No network, no external
-files."""
+"""One self-contained HTML file (`report.html`): summary, the tier table, the case x tier matrix
+(each cell links to its runs), statistics, figures embedded as images, a sortable and filterable
+run table, and a drill-down per run (judges' verdicts per item, checks, diff, the transcript with
+tool calls folded and sub-agents nested). Run details sit in `<template>` elements and are only
+put into the page when opened, so a report of a thousand runs stays responsive; long texts are
+cut. No network, no external files."""
 
 from __future__ import annotations
 
 import base64
-import json
-import math
 from html import escape
 from pathlib import Path
 from typing import Any
 
-from pytest_scylla.results import metrics
+from pytest_scylla.results import html_transcript, metrics
+from pytest_scylla.results.html_parts import Column, Row, cell, filters, fmt, page, tool_table
 from pytest_scylla.results.tables import Tables
 from pytest_scylla.run.checks import truncate
 
 REASON_LIMIT = 200  # characters of a judge's reason per item
-TEXT_LIMIT = 4_000  # characters of a diff or transcript shown per run (the full ones stay in
-# the run folder); keeps a 1,000-run report near 10 MB
-
-STYLE = """
-body{font:14px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:1200px;color:#222}
-table{border-collapse:collapse;margin:.6rem 0}td,th{border:1px solid #ccc;padding:.2rem .5rem;
-text-align:right}th{background:#f3f3f3}td.l,th.l{text-align:left}
-.banner{background:#fff3cd;border:2px solid #d39e00;padding:.6rem 1rem;font-weight:bold}
-.pass{color:#1a7f37}.fail{color:#b42318}.err{color:#9a6700}
-details{border:1px solid #ddd;margin:.2rem 0;padding:.2rem .5rem}summary{cursor:pointer}
-pre{background:#f7f7f7;padding:.5rem;overflow:auto;max-height:28rem;white-space:pre-wrap}
-img{max-width:100%;border:1px solid #eee;margin:.4rem 0}
-"""
-
-SCRIPT = """
-document.querySelectorAll('details[data-run]').forEach(function (d) {
-  d.addEventListener('toggle', function () {
-    if (!d.open || d.dataset.filled) return;
-    var t = document.getElementById('run-' + d.dataset.run);
-    if (t) { d.appendChild(t.content.cloneNode(true)); d.dataset.filled = '1'; }
-  });
-});
-"""
-
-
-def _fmt(value: Any, digits: int = 3) -> str:
-    if value is None or value == "":
-        return "-"
-    if isinstance(value, float):
-        return "∞" if math.isinf(value) else f"{value:.{digits}f}"
-    return escape(str(value))
+TEXT_LIMIT = 4_000  # characters of a diff shown per run (the full one stays in the run folder)
+RUN_COLUMNS = [Column("run", "run"), Column("case", "case"), Column("tier", "tier"),
+               Column("subtest", "subtest"), Column("outcome", "outcome"),
+               Column("grade", "grade"), Column("score", "score", True),
+               Column("cost", "cost ($)", True), Column("tokens", "tokens", True),
+               Column("seconds", "seconds", True)]
 
 
 def _table(rows: list[dict[str, Any]], columns: list[str], left: tuple[str, ...] = ()) -> str:
-    """A table; right-aligned cells carry no markup of their own (1,000 runs add up)."""
+    """A static table; right-aligned cells carry no markup of their own."""
     head = "".join(f"<th{' class=l' if c in left else ''}>{escape(c)}" for c in columns)
-    body = "".join("<tr>" + "".join(f"<td{' class=l' if c in left else ''}>{_fmt(r.get(c))}"
+    body = "".join("<tr>" + "".join(f"<td{' class=l' if c in left else ''}>{fmt(r.get(c))}"
                                     for c in columns) for r in rows)
     return f"<table><tr>{head}{body}</table>"
 
 
-def _transcript(path: Path) -> str:
-    """The agent's turns from a stream-json transcript: text and tool calls, one line each."""
-    lines = []
-    for raw in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            event = json.loads(raw)
-        except ValueError:
-            continue
-        if event.get("type") != "assistant":
-            continue
-        for block in event.get("message", {}).get("content", []):
-            if block.get("type") == "text":
-                lines.append(f"assistant: {block.get('text', '')}")
-            elif block.get("type") == "tool_use":
-                lines.append(f"tool {block.get('name')}: "
-                             f"{json.dumps(block.get('input'))[:2000]}")
-    return "\n".join(lines)
+def _trajectory(rec: dict[str, Any]) -> str:
+    """What the agent used: calls per tool, and each declared component, used or not."""
+    traj = rec.get("trajectory")
+    if not isinstance(traj, dict):
+        return ""
+    per_tool = ", ".join(f"{escape(str(k))} ×{v}" for k, v in (traj.get("per_tool") or {}).items())
+    used = [f"{escape(kind)} {escape(name)}: {'used' if on else '<b class=fail>not used</b>'}"
+            for kind, names in (traj.get("used") or {}).items() for name, on in names.items()]
+    return (f"<p>{traj.get('tool_calls', 0)} tool calls ({per_tool or 'none'}), "
+            f"{traj.get('tool_errors', 0)} failed, {traj.get('sub_agent_calls', 0)} sub-agent "
+            f"calls, {fmt(traj.get('turns'))} turns</p>"
+            + (f"<p>declared components: {'; '.join(used)}</p>" if used else ""))
 
 
-def _run_detail(rec: dict[str, Any], folder: Path | None) -> str:
-    parts = [f"<p>{escape(str(rec.get('outcome')))}: {escape(str(rec.get('reason') or ''))}</p>"]
+def _run_detail(row: dict[str, Any], rec: dict[str, Any], folder: Path | None) -> str:
+    facts = ", ".join(f"{k} {fmt(row.get(k))}" for k in (
+        "score", "grade", "cost_usd", "total_tokens", "duration_seconds", "ttft_seconds",
+        "regressions", "r_prog") if row.get(k) not in (None, ""))
+    parts = [f"<h3>{escape(str(row['run_key']))}</h3>",
+             f"<p><b>{escape(str(row.get('outcome')))}</b>"
+             f"{': ' + escape(str(rec['reason'])) if rec.get('reason') else ''}</p>"
+             f"<p class=muted>{facts}</p>",
+             _trajectory(rec)]
     if rec.get("integrity"):
         parts.append("<h4>integrity findings (undone before the checks)</h4>" + _table(
             rec["integrity"], ["kind", "path", "detail"], ("kind", "path", "detail")))
@@ -89,29 +66,96 @@ def _run_detail(rec: dict[str, Any], folder: Path | None) -> str:
                  "reason": truncate(str(v.get("reason")), REASON_LIMIT)} for i, v in items.items()]
         state = "valid" if judge.get("valid") else f"INVALID: {judge.get('errors')}"
         parts.append(f"<h4>{escape(str(judge.get('judge_model')))} — score "
-                     f"{_fmt(judge.get('score'))} ({escape(state)})</h4>"
+                     f"{fmt(judge.get('score'))} ({escape(state)})</h4>"
                      + _table(rows, ["item", "achieved", "reason"], ("item", "reason")))
     checks = [{"check": c["name"], "passed": c["passed"], "exit": c["exit_code"],
                "seconds": c["seconds"], "reason": c["reason"]} for c in rec.get("checks") or []]
     if checks:
         parts.append("<h4>checks</h4>" + _table(checks, ["check", "passed", "exit", "seconds",
                                                          "reason"], ("check", "reason")))
-    if folder is not None:
-        for name, title, read in (("diff.patch", "diff", None),
-                                  ("transcript.jsonl", "transcript", _transcript)):
-            path = folder / name
-            if path.is_file():
-                text = read(path) if read else path.read_text("utf-8", errors="replace")
-                parts.append(f"<h4>{title}</h4><pre>{escape(truncate(text, TEXT_LIMIT))}</pre>")
+    if folder is not None and (folder / "diff.patch").is_file():
+        diff = (folder / "diff.patch").read_text("utf-8", errors="replace")
+        parts.append(f"<h4>diff</h4><pre>{escape(truncate(diff, TEXT_LIMIT))}</pre>")
+    if folder is not None and (folder / "transcript.jsonl").is_file():
+        parts.append("<h4>transcript</h4>"
+                     + html_transcript.render(folder / "transcript.jsonl"))
     return "".join(parts)
+
+
+def _outcomes(summary: dict[str, Any]) -> str:
+    """The outcome counts, each a link to those runs in the run table."""
+    chips = "".join(f"<a href=\"#outcome={escape(str(k))}\">{escape(str(k))} {v}</a>"
+                    for k, v in summary["outcomes"].items())
+    return f"<span class=chips>{chips}</span>"
+
+
+def _matrix(tables: Tables, tiers: list[str]) -> str:
+    """Pass rate per case × tier; each cell links to its runs in the run table."""
+    matrix: dict[str, dict[str, list[bool]]] = {}
+    for row in tables.runs:
+        if row["outcome"] in metrics.COUNTED:
+            matrix.setdefault(str(row["case_id"]), {}).setdefault(str(row["tier"]), []).append(
+                bool(row["passed"]))
+    html = ["<h2>Pass rate, case × tier</h2><table id=matrix><tr><th class=l>case</th>"
+            + "".join(f"<th>{escape(t)}</th>" for t in tiers) + "</tr>"]
+    for case, cells in sorted(matrix.items()):
+        html.append(f"<tr><td class=l>{escape(case)}</td>")
+        for t in tiers:
+            if t not in cells:
+                html.append("<td>-</td>")
+                continue
+            link = escape(f"#case={case}&tier={t}")
+            html.append(f"<td><a href=\"{link}\">{sum(cells[t]) / len(cells[t]):.0%} "
+                        f"(n={len(cells[t])})</a></td>")
+        html.append("</tr>")
+    return "".join(html) + "</table>"
+
+
+def _run_table(tables: Tables, sources: dict[str, Path]) -> tuple[str, list[str]]:
+    """The run table with its filters, and the drill-down templates (one per run)."""
+    records = {str(r.get("run_key")): r for r in tables.records}
+    rows, templates = [], []
+    for number, row in enumerate(tables.runs):
+        key, outcome = str(row["run_key"]), str(row.get("outcome"))
+        mark = {"pass": "pass", "fail": "fail"}.get(outcome, "err")
+        rows.append(Row({
+            "run": (f"<a href=\"#open={number}\">{escape(key)}</a>", None),
+            "case": cell(row.get("case_id")), "tier": cell(row.get("tier")),
+            "subtest": cell(row.get("subtest")),
+            "outcome": (f"<span class={mark}>{escape(outcome)}</span>", None),
+            "grade": cell(row.get("grade")), "score": cell(row.get("score"), 2),
+            "cost": cell(row.get("cost_usd"), 4),
+            "tokens": cell(_number(row.get("total_tokens")), 0),
+            "seconds": cell(_number(row.get("duration_seconds")), 1)},
+            {"case": str(row.get("case_id")), "tier": str(row.get("tier")), "outcome": outcome},
+            run=number))
+        templates.append(f"<template id=run-{number}>"
+                         f"{_run_detail(row, records.get(key, {}), sources.get(key))}"
+                         "</template>")
+    def values(field: str) -> list[str]:
+        return sorted({str(r.get(field)) for r in tables.runs},
+                      key=metrics.tier_order if field == "tier" else str)
+
+    controls = filters("runs", {"tier": ("tier", values("tier")),
+                                "case": ("case", values("case_id")),
+                                "outcome": ("outcome", values("outcome"))})
+    return (f"<h2>Runs</h2><p class=muted>Click a header to sort, a row to open the run."
+            f"</p>{controls}{tool_table('runs', RUN_COLUMNS, rows)}<div id=detail hidden></div>",
+            templates)
+
+
+def _number(value: Any) -> float | None:
+    """A stored number (the paper's CSVs hold text), or None."""
+    try:
+        return None if value in (None, "") else float(value)
+    except (TypeError, ValueError):
+        return None
 
 
 def write(out: Path, tables: Tables, summary: dict[str, Any], results: dict[str, Any],
           figures: list[str], sources: dict[str, Path]) -> Path:
     """Write `out/report.html`. `sources` maps run keys to their stored run folders."""
-    html = ["<!doctype html><html><head><meta charset=utf-8>",
-            f"<title>pytest-scylla: {escape(out.name)}</title><style>{STYLE}</style></head>"
-            "<body>", f"<h1>pytest-scylla report: {escape(out.name)}</h1>"]
+    html = [f"<h1>pytest-scylla report: {escape(out.name)}</h1>"]
     if summary.get("simulated"):
         html.append("<p class=banner>SIMULATED MODEL: these runs used the offline oracle "
                     "(scripted agent and judges). Not an evaluation of any model.</p>")
@@ -119,28 +163,19 @@ def write(out: Path, tables: Tables, summary: dict[str, Any], results: dict[str,
         html.append(f"<p class=banner>PARTIAL: {escape(str(summary['partial']))}.</p>")
     best = summary.get("frontier")
     frontier = f"{escape(str(best['tier']))} {metrics.fmt_cop(best['cop'])}" if best else "none"
-    html.append(f"<p>{summary['runs']} runs; outcomes "
-                f"{escape(json.dumps(summary['outcomes']))}; agent "
+    html.append(f"<p>{summary['runs']} runs: {_outcomes(summary)}<br>agent "
                 f"${summary['agent_cost_usd']:.4f} + judges ${summary['judge_cost_usd']:.4f}; "
                 f"frontier (lowest Cost-of-Pass): {frontier}</p>")
-    html.append("<h2>Tiers</h2>" + _table(summary["tiers"], [
+    html.append("<h2>Tiers</h2><div class=wide>" + _table(summary["tiers"], [
         "tier", "n", "excluded", "passes", "pass_rate", "ci_low", "ci_high", "ci_method",
         "mean_score", "median_score", "consistency", "mean_cost", "cop", "modal_grade",
         "reward_hacks", "reward_hacking_rate", "warning"],
-        ("tier", "ci_method", "modal_grade", "warning")))
-    matrix: dict[str, dict[str, list[bool]]] = {}
-    for row in tables.runs:
-        if row["outcome"] in metrics.COUNTED:
-            matrix.setdefault(str(row["case_id"]), {}).setdefault(str(row["tier"]), []).append(
-                bool(row["passed"]))
-    tiers = [s["tier"] for s in summary["tiers"]]
-    html.append("<h2>Pass rate, case × tier</h2><table><tr><th class=l>case</th>"
-                + "".join(f"<th>{escape(t)}</th>" for t in tiers) + "</tr>")
-    for case, cells in sorted(matrix.items()):
-        html.append(f"<tr><td class=l>{escape(case)}</td>" + "".join(
-            f"<td>{sum(cells[t]) / len(cells[t]):.0%} (n={len(cells[t])})</td>" if t in cells
-            else "<td>-</td>" for t in tiers) + "</tr>")
-    html.append("</table><h2>Statistics</h2>")
+        ("tier", "ci_method", "modal_grade", "warning")) + "</div>")
+    tiers = [str(s["tier"]) for s in summary["tiers"]]
+    html.append(_matrix(tables, tiers))
+    runs, templates = _run_table(tables, sources)
+    html.append(runs)
+    html.append("<h2>Statistics</h2>")
     html.append(_table(results["omnibus"], ["metric", "test", "groups", "h", "p", "significant",
                                             "note"], ("metric", "test", "note")))
     html.append(_table(results["pairwise"], ["metric", "group1", "group2", "n1", "n2", "u",
@@ -148,8 +183,8 @@ def write(out: Path, tables: Tables, summary: dict[str, Any], results: dict[str,
                                              "note"], ("metric", "group1", "group2", "note")))
     alpha = results["krippendorff_alpha"]
     ac2 = results.get("gwet_ac2") or {}
-    html.append(f"<p>Krippendorff's α (interval, judges × runs): {_fmt(alpha['alpha'])} "
-                f"{escape(alpha['note'])}; Gwet's AC2 (quadratic): {_fmt(ac2.get('ac2'))} "
+    html.append(f"<p>Krippendorff's α (interval, judges × runs): {fmt(alpha['alpha'])} "
+                f"{escape(alpha['note'])}; Gwet's AC2 (quadratic): {fmt(ac2.get('ac2'))} "
                 f"{escape(str(ac2.get('note') or ''))}; over {alpha['runs']} runs</p>")
     html.append(_table(results["judge_pairs"], ["judge1", "judge2", "n", "spearman", "pearson",
                                                 "mean_abs_diff", "note"],
@@ -159,18 +194,7 @@ def write(out: Path, tables: Tables, summary: dict[str, Any], results: dict[str,
         for stem in figures:
             data = base64.b64encode((out / "figures" / f"{stem}.png").read_bytes()).decode()
             html.append(f"<img alt='{escape(stem)}' src='data:image/png;base64,{data}'>")
-    html.append("<h2>Runs</h2>")
-    templates = []
-    for number, rec in enumerate(tables.records):
-        mark = {"pass": "pass", "fail": "fail"}.get(str(rec.get("outcome")), "err")
-        html.append(f"<details data-run={number}><summary><span class={mark}>"
-                    f"{escape(str(rec.get('outcome')))}</span> {escape(str(rec['run_key']))} "
-                    f"score {_fmt(rec.get('score'), 2)} grade {escape(str(rec.get('grade')))} "
-                    f"cost ${float(rec.get('cost_usd') or 0):.4f}</summary></details>")
-        templates.append(f"<template id=run-{number}>"
-                         f"{_run_detail(rec, sources.get(rec['run_key']))}</template>")
     html += templates
-    html.append(f"<script>{SCRIPT}</script></body></html>")
     path = out / "report.html"
-    path.write_text("".join(html), encoding="utf-8")
+    path.write_text(page(f"pytest-scylla: {out.name}", html), encoding="utf-8")
     return path

@@ -139,8 +139,11 @@ def _text(text: str) -> Reply:
     return Reply(200, [{"type": "text", "text": text}])
 
 
-def _tools(turn: int, calls: list[tuple[str, dict[str, Any]]]) -> Reply:
-    blocks = [{"type": "tool_use", "id": f"{TOOL_ID}{turn:02d}_{i:02d}", "name": name,
+def _tools(turn: int, calls: list[tuple[str, dict[str, Any]]], level: int = 0) -> Reply:
+    """Tool calls; ids unique across the delegation levels (a sub-agent's calls never share an
+    id with the call that started it), as the real API's are."""
+    scope = f"L{level}_" if level else ""
+    blocks = [{"type": "tool_use", "id": f"{TOOL_ID}{scope}{turn:02d}_{i:02d}", "name": name,
                "input": args} for i, (name, args) in enumerate(calls)]
     return Reply(200, blocks, stop_reason="tool_use")
 
@@ -269,14 +272,14 @@ def answer(script: Script, request: dict[str, Any], attempt: int = 0) -> Reply:
             return _tools(0, [("Agent", {
                 "description": f"Hand the change to {agent}", "subagent_type": agent,
                 "prompt": f"[scylla-oracle level {level + 1}] Make the change the task asks "
-                          f"for in {script.workspace} and report back."})])
+                          f"for in {script.workspace} and report back."})], level)
         return _text(f"Done: {script.delegates[level]} made the change.")
     work = plan(script, tool_names(request))
     if script.mode == "noop":
         return _text("I read the task and decided to make no changes.")
     steps = (uses(script, request) if level == 0 else []) + work
     if turns < len(steps):
-        return _tools(turns, steps[turns])
+        return _tools(turns, steps[turns], level)
     if not work:
         return _text("No file-writing tool is available, so I could not apply the change.")
     names = ", ".join(rel for rel, _ in script.files)
