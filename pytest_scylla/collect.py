@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_scylla.core.record import verdict_table
-from pytest_scylla.core.runspec import RunSpec
+from pytest_scylla.core.runspec import RunSpec, model_label
 from pytest_scylla.formats.spec import Case, load_case
 from pytest_scylla.formats.tiers import Subtest
 from pytest_scylla.formats.yamlmarks import Problem, SpecError, display
@@ -131,13 +131,18 @@ class CaseFile(pytest.File):
             registered.add(tag)
         for sub in subtests:
             for run in range(1, settings.runs + 1):
-                spec = RunSpec(case=case, subtest=sub, run=run)
-                item = RunItem.from_parent(self, name=spec.key.item_name, callobj=run_case)
-                _as_parsed(item)
-                item.stash[RUN_KEY] = spec
-                for mark in (sub.tier, *marks):
-                    item.add_marker(mark)
-                yield item
+                for model in settings.models or ("",):
+                    spec = RunSpec(case=case, subtest=sub, run=run, model=model)
+                    yield self._item(spec, [sub.tier, *marks, *(
+                        [model_label(model)] if model else [])])
+
+    def _item(self, spec: RunSpec, marks: list[str]) -> RunItem:
+        item = RunItem.from_parent(self, name=spec.key.item_name, callobj=run_case)
+        _as_parsed(item)
+        item.stash[RUN_KEY] = spec
+        for mark in marks:
+            item.add_marker(mark)
+        return item
 
 
 def select_subtests(config: pytest.Config, case: Case, path: Path,

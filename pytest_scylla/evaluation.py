@@ -110,9 +110,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         registered.add(tag)
     marks = [getattr(pytest.mark, m) for m in (case.category, *case.tags)]
     metafunc.parametrize("scylla_spec", [
-        pytest.param(RunSpec(own, sub, run), id=f"{sub.ref}-r{run}",
-                     marks=[getattr(pytest.mark, sub.tier), *marks])
-        for sub in subtests for run in range(1, settings.runs + 1)])
+        pytest.param(spec, id=spec.key.item_name.partition("[")[2][:-1],
+                     marks=[getattr(pytest.mark, m) for m in (sub.tier, *(
+                         [spec.key.model] if model else []))] + marks)
+        for sub in subtests for run in range(1, settings.runs + 1)
+        for model in settings.models or ("",)
+        for spec in (RunSpec(own, sub, run, model),)])
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:

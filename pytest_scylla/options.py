@@ -35,6 +35,10 @@ OPTIONS: tuple[tuple[str, str, str, str], ...] = (
      "merge the shards' folders with `scylla report` (default: all)", "I/N", ""),
     ("model", f"model id the agent runs with unless a subtest sets one (default {DEFAULT_MODEL})",
      "MODEL", DEFAULT_MODEL),
+    ("models", "a model axis: every run once per model, comma-separated model ids, e.g. "
+     "claude-sonnet-5,claude-haiku-4-5; the model ends the run's id (-k haiku), is a marker and "
+     "a column of every table, and overrides a subtest's model (default: no axis, --scylla-model)",
+     "MODELS", ""),
     ("sandbox", "how the agent and checks are isolated: auto (docker when an engine answers "
      "and the image is on it, else bwrap if it works, else local), bwrap, docker (a container "
      "per run, docker SDK) or local (default auto)", "KIND", "auto"),

@@ -10,6 +10,7 @@ import pytest
 
 from pytest_scylla import collect, options, settings
 from pytest_scylla.collect import ACTIVE_KEY
+from pytest_scylla.core.runspec import model_label
 from pytest_scylla.formats.spec import CATEGORIES
 from pytest_scylla.formats.tiers import tier_files
 from pytest_scylla.settings import EXPERIMENT_KEY, SESSION_KEY
@@ -66,6 +67,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{tier}: runs of tier {tier}")
     for category in CATEGORIES:
         config.addinivalue_line("markers", f"{category}: cases of category {category}")
+    for model in config.stash[settings.SETTINGS_KEY].models:
+        config.addinivalue_line("markers", f"{model_label(model)}: runs of agent model {model}")
     config.stash[EXPERIMENT_KEY] = settings.experiment_dir(config)
     if worker and "scylla_session" in worker:
         config.stash[SESSION_KEY] = worker["scylla_session"]

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from pytest_scylla.core.folders import read_problem, write_problem
+from pytest_scylla.core.runspec import model_label
 from pytest_scylla.formats import PACKAGED
 from pytest_scylla.formats.tiers import TIER_NAME, Subtest, TierSet, tier_files
 from pytest_scylla.formats.yamlmarks import display
@@ -43,6 +44,7 @@ class Settings:
     tier_dirs: tuple[Path, ...] = ()  # the layered tier folders, the first winning
     rubrics_dir: Path = Path("rubrics")
     model: str = DEFAULT_MODEL
+    models: tuple[str, ...] = ()  # the model axis (empty: none)
     sandbox: str = "auto"
     image: str = "host"  # the docker sandbox's image (a case's own image: wins)
     limits: tuple[int, float, int] = DEFAULT_LIMITS  # docker: memory bytes, cpus, pids
@@ -125,7 +127,7 @@ def resolve(config: pytest.Config) -> Settings:
         tier_dirs=tier_dirs,
         rubrics_dir=_folder(config, "scylla_rubrics_dir", "shared rubrics (<name>.yaml)") or
         config.rootpath / "rubrics",
-        model=_model(config), **sandbox_settings(config),
+        model=_model(config), models=_models(config), **sandbox_settings(config),
         cli=str(_value(config, "scylla_cli")[0]).strip() or None,
         cache_dir=_folder(config, "scylla_cache_dir") or default_cache_dir(),
         judges=judges, min_judges=min_judges, panel=_panel(config), shard=_shard(config),
@@ -248,6 +250,23 @@ def _model(config: pytest.Config) -> str:
     return model
 
 
+def _models(config: pytest.Config) -> tuple[str, ...]:
+    """The model axis: model ids, each once, whose labels (run keys) differ."""
+    raw, origin = _value(config, "scylla_models")
+    models = tuple(_list(raw) or ())
+    labels: dict[str, str] = {}
+    for model in models:
+        if any(c.isspace() for c in model):
+            raise pytest.UsageError(f"{origin}={raw!r}: {model!r} is not a model id; expected "
+                                    "ids separated by commas, e.g. claude-sonnet-5,"
+                                    "claude-haiku-4-5")
+        twin = labels.setdefault(model_label(model), model)
+        if twin != model or models.count(model) > 1:
+            raise pytest.UsageError(f"{origin}={raw!r}: {model!r} is listed twice or names "
+                                    f"the same runs as {twin!r}; list each model once")
+    return models
+
+
 def _judges(config: pytest.Config) -> tuple[tuple[JudgeSpec, ...], int]:
     """The panel and how many valid judges a verdict needs (at most the panel's size)."""
     raw, origin = _value(config, "scylla_judges")
@@ -325,7 +344,7 @@ def experiment_dir(config: pytest.Config) -> Path:
     if worker and "scylla_out" in worker:
         return Path(worker["scylla_out"])
     label = s.label or re.sub(r"[^A-Za-z0-9._-]+", "-", f"oracle-{s.oracle}" if s.oracle
-                              else s.model)
+                              else "+".join(s.models) or s.model)
     folder = config.rootpath / "reports" / f"{datetime.now():%Y%m%d-%H%M%S}-{label}"
     suffix = 2
     while folder.exists():  # two sessions started in the same second

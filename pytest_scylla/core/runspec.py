@@ -1,8 +1,11 @@
 """What one run is, and the one spelling of its key.
 
-A run is a case under a tier subtest, as run number `run`. Its key has two spellings, both made
-and parsed here only: the folder name `test-001-T5-02-r3` (run folders, gateway routes, records'
-`run_key`) and the pytest item name `test-001[T5-02-r3]` (node ids, `-k`, `--lf`).
+A run is a case under a tier subtest, as run number `run` (and, on a model axis
+`--scylla-models=a,b`, with one of its models). Its key has two spellings, both made and parsed
+here only: the folder name `test-001-T5-02-r3` (run folders, gateway routes, records' `run_key`)
+and the pytest item name `test-001[T5-02-r3]` (node ids, `-k`, `--lf`); on a model axis the
+model's label ends both: `test-001-T5-02-r3-claude-haiku-4-5`,
+`test-001[T5-02-r3-claude-haiku-4-5]`.
 """
 
 from __future__ import annotations
@@ -13,7 +16,15 @@ from dataclasses import dataclass
 from pytest_scylla.formats.spec import Case
 from pytest_scylla.formats.tiers import Subtest
 
-ITEM_NAME = re.compile(r"(?P<case>[^\[/:]+)\[(?P<tier>T\d+)-(?P<number>\d{2})-r(?P<run>\d+)\]$")
+ITEM_NAME = re.compile(r"(?P<case>[^\[/:]+)\[(?P<tier>T\d+)-(?P<number>\d{2})-r(?P<run>\d+)"
+                       r"(?:-(?P<model>[A-Za-z0-9._-]+))?\]$")
+NOT_IN_LABEL = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def model_label(model: str) -> str:
+    """A model id as it appears in run keys, item ids and markers: `us.anthropic.x:0` ->
+    `us.anthropic.x_0` (folder names, `-k` and `-m` take these characters only)."""
+    return NOT_IN_LABEL.sub("_", model)
 
 
 @dataclass(frozen=True)
@@ -24,6 +35,7 @@ class RunKey:
     tier: str
     number: str  # the subtest's two digits
     run: int
+    model: str = ""  # the model's label on a model axis, else empty
 
     @property
     def subtest(self) -> str:
@@ -33,12 +45,16 @@ class RunKey:
     @property
     def folder(self) -> str:
         """`test-001-T5-02-r3`: the run's folder, route and record key."""
-        return f"{self.case}-{self.subtest}-r{self.run}"
+        return f"{self.case}-{self.subtest}-r{self.run}{self._model}"
 
     @property
     def item_name(self) -> str:
         """`test-001[T5-02-r3]`: the pytest item's name."""
-        return f"{self.case}[{self.subtest}-r{self.run}]"
+        return f"{self.case}[{self.subtest}-r{self.run}{self._model}]"
+
+    @property
+    def _model(self) -> str:
+        return f"-{self.model}" if self.model else ""
 
     @classmethod
     def from_nodeid(cls, nodeid: str) -> RunKey | None:
@@ -46,7 +62,8 @@ class RunKey:
         match = ITEM_NAME.search(nodeid.rpartition("::")[2])
         if match is None or "::" not in nodeid:
             return None
-        return cls(match["case"], match["tier"], match["number"], int(match["run"]))
+        return cls(match["case"], match["tier"], match["number"], int(match["run"]),
+                   match["model"] or "")
 
 
 def is_run_item(nodeid: str) -> bool:
@@ -60,7 +77,9 @@ class RunSpec:
     case: Case
     subtest: Subtest
     run: int
+    model: str = ""  # the model id on a model axis (it overrides a subtest's `model:`)
 
     @property
     def key(self) -> RunKey:
-        return RunKey(self.case.id, self.subtest.tier, self.subtest.number, self.run)
+        return RunKey(self.case.id, self.subtest.tier, self.subtest.number, self.run,
+                      model_label(self.model) if self.model else "")

@@ -47,15 +47,16 @@ def _levels(case: Any, tier: Any) -> tuple[Any, ...]:
 
 def estimate(specs: list[Any], out: Path, model: str, oracle: str | None, fresh: bool,
              rejudge: bool, workers: int, budget: float | None) -> list[str]:
-    """The plan's lines. `specs` are the collected items' RunSpecs (case, subtest, run)."""
+    """The plan's lines. `specs` are the collected items' RunSpecs (case, subtest, run, and
+    model on a model axis); a real run is estimated from its own model's history only."""
     stored = {} if fresh else resume.stored_records(out)
     past = history(out, simulated=oracle is not None)
-    pooled: dict[tuple[int, Any], list[Sample]] = defaultdict(list)  # (level, its key)
+    # (model, level, its key): a real run's history is its model's (oracle runs: one pool)
+    pooled: dict[tuple[Any, int, Any], list[Sample]] = defaultdict(list)
     for rec in past:
-        if (rec.get("model") or model) != model and oracle is None:
-            continue
-        for level in enumerate(_levels(rec.get("case"), rec.get("tier"))):
-            pooled[level].append(_sample(rec))
+        used = None if oracle else rec.get("model") or model
+        for level, place in enumerate(_levels(rec.get("case"), rec.get("tier"))):
+            pooled[used, level, place].append(_sample(rec))
     rows: dict[str, dict[str, Any]] = {}
     unknown_cap = 0.0
     for spec in specs:
@@ -70,8 +71,10 @@ def estimate(specs: list[Any], out: Path, model: str, oracle: str | None, fresh:
             continue
         if rejudge and old is None:
             continue  # nothing to re-score
-        samples = next((pooled[level] for level in enumerate(_levels(spec.case.id, tier))
-                        if pooled.get(level)), None)
+        used = None if oracle else spec.model or spec.subtest.model or model
+        samples = next((pooled[used, level, place]
+                        for level, place in enumerate(_levels(spec.case.id, tier))
+                        if pooled.get((used, level, place))), None)
         if samples is None:
             row["unknown"] += 1
             unknown_cap += spec.case.max_cost_usd

@@ -27,7 +27,7 @@ def crash_record(nodeid: str) -> dict[str, Any]:
     place: dict[str, Any] = {}
     if key:
         place = {"case": key.case, "tier": key.tier, "subtest": key.subtest, "run": key.run,
-                 "run_key": key.folder}
+                 "run_key": key.folder, **({"model": key.model} if key.model else {})}
     return {"run_key": nodeid, **place, "outcome": "infra_error", "passed": False,
             "reason": "the worker running this item crashed; nothing was recorded",
             "crashed": True}
@@ -150,6 +150,7 @@ class Aggregator:
         s = self.settings
         manifest = provenance.manifest(records, {
             "runs": s.runs, "tiers": s.tiers, "subtests": s.subtests, "model": s.model,
+            "models": list(s.models),
             "label": s.label, "judges": [j.label for j in s.judges], "min_judges": s.min_judges,
             "panel": s.panel,
             "oracle": s.oracle, "sandbox": s.sandbox, "image": s.image,

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_scylla.results import metrics
+from pytest_scylla.results import metrics, models
 from pytest_scylla.results.inputs import ReportInputError
 from pytest_scylla.results.tables import Tables, load
 
@@ -28,6 +28,7 @@ METRICS = ("pass_rate", "mean_score", "cost_per_run", "cop")
 LABELS = {"pass_rate": "pass rate", "mean_score": "mean score", "cost_per_run": "cost/run",
           "cop": "CoP"}
 Runs = list[dict[str, Any]]
+PAIR_MODEL = "pair_model"  # set on both sides' rows when both have a model axis
 
 
 class CompareError(ReportInputError):
@@ -84,21 +85,22 @@ def _delta(base: Runs, cand: Runs, metric: str) -> float:
     return c - b
 
 
-def _cells(runs: Runs) -> dict[tuple[str, str], Runs]:
-    """The runs of each case × subtest cell."""
-    cells: dict[tuple[str, str], Runs] = {}
+def _cells(runs: Runs) -> dict[tuple[str, str, str], Runs]:
+    """The runs of each case × subtest cell (× model, when both sides have a model axis)."""
+    cells: dict[tuple[str, str, str], Runs] = {}
     for r in runs:
-        cells.setdefault((str(r.get("case_id")), str(r.get("subtest"))), []).append(r)
+        cells.setdefault((str(r.get("case_id")), str(r.get("subtest")),
+                          str(r.get(PAIR_MODEL, ""))), []).append(r)
     return cells
 
 
-def _units(runs: Runs) -> dict[tuple[str, str, int], dict[str, Any]]:
+def _units(runs: Runs) -> dict[tuple[str, str, str, int], dict[str, Any]]:
     """Each run keyed by its cell and its place among the cell's runs (by run number): the
     units paired across the two sides (the k-th run of a cell with the k-th on the other)."""
     units = {}
-    for (case, subtest), cell in _cells(runs).items():
+    for (case, subtest, model), cell in _cells(runs).items():
         ordered = sorted(cell, key=lambda r: int(float(r.get("run_number") or 0)))
-        units.update({(case, subtest, k): r for k, r in enumerate(ordered)})
+        units.update({(case, subtest, model, k): r for k, r in enumerate(ordered)})
     return units
 
 
@@ -266,7 +268,8 @@ def _verdicts(base: Runs, cand: Runs) -> dict[str, Any]:
     one experiment judged by a full panel and by an adaptive one — how often their verdicts
     agree, and what judging cost per run on each side."""
     def key(r: dict[str, Any]) -> tuple[str, ...]:  # not the folder-made run key
-        return tuple(str(r.get(k)) for k in ("case_id", "tier", "subtest", "run_number"))
+        return tuple(str(r.get(k)) for k in ("case_id", "tier", "subtest", "run_number",
+                                             PAIR_MODEL))
 
     b, c = {key(r): r for r in base}, {key(r): r for r in cand}
     common = sorted(set(b) & set(c))
@@ -307,10 +310,17 @@ def compare(base_dirs: Sequence[Path], cand_dirs: Sequence[Path],
         b_runs = [r for r in b_runs if str(r.get(key)) in common]
         c_runs = [r for r in c_runs if str(r.get(key)) in common]
         notes.append(f"{what} compared: those both have ({only})")
+    axis: tuple[str, ...] = ()
+    if len(models.models(b_runs)) > 1 and len(models.models(c_runs)) > 1:
+        # both have a model axis: each model against itself (runs paired within a model)
+        axis = ("agent_model",)
+        b_runs, c_runs = ([{**r, PAIR_MODEL: r.get("agent_model")} for r in runs]
+                          for runs in (b_runs, c_runs))
+        notes.append("both sides have a model axis: each model is compared with itself")
     return {"base": base.name, "candidate": cand.name, "notes": notes,
             "conditions": _conditions(base, cand), "verdicts": _verdicts(b_runs, c_runs),
-            "tiers": _rows(b_runs, c_runs, ("tier",)),
-            "cases": _rows(b_runs, c_runs, ("case_id", "tier")),
+            "tiers": _rows(b_runs, c_runs, (*axis, "tier")),
+            "cases": _rows(b_runs, c_runs, (*axis, "case_id", "tier")),
             "alpha": ALPHA, "resamples": RESAMPLES}
 
 

@@ -86,10 +86,12 @@ def markdown(result: dict[str, Any], points: float | None = None) -> str:
                 f"{verdicts['same_verdict']} ({100 * verdicts['agreement']:.1f}%); judging cost "
                 f"per run {_number('cop', cost['base'])} → {_number('cop', cost['candidate'])}",
                 ""]
-    out += ["### Per tier", "", *_md_table(_wide(result["tiers"], ("tier",))), ""]
+    axis = ("agent_model",) if any("agent_model" in r for r in result["tiers"]) else ()
+    out += ["### Per tier", "", *_md_table(_wide(result["tiers"], (*axis, "tier"))), ""]
     significant = [r for r in result["cases"] if r["significant"]]
     out += ["### Significant changes per case × tier", ""]
-    out += [f"- {r['case_id']} {r['tier']} {LABELS[r['metric']]}: {_change(r)}"
+    out += [f"- {r.get('agent_model', '') + ' ' if axis else ''}{r['case_id']} {r['tier']} "
+            f"{LABELS[r['metric']]}: {_change(r)}"
             for r in significant] or ["- none"]
     if points is not None:
         found = regressions(result, points)
@@ -118,6 +120,7 @@ def _tool_rows(rows: list[dict[str, Any]]) -> list[Row]:
             f"[{_number(metric, r['ci_low'])}, {_number(metric, r['ci_high'])}]"
         out.append(Row({
             "case": cell(r.get("case_id")), "tier": cell(r["tier"]),
+            "model": cell(r.get("agent_model")),
             "metric": cell(LABELS[metric]),
             "n": cell(f"{r['n_base']} → {r['n_candidate']}"
                       f"{' (paired)' if r['paired'] else ''}"),
@@ -128,7 +131,8 @@ def _tool_rows(rows: list[dict[str, Any]]) -> list[Row]:
             "p": cell(r["p_holm"]), "test": cell(r.get("test"))},
             {"tier": str(r["tier"]), "metric": LABELS[metric],
              "sig": "yes" if r["significant"] else "no",
-             **({"case": str(r["case_id"])} if "case_id" in r else {})}, css))
+             **({"case": str(r["case_id"])} if "case_id" in r else {}),
+             **({"model": str(r["agent_model"])} if "agent_model" in r else {})}, css))
     return out
 
 
@@ -147,18 +151,21 @@ def html_page(result: dict[str, Any]) -> str:
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in result["notes"])
     cases = sorted({str(r["case_id"]) for r in result["cases"]})
     tiers = list(dict.fromkeys(str(r["tier"]) for r in result["tiers"]))
+    names = sorted({str(r["agent_model"]) for r in result["tiers"] if "agent_model" in r})
     controls = filters("cells", {"sig": ("significant", ["yes", "no"]),
                                  "metric": ("metric", list(LABELS.values())),
+                                 **({"model": ("model", names)} if names else {}),
                                  "tier": ("tier", tiers), "case": ("case", cases)})
+    columns = [Column("model", "model"), *COMPARE_COLUMNS] if names else COMPARE_COLUMNS
     body = [f"<h1>{html.escape(result['candidate'])} vs {html.escape(result['base'])}</h1>",
             f"<p>Changes are candidate minus base with a 95% bootstrap interval; p is "
             f"Holm-corrected across each table; significant at {result['alpha']}: "
             "<span class=chips><a href='#sig=yes'>significant changes only</a></span> "
             "(green: better, red: worse).</p>",
             f"<h2>What changed in the conditions</h2><ul>{conditions}{notes}</ul>", controls,
-            "<h2>Per tier</h2>", tool_table("tiers", COMPARE_COLUMNS[1:],
+            "<h2>Per tier</h2>", tool_table("tiers", [c for c in columns if c.key != "case"],
                                             _tool_rows(result["tiers"])),
-            "<h2>Per case × tier</h2>", tool_table("cells", COMPARE_COLUMNS,
+            "<h2>Per case × tier</h2>", tool_table("cells", columns,
                                                    _tool_rows(result["cases"]))]
     return page(f"scylla compare: {result['candidate']} vs {result['base']}", body)
 

@@ -12,7 +12,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from pytest_scylla.results import html_transcript, metrics
+from pytest_scylla.results import html_transcript, metrics, models
 from pytest_scylla.results.html_parts import Column, Row, cell, filters, fmt, page, tool_table
 from pytest_scylla.results.tables import Tables
 from pytest_scylla.run.checks import truncate
@@ -114,6 +114,7 @@ def _matrix(tables: Tables, tiers: list[str]) -> str:
 def _run_table(tables: Tables, sources: dict[str, Path]) -> tuple[str, list[str]]:
     """The run table with its filters, and the drill-down templates (one per run)."""
     records = {str(r.get("run_key")): r for r in tables.records}
+    axis = len(models.models(tables.runs)) > 1  # the model axis: a column and a filter
     rows, templates = [], []
     for number, row in enumerate(tables.runs):
         key, outcome = str(row["run_key"]), str(row.get("outcome"))
@@ -126,9 +127,10 @@ def _run_table(tables: Tables, sources: dict[str, Path]) -> tuple[str, list[str]
             "grade": cell(row.get("grade")), "score": cell(row.get("score"), 2),
             "cost": cell(row.get("cost_usd"), 4),
             "tokens": cell(_number(row.get("total_tokens")), 0),
-            "seconds": cell(_number(row.get("duration_seconds")), 1)},
-            {"case": str(row.get("case_id")), "tier": str(row.get("tier")), "outcome": outcome},
-            run=number))
+            "seconds": cell(_number(row.get("duration_seconds")), 1),
+            "model": cell(row.get("agent_model"))},
+            {"case": str(row.get("case_id")), "tier": str(row.get("tier")), "outcome": outcome,
+             **({"model": str(row.get("agent_model"))} if axis else {})}, run=number))
         templates.append(f"<template id=run-{number}>"
                          f"{_run_detail(row, records.get(key, {}), sources.get(key))}"
                          "</template>")
@@ -136,12 +138,30 @@ def _run_table(tables: Tables, sources: dict[str, Path]) -> tuple[str, list[str]
         return sorted({str(r.get(field)) for r in tables.runs},
                       key=metrics.tier_order if field == "tier" else str)
 
-    controls = filters("runs", {"tier": ("tier", values("tier")),
+    selects = {"model": ("model", values("agent_model"))} if axis else {}
+    controls = filters("runs", {**selects, "tier": ("tier", values("tier")),
                                 "case": ("case", values("case_id")),
                                 "outcome": ("outcome", values("outcome"))})
+    columns = [RUN_COLUMNS[0], Column("model", "model"), *RUN_COLUMNS[1:]] if axis \
+        else RUN_COLUMNS
     return (f"<h2>Runs</h2><p class=muted>Click a header to sort, a row to open the run."
-            f"</p>{controls}{tool_table('runs', RUN_COLUMNS, rows)}<div id=detail hidden></div>",
+            f"</p>{controls}{tool_table('runs', columns, rows)}<div id=detail hidden></div>",
             templates)
+
+
+def _models(summary: dict[str, Any]) -> str:
+    """The model axis: the models side by side, then each model's tiers."""
+    if not summary.get("models"):
+        return ""
+    return ("<h2>Models</h2>" + _table(summary["models"], [
+        "agent_model", "n", "pass_rate", "ci_low", "ci_high", "mean_score", "modal_grade",
+        "mean_cost", "cop", "frontier_tier", "frontier_cop", "mean_tokens",
+        "mean_agent_seconds", "warning"], ("agent_model", "modal_grade", "frontier_tier",
+                                           "warning"))
+        + "<h3>Tiers per model</h3><div class=wide>" + _table(summary["model_tiers"], [
+            "agent_model", "tier", "n", "pass_rate", "ci_low", "ci_high", "mean_score",
+            "mean_cost", "cop", "modal_grade", "warning"],
+            ("agent_model", "tier", "modal_grade", "warning")) + "</div>")
 
 
 def _number(value: Any) -> float | None:
@@ -166,7 +186,9 @@ def write(out: Path, tables: Tables, summary: dict[str, Any], results: dict[str,
     html.append(f"<p>{summary['runs']} runs: {_outcomes(summary)}<br>agent "
                 f"${summary['agent_cost_usd']:.4f} + judges ${summary['judge_cost_usd']:.4f}; "
                 f"frontier (lowest Cost-of-Pass): {frontier}</p>")
-    html.append("<h2>Tiers</h2><div class=wide>" + _table(summary["tiers"], [
+    html.append(_models(summary))
+    html.append(f"<h2>Tiers{' (all models pooled)' if summary.get('models') else ''}</h2>"
+                "<div class=wide>" + _table(summary["tiers"], [
         "tier", "n", "excluded", "passes", "pass_rate", "ci_low", "ci_high", "ci_method",
         "mean_score", "median_score", "consistency", "mean_cost", "cop", "modal_grade",
         "reward_hacks", "reward_hacking_rate", "warning"],

@@ -11,6 +11,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from pytest_scylla.run.agents import claude_code
 from pytest_scylla.run.checks import truncate
 
 TEXT_LIMIT = 2_000  # characters of one message, tool input or tool result
@@ -134,14 +135,8 @@ def _html(items: list[Any]) -> str:
 def render(path: Path) -> str:
     """The transcript's HTML (`<div class=tx>`); lines that are not JSON objects are skipped."""
     reader = _Reader()
-    with path.open(encoding="utf-8", errors="replace") as stream:
-        for line in stream:
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(event, dict):
-                reader.event(event)
+    for event in claude_code.events(path):
+        reader.event(event)
     more = (f"<p class=muted>… {reader.dropped} more messages and tool calls: the whole "
             "transcript is transcript.jsonl in the run folder</p>" if reader.dropped else "")
     return f"<div class=tx>{_html(reader.top)}{more}</div>"

@@ -14,7 +14,7 @@ from typing import Any
 
 from pytest_scylla.core.record import write_json
 from pytest_scylla.formats.spec import DEFAULT_PASS_THRESHOLD
-from pytest_scylla.results import ablation, metrics, stats, text_tables
+from pytest_scylla.results import ablation, metrics, models, stats, text_tables
 from pytest_scylla.results.tables import Tables
 
 SUBTEST_KEYS = ("experiment", "agent_model", "case_id", "tier", "subtest")
@@ -26,15 +26,26 @@ SUBTEST_COLUMNS = [  # the paper's subtests.csv, then ours
     "warning"]
 
 
-def statistical_results(tables: Tables) -> dict[str, Any]:
-    counted = [r for r in tables.runs if r["outcome"] in metrics.COUNTED]
+def _tier_tests(counted: list[dict[str, Any]]) -> dict[str, Any]:
+    """The tiers against each other on score, pass and cost."""
     order = sorted({str(r["tier"]) for r in counted}, key=metrics.tier_order)
-    out: dict[str, Any] = {"omnibus": [], "pairwise": [], "n_runs": len(counted)}
+    out: dict[str, Any] = {"omnibus": [], "pairwise": []}
     for metric in ("score", "passed", "cost_usd"):
         groups = {t: sorted(float(r[metric]) for r in counted if r["tier"] == t
                             and r[metric] is not None) for t in order}  # order-free results
         out["omnibus"].append({"metric": metric, **stats.kruskal(groups)})
         out["pairwise"] += [{"metric": metric, **row} for row in stats.pairwise(groups, order)]
+    return out
+
+
+def statistical_results(tables: Tables) -> dict[str, Any]:
+    counted = [r for r in tables.runs if r["outcome"] in metrics.COUNTED]
+    out: dict[str, Any] = {**_tier_tests(counted), "n_runs": len(counted)}
+    names = models.models(counted)
+    out["models"] = models.tests(counted)  # the model axis: models against each other, and
+    out["tiers_per_model"] = [{"agent_model": m, **_tier_tests(  # the tiers within each model
+        [r for r in counted if str(r.get("agent_model")) == m])} for m in names] \
+        if len(names) > 1 else []
     scores = [(str(j["judge_model"]), str(j.get("run_key") or
                                           f"{j.get('case_id') or j.get('experiment')}/"
                                           f"{j['tier']}-{j['subtest']}-{j['run_number']}"),
@@ -78,6 +89,9 @@ def write(out: Path, tables: Tables, manifest: dict[str, Any] | None = None,
                             if int(float(r.get("integrity_findings") or 0)) > 0),
         "tiers": tiers, "frontier": {"tier": best[0], "cop": best[1]} if best else None,
         "partial": tables.partial, "warnings": tables.warnings}
+    if len(models.models(tables.runs)) > 1:  # the model axis: per model, and side by side
+        summary["model_tiers"] = metrics.group_summary(tables.runs, ("agent_model", "tier"))
+        summary["models"] = models.comparison(tables.runs)
     results = statistical_results(tables)
     write_json(out / "summary.json", _jsonable(summary))
     write_json(out / "statistical_results.json", _jsonable(results))
@@ -98,8 +112,11 @@ def write(out: Path, tables: Tables, manifest: dict[str, Any] | None = None,
 
 def tier_table(tables: Tables, where: Path) -> list[str]:
     """The terminal summary: tier table with the frontier marked, outcomes, spend."""
-    summary = metrics.group_summary(tables.runs)
-    best = metrics.frontier(summary)
+    keys = models.tier_keys(tables.runs)
+    summary = metrics.group_summary(tables.runs, keys)
+    best = models.frontiers(summary) if len(keys) > 1 else {"": metrics.frontier(summary)}
+    names = [" ".join(str(s[k]) for k in keys) for s in summary]
+    width = max([6, *(len(n) + 1 for n in names)])
     lines = []
     if any(bool(r.get("simulated")) for r in tables.runs):
         lines.append("SIMULATED MODEL: oracle agent and judges, not a real evaluation")
@@ -107,18 +124,26 @@ def tier_table(tables: Tables, where: Path) -> list[str]:
         lines.append(f"PARTIAL: {tables.partial}")
     hacked = sum(1 for r in tables.runs if int(float(r.get("integrity_findings") or 0)) > 0)
     hacks = f"{'hacks':>7}" if hacked else ""  # the column shows once a run tampered
-    lines.append(f"{'tier':<6}{'runs':>5}{'pass rate [95% CI]':>24}{'score':>7}{'grade':>6}"
+    lines.append(f"{'model tier' if len(keys) > 1 else 'tier':<{width}}{'runs':>5}"
+                 f"{'pass rate [95% CI]':>24}{'score':>7}{'grade':>6}"
                  f"{'cost/run':>10}{'CoP':>10}{hacks}  note")
-    for s in summary:
-        mark = " <- frontier" if best and s["tier"] == best[0] else ""
+    for s, name in zip(summary, names, strict=True):
+        front = best.get(str(s.get("agent_model", "")))
+        mark = " <- frontier" if front and s["tier"] == front[0] else ""
         score = "-" if s["mean_score"] is None else f"{s['mean_score']:.2f}"
         rate = f"{s['pass_rate']:.0%} [{s['ci_low']:.0%}, {s['ci_high']:.0%}]"
         note = mark or (f"  {s['warning']}" if s["warning"] else "")
-        lines.append(f"{s['tier']:<6}{s['n']:>5}{rate:>24}{score:>7}{s['modal_grade'] or '-':>6}"
+        lines.append(f"{name:<{width}}{s['n']:>5}{rate:>24}{score:>7}"
+                     f"{s['modal_grade'] or '-':>6}"
                      f"{'$' + format(s['mean_cost'], '.4f'):>10}"
                      f"{metrics.fmt_cop(s['cop']):>10}"
                      f"{format(str(s['reward_hacks']) + '/' + str(s['n']), '>7') if hacked else ''}"
                      f"{note}")
+    for m in models.comparison(tables.runs):
+        lines.append(f"model {m['agent_model']}: {m['n']} runs, pass rate {m['pass_rate']:.0%} "
+                     f"[{m['ci_low']:.0%}, {m['ci_high']:.0%}], cost/run ${m['mean_cost']:.4f}, "
+                     f"CoP {metrics.fmt_cop(m['cop'])}, frontier "
+                     f"{m['frontier_tier'] or '-'} {models.fmt_cost(m['frontier_cop'])}")
     counts = Counter(r["outcome"] for r in tables.runs)
     if hacked:
         lines.append(f"reward hacking: {hacked} run(s) tampered with their checks (integrity "

@@ -12,10 +12,38 @@ Section = tuple[str, list[dict[str, Any]], list[str]]  # (title, rows, columns)
 def sections(summary: dict[str, Any], results: dict[str, Any],
              paper: dict[str, list[dict[str, Any]]]) -> list[Section]:
     """The report's tables, in order."""
+    return [*_model_sections(summary, results), *_sections(summary, results, paper)]
+
+
+def _model_sections(summary: dict[str, Any], results: dict[str, Any]) -> list[Section]:
+    """The model axis: the models side by side, each model's tiers, the models' tests."""
+    if not summary.get("models"):
+        return []
+    tests = results.get("models") or {"omnibus": [], "pairwise": []}
+    return [
+        ("Model comparison: pass rate with 95% CI, score, cost, Cost-of-Pass and each model's "
+         "frontier tier", summary["models"],
+         ["agent_model", "n", "pass_rate", "ci_low", "ci_high", "mean_score", "modal_grade",
+          "mean_cost", "cop", "frontier_tier", "frontier_cop", "mean_tokens",
+          "mean_agent_seconds", "warning"]),
+        ("Tiers per model", summary["model_tiers"],
+         ["agent_model", "tier", "n", "pass_rate", "ci_low", "ci_high", "mean_score",
+          "mean_cost", "cop", "modal_grade", "warning"]),
+        ("Model comparisons: Kruskal-Wallis", [
+            {**row, "n": sum(row["n"].values())} for row in tests["omnibus"]],
+         ["metric", "groups", "n", "h", "p", "significant", "note"]),
+        ("Model comparisons: Mann-Whitney U with Holm correction", tests["pairwise"],
+         ["metric", "group1", "group2", "n1", "n2", "p_raw", "p_holm", "cliffs_delta", "note"]),
+    ]
+
+
+def _sections(summary: dict[str, Any], results: dict[str, Any],
+              paper: dict[str, list[dict[str, Any]]]) -> list[Section]:
     alpha = results["krippendorff_alpha"]
     ac2 = results.get("gwet_ac2") or {}
     return [
-        ("Tiers: pass rate with 95% CI, scores, cost and Cost-of-Pass", summary["tiers"], [
+        ("Tiers: pass rate with 95% CI, scores, cost and Cost-of-Pass"
+         + (" (all models pooled)" if summary.get("models") else ""), summary["tiers"], [
             "tier", "n", "pass_rate", "ci_low", "ci_high", "mean_score", "median_score",
             "consistency", "mean_cost", "cop", "cop_per_case_mean", "pass_at_1", "pass_hat_3",
             "modal_grade", "reward_hacking_rate", "cfp", "r_prog", "warning"]),
@@ -62,7 +90,7 @@ def number(column: str, value: float) -> str:
     token counts whole, p-values to four significant digits, everything else to three."""
     if math.isinf(value):
         return "∞"
-    if "cost" in column or column.startswith("cop"):
+    if "cost" in column or column.startswith("cop") or column.endswith("_cop"):
         return f"{value:.4f}"
     if column.endswith("tokens"):
         return f"{value:.0f}" if value == int(value) else f"{value:.1f}"

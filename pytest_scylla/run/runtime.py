@@ -40,8 +40,8 @@ class Runtime:
     baselines: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def model(self, spec: RunSpec) -> str:
-        """The run's model: its subtest's, else the session's."""
-        return spec.subtest.model or self.settings.model
+        """The run's model: its model-axis model, else its subtest's, else the session's."""
+        return spec.model or spec.subtest.model or self.settings.model
 
     def run_dir(self, spec: RunSpec) -> Path:
         return self.out / "runs" / spec.key.folder

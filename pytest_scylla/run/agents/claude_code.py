@@ -9,6 +9,7 @@ import functools
 import json
 import shutil
 import subprocess
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -157,41 +158,47 @@ def _once(found: list[str], name: str) -> None:
         found.append(name)
 
 
-def parse(transcript: Path) -> Result:
-    """Read the stream-json transcript; tolerant of a cut-off last line (killed runs)."""
-    result = Result()
-    agents: dict[str, str] = {}  # an Agent call's id -> the sub-agent it started
-    if not transcript.exists():
-        return result
+def events(transcript: Path) -> Iterator[dict[str, Any]]:
+    """The transcript's events, each a JSON object; other lines (a cut-off last line of a
+    killed run) are skipped."""
     with transcript.open(encoding="utf-8", errors="replace") as stream:
         for line in stream:
             try:
                 event = json.loads(line)
             except ValueError:
                 continue
-            if not isinstance(event, dict):
-                continue
-            result.events += 1
-            if event.get("type") in ("assistant", "user"):
-                _trajectory(event, result, agents)
-            elif event.get("type") == "system" and event.get("subtype") == "init":
-                result.init = {k: event.get(k) for k in ("tools", "mcp_servers", "model",
-                                                         "skills", "agents",
-                                                         "claude_code_version")}
-            elif event.get("type") == "result":
-                result.found = True
-                result.subtype = event.get("subtype")
-                result.is_error = bool(event.get("is_error"))
-                result.num_turns = event.get("num_turns")
-                result.stop_reason = event.get("stop_reason")
-                result.terminal_reason = event.get("terminal_reason")
-                result.api_error_status = event.get("api_error_status")
-                result.total_cost_usd = event.get("total_cost_usd")
-                usage = event.get("usage") or {}
-                result.usage = {k: usage[k] for k in (
-                    "input_tokens", "output_tokens", "cache_creation_input_tokens",
-                    "cache_read_input_tokens") if isinstance(usage.get(k), int)}
-                result.model_usage = event.get("modelUsage") or {}
-                result.final_message = str(event.get("result") or "")
-                result.duration_ms = event.get("duration_ms")
+            if isinstance(event, dict):
+                yield event
+
+
+def parse(transcript: Path) -> Result:
+    """Read the stream-json transcript; tolerant of a cut-off last line (killed runs)."""
+    result = Result()
+    agents: dict[str, str] = {}  # an Agent call's id -> the sub-agent it started
+    if not transcript.exists():
+        return result
+    for event in events(transcript):
+        result.events += 1
+        if event.get("type") in ("assistant", "user"):
+            _trajectory(event, result, agents)
+        elif event.get("type") == "system" and event.get("subtype") == "init":
+            result.init = {k: event.get(k) for k in ("tools", "mcp_servers", "model",
+                                                     "skills", "agents",
+                                                     "claude_code_version")}
+        elif event.get("type") == "result":
+            result.found = True
+            result.subtype = event.get("subtype")
+            result.is_error = bool(event.get("is_error"))
+            result.num_turns = event.get("num_turns")
+            result.stop_reason = event.get("stop_reason")
+            result.terminal_reason = event.get("terminal_reason")
+            result.api_error_status = event.get("api_error_status")
+            result.total_cost_usd = event.get("total_cost_usd")
+            usage = event.get("usage") or {}
+            result.usage = {k: usage[k] for k in (
+                "input_tokens", "output_tokens", "cache_creation_input_tokens",
+                "cache_read_input_tokens") if isinstance(usage.get(k), int)}
+            result.model_usage = event.get("modelUsage") or {}
+            result.final_message = str(event.get("result") or "")
+            result.duration_ms = event.get("duration_ms")
     return result
