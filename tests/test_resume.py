@@ -273,3 +273,22 @@ def test_what_resume_does_with_each_kind_of_stored_run(
         (run_dir / "run.json").write_text('{"outc')
     decision = decide(run_dir, "now", "panel", {"tiers/T0.yaml": "b"}, **options)
     assert (decision.action, says in decision.reason) == (action, True), decision.reason
+
+
+def test_a_stored_runs_evidence_is_what_its_judges_saw_live(tmp_path: Path) -> None:
+    """Judging a stored run (resume after a kill, rejudge) reads back exactly what the live
+    judges would have seen: a file name with spaces stays one name, a cut list's note one line,
+    a diff's CRLF lines stay CRLF (the written files as `_inspect` writes them)."""
+    from pytest_scylla.operations.resume import stored_evidence
+    from pytest_scylla.run.checks import CheckResult
+
+    files = ["a file.txt", "src/x.py", "[... more files than 5000; list cut ...]"]
+    diff = "diff --git a/w.bat b/w.bat\n+echo on\r\n+caf\u00e9\n"
+    (tmp_path / "files.txt").write_text("\n".join(files) + "\n", encoding="utf-8")
+    (tmp_path / "diff.patch").write_text(diff, encoding="utf-8")
+    check = CheckResult("runs", False, 1, 0.1, "nok\n", "", "stdout differs")
+    evidence = stored_evidence(tmp_path, {"final_message": "done", "checks": [
+        check.to_json()]})
+    assert (evidence.final_message, evidence.diff, evidence.files, evidence.checks) == (
+        "done", diff, files, [check])
+    assert stored_evidence(tmp_path / "none", {}).files == []

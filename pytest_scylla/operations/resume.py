@@ -138,12 +138,15 @@ def wait_out_pause(rt: Runtime, say: Callable[[str], None]) -> None:
 def stored_evidence(run_dir: Path, stored: dict[str, Any]) -> judge_run.Evidence:
     """What the judges see of a stored run, read back from its folder (final message, diff,
     file list, check results): re-scoring runs no agent."""
+    def exact(name: str) -> str:  # as written: no newline translation (a diff's \r\n stays)
+        path = run_dir / name
+        return path.read_bytes().decode("utf-8", errors="replace") if path.is_file() else ""
+
     return judge_run.Evidence(
         final_message=stored.get("final_message") or "",
-        diff=(run_dir / "diff.patch").read_text(encoding="utf-8")
-        if (run_dir / "diff.patch").is_file() else "",
-        files=((run_dir / "files.txt").read_text(encoding="utf-8").split()
-               if (run_dir / "files.txt").is_file() else []),
+        diff=exact("diff.patch"),
+        files=[name for name in exact("files.txt").split("\n") if name],  # one a line: a
+        # name may hold spaces, and so does the note of a cut list
         checks=[checks.CheckResult(**c) for c in stored.get("checks") or []
                 if c.get("kind") != "assert"])
 
