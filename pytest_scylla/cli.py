@@ -7,9 +7,9 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pytest_scylla import __version__
 from pytest_scylla.collect import case_file_problem, case_files, duplicate_id
@@ -18,6 +18,8 @@ from pytest_scylla.formats import PACKAGED
 from pytest_scylla.formats.spec import load_case, load_rubric
 from pytest_scylla.formats.tiers import TierSet
 from pytest_scylla.formats.yamlmarks import SpecError, display
+
+T = TypeVar("T")
 
 
 def validate(root: Path, out: list[str]) -> int:
@@ -208,18 +210,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.command == "import":
         from pytest_scylla.results.importer import convert
-        from pytest_scylla.results.inputs import ReportInputError
 
         try:
-            count = convert(args.src, args.dest)
-        except ReportInputError as exc:  # names the file: path[:line]: ...
-            print(exc, file=sys.stderr)
-            return 2
-        except OSError as exc:
-            print(_os_error(exc, "scylla import"), file=sys.stderr)
-            return 2
+            count = _reading("scylla import", lambda: convert(args.src, args.dest))
         except (ValueError, KeyError) as exc:  # a shape no check knows yet
             print(f"scylla import: {args.src}: cannot be read ({exc!r})", file=sys.stderr)
+            return 2
+        if count is None:
             return 2
         print(f"imported {count} runs from {args.src} into {args.dest}; "
               f"rebuild with: scylla report {args.dest}")
@@ -231,7 +228,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _compare(args: argparse.Namespace) -> int:
     from pytest_scylla.results import compare, compare_text
-    from pytest_scylla.results.inputs import ReportInputError
 
     sides = [[Path(p) for p in str(given).split(",") if p] for given in (args.base,
                                                                          args.candidate)]
@@ -244,13 +240,9 @@ def _compare(args: argparse.Namespace) -> int:
     if problem := write_problem(out.resolve(), Path.cwd()):
         print(f"scylla compare: --out {problem}", file=sys.stderr)
         return 2
-    try:
-        result = compare.compare(sides[0], sides[1], intersect=args.intersect)
-    except ReportInputError as exc:  # names the file: path[:line]: ...
-        print(exc, file=sys.stderr)
-        return 2
-    except OSError as exc:
-        print(_os_error(exc, "scylla compare"), file=sys.stderr)
+    result = _reading("scylla compare",
+                      lambda: compare.compare(sides[0], sides[1], intersect=args.intersect))
+    if result is None:
         return 2
     compare_text.write(out, result, points)
     print(compare_text.markdown(result, points), end="")
@@ -262,7 +254,6 @@ def _compare(args: argparse.Namespace) -> int:
 
 def _report(dirs: list[Path], out: Path | None, formats: tuple[str, ...]) -> int:
     from pytest_scylla.results import report
-    from pytest_scylla.results.inputs import ReportInputError
     from pytest_scylla.results.tables import load
 
     if out is None and len(dirs) > 1:
@@ -273,13 +264,8 @@ def _report(dirs: list[Path], out: Path | None, formats: tuple[str, ...]) -> int
         print(f"scylla report: --out {problem}", file=sys.stderr)  # before any reading
         return 2
     target = out or dirs[0]
-    try:
-        tables = load(dirs)
-    except ReportInputError as exc:  # names the file: path[:line]: ...
-        print(exc, file=sys.stderr)
-        return 2
-    except OSError as exc:
-        print(_os_error(exc, "scylla report"), file=sys.stderr)
+    tables = _reading("scylla report", lambda: load(dirs))
+    if tables is None:
         return 2
     if not tables.runs:
         print(f"scylla report: no runs in {', '.join(map(str, dirs))}", file=sys.stderr)
@@ -310,6 +296,20 @@ def _report(dirs: list[Path], out: Path | None, formats: tuple[str, ...]) -> int
     report.write(target, tables, manifest, formats=("csv", "json", *formats))
     print("\n".join(report.tier_table(tables, target)))
     return 0
+
+
+def _reading(command: str, read: Callable[[], T]) -> T | None:
+    """What `read()` returns; None once a file it reads is unreadable or not what it should be,
+    said in one line naming the file (`path[:line]: ...`), for exit code 2."""
+    from pytest_scylla.results.inputs import ReportInputError
+
+    try:
+        return read()
+    except ReportInputError as exc:
+        print(exc, file=sys.stderr)
+    except OSError as exc:
+        print(_os_error(exc, command), file=sys.stderr)
+    return None
 
 
 def _os_error(exc: OSError, command: str) -> str:
