@@ -184,3 +184,20 @@ def test_the_agents_words_are_shown_never_run(tmp_path: Path) -> None:
         assert browser.js("typeof window.pwned") == "undefined"
     finally:
         browser.close()
+
+
+def test_a_long_transcript_is_cut_to_the_runs_budget(tmp_path: Path) -> None:
+    """Past the per-run budget, messages are left out and calls keep their summary line only,
+    with a note of what was left out (a 1,000-run report stays small)."""
+    lines = [{"type": "assistant", "message": {"content": [
+        {"type": "text", "text": f"message {i} " + "x" * 500},
+        {"type": "tool_use", "id": f"t{i}", "name": "Read",
+         "input": {"file_path": f"src/f{i}.py"}}]}} for i in range(40)]
+    path = tmp_path / "transcript.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines))
+    body = html_transcript.render(path)
+    assert len(body) < html_transcript.RUN_TEXT_LIMIT + 40 * 150  # texts + 40 summary lines
+    assert body.count("<details class='call'>") == 40  # every call's summary stays
+    assert "<code>src/f39.py</code>" in body
+    assert "message 39" not in body
+    assert "more texts (messages, tool inputs and results): the whole transcript" in body

@@ -14,8 +14,10 @@ from typing import Any
 from pytest_scylla.run.agents import claude_code
 from pytest_scylla.run.checks import truncate
 
-TEXT_LIMIT = 2_000  # characters of one message, tool input or tool result
-ITEM_LIMIT = 400  # messages and tool calls shown per run
+TEXT_LIMIT = 1_000  # characters of one message, tool input or tool result
+RUN_TEXT_LIMIT = 3_000  # characters of those texts per run, together: past it only the calls'
+# summaries are shown (a 1,000-run report stays near 10 MB; the whole file is in the run folder)
+ITEM_LIMIT = 300  # messages and tool calls shown per run
 SUMMARY_KEYS = ("command", "file_path", "path", "pattern", "skill", "url", "query")
 
 
@@ -114,19 +116,40 @@ def _summary(call: Call) -> str:
     return f"<b>{escape(call.name)}</b> <code>{escape(what)}</code>{state}"
 
 
-def _html(items: list[Any]) -> str:
+class _Budget:
+    """The characters of text a run's transcript may still show, and what it left out."""
+
+    def __init__(self) -> None:
+        self.left = RUN_TEXT_LIMIT
+        self.skipped = 0
+
+    def take(self, text: str) -> str | None:
+        """The text as shown (cut to what is left), or None once the budget is spent."""
+        if self.left <= 0:
+            self.skipped += 1
+            return None
+        shown = truncate(text, min(TEXT_LIMIT, max(self.left, 200)))
+        self.left -= len(shown)
+        return shown
+
+
+def _html(items: list[Any], budget: _Budget) -> str:
+    """Messages and folded calls; past the budget, messages are left out and calls keep only
+    their one-line summary."""
     out = []
     for item in items:
         if isinstance(item, Message):
-            out.append(f"<div class='msg {item.role}'>{escape(truncate(item.text, TEXT_LIMIT))}"
-                       "</div>")
+            text = budget.take(item.text)
+            if text is not None:
+                out.append(f"<div class='msg {item.role}'>{escape(text)}</div>")
             continue
-        given = json.dumps(item.given, indent=1, ensure_ascii=False)
-        body = f"<pre>{escape(truncate(given, TEXT_LIMIT))}</pre>"
+        body = "".join(f"<pre>{escape(text)}</pre>" for text in (
+            budget.take(json.dumps(item.given, indent=1, ensure_ascii=False)),) if text)
         if item.inner:
-            body += f"<div class=sub>{_html(item.inner)}</div>"
-        if item.result is not None:
-            body += f"<pre>{escape(truncate(item.result, TEXT_LIMIT))}</pre>"
+            body += f"<div class=sub>{_html(item.inner, budget)}</div>"
+        result = None if item.result is None else budget.take(item.result)
+        if result is not None:
+            body += f"<pre>{escape(result)}</pre>"
         kind = "call agent" if item.inner else "call"
         out.append(f"<details class='{kind}'><summary>{_summary(item)}</summary>{body}</details>")
     return "".join(out)
@@ -137,6 +160,13 @@ def render(path: Path) -> str:
     reader = _Reader()
     for event in claude_code.events(path):
         reader.event(event)
-    more = (f"<p class=muted>… {reader.dropped} more messages and tool calls: the whole "
-            "transcript is transcript.jsonl in the run folder</p>" if reader.dropped else "")
-    return f"<div class=tx>{_html(reader.top)}{more}</div>"
+    budget = _Budget()
+    shown = _html(reader.top, budget)
+    more = []
+    if reader.dropped:
+        more.append(f"{reader.dropped} more messages and tool calls")
+    if budget.skipped:
+        more.append(f"{budget.skipped} more texts (messages, tool inputs and results)")
+    note = (f"<p class=muted>… {' and '.join(more)}: the whole transcript is transcript.jsonl "
+            "in the run folder</p>" if more else "")
+    return f"<div class=tx>{shown}{note}</div>"
