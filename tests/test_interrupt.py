@@ -69,6 +69,30 @@ def _records(out: Path) -> dict[str, dict[str, Any]]:
     return found
 
 
+def _differences(out: Path, reference: Path) -> dict[str, Any]:
+    """For exports that differ: what each side's judges were shown and what their calls
+    measured, for every run whose judge cost differs (the evidence a failure needs)."""
+    found: dict[str, Any] = {}
+    mine, theirs = _records(out), _records(reference)
+    for key, rec in mine.items():
+        other = theirs.get(key) or {}
+        if rec.get("judge_cost_usd") == other.get("judge_cost_usd"):
+            continue
+        found[key] = {}
+        for side, folder, r in (("resumed", out, rec), ("straight", reference, other)):
+            calls = (folder / "runs" / key / "judge_calls.jsonl")
+            found[key][side] = {
+                "reason": r.get("reason"), "checks": r.get("checks"),
+                "final_message": r.get("final_message"),
+                "files": (folder / "runs" / key / "files.txt").read_text(errors="replace")
+                if (folder / "runs" / key / "files.txt").is_file() else None,
+                "calls": [{k: c.get(k) for k in ("run", "request_bytes", "usage", "cost_usd",
+                                                 "status", "attempts")}
+                          for c in map(json.loads, calls.read_text().splitlines())]
+                if calls.is_file() else None}
+    return found
+
+
 @pytest.mark.slow
 @pytest.mark.each_sandbox
 def test_sigkill_at_random_moments_then_resume_gives_the_uninterrupted_exports(
@@ -131,7 +155,8 @@ def test_sigkill_at_random_moments_then_resume_gives_the_uninterrupted_exports(
               for line in (out / "runs.jsonl").read_text().splitlines()]
     assert sorted(logged) == sorted(records)  # every run exactly once
     for name in ("runs.csv", "judges.csv", "criteria.csv", "subtests.csv"):
-        assert export_rows(out / name) == export_rows(reference / name), name
+        assert export_rows(out / name) == export_rows(reference / name), \
+            (name, _differences(out, reference))
     summary = json.loads((out / "summary.json").read_text())
     assert summary["partial"] is None
     assert summary["runs"] == ITEMS * RUNS
