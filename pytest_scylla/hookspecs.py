@@ -14,8 +14,15 @@ import pytest
 if TYPE_CHECKING:
     from pytest_scylla.core.runspec import RunSpec
     from pytest_scylla.formats.provenance import Conditions
+    from pytest_scylla.run.agents import Agent
     from pytest_scylla.run.runner import Run
     from pytest_scylla.run.runtime import Runtime
+
+@pytest.hookspec
+def pytest_scylla_agents(config: pytest.Config) -> list[Agent] | None:
+    """The agent CLI adapters this plugin offers (`run.agents.Agent`), each selectable with
+    `--scylla-agent=<name>`; every plugin's are collected (the built-in: claude-code)."""
+
 
 @pytest.hookspec(firstresult=True)
 def pytest_scylla_runtime(config: pytest.Config) -> Runtime | None:

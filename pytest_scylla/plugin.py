@@ -26,13 +26,21 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspecs)
 
 
+def pytest_scylla_agents(config: pytest.Config) -> list[Any]:
+    """The built-in adapter: Claude Code."""
+    from pytest_scylla.run.agents.claude_code import ADAPTER
+
+    return [ADAPTER]
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_scylla_runtime(config: pytest.Config) -> Any:
     """The built-in runtime: gateway, sandbox and the real CLI (its baseline measured)."""
     from pytest_scylla.run.runtime import build
 
     return build(config.stash[settings.SETTINGS_KEY], config.stash[EXPERIMENT_KEY],
-                 config.stash[SESSION_KEY], settings.tierset(config))
+                 config.stash[SESSION_KEY], settings.tierset(config),
+                 settings.agent_adapter(config))
 
 
 @pytest.hookimpl(trylast=True)

@@ -45,6 +45,7 @@ class Settings:
     rubrics_dir: Path = Path("rubrics")
     model: str = DEFAULT_MODEL
     models: tuple[str, ...] = ()  # the model axis (empty: none)
+    agent: str = "claude-code"  # the adapter's name (checked against the registered ones)
     sandbox: str = "auto"
     image: str = "host"  # the docker sandbox's image (a case's own image: wins)
     limits: tuple[int, float, int] = DEFAULT_LIMITS  # docker: memory bytes, cpus, pids
@@ -127,7 +128,8 @@ def resolve(config: pytest.Config) -> Settings:
         tier_dirs=tier_dirs,
         rubrics_dir=_folder(config, "scylla_rubrics_dir", "shared rubrics (<name>.yaml)") or
         config.rootpath / "rubrics",
-        model=_model(config), models=_models(config), **sandbox_settings(config),
+        model=_model(config), models=_models(config), agent=_agent(config),
+        **sandbox_settings(config),
         cli=str(_value(config, "scylla_cli")[0]).strip() or None,
         cache_dir=_folder(config, "scylla_cache_dir") or default_cache_dir(),
         judges=judges, min_judges=min_judges, panel=_panel(config), shard=_shard(config),
@@ -248,6 +250,26 @@ def _model(config: pytest.Config) -> str:
     if not model or any(c.isspace() for c in model):
         raise pytest.UsageError(f"{origin}={raw!r}: expected a model id such as {DEFAULT_MODEL}")
     return model
+
+
+def _agent(config: pytest.Config) -> str:
+    """The adapter's name, one of those the `pytest_scylla_agents` hook registers."""
+    raw, origin = _value(config, "scylla_agent")
+    name = str(raw).strip()
+    known = sorted({a.name for found in config.hook.pytest_scylla_agents(config=config)
+                    for a in found or ()})
+    if name not in known:
+        raise pytest.UsageError(f"{origin}={raw!r}: not an agent adapter here; known: "
+                                f"{', '.join(known)} (a plugin adds one through the "
+                                "pytest_scylla_agents hook)")
+    return name
+
+
+def agent_adapter(config: pytest.Config) -> Any:
+    """The selected adapter (`run.agents.Agent`)."""
+    name = config.stash[SETTINGS_KEY].agent
+    return next(a for found in config.hook.pytest_scylla_agents(config=config)
+                for a in found or () if a.name == name)
 
 
 def _models(config: pytest.Config) -> tuple[str, ...]:

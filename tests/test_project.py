@@ -42,7 +42,8 @@ def test_ci_installs_what_the_tests_need() -> None:
 def test_pytest_help_lists_every_scylla_option(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--help")
     options = sorted(set(re.findall(r"--scylla-[a-z-]+", result.stdout.str())))
-    assert options == ["--scylla-budget-usd", "--scylla-cache-dir", "--scylla-cli",
+    assert options == ["--scylla-agent", "--scylla-budget-usd", "--scylla-cache-dir",
+                       "--scylla-cli",
                        "--scylla-docker-copy", "--scylla-fresh", "--scylla-image",
                        "--scylla-judges",
                        "--scylla-keep-workspaces", "--scylla-label", "--scylla-limits",

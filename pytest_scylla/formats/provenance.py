@@ -110,13 +110,13 @@ def _short(parts: dict[str, Any]) -> str:
 def conditions(spec: RunSpec, tiers: TierSet, *, model: str, cli_version: str,
                oracle: str | None, sandbox: str, judges: list[str], min_judges: int,
                evaluation: str | None = None, container: dict[str, Any] | None = None,
-               panel: str = "full") -> Conditions:
+               panel: str = "full", agent: str = "claude-code") -> Conditions:
     """The run's conditions. The config hash covers the inputs but the rubric (it only scores
     the run: a rubric edit calls for --scylla-rejudge, not a re-run) and the tier file (the
     resolved subtest stands for it: editing a neighbouring subtest changes nothing), plus model,
-    CLI version, oracle mode, sandbox and limits (docker: the image's id and the container's
-    limits, `container`); no paths, so the same conditions hash the same
-    in every run and on every machine. The judge hash covers the rubric's content and the
+    the agent adapter, CLI version, oracle mode, sandbox and limits (docker: the image's id and
+    the container's limits, `container`); no paths, so the same conditions hash the same in
+    every run and on every machine. The judge hash covers the rubric's content and the
     panel, and for a Python evaluation its source (`evaluation`): its asserts score the run."""
     case, sub = spec.case, spec.subtest
     inputs = input_hashes(case, sub, tiers)
@@ -129,7 +129,8 @@ def conditions(spec: RunSpec, tiers: TierSet, *, model: str, cli_version: str,
         "subtest": subtest_conditions(sub, tiers), "model": model, "cli": cli_version,
         "oracle": oracle, "sandbox": sandbox, "max_turns": case.max_turns,
         "timeout": case.timeout_seconds, "plugin": __version__,
-        **({"container": container} if container else {})})
+        **({"container": container} if container else {}),
+        **({"agent": agent} if agent != "claude-code" else {})})  # claude-code: as before
     judge = _short({"rubric": inputs[rubric], "judges": judges, "min_judges": min_judges,
                     "oracle": oracle, **({"evaluation": evaluation} if evaluation else {}),
                     **({"panel": panel} if panel != "full" else {})})  # full: hashes as before

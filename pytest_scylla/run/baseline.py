@@ -17,13 +17,14 @@ from pytest_scylla.core import record
 from pytest_scylla.core.tempdirs import claim_private, release_private
 from pytest_scylla.formats.tiers import Subtest, TierSet, front_matter
 from pytest_scylla.run import overlay, workspace
-from pytest_scylla.run.agents import claude_code
+from pytest_scylla.run.agents import Agent, SetupError
 from pytest_scylla.run.gateway import Gateway, Route, ablation
 from pytest_scylla.run.gateway.oracle import Script
 from pytest_scylla.run.sandbox import Sandbox, base_env
 
 
-def measure(gateway: Gateway, sandbox: Sandbox, cli: Path, cli_version: str, model: str,
+def measure(agent: Agent, gateway: Gateway, sandbox: Sandbox, cli: Path, cli_version: str,
+            model: str,
             cache_dir: Path, allow: tuple[str, ...] | None = None,
             deny: tuple[str, ...] = (), image: str | None = None) -> dict[str, Any]:
     """What the CLI brings with nothing declared but a tool configuration: its built-in tools,
@@ -35,7 +36,7 @@ def measure(gateway: Gateway, sandbox: Sandbox, cli: Path, cli_version: str, mod
     container = sandbox.describe(image)  # docker: the image's id (a baseline per image)
     key = hashlib.sha256(json.dumps([model, allow, list(deny), container]).encode()
                          ).hexdigest()[:10]
-    cache = cache_dir / (f"baseline-{claude_code.NAME}-{_safe(cli_version)}-"
+    cache = cache_dir / (f"baseline-{agent.name}-{_safe(cli_version)}-"
                          f"{sandbox.name}-{key}.json")
     with workspace.locked(cache_dir / "baseline.lock"):
         if cache.exists():
@@ -64,18 +65,18 @@ def measure(gateway: Gateway, sandbox: Sandbox, cli: Path, cli_version: str, mod
             probe = replace(Script.for_case("noop", None, ws), faults=False)
             route = gateway.open(Route(key=key, log_path=private / "calls.jsonl", script=probe,
                                        capture_first=True))
-            env = claude_code.environment(base_env(private), {
+            env = agent.environment(base_env(private), {
                 "HOME": str(private / "home"),
                 "CLAUDE_CONFIG_DIR": str(private / "home" / ".claude")},
                 sandbox.base_url(key))
-            argv = claude_code.command(sandbox.cli(cli, image), model, 1, flags)
+            argv = agent.command(sandbox.cli(cli, image), model, 1, flags)
             with open(private / "out.jsonl", "wb") as out, open(private / "err.txt", "wb") as err:
                 finished = sandbox.run(argv, ws, private, env, "Say OK.", 120, out, err,
                                           bridge=True)
             gateway.close(key)
             if not route.first_request:
-                said = claude_code.parse(private / "out.jsonl").final_message
-                raise claude_code.SetupError(
+                said = agent.parse(private / "out.jsonl").final_message
+                raise SetupError(
                     f"could not measure the CLI's baseline request (exit {finished.exit_code}): "
                     + (said or (private / "err.txt").read_text(errors="replace")[-500:]))
             data = {"cli_version": cli_version, "sandbox": sandbox.name,

@@ -8,7 +8,7 @@ from pytest_scylla.core import pricing
 from pytest_scylla.core.record import RunRecord
 from pytest_scylla.formats.spec import Case
 from pytest_scylla.judging.judge_run import judged_reason
-from pytest_scylla.run.agents import claude_code
+from pytest_scylla.run.agents import Result
 from pytest_scylla.run.gateway import Route
 from pytest_scylla.run.sandbox import Finished
 
@@ -30,7 +30,7 @@ def settle(rec: RunRecord, case: Case, outcome: str | None, reason: str) -> None
     rec.update({"outcome": outcome, "passed": outcome == "pass", "reason": reason})
 
 
-def classify(finished: Finished, result: claude_code.Result, route: Route,
+def classify(finished: Finished, result: Result, route: Route,
              stderr_tail: str, sandbox_error: str | None = None) -> tuple[str | None, str]:
     """(outcome, reason) for runs that are not judged normally; (None, '') to judge them.
     `sandbox_error`: the sandbox's own message when it could not start the CLI."""
@@ -61,7 +61,7 @@ def classify(finished: Finished, result: claude_code.Result, route: Route,
                            f"{result.final_message[:300]}")
 
 
-def costs(route: Route, result: claude_code.Result) -> RunRecord:
+def costs(route: Route, result: Result) -> RunRecord:
     """The agent's cost: the gateway's measure priced from the dated table, else the CLI's own
     figure for models the table lacks, and whether the two agree."""
     gateway_cost = round(route.spent_usd, 6) if route.usage else None

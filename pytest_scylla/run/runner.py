@@ -31,7 +31,7 @@ from pytest_scylla.run import (
     source_checks,
     workspace,
 )
-from pytest_scylla.run.agents import claude_code
+from pytest_scylla.run.agents import Result, SetupError
 from pytest_scylla.run.baseline import delegates, expectation
 from pytest_scylla.run.gateway import Route
 from pytest_scylla.run.gateway.oracle import Script, mode_for
@@ -40,7 +40,7 @@ from pytest_scylla.run.runtime import Runtime
 from pytest_scylla.run.sandbox import Finished, SandboxError, base_env
 
 # what ends a run as an infra_error with the exception as its reason
-SETUP_FAILURES = (workspace.WorkspaceError, mcp_install.InstallError, claude_code.SetupError,
+SETUP_FAILURES = (workspace.WorkspaceError, mcp_install.InstallError, SetupError,
                   hostile.HostileDataError, OSError)
 
 
@@ -87,7 +87,7 @@ class Run:
         self.private: Path | None = None  # the agent's: workspace, HOME, TMPDIR
         self.harness: Path | None = None  # the harness's own (its git copy), never sandboxed
         self.route: Route | None = None
-        self.result = claude_code.Result()
+        self.result = Result()
         self.timings: dict[str, float] = {}
         self.record: RunRecord = {}
         self.evidence: judge_run.Evidence | None = None
@@ -244,7 +244,7 @@ def _identity(run: Run) -> RunRecord:
     ident: RunRecord = {
         "schema": record.RECORD_SCHEMA, "run_key": spec.key.folder, "case": case.id,
         "category": case.category, "tier": sub.tier, "subtest": sub.ref,
-        "subtest_name": sub.name, "run": spec.run, "agent": claude_code.NAME,
+        "subtest_name": sub.name, "run": spec.run, "agent": rt.agent.name,
         "cli_version": rt.cli_version_of(spec), "model": rt.model(spec),
         "oracle": rt.settings.oracle, "simulated": rt.settings.oracle is not None,
         "sandbox": rt.sandbox.name,
@@ -304,8 +304,8 @@ def _agent(run: Run, ov: overlay.Overlay, rec: RunRecord) -> tuple[Finished, str
     assert route is not None
     assert run.private is not None
     cli = rt.sandbox.cli(rt.cli, rt.image(spec))
-    argv = claude_code.command(cli, rt.model(spec), spec.case.max_turns, ov.args)
-    env = claude_code.environment(base_env(run.private), ov.env, rt.sandbox.base_url(route.key))
+    argv = rt.agent.command(cli, rt.model(spec), spec.case.max_turns, ov.args)
+    env = rt.agent.environment(base_env(run.private), ov.env, rt.sandbox.base_url(route.key))
     prompt = spec.case.prompt.read_text(encoding="utf-8")
     run.timings["setup_s"] = round(time.monotonic() - run.began, 3)
     transcript = run.run_dir / "transcript.jsonl"
@@ -314,7 +314,7 @@ def _agent(run: Run, ov: overlay.Overlay, rec: RunRecord) -> tuple[Finished, str
                                   spec.case.timeout_seconds, out, err, bridge=True)
     rt.gateway.close(route.key)
     run.timings["agent_s"] = finished.seconds
-    run.result = result = claude_code.parse(transcript)
+    run.result = result = rt.agent.parse(transcript)
     with open(run.run_dir / "agent.stderr.txt", "rb") as err:
         err.seek(max(0, err.seek(0, 2) - 4096))  # the tail only, however much was written
         stderr_tail = err.read().decode(errors="replace")[-500:].strip()

@@ -15,14 +15,15 @@ from pytest_scylla.formats.provenance import Conditions, conditions
 from pytest_scylla.formats.tiers import TierSet
 from pytest_scylla.operations.ledger import Ledger
 from pytest_scylla.run import baseline
-from pytest_scylla.run.agents import claude_code
+from pytest_scylla.run.agents import Agent, SetupError
+from pytest_scylla.run.agents.claude_code import ADAPTER
 from pytest_scylla.run.gateway import Gateway, UpstreamSetupError
 from pytest_scylla.run.gateway.routes import RetryPolicy, credential_headers
 from pytest_scylla.run.sandbox import Sandbox, SandboxError, choose, hide_environment
 from pytest_scylla.settings import Settings
 
 # what `build` raises for a setup problem (no CLI, no credential, no sandbox, no disk)
-SETUP_ERRORS = (claude_code.SetupError, UpstreamSetupError, SandboxError, OSError)
+SETUP_ERRORS = (SetupError, UpstreamSetupError, SandboxError, OSError)
 
 
 @dataclass
@@ -36,6 +37,7 @@ class Runtime:
     sandbox: Sandbox
     cli: Path
     cli_version: str
+    agent: Agent = ADAPTER  # the CLI's adapter
     ledger: Ledger | None = None
     baselines: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -73,7 +75,7 @@ class Runtime:
                           cli_version=self.cli_version_of(spec), oracle=s.oracle,
                           sandbox=self.sandbox.name, container=self.sandbox.describe(image),
                           judges=[j.label for j in s.judges], min_judges=s.min_judges,
-                          panel=s.panel, evaluation=evaluation)
+                          panel=s.panel, evaluation=evaluation, agent=self.agent.name)
 
     def baseline(self, spec: RunSpec) -> dict[str, Any]:
         """The baseline for the run's model, its subtest's tool configuration and its image."""
@@ -88,19 +90,20 @@ class Runtime:
         key = json.dumps([model, allow, deny, image])
         if key not in self.baselines:
             self.baselines[key] = baseline.measure(
-                self.gateway, self.sandbox, self.cli, self.sandbox.cli_version(
+                self.agent, self.gateway, self.sandbox, self.cli, self.sandbox.cli_version(
                     self.cli_version, image), model, self.settings.cache_dir, allow, deny, image)
         return self.baselines[key]
 
 
-def build(settings: Settings, out: Path, session_id: str, tiers: TierSet) -> Runtime:
+def build(settings: Settings, out: Path, session_id: str, tiers: TierSet,
+          agent: Agent = ADAPTER) -> Runtime:
     """Set up the gateway, sandbox and CLI for this process, and measure the CLI's baseline so
     that a CLI that cannot run fails here, once. Raises one of `SETUP_ERRORS`."""
     clean_stale()  # run folders of processes that are gone (a killed session)
     if settings.oracle is None:
         credential_headers()
-    cli = claude_code.find_cli(settings.cli)
-    cli_version = claude_code.version(cli)
+    cli = agent.find_cli(settings.cli)
+    cli_version = agent.version(cli)
     kind, _note = choose(settings.sandbox, real_model=settings.oracle is None,
                          image=settings.image)
     if kind is Sandbox and settings.oracle is None:
@@ -116,7 +119,7 @@ def build(settings: Settings, out: Path, session_id: str, tiers: TierSet) -> Run
         rt = Runtime(settings=settings, out=out, tiers=tiers, gateway=gateway,
                      sandbox=kind(gateway.port, gateway.socket_dir,
                                   [settings.cache_dir / "npm"], **extra),
-                     cli=cli, cli_version=cli_version, ledger=ledger)
+                     cli=cli, cli_version=cli_version, agent=agent, ledger=ledger)
         rt.sandbox.session = session_id
         rt.baseline_for(settings.model, None, ())
     except BaseException:

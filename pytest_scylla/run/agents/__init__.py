@@ -1,1 +1,100 @@
-"""Agent CLI adapters: how to start each CLI headless and read what it reports."""
+"""Agent CLI adapters: how to start each CLI headless and read what it reports.
+
+An adapter is one object behind the `Agent` interface; the runner, the baseline and the runtime
+use nothing else of it, so a new CLI is a new adapter, never a change to the runner. Adapters
+are registered through the `pytest_scylla_agents` hook: the built-in Claude Code one by this
+plugin, others by any pytest plugin (a `conftest.py`, or a package's `pytest11` entry point).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+
+@dataclass
+class Result:
+    """What the CLI said about its own run."""
+
+    found: bool = False  # a final `result` event was seen
+    subtype: str | None = None
+    is_error: bool = False
+    num_turns: int | None = None
+    stop_reason: str | None = None
+    terminal_reason: str | None = None
+    api_error_status: int | None = None
+    total_cost_usd: float | None = None
+    usage: dict[str, Any] = field(default_factory=dict)
+    model_usage: dict[str, Any] = field(default_factory=dict)
+    final_message: str = ""
+    duration_ms: int | None = None
+    init: dict[str, Any] = field(default_factory=dict)
+    events: int = 0
+    # the trajectory: every tool call in order (a sub-agent's prefixed `<agent>/`), failed
+    # tool results, and what of the declared components the agent invoked
+    tool_calls: list[str] = field(default_factory=list)
+    tool_errors: int = 0
+    skills_used: list[str] = field(default_factory=list)
+    agents_used: list[str] = field(default_factory=list)
+    mcp_used: list[str] = field(default_factory=list)
+
+    def trajectory(self, declared: dict[str, Any]) -> dict[str, Any]:
+        """The run's trajectory, and for each skill, sub-agent and MCP server its subtest
+        declared whether the agent invoked it (CLAUDE.md blocks and tool lists are always in
+        its context: nothing to invoke)."""
+        per_tool: dict[str, int] = {}
+        for name in self.tool_calls:
+            per_tool[name] = per_tool.get(name, 0) + 1
+        used = {"skills": self.skills_used, "agents": self.agents_used,
+                "mcp_servers": self.mcp_used}
+        return {"tool_calls": len(self.tool_calls), "per_tool": per_tool,
+                "sequence": self.tool_calls, "tool_errors": self.tool_errors,
+                "sub_agent_calls": sum(n.split("/")[-1] in ("Agent", "Task")
+                                       for n in self.tool_calls),
+                "turns": self.num_turns,
+                "used": {kind: {str(name): name in used[kind]
+                                for name in declared.get(kind) or ()} for kind in used}}
+
+    def to_json(self) -> dict[str, Any]:
+        """Every field but the final message, the init event and the trajectory; `found` as
+        `result_seen`."""
+        data = {k: v for k, v in asdict(self).items() if k not in (
+            "final_message", "init", *TRAJECTORY)}
+        return {"result_seen": data.pop("found"), **data}
+
+
+TRAJECTORY = ("tool_calls", "tool_errors", "skills_used", "agents_used", "mcp_used")
+
+
+class SetupError(RuntimeError):
+    """The CLI is missing or unusable: a setup problem, not a result."""
+
+
+class Agent(Protocol):
+    """One agent CLI, headless: the prompt on stdin, a transcript on stdout."""
+
+    name: str  # what --scylla-agent names, and the records' `agent`
+
+    def find_cli(self, explicit: str | None) -> Path:
+        """The executable (`explicit`: --scylla-cli); `SetupError` when it is missing."""
+        ...
+
+    def version(self, cli: Path) -> str:
+        """The CLI's version string (part of every run's conditions)."""
+        ...
+
+    def command(self, cli: Path | str, model: str, max_turns: int,
+                overlay_args: tuple[str, ...]) -> list[str]:
+        """The argv of one headless run."""
+        ...
+
+    def environment(self, base: dict[str, str], overlay_env: dict[str, str],
+                    base_url: str) -> dict[str, str]:
+        """The run's environment: `base` (the run's own HOME and temp), the subtest's overlay,
+        and the gateway's address (never a credential: the gateway holds it)."""
+        ...
+
+    def parse(self, transcript: Path) -> Result:
+        """What the CLI said about its run, read from its transcript (untrusted data)."""
+        ...

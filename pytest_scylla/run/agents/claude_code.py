@@ -10,9 +10,11 @@ import json
 import shutil
 import subprocess
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from pytest_scylla.run import agents
+from pytest_scylla.run.agents import Result
 
 NAME = "claude-code"
 PINNED_VERSION = "2.1.197"  # what .ci/run installs and docs/claude-code.md measured
@@ -27,9 +29,7 @@ FIXED_ENV = {
 }
 
 
-class SetupError(RuntimeError):
-    """The CLI is missing or unusable: a setup problem, not a result."""
-
+SetupError = agents.SetupError  # the CLI is missing or unusable
 
 def find_cli(explicit: str | None = None) -> Path:
     name = explicit or "claude"
@@ -70,58 +70,6 @@ def environment(base: dict[str, str], overlay_env: dict[str, str],
             "ANTHROPIC_API_KEY": DUMMY_KEY}
 
 
-@dataclass
-class Result:
-    """What the CLI said about its own run."""
-
-    found: bool = False  # a final `result` event was seen
-    subtype: str | None = None
-    is_error: bool = False
-    num_turns: int | None = None
-    stop_reason: str | None = None
-    terminal_reason: str | None = None
-    api_error_status: int | None = None
-    total_cost_usd: float | None = None
-    usage: dict[str, Any] = field(default_factory=dict)
-    model_usage: dict[str, Any] = field(default_factory=dict)
-    final_message: str = ""
-    duration_ms: int | None = None
-    init: dict[str, Any] = field(default_factory=dict)
-    events: int = 0
-    # the trajectory: every tool call in order (a sub-agent's prefixed `<agent>/`), failed
-    # tool results, and what of the declared components the agent invoked
-    tool_calls: list[str] = field(default_factory=list)
-    tool_errors: int = 0
-    skills_used: list[str] = field(default_factory=list)
-    agents_used: list[str] = field(default_factory=list)
-    mcp_used: list[str] = field(default_factory=list)
-
-    def trajectory(self, declared: dict[str, Any]) -> dict[str, Any]:
-        """The run's trajectory, and for each skill, sub-agent and MCP server its subtest
-        declared whether the agent invoked it (CLAUDE.md blocks and tool lists are always in
-        its context: nothing to invoke)."""
-        per_tool: dict[str, int] = {}
-        for name in self.tool_calls:
-            per_tool[name] = per_tool.get(name, 0) + 1
-        used = {"skills": self.skills_used, "agents": self.agents_used,
-                "mcp_servers": self.mcp_used}
-        return {"tool_calls": len(self.tool_calls), "per_tool": per_tool,
-                "sequence": self.tool_calls, "tool_errors": self.tool_errors,
-                "sub_agent_calls": sum(n.split("/")[-1] in ("Agent", "Task")
-                                       for n in self.tool_calls),
-                "turns": self.num_turns,
-                "used": {kind: {str(name): name in used[kind]
-                                for name in declared.get(kind) or ()} for kind in used}}
-
-    def to_json(self) -> dict[str, Any]:
-        """Every field but the final message, the init event and the trajectory; `found` as
-        `result_seen`."""
-        data = {k: v for k, v in asdict(self).items() if k not in (
-            "final_message", "init", *TRAJECTORY)}
-        return {"result_seen": data.pop("found"), **data}
-
-
-TRAJECTORY = ("tool_calls", "tool_errors", "skills_used", "agents_used", "mcp_used")
 MAX_TOOL_CALLS = 2000  # kept in order; a longer trajectory is cut (the counts stay whole)
 
 
@@ -202,3 +150,29 @@ def parse(transcript: Path) -> Result:
             result.final_message = str(event.get("result") or "")
             result.duration_ms = event.get("duration_ms")
     return result
+
+
+class ClaudeCode:
+    """The built-in adapter (`agents.Agent`)."""
+
+    name = NAME
+
+    def find_cli(self, explicit: str | None) -> Path:
+        return find_cli(explicit)
+
+    def version(self, cli: Path) -> str:
+        return version(cli)
+
+    def command(self, cli: Path | str, model: str, max_turns: int,
+                overlay_args: tuple[str, ...]) -> list[str]:
+        return command(cli, model, max_turns, overlay_args)
+
+    def environment(self, base: dict[str, str], overlay_env: dict[str, str],
+                    base_url: str) -> dict[str, str]:
+        return environment(base, overlay_env, base_url)
+
+    def parse(self, transcript: Path) -> Result:
+        return parse(transcript)
+
+
+ADAPTER = ClaudeCode()

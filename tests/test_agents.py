@@ -1,0 +1,76 @@
+"""Agent CLI adapters behind one interface: an adapter a plugin registers through the
+`pytest_scylla_agents` hook is selected with `--scylla-agent` and used for everything about the
+CLI (its command, its environment, the reading of its transcript) with no change to the runner;
+it is part of the run's conditions; an unknown name is one clear usage error."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from .conftest import workers
+
+CONFTEST = '''
+import json
+import os
+from pathlib import Path
+
+from pytest_scylla.run.agents.claude_code import ClaudeCode
+
+LOG = Path(os.environ["TOY_ADAPTER_LOG"])
+
+
+class ThroughEnv(ClaudeCode):
+    """Claude Code started through env(1) with a variable of its own, its final message
+    marked: an outside adapter, as a third-party package would register one."""
+
+    name = "claude-code-env"
+
+    def command(self, cli, model, max_turns, overlay_args):
+        argv = ["/usr/bin/env", "TOY_ADAPTER=1",
+                *super().command(cli, model, max_turns, overlay_args)]
+        with LOG.open("a") as log:
+            log.write(json.dumps(argv) + "\\n")
+        return argv
+
+    def parse(self, transcript):
+        result = super().parse(transcript)
+        result.final_message = "[through env] " + result.final_message
+        return result
+
+
+def pytest_scylla_agents(config):
+    return [ThroughEnv()]
+'''
+
+
+def test_an_adapter_from_a_plugin_runs_end_to_end(mini: Path, pytester: pytest.Pytester,
+                                                   oracle: list[str],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    log = mini / "argv.jsonl"
+    monkeypatch.setenv("TOY_ADAPTER_LOG", str(log))
+    (mini / "conftest.py").write_text(CONFTEST)
+    for agent, out in (("claude-code-env", "env"), ("claude-code", "plain")):
+        done = pytester.runpytest("cases", "-k", "alpha and T0-01", *workers(0), *oracle,
+                                  f"--scylla-agent={agent}", f"--scylla-out={mini / out}")
+        done.assert_outcomes(passed=1)
+    env, plain = (json.loads((mini / out / "runs" / "alpha-T0-01-r1" / "run.json").read_text())
+                  for out in ("env", "plain"))
+    assert (env["agent"], plain["agent"]) == ("claude-code-env", "claude-code")
+    assert env["final_message"].startswith("[through env] Done.")  # the adapter's parse
+    assert not plain["final_message"].startswith("[through env]")
+    argvs = [json.loads(line) for line in log.read_text().splitlines()]
+    assert argvs, "the adapter's command was never asked for"
+    assert all(a[:2] == ["/usr/bin/env", "TOY_ADAPTER=1"] and "-p" in a for a in argvs)
+    assert env["config_hash"] != plain["config_hash"]  # another adapter: other conditions
+    assert env["cli_version"] == plain["cli_version"]
+
+
+def test_an_unknown_agent_is_one_usage_error(mini: Path, pytester: pytest.Pytester) -> None:
+    done = pytester.runpytest("cases", "--collect-only", "--scylla-agent=codex-nope")
+    assert done.ret == pytest.ExitCode.USAGE_ERROR
+    err = done.stderr.str()
+    assert "--scylla-agent='codex-nope': not an agent adapter here; known: claude-code" in err
+    assert "Traceback" not in err
