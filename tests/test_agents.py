@@ -6,6 +6,9 @@ it is part of the run's conditions; an unknown name is one clear usage error."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -74,3 +77,33 @@ def test_an_unknown_agent_is_one_usage_error(mini: Path, pytester: pytest.Pytest
     err = done.stderr.str()
     assert "--scylla-agent='codex-nope': not an agent adapter here; known: claude-code" in err
     assert "Traceback" not in err
+
+
+def test_an_adapter_from_an_installed_package(mini: Path, tmp_path: Path,
+                                              oracle: list[str]) -> None:
+    """The same adapter shipped as an outside package: installed (here into a folder on the
+    path, offline), its `pytest11` entry point registers it, and a user's plain `pytest` run
+    selects it."""
+    package = tmp_path / "toy"
+    (package / "scylla_toy_adapter").mkdir(parents=True)
+    (package / "scylla_toy_adapter" / "__init__.py").write_text(CONFTEST)
+    (package / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["hatchling"]\nbuild-backend = "hatchling.build"\n\n'
+        '[project]\nname = "scylla-toy-adapter"\nversion = "0.1"\n\n'
+        '[project.entry-points.pytest11]\nscylla_toy_adapter = "scylla_toy_adapter"\n\n'
+        '[tool.hatch.build.targets.wheel]\npackages = ["scylla_toy_adapter"]\n')
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
+                    "--no-build-isolation", "--no-index", "--target", str(target),
+                    str(package)], check=True, capture_output=True, timeout=300)
+    env = {**os.environ, "PYTHONPATH": str(target), "TOY_ADAPTER_LOG": str(tmp_path / "a.jsonl")}
+    env.pop("PYTEST_ADDOPTS", None)
+    env.pop("PYTEST_XDIST_WORKER", None)
+    done = subprocess.run([sys.executable, "-m", "pytest", "cases", "-k", "alpha and T0-01",
+                           "-p", "no:cacheprovider", *oracle, "--scylla-agent=claude-code-env",
+                           f"--scylla-out={tmp_path / 'out'}"], cwd=mini, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    rec = json.loads((tmp_path / "out" / "runs" / "alpha-T0-01-r1" / "run.json").read_text())
+    assert rec["agent"] == "claude-code-env"
+    assert rec["final_message"].startswith("[through env] ")
