@@ -26,6 +26,11 @@ PRICES: dict[str, tuple[float, float]] = {
     "claude-sonnet-4": (3.0, 15.0),
     "claude-haiku-4-5": (1.0, 5.0),
     "claude-3-5-haiku": (0.8, 4.0),
+    # OpenAI's GPT-5 family (list prices as published 2025-08; cached input 0.1x, no cache
+    # writes): for judges of kind `openai:` and the Chat Completions calls of other CLIs
+    "gpt-5": (1.25, 10.0),
+    "gpt-5-mini": (0.25, 2.0),
+    "gpt-5-nano": (0.05, 0.40),
 }
 
 

@@ -69,10 +69,11 @@ def judge(case: Case, key: str, run_dir: Path, rt: Runtime, evidence: Evidence) 
         routes: list[Route] = []
 
         def base_url(number: int, spec: JudgeSpec) -> str:
-            # openai judges reach their own endpoint (the oracle speaks only Anthropic's API),
-            # through the gateway all the same: logged, priced and budgeted like every call
-            upstream = ("openai" if spec.kind == "openai" else
-                        "oracle" if rt.settings.oracle else "anthropic")
+            # openai judges reach their own endpoint, through the gateway all the same: logged,
+            # priced and budgeted like every call; under the oracle, it answers them too (it
+            # speaks Chat Completions)
+            upstream = ("oracle" if rt.settings.oracle else
+                        "openai" if spec.kind == "openai" else "anthropic")
             route = rt.gateway.open(Route(
                 key=f"{key}-judge{number}-{secrets.token_hex(8)}",
                 log_path=run_dir / "judge_calls.jsonl", script=script, upstream=upstream,

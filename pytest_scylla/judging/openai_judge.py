@@ -9,6 +9,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from pytest_scylla.core import pricing
 from pytest_scylla.formats.spec import RubricItem
 from pytest_scylla.judging import verdict
 from pytest_scylla.judging.judges import MAX_ATTEMPTS, JudgeResult, JudgeSpec
@@ -36,10 +37,13 @@ def ask(spec: JudgeSpec, prompt: Prompt, items: Sequence[RubricItem], base_url: 
             reply.raise_for_status()
             data = reply.json()
             usage = data.get("usage") or {}
-            result.usage["input_tokens"] = (result.usage.get("input_tokens", 0)
-                                            + int(usage.get("prompt_tokens", 0)))
-            result.usage["output_tokens"] = (result.usage.get("output_tokens", 0)
-                                             + int(usage.get("completion_tokens", 0)))
+            cached = int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
+            counts = {"input_tokens": int(usage.get("prompt_tokens", 0)) - cached,
+                      "output_tokens": int(usage.get("completion_tokens", 0)),
+                      **({"cache_read_input_tokens": cached} if cached else {})}
+            for key, value in counts.items():
+                result.usage[key] = result.usage.get(key, 0) + value
+            result.cost_usd += pricing.cost(spec.model, counts)  # as the gateway prices it
             text = data["choices"][0]["message"].get("content") or ""
             try:
                 answer = json.loads(text)

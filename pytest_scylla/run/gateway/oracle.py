@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_scylla.run.gateway import attack, sse
+from pytest_scylla.run.gateway import attack, openai_wire, sse
 
 TOOL_ID = "toolu_oracle_"
 JUDGE_TOOL = "submit_verdict"
@@ -233,7 +233,8 @@ def _judge(script: Script, request: dict[str, Any]) -> Reply:
 def answer(script: Script, request: dict[str, Any], attempt: int = 0) -> Reply:
     """The oracle's next reply to `request` (`attempt`: the gateway's retry count for it)."""
     if (request.get("tool_choice") or {}).get("name") == JUDGE_TOOL or (
-            script.verdict is not None and tool_names(request) == {STRUCTURED_TOOL}):
+            script.verdict is not None and tool_names(request) == {STRUCTURED_TOOL}) or (
+            openai_wire.schema_name(request) == JUDGE_TOOL):  # an OpenAI judge's schema
         return _judge(script, request)
     injected = fault() if script.faults else None
     if injected == "overloaded":
@@ -297,8 +298,20 @@ def usage_for(request_bytes: int, reply: Reply, first_call: bool) -> dict[str, i
 
 
 def render(reply: Reply, msg_id: str, model: str, usage: dict[str, int],
-           stream: bool) -> Iterator[bytes]:
-    if reply.error is not None:
+           stream: bool, request: dict[str, Any] | None = None,
+           path: str = "/v1/messages") -> Iterator[bytes]:
+    """The reply in the wire format of the endpoint called: Anthropic Messages, or OpenAI Chat
+    Completions (`path`), streamed or whole."""
+    if path.endswith(openai_wire.PATH) and reply.error is None:
+        structured = openai_wire.schema_name(request or {}) is not None
+        if stream:
+            yield from openai_wire.chunks(msg_id, model, reply.blocks, reply.stop_reason, usage,
+                                          structured)
+        else:
+            yield json.dumps(openai_wire.completion(msg_id, model, reply.blocks,
+                                                    reply.stop_reason, usage, structured)
+                             ).encode()
+    elif reply.error is not None:
         yield json.dumps({"type": "error", "error": reply.error}).encode()
     elif stream:
         yield from sse.message_events(msg_id, model, reply.blocks, reply.stop_reason, usage)

@@ -11,7 +11,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from pytest_scylla.run.gateway import oracle
+from pytest_scylla.run.gateway import openai_wire, oracle
 from pytest_scylla.run.gateway.routes import (
     Route,
     UpstreamSetupError,
@@ -92,7 +92,9 @@ def from_oracle(gw: Gate, route: Route, path: str, request: dict[str, Any], body
     stream = bool(request.get("stream"))
     first_byte: float | None = None
     size = 0
-    pieces = oracle.render(reply, msg_id, model, usage, stream)
+    pieces = oracle.render(reply, msg_id, model, usage, stream, request, path)
+    if path.endswith(openai_wire.PATH):  # priced as OpenAI bills: no cache writes
+        usage = openai_wire.billed(usage)
     if stream:
         client.start_chunks(200, [("content-type", "text/event-stream"),
                                   ("cache-control", "no-cache")])

@@ -1,0 +1,91 @@
+"""The oracle speaks OpenAI Chat Completions too: an `openai:` judge is answered offline under
+`--scylla-oracle` (whole and streamed answers, OpenAI's usage shape, priced from the dated
+table), through the same gateway route as every call: logged, priced, budgeted."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+import pytest
+
+from pytest_scylla.core import pricing
+from pytest_scylla.run.gateway import Gateway, Route
+from pytest_scylla.run.gateway.oracle import Script
+
+from .conftest import workers
+
+VERDICT = {"items": {"Q1": {"achieved": 1, "reason": "fine"}}, "reasoning": "ok"}
+SCHEMA = {"type": "json_schema", "json_schema": {"name": "submit_verdict", "strict": True,
+                                                 "schema": {"type": "object"}}}
+
+
+def _sse(data: bytes) -> list[dict[str, object]]:
+    events = [line[6:] for line in data.decode().split("\n\n") if line.startswith("data: ")]
+    assert events[-1] == "[DONE]"
+    return [json.loads(e) for e in events[:-1]]
+
+
+def test_chat_completions_whole_and_streamed(tmp_path: Path) -> None:
+    gateway = Gateway().start()
+    try:
+        gateway.open(Route(key="j", log_path=tmp_path / "calls.jsonl", upstream="oracle",
+                           script=Script(mode="judge", workspace=tmp_path, files=(),
+                                         verdict=VERDICT)))
+        url = gateway.base_url("j") + "/chat/completions"
+        request = {"model": "gpt-5-mini", "response_format": SCHEMA,
+                   "messages": [{"role": "user", "content": "judge this " * 50}]}
+        with httpx.Client(timeout=30) as client:
+            whole = client.post(url, json=request).json()
+            streamed = client.post(url, json={**request, "stream": True,
+                                              "stream_options": {"include_usage": True}})
+            refused = client.post(gateway.base_url("j") + "/embeddings", json=request)
+    finally:
+        gateway.stop()
+    assert whole["object"] == "chat.completion"
+    choice = whole["choices"][0]
+    assert (choice["finish_reason"], json.loads(choice["message"]["content"])) == ("stop",
+                                                                                   VERDICT)
+    usage = whole["usage"]
+    assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"] > 0
+    assert usage["prompt_tokens_details"]["cached_tokens"] == 0  # the route's first call
+    chunks = _sse(streamed.content)
+    text = "".join(str(c["choices"][0]["delta"].get("content") or "")  # type: ignore[index]
+                   for c in chunks if c["choices"])
+    assert json.loads(text) == VERDICT
+    assert chunks[-1]["choices"] == []
+    assert chunks[-1]["usage"]["prompt_tokens_details"]["cached_tokens"] > 0  # type: ignore
+    assert refused.status_code == 403  # only the model endpoints are open
+    calls = [json.loads(line) for line in (tmp_path / "calls.jsonl").read_text().splitlines()]
+    assert [c["endpoint"] for c in calls[:2]] == ["/chat/completions"] * 2
+    first = calls[0]
+    assert first["usage"] == {"input_tokens": usage["prompt_tokens"],
+                              "cache_read_input_tokens": 0,
+                              "output_tokens": usage["completion_tokens"]}
+    assert first["cost_usd"] == pytest.approx(pricing.cost("gpt-5-mini", first["usage"]),
+                                              abs=1e-6)
+    assert pricing.price("gpt-5-mini").known
+
+
+def test_an_openai_judge_on_the_panel_under_the_oracle(mini: Path, pytester: pytest.Pytester,
+                                                        oracle: list[str]) -> None:
+    """The endpoint named is never reached: the oracle answers the judge in its format."""
+    out = mini / "out"
+    done = pytester.runpytest("cases", "-k", "alpha and T0-01", *workers(0), *oracle,
+                              "--scylla-judges=claude-haiku-4-5,openai:gpt-5@http://judge.invalid/v1",
+                              f"--scylla-out={out}")
+    done.assert_outcomes(passed=1)
+    rec = json.loads((out / "runs" / "alpha-T0-01-r1" / "run.json").read_text())
+    judges = {j["judge_model"]: j for j in rec["judges"]}
+    assert judges["gpt-5"]["valid"]
+    assert judges["gpt-5"]["score"] == judges["claude-haiku-4-5"]["score"] == 1.0
+    calls = [json.loads(line) for line in
+             (out / "runs" / "alpha-T0-01-r1" / "judge_calls.jsonl").read_text().splitlines()]
+    gpt = [c for c in calls if c["endpoint"] == "/chat/completions"]
+    assert len(gpt) == 1
+    assert gpt[0]["model"] == "gpt-5"
+    assert gpt[0]["cost_usd"] > 0
+    # the judge's own cost counts in the run's judging cost, as the gateway priced it
+    assert judges["gpt-5"]["cost_usd"] == pytest.approx(gpt[0]["cost_usd"], abs=1e-6)
+    assert rec["judge_cost_usd"] == pytest.approx(sum(c["cost_usd"] for c in calls), abs=1e-5)
