@@ -89,3 +89,32 @@ def test_an_openai_judge_on_the_panel_under_the_oracle(mini: Path, pytester: pyt
     # the judge's own cost counts in the run's judging cost, as the gateway priced it
     assert judges["gpt-5"]["cost_usd"] == pytest.approx(gpt[0]["cost_usd"], abs=1e-6)
     assert rec["judge_cost_usd"] == pytest.approx(sum(c["cost_usd"] for c in calls), abs=1e-5)
+
+
+def test_tool_calls_in_the_chat_completions_shape() -> None:
+    """A reply of tool calls (an agent's turn) is `tool_calls` with JSON arguments and the
+    finish reason `tool_calls`, whole and streamed; text is the content."""
+    from pytest_scylla.run.gateway import openai_wire
+
+    blocks = [{"type": "text", "text": "Writing."},
+              {"type": "tool_use", "id": "c1", "name": "Write",
+               "input": {"file_path": "a.py", "content": "x = 1\n"}}]
+    counts = {"input_tokens": 10, "cache_read_input_tokens": 90, "output_tokens": 5}
+    whole = openai_wire.completion("m", "gpt-5", blocks, "tool_use", counts, structured=False)
+    choice = whole["choices"][0]
+    assert choice["finish_reason"] == "tool_calls"
+    assert choice["message"]["content"] == "Writing."
+    call = choice["message"]["tool_calls"][0]
+    assert (call["id"], call["function"]["name"], json.loads(call["function"]["arguments"])) \
+        == ("c1", "Write", {"file_path": "a.py", "content": "x = 1\n"})
+    assert whole["usage"] == {"prompt_tokens": 100, "completion_tokens": 5, "total_tokens": 105,
+                              "prompt_tokens_details": {"cached_tokens": 90}}
+    assert openai_wire.billed(counts) == {"input_tokens": 10, "cache_read_input_tokens": 90,
+                                          "output_tokens": 5}
+    streamed = _sse(b"".join(openai_wire.chunks("m", "gpt-5", blocks, "tool_use", counts,
+                                                structured=False)))
+    deltas = [c["choices"][0] for c in streamed if c["choices"]]  # type: ignore[index]
+    assert [d["finish_reason"] for d in deltas][-1] == "tool_calls"  # type: ignore[index]
+    streamed_call = next(d["delta"]["tool_calls"][0] for d in deltas  # type: ignore[index]
+                         if "tool_calls" in d["delta"])  # type: ignore[operator]
+    assert streamed_call["function"]["name"] == "Write"
