@@ -82,9 +82,11 @@ def test_a_readers_path_through_the_report(mini: Path, pytester: pytest.Pytester
         # typing in the search box: one run by its key
         browser.type("input[data-f=q]", "beta-T1-02-r2")
         assert browser.js("document.getElementById('runs-count').textContent") == "1 of 8 shown"
-        # a click on the row opens its drill-down
-        browser.click("#runs tbody tr:not([hidden]) td:nth-child(2)")
+        # a click on the run's link opens its drill-down, keeping the view
+        browser.click("#runs tbody tr:not([hidden]) a")
         assert browser.js("document.querySelector('#detail h3').textContent") == "beta-T1-02-r2"
+        assert browser.js("location.hash").startswith("#case=beta&")
+        assert browser.js("document.getElementById('runs-count').textContent") == "1 of 8 shown"
         _check_drill_down(browser, out / "runs" / "beta-T1-02-r2")
         browser.click("#detail-close")
         assert browser.js("document.getElementById('detail').hidden") is True

@@ -152,7 +152,9 @@ SCRIPT = """
     });
     t.tBodies[0].addEventListener('click', function (e) {
       var row = e.target.closest('tr[data-run]');
-      if (row && !e.target.closest('a')) set('open', row.getAttribute('data-run'));
+      if (!row) return;
+      e.preventDefault();  // the run's link too: open it, keeping the filters and the order
+      set('open', row.getAttribute('data-run'));
     });
   });
   window.addEventListener('hashchange', apply);

@@ -11,6 +11,7 @@ import base64
 from html import escape
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from pytest_scylla.results import html_transcript, metrics, models
 from pytest_scylla.results.html_parts import Column, Row, cell, filters, fmt, page, tool_table
@@ -84,7 +85,7 @@ def _run_detail(row: dict[str, Any], rec: dict[str, Any], folder: Path | None) -
 
 def _outcomes(summary: dict[str, Any]) -> str:
     """The outcome counts, each a link to those runs in the run table."""
-    chips = "".join(f"<a href=\"#outcome={escape(str(k))}\">{escape(str(k))} {v}</a>"
+    chips = "".join(f"<a href=\"#outcome={escape(quote(str(k)))}\">{escape(str(k))} {v}</a>"
                     for k, v in summary["outcomes"].items())
     return f"<span class=chips>{chips}</span>"
 
@@ -104,7 +105,7 @@ def _matrix(tables: Tables, tiers: list[str]) -> str:
             if t not in cells:
                 html.append("<td>-</td>")
                 continue
-            link = escape(f"#case={case}&tier={t}")
+            link = escape(f"#case={quote(case)}&tier={quote(t)}")
             html.append(f"<td><a href=\"{link}\">{sum(cells[t]) / len(cells[t]):.0%} "
                         f"(n={len(cells[t])})</a></td>")
         html.append("</tr>")
@@ -134,6 +135,7 @@ def _run_table(tables: Tables, sources: dict[str, Path]) -> tuple[str, list[str]
         templates.append(f"<template id=run-{number}>"
                          f"{_run_detail(row, records.get(key, {}), sources.get(key))}"
                          "</template>")
+
     def values(field: str) -> list[str]:
         return sorted({str(r.get(field)) for r in tables.runs},
                       key=metrics.tier_order if field == "tier" else str)
