@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import httpx
+import openai  # a dev dependency: OpenAI's own client reads the Responses API
 import pytest
 
 from pytest_scylla.core import pricing
@@ -118,3 +119,57 @@ def test_tool_calls_in_the_chat_completions_shape() -> None:
     streamed_call = next(d["delta"]["tool_calls"][0] for d in deltas  # type: ignore[index]
                          if "tool_calls" in d["delta"])  # type: ignore[operator]
     assert streamed_call["function"]["name"] == "Write"
+
+
+def test_the_responses_api_read_by_the_openai_sdk(tmp_path: Path) -> None:
+    """The Responses API (Codex's) as OpenAI's own SDK reads it, streamed and whole: a judge's
+    structured verdict as the output text, usage with the cached input, the call logged and
+    priced; a turn of tool calls as `function_call` items."""
+    gateway = Gateway().start()
+    try:
+        gateway.open(Route(key="j", log_path=tmp_path / "calls.jsonl", upstream="oracle",
+                           script=Script(mode="judge", workspace=tmp_path, files=(),
+                                         verdict=VERDICT)))
+        client = openai.OpenAI(base_url=gateway.base_url("j"), api_key="dummy", max_retries=0)
+        form = {"format": {"type": "json_schema", "name": "submit_verdict",
+                           "schema": {"type": "object"}, "strict": True}}
+        whole = client.responses.create(model="gpt-5", input="judge this " * 40, text=form)
+        with client.responses.stream(model="gpt-5", input="judge this " * 40,
+                                     text=form) as stream:
+            kinds = [event.type for event in stream]
+            final = stream.get_final_response()
+    finally:
+        gateway.stop()
+    assert json.loads(whole.output_text) == VERDICT
+    assert whole.usage is not None
+    assert whole.usage.input_tokens_details.cached_tokens == 0
+    assert json.loads(final.output_text) == VERDICT
+    assert final.usage is not None
+    assert final.usage.input_tokens_details.cached_tokens > 0  # the route's second call
+    assert kinds[0] == "response.created"
+    assert kinds[-1] == "response.completed"
+    assert "response.output_text.delta" in kinds
+    calls = [json.loads(line) for line in (tmp_path / "calls.jsonl").read_text().splitlines()]
+    assert [c["endpoint"] for c in calls] == ["/responses"] * 2
+    assert all(c["cost_usd"] > 0 for c in calls)
+    from pytest_scylla.run.gateway import responses_wire
+
+    turn = responses_wire.response("r", "gpt-5", [
+        {"type": "tool_use", "id": "c1", "name": "shell", "input": {"command": ["ls"]}}],
+        {"input_tokens": 5, "output_tokens": 2}, structured=False)
+    parsed = openai.types.responses.Response.model_validate(turn)
+    call = parsed.output[0]
+    assert (call.type, call.call_id, json.loads(call.arguments)) == (  # type: ignore[union-attr]
+        "function_call", "c1", {"command": ["ls"]})
+    # every event of a streamed turn (text and a tool call) is valid as the SDK types it
+    from pydantic import TypeAdapter
+
+    adapter = TypeAdapter(openai.types.responses.ResponseStreamEvent)
+    raw = b"".join(responses_wire.events("r", "gpt-5", [
+        {"type": "text", "text": "Listing."},
+        {"type": "tool_use", "id": "c1", "name": "shell", "input": {"command": ["ls"]}}],
+        {"input_tokens": 5, "output_tokens": 2}, structured=False)).decode()
+    typed = [adapter.validate_python(json.loads(chunk.split("\ndata: ", 1)[1]))
+             for chunk in raw.strip().split("\n\n")]
+    assert [e.sequence_number for e in typed] == list(range(1, len(typed) + 1))
+    assert typed[-1].type == "response.completed"

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_scylla.run.gateway import attack, openai_wire, sse
+from pytest_scylla.run.gateway import attack, openai_wire, responses_wire, sse
 
 TOOL_ID = "toolu_oracle_"
 JUDGE_TOOL = "submit_verdict"
@@ -225,7 +225,8 @@ def _judge(script: Script, request: dict[str, Any]) -> Reply:
         verdict = {"items": {i: {**v, "achieved": 0} for i, v in verdict["items"].items()},
                    "reasoning": "(oracle: a harsh judge, disagreeing on purpose)"}
     name = STRUCTURED_TOOL if STRUCTURED_TOOL in tool_names(request) else JUDGE_TOOL
-    block = {"type": "tool_use", "id": f"toolu_oracle_verdict_{len(request['messages'])}",
+    turns = request.get("messages") or request.get("input") or []  # Responses: `input`
+    block = {"type": "tool_use", "id": f"toolu_oracle_verdict_{len(turns)}",
              "name": name, "input": verdict}
     return Reply(200, [block], stop_reason="tool_use")
 
@@ -234,7 +235,8 @@ def answer(script: Script, request: dict[str, Any], attempt: int = 0) -> Reply:
     """The oracle's next reply to `request` (`attempt`: the gateway's retry count for it)."""
     if (request.get("tool_choice") or {}).get("name") == JUDGE_TOOL or (
             script.verdict is not None and tool_names(request) == {STRUCTURED_TOOL}) or (
-            openai_wire.schema_name(request) == JUDGE_TOOL):  # an OpenAI judge's schema
+            JUDGE_TOOL in (openai_wire.schema_name(request),  # an OpenAI judge's schema
+                           responses_wire.schema_name(request))):
         return _judge(script, request)
     injected = fault() if script.faults else None
     if injected == "overloaded":
@@ -301,8 +303,15 @@ def render(reply: Reply, msg_id: str, model: str, usage: dict[str, int],
            stream: bool, request: dict[str, Any] | None = None,
            path: str = "/v1/messages") -> Iterator[bytes]:
     """The reply in the wire format of the endpoint called: Anthropic Messages, or OpenAI Chat
-    Completions (`path`), streamed or whole."""
-    if path.endswith(openai_wire.PATH) and reply.error is None:
+    Completions or Responses (`path`), streamed or whole."""
+    if path.endswith(responses_wire.PATH) and reply.error is None:
+        structured = responses_wire.schema_name(request or {}) is not None
+        if stream:
+            yield from responses_wire.events(msg_id, model, reply.blocks, usage, structured)
+        else:
+            yield json.dumps(responses_wire.response(msg_id, model, reply.blocks, usage,
+                                                     structured)).encode()
+    elif path.endswith(openai_wire.PATH) and reply.error is None:
         structured = openai_wire.schema_name(request or {}) is not None
         if stream:
             yield from openai_wire.chunks(msg_id, model, reply.blocks, reply.stop_reason, usage,

@@ -19,7 +19,8 @@ INFRA_STATUSES = frozenset({408, 429, 500, 502, 503, 504, 529})
 # 403 and never forwarded: the credential serves model calls only, each one logged and priced.
 ENDPOINTS = {"anthropic": frozenset({"/v1/messages", "/v1/messages/count_tokens"}),
              "openai": frozenset({"/chat/completions"})}
-ENDPOINTS["oracle"] = ENDPOINTS["anthropic"] | ENDPOINTS["openai"]  # it speaks both
+# the oracle speaks all of them (the Responses API only to it, until a relay reads its usage)
+ENDPOINTS["oracle"] = ENDPOINTS["anthropic"] | ENDPOINTS["openai"] | {"/responses"}
 
 
 class UpstreamSetupError(RuntimeError):

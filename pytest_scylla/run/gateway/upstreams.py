@@ -93,7 +93,8 @@ def from_oracle(gw: Gate, route: Route, path: str, request: dict[str, Any], body
     first_byte: float | None = None
     size = 0
     pieces = oracle.render(reply, msg_id, model, usage, stream, request, path)
-    if path.endswith(openai_wire.PATH):  # priced as OpenAI bills: no cache writes
+    if path.endswith((openai_wire.PATH, "/responses")):  # priced as OpenAI bills: no cache
+        # writes
         usage = openai_wire.billed(usage)
     if stream:
         client.start_chunks(200, [("content-type", "text/event-stream"),
