@@ -31,7 +31,13 @@ PRICES: dict[str, tuple[float, float]] = {
     "gpt-5": (1.25, 10.0),
     "gpt-5-mini": (0.25, 2.0),
     "gpt-5-nano": (0.05, 0.40),
+    # Google's Gemini 2.5 (list prices as published 2025-08, prompts up to 200k tokens; cached
+    # input 0.25x): for Gemini CLI's calls
+    "gemini-2.5-pro": (1.25, 10.0),
+    "gemini-2.5-flash": (0.30, 2.50),
 }
+# model id prefix -> the cached-input factor where it is not CACHE_READ_FACTOR
+CACHE_READ_FACTORS = {"gemini-": 0.25}
 
 
 @dataclass(frozen=True)
@@ -40,6 +46,7 @@ class Price:
     input: float
     output: float
     known: bool
+    cache_read: float = CACHE_READ_FACTOR
 
     def cost(self, usage: dict[str, Any]) -> float:
         def n(key: str) -> int:
@@ -48,7 +55,7 @@ class Price:
 
         dollars = (n("input_tokens") * self.input + n("output_tokens") * self.output
                    + n("cache_creation_input_tokens") * self.input * CACHE_WRITE_FACTOR
-                   + n("cache_read_input_tokens") * self.input * CACHE_READ_FACTOR)
+                   + n("cache_read_input_tokens") * self.input * self.cache_read)
         return dollars / 1_000_000
 
 
@@ -57,7 +64,9 @@ def price(model: str | None) -> Price:
     matches = [p for p in PRICES if name == p or name.startswith(p + "-")]
     if matches:
         best = max(matches, key=len)
-        return Price(name, *PRICES[best], known=True)
+        read = next((f for p, f in CACHE_READ_FACTORS.items() if name.startswith(p)),
+                    CACHE_READ_FACTOR)
+        return Price(name, *PRICES[best], known=True, cache_read=read)
     top = max(PRICES.values(), key=lambda io: io[1])
     return Price(name, *top, known=False)
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_scylla.run.gateway import attack, openai_wire, responses_wire, sse
+from pytest_scylla.run.gateway import attack, gemini_wire, openai_wire, responses_wire, sse
 
 TOOL_ID = "toolu_oracle_"
 JUDGE_TOOL = "submit_verdict"
@@ -236,7 +236,8 @@ def answer(script: Script, request: dict[str, Any], attempt: int = 0) -> Reply:
     if (request.get("tool_choice") or {}).get("name") == JUDGE_TOOL or (
             script.verdict is not None and tool_names(request) == {STRUCTURED_TOOL}) or (
             JUDGE_TOOL in (openai_wire.schema_name(request),  # an OpenAI judge's schema
-                           responses_wire.schema_name(request))):
+                           responses_wire.schema_name(request))) or (
+            script.verdict is not None and gemini_wire.wants_json(request)):
         return _judge(script, request)
     injected = fault() if script.faults else None
     if injected == "overloaded":
@@ -303,8 +304,17 @@ def render(reply: Reply, msg_id: str, model: str, usage: dict[str, int],
            stream: bool, request: dict[str, Any] | None = None,
            path: str = "/v1/messages") -> Iterator[bytes]:
     """The reply in the wire format of the endpoint called: Anthropic Messages, or OpenAI Chat
-    Completions or Responses (`path`), streamed or whole."""
-    if path.endswith(responses_wire.PATH) and reply.error is None:
+    Completions or Responses, or Gemini's generateContent (`path`), streamed or whole."""
+    gemini = gemini_wire.match(path)
+    if gemini is not None and reply.error is None:
+        structured = gemini_wire.wants_json(request or {})
+        if gemini[1]:
+            yield from gemini_wire.chunks(msg_id, model, reply.blocks, reply.stop_reason,
+                                          usage, structured)
+        else:
+            yield json.dumps(gemini_wire.response(msg_id, model, reply.blocks,
+                                                  reply.stop_reason, usage, structured)).encode()
+    elif path.endswith(responses_wire.PATH) and reply.error is None:
         structured = responses_wire.schema_name(request or {}) is not None
         if stream:
             yield from responses_wire.events(msg_id, model, reply.blocks, usage, structured)

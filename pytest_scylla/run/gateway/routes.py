@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pytest_scylla.run.gateway import ablation, oracle
+from pytest_scylla.run.gateway import ablation, gemini_wire, oracle
 
 INFRA_STATUSES = frozenset({408, 429, 500, 502, 503, 504, 529})
 # What each upstream's clients may call (paths below the route); anything else is refused with
@@ -21,6 +21,13 @@ ENDPOINTS = {"anthropic": frozenset({"/v1/messages", "/v1/messages/count_tokens"
              "openai": frozenset({"/chat/completions"})}
 # the oracle speaks all of them (the Responses API only to it, until a relay reads its usage)
 ENDPOINTS["oracle"] = ENDPOINTS["anthropic"] | ENDPOINTS["openai"] | {"/responses"}
+
+
+def allowed(upstream: str, path: str) -> bool:
+    """Whether `path` is a model endpoint of `upstream` (the oracle also answers Gemini's
+    `models/<model>:generateContent`)."""
+    return path in ENDPOINTS[upstream] or (
+        upstream == "oracle" and gemini_wire.match(path) is not None)
 
 
 class UpstreamSetupError(RuntimeError):

@@ -16,9 +16,9 @@ from pytest_scylla.core import pricing
 from pytest_scylla.core.tempdirs import claim_private, release_private
 from pytest_scylla.run.gateway import ablation, oracle, upstreams
 from pytest_scylla.run.gateway.routes import (
-    ENDPOINTS,
     RetryPolicy,
     Route,
+    allowed,
     now,
     retry_after_seconds,
 )
@@ -189,7 +189,7 @@ class Gateway:
             (route.bodies_dir / f"{seq:04d}.request.json").write_bytes(body)
 
         refusal: str | None
-        if path not in ENDPOINTS[route.upstream]:
+        if not allowed(route.upstream, path):
             status, refusal = 403, f"pytest-scylla gateway: {path} is not a model endpoint"
         else:
             status, refusal = 400, self._refusal(route, path, request)

@@ -11,7 +11,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from pytest_scylla.run.gateway import openai_wire, oracle
+from pytest_scylla.run.gateway import gemini_wire, openai_wire, oracle
 from pytest_scylla.run.gateway.routes import (
     Route,
     UpstreamSetupError,
@@ -56,7 +56,8 @@ STALL_LIMIT_SECONDS = 24 * 3600
 
 def from_oracle(gw: Gate, route: Route, path: str, request: dict[str, Any], body: bytes,
             client: Client, start: float) -> dict[str, Any]:
-    model = str(request.get("model") or "oracle")
+    gemini = gemini_wire.match(path)  # Gemini names the model, and streaming, in the path
+    model = gemini[0] if gemini else str(request.get("model") or "oracle")
     if path.startswith("/v1/messages/count_tokens"):
         client.send_json(200, {"input_tokens": max(1, len(body) // 4)})
         return {"status": 200, "latency_s": round(time.monotonic() - start, 4)}
@@ -89,12 +90,12 @@ def from_oracle(gw: Gate, route: Route, path: str, request: dict[str, Any], body
                 "latency_s": round(time.monotonic() - start, 4)}
     usage = oracle.usage_for(len(body), reply, first_call=not route.usage)
     msg_id = f"msg_oracle_{route.key}_{route.calls:04d}"
-    stream = bool(request.get("stream"))
+    stream = gemini[1] if gemini else bool(request.get("stream"))
     first_byte: float | None = None
     size = 0
     pieces = oracle.render(reply, msg_id, model, usage, stream, request, path)
-    if path.endswith((openai_wire.PATH, "/responses")):  # priced as OpenAI bills: no cache
-        # writes
+    if gemini or path.endswith((openai_wire.PATH, "/responses")):  # priced as OpenAI and
+        # Google bill: no cache writes
         usage = openai_wire.billed(usage)
     if stream:
         client.start_chunks(200, [("content-type", "text/event-stream"),

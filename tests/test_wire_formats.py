@@ -1,6 +1,8 @@
-"""The oracle speaks OpenAI Chat Completions too: an `openai:` judge is answered offline under
-`--scylla-oracle` (whole and streamed answers, OpenAI's usage shape, priced from the dated
-table), through the same gateway route as every call: logged, priced, budgeted."""
+"""The oracle speaks each vendor's wire format, checked with each vendor's own client: OpenAI
+Chat Completions (an `openai:` judge is answered offline under `--scylla-oracle`), OpenAI's
+Responses API (Codex) and Google's generateContent (Gemini CLI) — whole and streamed, each
+vendor's usage shape, every call through its gateway route: logged, priced from the dated
+table, budgeted."""
 
 from __future__ import annotations
 
@@ -173,3 +175,54 @@ def test_the_responses_api_read_by_the_openai_sdk(tmp_path: Path) -> None:
              for chunk in raw.strip().split("\n\n")]
     assert [e.sequence_number for e in typed] == list(range(1, len(typed) + 1))
     assert typed[-1].type == "response.completed"
+
+
+def test_gemini_generate_content_read_by_googles_sdk(tmp_path: Path) -> None:
+    """Gemini's generateContent (Gemini CLI's wire format) as Google's own SDK reads it, whole
+    and streamed: the model from the path, a judge's JSON verdict as the text, usage with the
+    cached prompt, logged and priced (cached input at Gemini's 0.25x); a turn of tool calls as
+    `functionCall` parts."""
+    from google import genai
+    from google.genai import types
+
+    from pytest_scylla.run.gateway import gemini_wire
+
+    gateway = Gateway().start()
+    try:
+        gateway.open(Route(key="j", log_path=tmp_path / "calls.jsonl", upstream="oracle",
+                           script=Script(mode="judge", workspace=tmp_path, files=(),
+                                         verdict=VERDICT)))
+        client = genai.Client(api_key="dummy", http_options=types.HttpOptions(
+            base_url=gateway.base_url("j"), api_version="v1beta"))
+        config = types.GenerateContentConfig(response_mime_type="application/json")
+        whole = client.models.generate_content(model="gemini-2.5-pro",
+                                               contents="judge this " * 40, config=config)
+        pieces = list(client.models.generate_content_stream(
+            model="gemini-2.5-pro", contents="judge this " * 40, config=config))
+    finally:
+        gateway.stop()
+    assert json.loads(whole.text or "") == VERDICT
+    assert whole.usage_metadata is not None
+    assert whole.usage_metadata.cached_content_token_count is None  # the first call
+    assert json.loads("".join(p.text or "" for p in pieces)) == VERDICT
+    last = pieces[-1]
+    assert last.usage_metadata is not None
+    assert (last.usage_metadata.cached_content_token_count or 0) > 0
+    assert last.candidates is not None
+    assert last.candidates[0].finish_reason == types.FinishReason.STOP
+    calls = [json.loads(line) for line in (tmp_path / "calls.jsonl").read_text().splitlines()]
+    assert [(c["endpoint"], c["model"]) for c in calls] == [
+        ("/v1beta/models/gemini-2.5-pro:generateContent", "gemini-2.5-pro"),
+        ("/v1beta/models/gemini-2.5-pro:streamGenerateContent", "gemini-2.5-pro")]
+    read = calls[1]["usage"]["cache_read_input_tokens"]
+    assert read > 0
+    assert calls[1]["cost_usd"] == pytest.approx(pricing.cost("gemini-2.5-pro", calls[1]["usage"]),
+                                                 abs=1e-6)
+    assert pricing.price("gemini-2.5-pro").cache_read == 0.25
+    turn = types.GenerateContentResponse.model_validate(gemini_wire.response(
+        "r", "gemini-2.5-pro", [{"type": "tool_use", "id": "c1", "name": "run_shell_command",
+                                 "input": {"command": "ls"}}], "tool_use",
+        {"input_tokens": 5, "output_tokens": 2}, structured=False))
+    assert turn.function_calls is not None
+    assert (turn.function_calls[0].name, turn.function_calls[0].args) == (
+        "run_shell_command", {"command": "ls"})

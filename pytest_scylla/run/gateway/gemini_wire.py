@@ -1,0 +1,70 @@
+"""Google's Gemini API (what Gemini CLI speaks), as the oracle answers it: `generateContent` as
+one `GenerateContentResponse` (text parts, `functionCall` parts), `streamGenerateContent` as its
+server-sent chunks (`alt=sse`), with `usageMetadata` (cached prompt tokens inside
+`promptTokenCount`). The model is named in the path, not the body. A request for JSON output
+(`generationConfig.responseMimeType`) on a judge's route is answered with the verdict's JSON."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from pytest_scylla.run.gateway import openai_wire
+
+PATH = re.compile(r"^/v1(?:beta|alpha)?/models/(?P<model>[A-Za-z0-9._-]+):"
+                  r"(?P<method>generateContent|streamGenerateContent)$")
+FINISH = {"tool_use": "STOP", "end_turn": "STOP", "max_tokens": "MAX_TOKENS"}
+
+
+def match(path: str) -> tuple[str, bool] | None:
+    """(the model, whether it streams) of a Gemini model endpoint; None for other paths."""
+    found = PATH.match(path)
+    if found is None:
+        return None
+    return found["model"], found["method"] == "streamGenerateContent"
+
+
+def wants_json(request: dict[str, Any]) -> bool:
+    config = request.get("generationConfig")
+    return isinstance(config, dict) and config.get("responseMimeType") == "application/json"
+
+
+def usage(counts: dict[str, int]) -> dict[str, int]:
+    chat = openai_wire.usage(counts)
+    out = {"promptTokenCount": chat["prompt_tokens"],
+           "candidatesTokenCount": chat["completion_tokens"],
+           "totalTokenCount": chat["total_tokens"]}
+    cached = chat["prompt_tokens_details"]["cached_tokens"]
+    return {**out, "cachedContentTokenCount": cached} if cached else out
+
+
+def _parts(blocks: list[dict[str, Any]], structured: bool) -> list[dict[str, Any]]:
+    calls = [b for b in blocks if b["type"] == "tool_use"]
+    if structured and calls:
+        return [{"text": json.dumps(calls[0]["input"])}]
+    return [{"text": b["text"]} if b["type"] == "text" else
+            {"functionCall": {"name": b["name"], "args": b["input"]}} for b in blocks]
+
+
+def response(msg_id: str, model: str, blocks: list[dict[str, Any]], stop_reason: str,
+             counts: dict[str, int], structured: bool) -> dict[str, Any]:
+    return {"candidates": [{"content": {"role": "model", "parts": _parts(blocks, structured)},
+                            "finishReason": FINISH.get(stop_reason, "STOP"), "index": 0}],
+            "usageMetadata": usage(counts), "modelVersion": model, "responseId": msg_id}
+
+
+def chunks(msg_id: str, model: str, blocks: list[dict[str, Any]], stop_reason: str,
+           counts: dict[str, int], structured: bool) -> Iterator[bytes]:
+    """One SSE chunk a part, the last with the finish reason and the usage."""
+    parts = _parts(blocks, structured) or [{"text": ""}]
+    for index, part in enumerate(parts):
+        last = index == len(parts) - 1
+        body: dict[str, Any] = {"candidates": [{"content": {"role": "model", "parts": [part]},
+                                                "index": 0}],
+                                "modelVersion": model, "responseId": msg_id}
+        if last:
+            body["candidates"][0]["finishReason"] = FINISH.get(stop_reason, "STOP")
+            body["usageMetadata"] = usage(counts)
+        yield f"data: {json.dumps(body, separators=(',', ':'))}\r\n\r\n".encode()
