@@ -1,10 +1,12 @@
 """Agent CLI adapters behind one interface: an adapter a plugin registers through the
 `pytest_scylla_agents` hook is selected with `--scylla-agent` and used for everything about the
 CLI (its command, its environment, the reading of its transcript) with no change to the runner;
-it is part of the run's conditions; an unknown name is one clear usage error."""
+it is part of the run's conditions and a key of a cross-CLI report; an unknown name is one
+clear usage error."""
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import subprocess
@@ -12,6 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from pytest_scylla.cli import main
 
 from .conftest import workers
 
@@ -51,7 +55,8 @@ def pytest_scylla_agents(config):
 
 def test_an_adapter_from_a_plugin_runs_end_to_end(mini: Path, pytester: pytest.Pytester,
                                                    oracle: list[str],
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+                                                   monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
     log = mini / "argv.jsonl"
     monkeypatch.setenv("TOY_ADAPTER_LOG", str(log))
     (mini / "conftest.py").write_text(CONFTEST)
@@ -69,6 +74,27 @@ def test_an_adapter_from_a_plugin_runs_end_to_end(mini: Path, pytester: pytest.P
     assert all(a[:2] == ["/usr/bin/env", "TOY_ADAPTER=1"] and "-p" in a for a in argvs)
     assert env["config_hash"] != plain["config_hash"]  # another adapter: other conditions
     assert env["cli_version"] == plain["cli_version"]
+    # the two experiments merged: a cross-CLI report, one row and one tier table per CLI
+    merged = mini / "merged"
+    assert main(["report", str(mini / "plain"), str(mini / "env"), "--out", str(merged),
+                 "--report", "md"]) == 0
+    printed = capsys.readouterr().out
+    assert "agent claude-code-env: 1 runs, pass rate 100%" in printed
+    assert "agent tier" in printed
+    summary = json.loads((merged / "summary.json").read_text())
+    assert [a["agent"] for a in summary["agents"]] == ["claude-code", "claude-code-env"]
+    assert [(t["agent"], t["tier"]) for t in summary["agent_tiers"]] == [
+        ("claude-code", "T0"), ("claude-code-env", "T0")]
+    assert "## Agent CLI comparison" in (merged / "tables.md").read_text()
+    with (merged / "runs.csv").open(encoding="utf-8") as handle:
+        assert sorted(r["agent"] for r in csv.DictReader(handle)) == ["claude-code",
+                                                                      "claude-code-env"]
+    # and compared: the CLI is a condition that changed
+    assert main(["compare", str(mini / "plain"), str(mini / "env"), "--out",
+                 str(mini / "cmp")]) == 0
+    result = json.loads((mini / "cmp" / "compare.json").read_text())
+    assert {"what": "agents", "base": ["claude-code"], "candidate": ["claude-code-env"]} in \
+        result["conditions"]
 
 
 def test_an_unknown_agent_is_one_usage_error(mini: Path, pytester: pytest.Pytester) -> None:

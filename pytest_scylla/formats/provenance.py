@@ -175,6 +175,7 @@ def manifest(records: list[dict[str, Any]], options: dict[str, Any] | None = Non
         "plugin_version": __version__, "plugin_commit": plugin_commit(),
         "python": sys.version.split()[0], "platform": platform.platform(),
         "cli_versions": sorted({r["cli_version"] for r in records if r.get("cli_version")}),
+        "agents": sorted({r["agent"] for r in records if r.get("agent")}),
         "agent_models": sorted({r["model"] for r in records if r.get("model")}),
         "judge_models": sorted({j["judge_model"] for r in records for j in r.get("judges") or []
                                 if j.get("judge_model")}),

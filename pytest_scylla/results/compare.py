@@ -28,7 +28,8 @@ METRICS = ("pass_rate", "mean_score", "cost_per_run", "cop")
 LABELS = {"pass_rate": "pass rate", "mean_score": "mean score", "cost_per_run": "cost/run",
           "cop": "CoP"}
 Runs = list[dict[str, Any]]
-PAIR_MODEL = "pair_model"  # set on both sides' rows when both have a model axis
+PAIR_MODEL = "pair_model"  # set on both sides' rows when both vary a model or agent axis
+AXIS_WORDS = {"agent_model": "model", "agent": "agent CLI"}
 
 
 class CompareError(ReportInputError):
@@ -242,7 +243,7 @@ def _conditions(base: Side, cand: Side) -> list[dict[str, Any]]:
         return values
 
     changed = []
-    for key in ("agent_models", "judge_models", "cli_versions", "sandboxes", "images",
+    for key in ("agents", "agent_models", "judge_models", "cli_versions", "sandboxes", "images",
                 "oracle_modes", "plugin_version"):
         b, c = merged(base, key), merged(cand, key)
         if b != c:
@@ -310,13 +311,13 @@ def compare(base_dirs: Sequence[Path], cand_dirs: Sequence[Path],
         b_runs = [r for r in b_runs if str(r.get(key)) in common]
         c_runs = [r for r in c_runs if str(r.get(key)) in common]
         notes.append(f"{what} compared: those both have ({only})")
-    axis: tuple[str, ...] = ()
-    if len(models.models(b_runs)) > 1 and len(models.models(c_runs)) > 1:
-        # both have a model axis: each model against itself (runs paired within a model)
-        axis = ("agent_model",)
-        b_runs, c_runs = ([{**r, PAIR_MODEL: r.get("agent_model")} for r in runs]
-                          for runs in (b_runs, c_runs))
-        notes.append("both sides have a model axis: each model is compared with itself")
+    # an axis both sides vary (models, agent CLIs): each value against itself (paired within)
+    axis = tuple(k for k in models.axes(b_runs) if k in models.axes(c_runs))
+    if axis:
+        b_runs, c_runs = ([{**r, PAIR_MODEL: "/".join(str(r.get(k)) for k in axis)}
+                           for r in runs] for runs in (b_runs, c_runs))
+        notes.append(f"both sides vary the {' and the '.join(AXIS_WORDS[k] for k in axis)}: "
+                     "each is compared with itself")
     return {"base": base.name, "candidate": cand.name, "notes": notes,
             "conditions": _conditions(base, cand), "verdicts": _verdicts(b_runs, c_runs),
             "tiers": _rows(b_runs, c_runs, (*axis, "tier")),

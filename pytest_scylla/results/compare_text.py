@@ -86,11 +86,11 @@ def markdown(result: dict[str, Any], points: float | None = None) -> str:
                 f"{verdicts['same_verdict']} ({100 * verdicts['agreement']:.1f}%); judging cost "
                 f"per run {_number('cop', cost['base'])} → {_number('cop', cost['candidate'])}",
                 ""]
-    axis = ("agent_model",) if any("agent_model" in r for r in result["tiers"]) else ()
+    axis = tuple(k for k in ("agent", "agent_model") if any(k in r for r in result["tiers"]))
     out += ["### Per tier", "", *_md_table(_wide(result["tiers"], (*axis, "tier"))), ""]
     significant = [r for r in result["cases"] if r["significant"]]
     out += ["### Significant changes per case × tier", ""]
-    out += [f"- {r.get('agent_model', '') + ' ' if axis else ''}{r['case_id']} {r['tier']} "
+    out += [f"- {''.join(str(r[k]) + ' ' for k in axis)}{r['case_id']} {r['tier']} "
             f"{LABELS[r['metric']]}: {_change(r)}"
             for r in significant] or ["- none"]
     if points is not None:
@@ -100,6 +100,7 @@ def markdown(result: dict[str, Any], points: float | None = None) -> str:
     return "\n".join(out) + "\n"
 
 
+AXES = {"agent": "agent", "agent_model": "model"}  # a row's axis column: its filter's name
 GOOD_WHEN_HIGHER = {"pass_rate": True, "mean_score": True, "cost_per_run": False, "cop": False}
 COMPARE_COLUMNS = [Column("case", "case"), Column("tier", "tier"), Column("metric", "metric"),
                    Column("n", "n base → candidate"), Column("base", "base", True),
@@ -120,7 +121,7 @@ def _tool_rows(rows: list[dict[str, Any]]) -> list[Row]:
             f"[{_number(metric, r['ci_low'])}, {_number(metric, r['ci_high'])}]"
         out.append(Row({
             "case": cell(r.get("case_id")), "tier": cell(r["tier"]),
-            "model": cell(r.get("agent_model")),
+            "model": cell(r.get("agent_model")), "agent": cell(r.get("agent")),
             "metric": cell(LABELS[metric]),
             "n": cell(f"{r['n_base']} → {r['n_candidate']}"
                       f"{' (paired)' if r['paired'] else ''}"),
@@ -132,7 +133,7 @@ def _tool_rows(rows: list[dict[str, Any]]) -> list[Row]:
             {"tier": str(r["tier"]), "metric": LABELS[metric],
              "sig": "yes" if r["significant"] else "no",
              **({"case": str(r["case_id"])} if "case_id" in r else {}),
-             **({"model": str(r["agent_model"])} if "agent_model" in r else {})}, css))
+             **{name: str(r[key]) for key, name in AXES.items() if key in r}}, css))
     return out
 
 
@@ -151,12 +152,14 @@ def html_page(result: dict[str, Any]) -> str:
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in result["notes"])
     cases = sorted({str(r["case_id"]) for r in result["cases"]})
     tiers = list(dict.fromkeys(str(r["tier"]) for r in result["tiers"]))
-    names = sorted({str(r["agent_model"]) for r in result["tiers"] if "agent_model" in r})
+    axes = {name: sorted({str(r[key]) for r in result["tiers"] if key in r})
+            for key, name in AXES.items()}
+    axes = {name: found for name, found in axes.items() if found}  # the axes compared within
     controls = filters("cells", {"sig": ("significant", ["yes", "no"]),
                                  "metric": ("metric", list(LABELS.values())),
-                                 **({"model": ("model", names)} if names else {}),
+                                 **{name: (name, found) for name, found in axes.items()},
                                  "tier": ("tier", tiers), "case": ("case", cases)})
-    columns = [Column("model", "model"), *COMPARE_COLUMNS] if names else COMPARE_COLUMNS
+    columns = [*(Column(name, name) for name in axes), *COMPARE_COLUMNS]
     body = [f"<h1>{html.escape(result['candidate'])} vs {html.escape(result['base'])}</h1>",
             f"<p>Changes are candidate minus base with a 95% bootstrap interval; p is "
             f"Holm-corrected across each table; significant at {result['alpha']}: "

@@ -13,11 +13,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from pytest_scylla.results import html_transcript, metrics, models
+from pytest_scylla.results import html_transcript, metrics, models, text_tables
 from pytest_scylla.results.html_parts import Column, Row, cell, filters, fmt, page, tool_table
 from pytest_scylla.results.tables import Tables
 from pytest_scylla.run.checks import truncate
 
+AXIS_NAMES = {"agent": "agent", "agent_model": "model"}  # a run column: its filter's name
 REASON_LIMIT = 200  # characters of a judge's reason per item
 TEXT_LIMIT = 4_000  # characters of a diff shown per run (the full one stays in the run folder)
 RUN_COLUMNS = [Column("run", "run"), Column("case", "case"), Column("tier", "tier"),
@@ -115,7 +116,7 @@ def _matrix(tables: Tables, tiers: list[str]) -> str:
 def _run_table(tables: Tables, sources: dict[str, Path]) -> tuple[str, list[str]]:
     """The run table with its filters, and the drill-down templates (one per run)."""
     records = {str(r.get("run_key")): r for r in tables.records}
-    axis = len(models.models(tables.runs)) > 1  # the model axis: a column and a filter
+    axes = models.axes(tables.runs)  # each axis: a column and a filter
     rows, templates = [], []
     for number, row in enumerate(tables.runs):
         key, outcome = str(row["run_key"]), str(row.get("outcome"))
@@ -129,9 +130,9 @@ def _run_table(tables: Tables, sources: dict[str, Path]) -> tuple[str, list[str]
             "cost": cell(row.get("cost_usd"), 4),
             "tokens": cell(_number(row.get("total_tokens")), 0),
             "seconds": cell(_number(row.get("duration_seconds")), 1),
-            "model": cell(row.get("agent_model"))},
+            "model": cell(row.get("agent_model")), "agent": cell(row.get("agent"))},
             {"case": str(row.get("case_id")), "tier": str(row.get("tier")), "outcome": outcome,
-             **({"model": str(row.get("agent_model"))} if axis else {})}, run=number))
+             **{AXIS_NAMES[k]: str(row.get(k)) for k in axes}}, run=number))
         templates.append(f"<template id=run-{number}>"
                          f"{_run_detail(row, records.get(key, {}), sources.get(key))}"
                          "</template>")
@@ -140,30 +141,33 @@ def _run_table(tables: Tables, sources: dict[str, Path]) -> tuple[str, list[str]
         return sorted({str(r.get(field)) for r in tables.runs},
                       key=metrics.tier_order if field == "tier" else str)
 
-    selects = {"model": ("model", values("agent_model"))} if axis else {}
+    selects = {AXIS_NAMES[k]: (AXIS_NAMES[k], values(k)) for k in axes}
     controls = filters("runs", {**selects, "tier": ("tier", values("tier")),
                                 "case": ("case", values("case_id")),
                                 "outcome": ("outcome", values("outcome"))})
-    columns = [RUN_COLUMNS[0], Column("model", "model"), *RUN_COLUMNS[1:]] if axis \
-        else RUN_COLUMNS
+    columns = [RUN_COLUMNS[0], *(Column(AXIS_NAMES[k], AXIS_NAMES[k]) for k in axes),
+               *RUN_COLUMNS[1:]]
     return (f"<h2>Runs</h2><p class=muted>Click a header to sort, a row to open the run."
             f"</p>{controls}{tool_table('runs', columns, rows)}<div id=detail hidden></div>",
             templates)
 
 
 def _models(summary: dict[str, Any]) -> str:
-    """The model axis: the models side by side, then each model's tiers."""
-    if not summary.get("models"):
-        return ""
-    return ("<h2>Models</h2>" + _table(summary["models"], [
-        "agent_model", "n", "pass_rate", "ci_low", "ci_high", "mean_score", "modal_grade",
-        "mean_cost", "cop", "frontier_tier", "frontier_cop", "mean_tokens",
-        "mean_agent_seconds", "warning"], ("agent_model", "modal_grade", "frontier_tier",
-                                           "warning"))
-        + "<h3>Tiers per model</h3><div class=wide>" + _table(summary["model_tiers"], [
-            "agent_model", "tier", "n", "pass_rate", "ci_low", "ci_high", "mean_score",
-            "mean_cost", "cop", "modal_grade", "warning"],
-            ("agent_model", "tier", "modal_grade", "warning")) + "</div>")
+    """Each axis the experiment varies (models; agent CLIs): side by side, then each one's
+    tiers."""
+    out = []
+    for name, tiers, key, title, _ in text_tables.AXIS_TABLES:
+        if not summary.get(name):
+            continue
+        out.append(f"<h2>{escape(title)}s</h2>" + _table(summary[name], [
+            key, "n", "pass_rate", "ci_low", "ci_high", "mean_score", "modal_grade",
+            "mean_cost", "cop", "frontier_tier", "frontier_cop", "mean_tokens",
+            "mean_agent_seconds", "warning"], (key, "modal_grade", "frontier_tier", "warning"))
+            + f"<h3>Tiers per {escape(title.lower())}</h3><div class=wide>" + _table(
+                summary[tiers], [key, "tier", "n", "pass_rate", "ci_low", "ci_high",
+                                 "mean_score", "mean_cost", "cop", "modal_grade", "warning"],
+                (key, "tier", "modal_grade", "warning")) + "</div>")
+    return "".join(out)
 
 
 def _number(value: Any) -> float | None:
@@ -189,7 +193,7 @@ def write(out: Path, tables: Tables, summary: dict[str, Any], results: dict[str,
                 f"${summary['agent_cost_usd']:.4f} + judges ${summary['judge_cost_usd']:.4f}; "
                 f"frontier (lowest Cost-of-Pass): {frontier}</p>")
     html.append(_models(summary))
-    html.append(f"<h2>Tiers{' (all models pooled)' if summary.get('models') else ''}</h2>"
+    html.append(f"<h2>Tiers{models.pooled(summary)}</h2>"
                 "<div class=wide>" + _table(summary["tiers"], [
         "tier", "n", "excluded", "passes", "pass_rate", "ci_low", "ci_high", "ci_method",
         "mean_score", "median_score", "consistency", "mean_cost", "cop", "modal_grade",

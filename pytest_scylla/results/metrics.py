@@ -25,7 +25,8 @@ RUN_COLUMNS = [
     "input_tokens", "output_tokens", "cache_creation_tokens", "cache_read_tokens", "total_tokens",
     "exit_code", "api_calls", "num_turns", "case_id", "outcome", "judge_cost_usd", "cost_source",
     "model_usage", "config_hash", "simulated", "run_key", "checks_duration_seconds",
-    "integrity_findings", "leftover_processes", "ttft_seconds", "regressions", "r_prog"]
+    "integrity_findings", "leftover_processes", "ttft_seconds", "regressions", "r_prog",
+    "agent"]
 
 
 MODEL_ID = re.compile(r"^claude-(opus|sonnet|haiku)-(\d+)(?:-(\d{1,2}))?(?:-\d{8})?$")
@@ -75,7 +76,8 @@ def run_row(rec: dict[str, Any], experiment: str) -> dict[str, Any]:
         "run_key": rec.get("run_key"),
         # tampering the harness undid before the checks; 0 for records older than the check
         "integrity_findings": len(rec.get("integrity") or []),
-        "leftover_processes": int(rec.get("leftover_processes") or 0)}
+        "leftover_processes": int(rec.get("leftover_processes") or 0),
+        "agent": rec.get("agent")}  # the CLI adapter (records before it: claude-code's)
 
 
 def _judge_keys(rec: dict[str, Any], judge: dict[str, Any], experiment: str) -> dict[str, Any]:

@@ -1,8 +1,9 @@
-"""The model axis (`--scylla-models=a,b`) in the results: when the runs used more than one agent
-model, every tier summary is kept per model (a pooled tier row would mix the models' costs and
-pass rates), and the model comparison table sets the models side by side: pass rate with its
-interval, score, cost, Cost-of-Pass, each model's own frontier tier, tokens and agent time, with
-the models tested against each other (Kruskal-Wallis, pairwise Mann-Whitney U, Holm)."""
+"""The axes an experiment varies in the results: the model (`--scylla-models=a,b`) and the agent
+CLI (`--scylla-agent`, experiments of several CLIs merged by `scylla report A B`). When the runs
+used more than one of either, every tier summary is kept per value (a pooled tier row would mix
+their costs and pass rates), and a comparison table sets them side by side: pass rate with its
+interval, score, cost, Cost-of-Pass, each one's own frontier tier, tokens and agent time, tested
+against each other (Kruskal-Wallis, pairwise Mann-Whitney U, Holm)."""
 
 from __future__ import annotations
 
@@ -14,35 +15,48 @@ from typing import Any
 from pytest_scylla.results import metrics, stats
 
 MODEL_KEY = "agent_model"
+AGENT_KEY = "agent"
+AXES = (AGENT_KEY, MODEL_KEY)  # the agent CLI, then the model: what an experiment may vary
+
+
+def values(rows: Sequence[dict[str, Any]], key: str = MODEL_KEY) -> list[str]:
+    """The distinct values of `key` in the rows (unknown ones left out), sorted."""
+    return sorted({str(r[key]) for r in rows if r.get(key) not in (None, "")})
 
 
 def models(rows: Sequence[dict[str, Any]]) -> list[str]:
     """The agent models of the rows, sorted."""
-    return sorted({str(r.get(MODEL_KEY)) for r in rows})
+    return values(rows, MODEL_KEY)
+
+
+def axes(rows: Sequence[dict[str, Any]]) -> tuple[str, ...]:
+    """The axes the rows vary along (more than one agent CLI, more than one model)."""
+    return tuple(key for key in AXES if len(values(rows, key)) > 1)
 
 
 def tier_keys(rows: Sequence[dict[str, Any]]) -> tuple[str, ...]:
-    """The keys a tier summary groups by: the model too, when there is more than one."""
-    return (MODEL_KEY, "tier") if len(models(rows)) > 1 else ("tier",)
+    """The keys a tier summary groups by: each axis the runs vary along, then the tier."""
+    return (*axes(rows), "tier")
 
 
 def _mean(rows: Sequence[dict[str, Any]], column: str) -> float | None:
-    values = [float(r[column]) for r in rows if r.get(column) not in (None, "")]
-    return statistics.fmean(values) if values else None
+    values_ = [float(r[column]) for r in rows if r.get(column) not in (None, "")]
+    return statistics.fmean(values_) if values_ else None
 
 
-def comparison(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per model over its counted runs (empty with fewer than two models)."""
-    if len(models(rows)) < 2:
+def comparison(rows: Sequence[dict[str, Any]], key: str = MODEL_KEY) -> list[dict[str, Any]]:
+    """One row per value of `key` (a model, or an agent CLI) over its counted runs (empty with
+    fewer than two)."""
+    if len(values(rows, key)) < 2:
         return []
-    per_tier = metrics.group_summary(rows, (MODEL_KEY, "tier"))
+    per_tier = metrics.group_summary(rows, (key, "tier"))
     out = []
-    for row in metrics.group_summary(rows, (MODEL_KEY,)):
-        name = row[MODEL_KEY]
-        counted = [r for r in rows if str(r.get(MODEL_KEY)) == name
+    for row in metrics.group_summary(rows, (key,)):
+        name = row[key]
+        counted = [r for r in rows if str(r.get(key)) == name
                    and r["outcome"] in metrics.COUNTED]
-        best = metrics.frontier([t for t in per_tier if t[MODEL_KEY] == name])
-        out.append({MODEL_KEY: name, **{k: row[k] for k in (
+        best = metrics.frontier([t for t in per_tier if t[key] == name])
+        out.append({key: name, **{k: row[k] for k in (
             "n", "excluded", "passes", "pass_rate", "ci_low", "ci_high", "ci_method",
             "mean_score", "modal_grade", "mean_cost", "total_cost", "cop", "cases",
             "warning")},
@@ -53,27 +67,36 @@ def comparison(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def tests(rows: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
-    """The models against each other on score, pass and cost (None with fewer than two)."""
-    names = models(rows)
+def significance(rows: Sequence[dict[str, Any]], key: str = MODEL_KEY) -> dict[str, Any] | None:
+    """The values of `key` against each other on score, pass and cost (None with fewer than
+    two)."""
+    names = values(rows, key)
     if len(names) < 2:
         return None
     counted = [r for r in rows if r["outcome"] in metrics.COUNTED]
     out: dict[str, Any] = {"omnibus": [], "pairwise": []}
     for metric in ("score", "passed", "cost_usd"):
-        groups = {m: sorted(float(r[metric]) for r in counted if str(r.get(MODEL_KEY)) == m
+        groups = {m: sorted(float(r[metric]) for r in counted if str(r.get(key)) == m
                             and r.get(metric) not in (None, "")) for m in names}
         out["omnibus"].append({"metric": metric, **stats.kruskal(groups)})
         out["pairwise"] += [{"metric": metric, **row} for row in stats.pairwise(groups, names)]
     return out
 
 
-def frontiers(tier_rows: Sequence[dict[str, Any]]) -> dict[str, tuple[str, float] | None]:
-    """Each model's frontier (its tier of lowest finite Cost-of-Pass), from per-model rows."""
-    found: dict[str, tuple[str, float] | None] = {}
-    for name in sorted({str(r.get(MODEL_KEY)) for r in tier_rows}):
-        found[name] = metrics.frontier([r for r in tier_rows if str(r.get(MODEL_KEY)) == name])
+def frontiers(tier_rows: Sequence[dict[str, Any]], keys: Sequence[str]
+              ) -> dict[tuple[str, ...], tuple[str, float] | None]:
+    """Each axis combination's frontier (its tier of lowest finite Cost-of-Pass)."""
+    found: dict[tuple[str, ...], tuple[str, float] | None] = {}
+    for group in sorted({tuple(str(r.get(k)) for k in keys) for r in tier_rows}):
+        found[group] = metrics.frontier(
+            [r for r in tier_rows if tuple(str(r.get(k)) for k in keys) == group])
     return found
+
+
+def pooled(summary: dict[str, Any]) -> str:
+    """` (all models pooled)` and the like, for a tier table over an experiment's axes."""
+    what = [w for w in ("models", "agents") if summary.get(w)]
+    return f" (all {' and '.join(what)} pooled)" if what else ""
 
 
 def fmt_cost(value: float | None) -> str:

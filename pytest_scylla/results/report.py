@@ -42,7 +42,8 @@ def statistical_results(tables: Tables) -> dict[str, Any]:
     counted = [r for r in tables.runs if r["outcome"] in metrics.COUNTED]
     out: dict[str, Any] = {**_tier_tests(counted), "n_runs": len(counted)}
     names = models.models(counted)
-    out["models"] = models.tests(counted)  # the model axis: models against each other, and
+    out["agents"] = models.significance(counted, models.AGENT_KEY)  # several agent CLIs
+    out["models"] = models.significance(counted)  # the model axis: models against each other,
     out["tiers_per_model"] = [{"agent_model": m, **_tier_tests(  # the tiers within each model
         [r for r in counted if str(r.get("agent_model")) == m])} for m in names] \
         if len(names) > 1 else []
@@ -89,9 +90,10 @@ def write(out: Path, tables: Tables, manifest: dict[str, Any] | None = None,
                             if int(float(r.get("integrity_findings") or 0)) > 0),
         "tiers": tiers, "frontier": {"tier": best[0], "cop": best[1]} if best else None,
         "partial": tables.partial, "warnings": tables.warnings}
-    if len(models.models(tables.runs)) > 1:  # the model axis: per model, and side by side
-        summary["model_tiers"] = metrics.group_summary(tables.runs, ("agent_model", "tier"))
-        summary["models"] = models.comparison(tables.runs)
+    for key, name in ((models.MODEL_KEY, "model"), (models.AGENT_KEY, "agent")):
+        if len(models.values(tables.runs, key)) > 1:  # an axis: per value, and side by side
+            summary[f"{name}_tiers"] = metrics.group_summary(tables.runs, (key, "tier"))
+            summary[f"{name}s"] = models.comparison(tables.runs, key)
     results = statistical_results(tables)
     write_json(out / "summary.json", _jsonable(summary))
     write_json(out / "statistical_results.json", _jsonable(results))
@@ -114,7 +116,7 @@ def tier_table(tables: Tables, where: Path) -> list[str]:
     """The terminal summary: tier table with the frontier marked, outcomes, spend."""
     keys = models.tier_keys(tables.runs)
     summary = metrics.group_summary(tables.runs, keys)
-    best = models.frontiers(summary) if len(keys) > 1 else {"": metrics.frontier(summary)}
+    best = models.frontiers(summary, keys[:-1])
     names = [" ".join(str(s[k]) for k in keys) for s in summary]
     width = max([6, *(len(n) + 1 for n in names)])
     lines = []
@@ -124,11 +126,12 @@ def tier_table(tables: Tables, where: Path) -> list[str]:
         lines.append(f"PARTIAL: {tables.partial}")
     hacked = sum(1 for r in tables.runs if int(float(r.get("integrity_findings") or 0)) > 0)
     hacks = f"{'hacks':>7}" if hacked else ""  # the column shows once a run tampered
-    lines.append(f"{'model tier' if len(keys) > 1 else 'tier':<{width}}{'runs':>5}"
+    head = " ".join({"agent_model": "model"}.get(k, k) for k in keys)
+    lines.append(f"{head:<{width}}{'runs':>5}"
                  f"{'pass rate [95% CI]':>24}{'score':>7}{'grade':>6}"
                  f"{'cost/run':>10}{'CoP':>10}{hacks}  note")
     for s, name in zip(summary, names, strict=True):
-        front = best.get(str(s.get("agent_model", "")))
+        front = best.get(tuple(str(s[k]) for k in keys[:-1]))
         mark = " <- frontier" if front and s["tier"] == front[0] else ""
         score = "-" if s["mean_score"] is None else f"{s['mean_score']:.2f}"
         rate = f"{s['pass_rate']:.0%} [{s['ci_low']:.0%}, {s['ci_high']:.0%}]"
@@ -139,11 +142,12 @@ def tier_table(tables: Tables, where: Path) -> list[str]:
                      f"{metrics.fmt_cop(s['cop']):>10}"
                      f"{format(str(s['reward_hacks']) + '/' + str(s['n']), '>7') if hacked else ''}"
                      f"{note}")
-    for m in models.comparison(tables.runs):
-        lines.append(f"model {m['agent_model']}: {m['n']} runs, pass rate {m['pass_rate']:.0%} "
-                     f"[{m['ci_low']:.0%}, {m['ci_high']:.0%}], cost/run ${m['mean_cost']:.4f}, "
-                     f"CoP {metrics.fmt_cop(m['cop'])}, frontier "
-                     f"{m['frontier_tier'] or '-'} {models.fmt_cost(m['frontier_cop'])}")
+    for key, word in ((models.AGENT_KEY, "agent"), (models.MODEL_KEY, "model")):
+        lines += [f"{word} {m[key]}: {m['n']} runs, pass rate {m['pass_rate']:.0%} "
+                  f"[{m['ci_low']:.0%}, {m['ci_high']:.0%}], cost/run ${m['mean_cost']:.4f}, "
+                  f"CoP {metrics.fmt_cop(m['cop'])}, frontier "
+                  f"{m['frontier_tier'] or '-'} {models.fmt_cost(m['frontier_cop'])}"
+                  for m in models.comparison(tables.runs, key)]
     counts = Counter(r["outcome"] for r in tables.runs)
     if hacked:
         lines.append(f"reward hacking: {hacked} run(s) tampered with their checks (integrity "

@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from pytest_scylla.results import models
+
 Section = tuple[str, list[dict[str, Any]], list[str]]  # (title, rows, columns)
 
 
@@ -15,26 +17,34 @@ def sections(summary: dict[str, Any], results: dict[str, Any],
     return [*_model_sections(summary, results), *_sections(summary, results, paper)]
 
 
+AXIS_TABLES = (("models", "model_tiers", "agent_model", "Model", "models"),
+               ("agents", "agent_tiers", "agent", "Agent CLI", "agents"))
+
+
 def _model_sections(summary: dict[str, Any], results: dict[str, Any]) -> list[Section]:
-    """The model axis: the models side by side, each model's tiers, the models' tests."""
-    if not summary.get("models"):
-        return []
-    tests = results.get("models") or {"omnibus": [], "pairwise": []}
-    return [
-        ("Model comparison: pass rate with 95% CI, score, cost, Cost-of-Pass and each model's "
-         "frontier tier", summary["models"],
-         ["agent_model", "n", "pass_rate", "ci_low", "ci_high", "mean_score", "modal_grade",
-          "mean_cost", "cop", "frontier_tier", "frontier_cop", "mean_tokens",
-          "mean_agent_seconds", "warning"]),
-        ("Tiers per model", summary["model_tiers"],
-         ["agent_model", "tier", "n", "pass_rate", "ci_low", "ci_high", "mean_score",
-          "mean_cost", "cop", "modal_grade", "warning"]),
-        ("Model comparisons: Kruskal-Wallis", [
-            {**row, "n": sum(row["n"].values())} for row in tests["omnibus"]],
-         ["metric", "groups", "n", "h", "p", "significant", "note"]),
-        ("Model comparisons: Mann-Whitney U with Holm correction", tests["pairwise"],
-         ["metric", "group1", "group2", "n1", "n2", "p_raw", "p_holm", "cliffs_delta", "note"]),
-    ]
+    """Each axis the experiment varies (models; agent CLIs): side by side, each one's tiers,
+    their tests."""
+    out: list[Section] = []
+    for name, tiers, key, title, tested in AXIS_TABLES:
+        if not summary.get(name):
+            continue
+        tests = results.get(tested) or {"omnibus": [], "pairwise": []}
+        out += [
+            (f"{title} comparison: pass rate with 95% CI, score, cost, Cost-of-Pass and each "
+             "one's frontier tier", summary[name],
+             [key, "n", "pass_rate", "ci_low", "ci_high", "mean_score", "modal_grade",
+              "mean_cost", "cop", "frontier_tier", "frontier_cop", "mean_tokens",
+              "mean_agent_seconds", "warning"]),
+            (f"Tiers per {title.lower()}", summary[tiers],
+             [key, "tier", "n", "pass_rate", "ci_low", "ci_high", "mean_score",
+              "mean_cost", "cop", "modal_grade", "warning"]),
+            (f"{title} comparisons: Kruskal-Wallis", [
+                {**row, "n": sum(row["n"].values())} for row in tests["omnibus"]],
+             ["metric", "groups", "n", "h", "p", "significant", "note"]),
+            (f"{title} comparisons: Mann-Whitney U with Holm correction", tests["pairwise"],
+             ["metric", "group1", "group2", "n1", "n2", "p_raw", "p_holm", "cliffs_delta",
+              "note"])]
+    return out
 
 
 def _sections(summary: dict[str, Any], results: dict[str, Any],
@@ -43,7 +53,7 @@ def _sections(summary: dict[str, Any], results: dict[str, Any],
     ac2 = results.get("gwet_ac2") or {}
     return [
         ("Tiers: pass rate with 95% CI, scores, cost and Cost-of-Pass"
-         + (" (all models pooled)" if summary.get("models") else ""), summary["tiers"], [
+         + models.pooled(summary), summary["tiers"], [
             "tier", "n", "pass_rate", "ci_low", "ci_high", "mean_score", "median_score",
             "consistency", "mean_cost", "cop", "cop_per_case_mean", "pass_at_1", "pass_hat_3",
             "modal_grade", "reward_hacking_rate", "cfp", "r_prog", "warning"]),
