@@ -52,6 +52,7 @@ from pytest_scylla.sandbox_settings import DEFAULT_LIMITS
 
 OUTPUT_KEPT = 1 << 20  # bytes of a check's stdout and of its stderr kept (then truncated)
 EXEC_HELPER = Path(__file__).with_name("docker_exec.py")  # run by path: no package imports
+SETTLE_SECONDS = 2.0  # how long a finished command's own processes may take to end by themselves
 
 
 def _procs_file(container: Any) -> Path | None:
@@ -300,6 +301,7 @@ class Docker(Sandbox):
         code = api.exec_inspect(handle["Id"]).get("ExitCode")
         seconds = round(time.monotonic() - began, 3)
         timed_out = code == 128 + signal.SIGKILL and seconds >= int(timeout) - 0.5
+        self._settle(private)
         left = self.sweep(private)
         refused: list[str] = []
         if self.copy:  # what the command left comes back to the host, as data
@@ -332,6 +334,17 @@ class Docker(Sandbox):
             out, err = (b"".join(k).decode(errors="replace") for k in kept)
             return None if timed_out else code, out, err
         return execute
+
+    def _settle(self, private: Path) -> None:
+        """Give what the command started a moment to end by itself (a CLI that answers at
+        once exits before its own helpers do): a process still running after SETTLE_SECONDS
+        is a leftover. Without it the count, and what the helpers still wrote into the
+        workspace, would depend on timing (bwrap's pid namespace ends them with the CLI)."""
+        container = self.container(private)
+        deadline = time.monotonic() + SETTLE_SECONDS
+        while time.monotonic() < deadline and [
+                args for args in self._processes(private, container) if not args.endswith(MARK)]:
+            time.sleep(0.05)
 
     def sweep(self, private: Path) -> int:
         """Kill every process of the run's container but its keeper; how many there were."""
