@@ -9,6 +9,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from pytest_scylla.results import models
 from pytest_scylla.results.compare import LABELS, regressions
 from pytest_scylla.results.html_parts import Column, Row, cell, filters, page, tool_table
 
@@ -100,7 +101,6 @@ def markdown(result: dict[str, Any], points: float | None = None) -> str:
     return "\n".join(out) + "\n"
 
 
-AXES = {"agent": "agent", "agent_model": "model"}  # a row's axis column: its filter's name
 GOOD_WHEN_HIGHER = {"pass_rate": True, "mean_score": True, "cost_per_run": False, "cop": False}
 COMPARE_COLUMNS = [Column("case", "case"), Column("tier", "tier"), Column("metric", "metric"),
                    Column("n", "n base → candidate"), Column("base", "base", True),
@@ -133,7 +133,7 @@ def _tool_rows(rows: list[dict[str, Any]]) -> list[Row]:
             {"tier": str(r["tier"]), "metric": LABELS[metric],
              "sig": "yes" if r["significant"] else "no",
              **({"case": str(r["case_id"])} if "case_id" in r else {}),
-             **{name: str(r[key]) for key, name in AXES.items() if key in r}}, css))
+             **{name: str(r[key]) for key, name in models.NAMES.items() if key in r}}, css))
     return out
 
 
@@ -153,7 +153,7 @@ def html_page(result: dict[str, Any]) -> str:
     cases = sorted({str(r["case_id"]) for r in result["cases"]})
     tiers = list(dict.fromkeys(str(r["tier"]) for r in result["tiers"]))
     axes = {name: sorted({str(r[key]) for r in result["tiers"] if key in r})
-            for key, name in AXES.items()}
+            for key, name in models.NAMES.items()}
     axes = {name: found for name, found in axes.items() if found}  # the axes compared within
     controls = filters("cells", {"sig": ("significant", ["yes", "no"]),
                                  "metric": ("metric", list(LABELS.values())),

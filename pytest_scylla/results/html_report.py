@@ -18,7 +18,6 @@ from pytest_scylla.results.html_parts import Column, Row, cell, filters, fmt, pa
 from pytest_scylla.results.tables import Tables
 from pytest_scylla.run.checks import truncate
 
-AXIS_NAMES = {"agent": "agent", "agent_model": "model"}  # a run column: its filter's name
 REASON_LIMIT = 200  # characters of a judge's reason per item
 TEXT_LIMIT = 4_000  # characters of a diff shown per run (the full one stays in the run folder)
 RUN_COLUMNS = [Column("run", "run"), Column("case", "case"), Column("tier", "tier"),
@@ -132,7 +131,7 @@ def _run_table(tables: Tables, sources: dict[str, Path]) -> tuple[str, list[str]
             "seconds": cell(_number(row.get("duration_seconds")), 1),
             "model": cell(row.get("agent_model")), "agent": cell(row.get("agent"))},
             {"case": str(row.get("case_id")), "tier": str(row.get("tier")), "outcome": outcome,
-             **{AXIS_NAMES[k]: str(row.get(k)) for k in axes}}, run=number))
+             **{models.NAMES[k]: str(row.get(k)) for k in axes}}, run=number))
         templates.append(f"<template id=run-{number}>"
                          f"{_run_detail(row, records.get(key, {}), sources.get(key))}"
                          "</template>")
@@ -141,11 +140,11 @@ def _run_table(tables: Tables, sources: dict[str, Path]) -> tuple[str, list[str]
         return sorted({str(r.get(field)) for r in tables.runs},
                       key=metrics.tier_order if field == "tier" else str)
 
-    selects = {AXIS_NAMES[k]: (AXIS_NAMES[k], values(k)) for k in axes}
+    selects = {models.NAMES[k]: (models.NAMES[k], values(k)) for k in axes}
     controls = filters("runs", {**selects, "tier": ("tier", values("tier")),
                                 "case": ("case", values("case_id")),
                                 "outcome": ("outcome", values("outcome"))})
-    columns = [RUN_COLUMNS[0], *(Column(AXIS_NAMES[k], AXIS_NAMES[k]) for k in axes),
+    columns = [RUN_COLUMNS[0], *(Column(models.NAMES[k], models.NAMES[k]) for k in axes),
                *RUN_COLUMNS[1:]]
     return (f"<h2>Runs</h2><p class=muted>Click a header to sort, a row to open the run."
             f"</p>{controls}{tool_table('runs', columns, rows)}<div id=detail hidden></div>",

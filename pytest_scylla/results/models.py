@@ -17,6 +17,7 @@ from pytest_scylla.results import metrics, stats
 MODEL_KEY = "agent_model"
 AGENT_KEY = "agent"
 AXES = (AGENT_KEY, MODEL_KEY)  # the agent CLI, then the model: what an experiment may vary
+NAMES = {AGENT_KEY: "agent", MODEL_KEY: "model"}  # an axis as a column and filter is named
 
 
 def values(rows: Sequence[dict[str, Any]], key: str = MODEL_KEY) -> list[str]:

@@ -126,7 +126,7 @@ def tier_table(tables: Tables, where: Path) -> list[str]:
         lines.append(f"PARTIAL: {tables.partial}")
     hacked = sum(1 for r in tables.runs if int(float(r.get("integrity_findings") or 0)) > 0)
     hacks = f"{'hacks':>7}" if hacked else ""  # the column shows once a run tampered
-    head = " ".join({"agent_model": "model"}.get(k, k) for k in keys)
+    head = " ".join(models.NAMES.get(k, k) for k in keys)
     lines.append(f"{head:<{width}}{'runs':>5}"
                  f"{'pass rate [95% CI]':>24}{'score':>7}{'grade':>6}"
                  f"{'cost/run':>10}{'CoP':>10}{hacks}  note")
