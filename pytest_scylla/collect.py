@@ -15,11 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_scylla.agent_settings import adapters
 from pytest_scylla.core.record import verdict_table
 from pytest_scylla.core.runspec import RunSpec, model_label
 from pytest_scylla.formats.spec import Case, load_case
 from pytest_scylla.formats.tiers import Subtest
 from pytest_scylla.formats.yamlmarks import Problem, SpecError, display
+from pytest_scylla.run.agents import unsupported
 from pytest_scylla.settings import SETTINGS_KEY, tierset
 
 if TYPE_CHECKING:
@@ -129,12 +131,18 @@ class CaseFile(pytest.File):
         for tag in set(case.tags) - registered:
             self.config.addinivalue_line("markers", f"{tag}: pytest-scylla case tag")
             registered.add(tag)
+        adapter = adapters(self.config)[settings.agent]
         for sub in subtests:
+            why = unsupported(adapter, sub)  # not applicable to this CLI: skipped, with why
             for run in range(1, settings.runs + 1):
                 for model in settings.models or ("",):
                     spec = RunSpec(case=case, subtest=sub, run=run, model=model)
-                    yield self._item(spec, [sub.tier, *marks, *(
+                    item = self._item(spec, [sub.tier, *marks, *(
                         [model_label(model)] if model else [])])
+                    if why is not None:
+                        item.add_marker(pytest.mark.skip(
+                            reason=f"not applicable to {settings.agent}: {why}"))
+                    yield item
 
     def _item(self, spec: RunSpec, marks: list[str]) -> RunItem:
         item = RunItem.from_parent(self, name=spec.key.item_name, callobj=run_case)

@@ -33,8 +33,8 @@ OPTIONS: tuple[tuple[str, str, str, str], ...] = (
     ("shard", "run only share I of N of the selected runs (CI matrix jobs, Kubernetes Indexed "
      "Jobs): runs are split by their key, so the N shards partition the selection exactly; "
      "merge the shards' folders with `scylla report` (default: all)", "I/N", ""),
-    ("agent", "the agent CLI adapter: claude-code, or one a plugin adds through the "
-     "pytest_scylla_agents hook (default claude-code)", "NAME", "claude-code"),
+    ("agent", "the agent CLI adapter: claude-code, codex, gemini-cli, opencode, or one a plugin "
+     "adds through the pytest_scylla_agents hook (default claude-code)", "NAME", "claude-code"),
     ("model", f"model id the agent runs with unless a subtest sets one (default {DEFAULT_MODEL})",
      "MODEL", DEFAULT_MODEL),
     ("models", "a model axis: every run once per model, comma-separated model ids, e.g. "

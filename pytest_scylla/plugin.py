@@ -27,20 +27,21 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 
 def pytest_scylla_agents(config: pytest.Config) -> list[Any]:
-    """The built-in adapter: Claude Code."""
-    from pytest_scylla.run.agents.claude_code import ADAPTER
+    """The built-in adapters: Claude Code, Codex, Gemini CLI, opencode."""
+    from pytest_scylla.run.agents import claude_code, codex, gemini_cli, opencode
 
-    return [ADAPTER]
+    return [claude_code.ADAPTER, codex.ADAPTER, gemini_cli.ADAPTER, opencode.ADAPTER]
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_scylla_runtime(config: pytest.Config) -> Any:
     """The built-in runtime: gateway, sandbox and the real CLI (its baseline measured)."""
+    from pytest_scylla.agent_settings import adapters
     from pytest_scylla.run.runtime import build
 
-    return build(config.stash[settings.SETTINGS_KEY], config.stash[EXPERIMENT_KEY],
-                 config.stash[SESSION_KEY], settings.tierset(config),
-                 settings.agent_adapter(config))
+    chosen = config.stash[settings.SETTINGS_KEY]
+    return build(chosen, config.stash[EXPERIMENT_KEY], config.stash[SESSION_KEY],
+                 settings.tierset(config), adapters(config)[chosen.agent])
 
 
 @pytest.hookimpl(trylast=True)

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from pytest_scylla.agent_settings import agent_settings
 from pytest_scylla.core.folders import read_problem, write_problem
-from pytest_scylla.core.runspec import model_label
 from pytest_scylla.formats import PACKAGED
 from pytest_scylla.formats.tiers import TIER_NAME, Subtest, TierSet, tier_files
 from pytest_scylla.formats.yamlmarks import display
@@ -128,7 +128,7 @@ def resolve(config: pytest.Config) -> Settings:
         tier_dirs=tier_dirs,
         rubrics_dir=_folder(config, "scylla_rubrics_dir", "shared rubrics (<name>.yaml)") or
         config.rootpath / "rubrics",
-        model=_model(config), models=_models(config), agent=_agent(config),
+        **agent_settings(config),
         **sandbox_settings(config),
         cli=str(_value(config, "scylla_cli")[0]).strip() or None,
         cache_dir=_folder(config, "scylla_cache_dir") or default_cache_dir(),
@@ -242,51 +242,6 @@ def _shard(config: pytest.Config) -> tuple[int, int] | None:
         raise pytest.UsageError(f"{origin}={text!r}: expected I/N with 1 <= I <= N, e.g. "
                                 "--scylla-shard=2/4 (shard 2 of 4)")
     return shard
-
-
-def _model(config: pytest.Config) -> str:
-    raw, origin = _value(config, "scylla_model")
-    model = str(raw).strip()
-    if not model or any(c.isspace() for c in model):
-        raise pytest.UsageError(f"{origin}={raw!r}: expected a model id such as {DEFAULT_MODEL}")
-    return model
-
-
-def _agent(config: pytest.Config) -> str:
-    """The adapter's name, one of those the `pytest_scylla_agents` hook registers."""
-    raw, origin = _value(config, "scylla_agent")
-    name = str(raw).strip()
-    known = sorted({a.name for found in config.hook.pytest_scylla_agents(config=config)
-                    for a in found or ()})
-    if name not in known:
-        raise pytest.UsageError(f"{origin}={raw!r}: not an agent adapter here; known: "
-                                f"{', '.join(known)} (a plugin adds one through the "
-                                "pytest_scylla_agents hook)")
-    return name
-
-
-def agent_adapter(config: pytest.Config) -> Any:
-    """The selected adapter (`run.agents.Agent`)."""
-    name = config.stash[SETTINGS_KEY].agent
-    return next(a for found in config.hook.pytest_scylla_agents(config=config)
-                for a in found or () if a.name == name)
-
-
-def _models(config: pytest.Config) -> tuple[str, ...]:
-    """The model axis: model ids, each once, whose labels (run keys) differ."""
-    raw, origin = _value(config, "scylla_models")
-    models = tuple(_list(raw) or ())
-    labels: dict[str, str] = {}
-    for model in models:
-        if any(c.isspace() for c in model):
-            raise pytest.UsageError(f"{origin}={raw!r}: {model!r} is not a model id; expected "
-                                    "ids separated by commas, e.g. claude-sonnet-5,"
-                                    "claude-haiku-4-5")
-        twin = labels.setdefault(model_label(model), model)
-        if twin != model or models.count(model) > 1:
-            raise pytest.UsageError(f"{origin}={raw!r}: {model!r} is listed twice or names "
-                                    f"the same runs as {twin!r}; list each model once")
-    return models
 
 
 def _judges(config: pytest.Config) -> tuple[tuple[JudgeSpec, ...], int]:

@@ -37,6 +37,15 @@ def test_ci_installs_what_the_tests_need() -> None:
     assert "bubblewrap" in ci
     assert re.search(r"CLAUDE_CODE_VERSION=\d+\.\d+\.\d+", ci)
     assert "@anthropic-ai/claude-code@${CLAUDE_CODE_VERSION}" in ci
+    from pytest_scylla.run.agents import claude_code, codex, gemini_cli, opencode
+
+    assert f"CLAUDE_CODE_VERSION={claude_code.PINNED_VERSION}\n" in ci  # the adapters' pins
+    assert f"CODEX_VERSION={codex.PINNED_VERSION}\n" in ci
+    assert "@openai/codex@${CODEX_VERSION}" in ci
+    assert f"GEMINI_CLI_VERSION={gemini_cli.PINNED_VERSION}\n" in ci
+    assert "@google/gemini-cli@${GEMINI_CLI_VERSION}" in ci
+    assert f"OPENCODE_VERSION={opencode.PINNED_VERSION}\n" in ci
+    assert "opencode-ai@${OPENCODE_VERSION}" in ci
 
 
 def test_pytest_help_lists_every_scylla_option(pytester: pytest.Pytester) -> None:

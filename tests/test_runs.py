@@ -121,8 +121,8 @@ import pytest_scylla.run.overlay as overlay
 
 _apply = overlay.apply
 
-def broken(sub, tiers, ws, run_dir):
-    made = _apply(sub, tiers, ws, run_dir)
+def broken(sub, tiers, ws, run_dir, mcp=None):
+    made = _apply(sub, tiers, ws, run_dir, mcp)
     if sub.ref == "T1-01":
         {action}
     return made

@@ -16,7 +16,7 @@ from typing import Any
 from pytest_scylla.core import record
 from pytest_scylla.core.tempdirs import claim_private, release_private
 from pytest_scylla.formats.tiers import Subtest, TierSet, front_matter
-from pytest_scylla.run import overlay, workspace
+from pytest_scylla.run import agents, overlay, workspace
 from pytest_scylla.run.agents import Agent, SetupError
 from pytest_scylla.run.gateway import Gateway, Route, ablation
 from pytest_scylla.run.gateway.oracle import Script
@@ -50,25 +50,14 @@ def measure(agent: Agent, gateway: Gateway, sandbox: Sandbox, cli: Path, cli_ver
             workspace.git(["init", "-q"], ws)
             workspace.git(["add", "-A"], ws)
             workspace.git(["commit", "-q", "-m", "baseline"], ws)
-            (private / "home" / ".claude").mkdir(parents=True)
             (private / "tmp").mkdir()
-            (private / "mcp.json").write_text('{"mcpServers": {}}\n', encoding="utf-8")
-            flags: tuple[str, ...] = ("--mcp-config", str(private / "mcp.json"),
-                                      "--strict-mcp-config")
-            if allow is not None:
-                flags += ("--tools", ",".join(allow))
-            if deny:
-                (ws / ".claude").mkdir()
-                (ws / ".claude" / "settings.json").write_text(json.dumps(
-                    {"permissions": {"deny": list(deny)}}), encoding="utf-8")
+            flags, extra = _bare(agent, private, allow, deny)
             key = f"baseline-{secrets.token_hex(4)}"
             probe = replace(Script.for_case("noop", None, ws), faults=False)
             route = gateway.open(Route(key=key, log_path=private / "calls.jsonl", script=probe,
                                        capture_first=True))
-            env = agent.environment(base_env(private), {
-                "HOME": str(private / "home"),
-                "CLAUDE_CONFIG_DIR": str(private / "home" / ".claude")},
-                sandbox.base_url(key))
+            env = agents.environment(agent, base_env(private), extra, sandbox.base_url(key),
+                                     model)
             argv = agent.command(sandbox.cli(cli, image), model, 1, flags)
             with open(private / "out.jsonl", "wb") as out, open(private / "err.txt", "wb") as err:
                 finished = sandbox.run(argv, ws, private, env, "Say OK.", 120, out, err,
@@ -89,6 +78,30 @@ def measure(agent: Agent, gateway: Gateway, sandbox: Sandbox, cli: Path, cli_ver
             release_private(private)
 
 
+def _bare(agent: Agent, private: Path, allow: tuple[str, ...] | None, deny: tuple[str, ...]
+          ) -> tuple[tuple[str, ...], dict[str, str]]:
+    """The flags and environment of a run that declares nothing but a tool configuration:
+    the adapter's own overlay of an empty subtest, or Claude Code's flags."""
+    ws = private / "work"
+    own = getattr(agent, "overlay", None)
+    if own is not None:
+        bare = Subtest(tier="T0", name="00-baseline", description="baseline", file=ws, line=0,
+                       tools_allow=allow, tools_deny=deny)
+        ov = own(bare, None, ws, private, {"mcpServers": {}})
+        return ov.args, ov.env
+    (private / "home" / ".claude").mkdir(parents=True)
+    (private / "mcp.json").write_text('{"mcpServers": {}}\n', encoding="utf-8")
+    flags: tuple[str, ...] = ("--mcp-config", str(private / "mcp.json"), "--strict-mcp-config")
+    if allow is not None:
+        flags += ("--tools", ",".join(allow))
+    if deny:
+        (ws / ".claude").mkdir()
+        (ws / ".claude" / "settings.json").write_text(json.dumps(
+            {"permissions": {"deny": list(deny)}}), encoding="utf-8")
+    return flags, {"HOME": str(private / "home"),
+                   "CLAUDE_CONFIG_DIR": str(private / "home" / ".claude")}
+
+
 def _baseline(data: dict[str, Any]) -> dict[str, Any]:
     """The built-ins of a stored baseline request (parsed on load, so the parser can improve)."""
     seen = ablation.observe(data["request"])
@@ -105,16 +118,21 @@ def expectation(ov: overlay.Overlay, sub: Subtest, tiers: TierSet, ws: Path,
                 baseline: dict[str, Any]) -> ablation.Expected:
     declared = ov.declared
     tools = set(baseline["tools"])
+
+    def builtin(kind: str) -> frozenset[str]:
+        return frozenset() if kind in ov.without_builtins else frozenset(baseline[kind])
+
     library = sorted({p.stem for d in tiers.dirs for p in (d / "blocks").glob("*.md")})
     prompt = sub.system_prompt
     return ablation.Expected(
-        tools=frozenset(tools), mcp_servers=frozenset(declared["mcp_servers"]),
-        skills=frozenset(baseline["skills"]) | frozenset(declared["skills"]),
-        agents=frozenset(baseline["agents"]) | frozenset(declared["agents"]),
+        tools=frozenset(tools), mcp_servers=frozenset(
+            declared["mcp_servers"] if ov.mcp_on_wire is None else ov.mcp_on_wire),
+        skills=builtin("skills") | frozenset(declared["skills"]),
+        agents=builtin("agents") | frozenset(declared["agents"]),
         tools_allow=(frozenset(declared["tools_allow"]) if declared["tools_allow"] is not None
                      else None),
         tools_deny=frozenset(declared["tools_deny"]),
-        claude_md_path=str(ws / "CLAUDE.md"),
+        claude_md_path=str(ws / ov.instructions_file),
         claude_md_blocks=tuple((b, tiers.resource_path("claude_md", b).read_text("utf-8"))
                                for b in declared["claude_md"]),
         other_blocks=tuple((b, tiers.resource_path("claude_md", b).read_text("utf-8"))

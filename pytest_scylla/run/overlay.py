@@ -25,6 +25,10 @@ class Overlay:
     written: tuple[str, ...]  # workspace paths the overlay created (kept out of the agent's diff)
     model: str | None  # the subtest's model override, if any
     declared: dict[str, Any] = field(default_factory=dict)  # what the ablation check expects
+    instructions_file: str = "CLAUDE.md"  # the workspace file the CLI reads instructions from
+    mcp_on_wire: tuple[str, ...] | None = None  # the MCP servers as the CLI names their tools
+    # kinds (skills, agents) whose built-ins this setup takes out of the request by design
+    without_builtins: tuple[str, ...] = ()
 
 
 def _substitute(value: str, values: dict[str, str]) -> str:
@@ -55,18 +59,38 @@ def mcp_config(sub: Subtest, tiers: TierSet, workspace: Path, run_dir: Path) -> 
     return {"mcpServers": servers}
 
 
-def apply(sub: Subtest, tiers: TierSet, workspace: Path, run_dir: Path) -> Overlay:
-    """Write the subtest's files into `workspace` and `run_dir`; return flags and environment."""
-    written: list[str] = []
+def write_instructions(sub: Subtest, tiers: TierSet, workspace: Path, name: str) -> list[str]:
+    """The subtest's instruction blocks appended to the workspace's instructions file `name`
+    (CLAUDE.md, AGENTS.md, ...); the paths written."""
+    if not sub.claude_md:
+        return []
+    blocks = [tiers.resource_path("claude_md", b).read_text(encoding="utf-8").strip()
+              for b in sub.claude_md]
+    target = workspace / name
+    existing = target.read_text(encoding="utf-8").rstrip() if target.exists() else ""
+    target.write_text(BLOCK_SEPARATOR.join([t for t in (existing, *blocks) if t]) + "\n",
+                      encoding="utf-8")
+    return [name]
+
+
+def declaration(sub: Subtest) -> dict[str, Any]:
+    """What the subtest declares, as the ablation check and the records name it."""
+    prompt = sub.system_prompt
+    return {
+        "system_prompt": prompt.mode if prompt else "default",
+        "claude_md": list(sub.claude_md), "skills": list(sub.skills),
+        "agents": list(sub.agents), "mcp_servers": list(sub.mcp_servers),
+        "tools_allow": list(sub.tools_allow) if sub.tools_allow is not None else None,
+        "tools_deny": list(sub.tools_deny),
+    }
+
+
+def apply(sub: Subtest, tiers: TierSet, workspace: Path, run_dir: Path,
+          mcp: dict[str, Any] | None = None) -> Overlay:
+    """Write the subtest's files into `workspace` and `run_dir`; return flags and environment.
+    `mcp`: the MCP configuration to use (default: the subtest's, as declared)."""
+    written = write_instructions(sub, tiers, workspace, "CLAUDE.md")
     claude = workspace / ".claude"
-    if sub.claude_md:
-        blocks = [tiers.resource_path("claude_md", b).read_text(encoding="utf-8").strip()
-                  for b in sub.claude_md]
-        target = workspace / "CLAUDE.md"
-        existing = target.read_text(encoding="utf-8").rstrip() if target.exists() else ""
-        target.write_text(BLOCK_SEPARATOR.join([t for t in (existing, *blocks) if t]) + "\n",
-                          encoding="utf-8")
-        written.append("CLAUDE.md")
     for name in sub.skills:
         source = tiers.resource_path("skills", name).parent
         shutil.copytree(source, claude / "skills" / name, symlinks=False, dirs_exist_ok=True)
@@ -89,7 +113,7 @@ def apply(sub: Subtest, tiers: TierSet, workspace: Path, run_dir: Path) -> Overl
     home = run_dir / "home"
     (home / ".claude").mkdir(parents=True, exist_ok=True)
     config_file = run_dir / "mcp.json"
-    config = mcp_config(sub, tiers, workspace, run_dir)
+    config = mcp if mcp is not None else mcp_config(sub, tiers, workspace, run_dir)
     config_file.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     # Always strict: a workspace .mcp.json must never add servers the subtest did not declare.
     args: list[str] = ["--mcp-config", str(config_file), "--strict-mcp-config"]
@@ -108,12 +132,5 @@ def apply(sub: Subtest, tiers: TierSet, workspace: Path, run_dir: Path) -> Overl
         "MCP_CONNECTION_NONBLOCKING": "false",
         "MCP_TIMEOUT": "60000",
     }
-    declared = {
-        "system_prompt": prompt.mode if prompt else "default",
-        "claude_md": list(sub.claude_md), "skills": list(sub.skills),
-        "agents": list(sub.agents), "mcp_servers": list(sub.mcp_servers),
-        "tools_allow": list(sub.tools_allow) if sub.tools_allow is not None else None,
-        "tools_deny": list(sub.tools_deny),
-    }
     return Overlay(args=tuple(args), env=env, written=tuple(written), model=sub.model,
-                   declared=declared)
+                   declared=declaration(sub))

@@ -23,6 +23,7 @@ from pytest_scylla.core.tempdirs import claim_private, release_private
 from pytest_scylla.formats.provenance import Conditions
 from pytest_scylla.judging import judge_run
 from pytest_scylla.run import (
+    agents,
     checks,
     hostile,
     integrity,
@@ -31,7 +32,7 @@ from pytest_scylla.run import (
     source_checks,
     workspace,
 )
-from pytest_scylla.run.agents import Result, SetupError
+from pytest_scylla.run.agents import Result, SetupError, overlay_for
 from pytest_scylla.run.baseline import delegates, expectation
 from pytest_scylla.run.gateway import Route
 from pytest_scylla.run.gateway.oracle import Script, mode_for
@@ -269,13 +270,11 @@ def _prepare(run: Run, rec: RunRecord) -> tuple[workspace.Workspace, overlay.Ove
     assert run.harness is not None
     work = run.private / "work"
     ws = workspace.create(case, work, rt.settings.cache_dir, run.harness)
-    ov = overlay.apply(sub, rt.tiers, work, run.private)
-    config_file = run.private / "mcp.json"
     declarations = {n: json.loads(rt.tiers.resource_path("mcp_servers", n).read_text("utf-8"))
                     for n in sub.mcp_servers}
-    config = mcp_install.localize(json.loads(config_file.read_text("utf-8")), declarations,
-                                  rt.settings.cache_dir)
-    config_file.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    mcp = mcp_install.localize(overlay.mcp_config(sub, rt.tiers, work, run.private),
+                               declarations, rt.settings.cache_dir)
+    ov = overlay_for(rt.agent)(sub, rt.tiers, work, run.private, mcp)
     rec["source"] = {"repo": case.source.repo, "commit": case.source.commit,
                      "path": case.source.path.name if case.source.path else None,
                      "base_commit": ws.base_commit}
@@ -291,7 +290,9 @@ def _prepare(run: Run, rec: RunRecord) -> tuple[workspace.Workspace, overlay.Ove
     max_cost = rt.settings.max_run_cost
     run.route = rt.gateway.open(Route(
         key=f"{spec.key.folder}-{secrets.token_hex(8)}",
-        log_path=run.run_dir / "model_calls.jsonl", upstream="oracle" if oracle else "anthropic",
+        log_path=run.run_dir / "model_calls.jsonl",
+        upstream="oracle" if oracle else getattr(rt.agent, "upstream", "anthropic"),
+        upstream_url=None if oracle else getattr(rt.agent, "upstream_url", None),
         max_cost_usd=max_cost if max_cost is not None else case.max_cost_usd,
         bodies_dir=run.run_dir / "bodies" if rt.settings.record_bodies else None,
         script=script, expected=expected))
@@ -305,7 +306,8 @@ def _agent(run: Run, ov: overlay.Overlay, rec: RunRecord) -> tuple[Finished, str
     assert run.private is not None
     cli = rt.sandbox.cli(rt.cli, rt.image(spec))
     argv = rt.agent.command(cli, rt.model(spec), spec.case.max_turns, ov.args)
-    env = rt.agent.environment(base_env(run.private), ov.env, rt.sandbox.base_url(route.key))
+    env = agents.environment(rt.agent, base_env(run.private), ov.env,
+                             rt.sandbox.base_url(route.key), rt.model(spec))
     prompt = spec.case.prompt.read_text(encoding="utf-8")
     run.timings["setup_s"] = round(time.monotonic() - run.began, 3)
     transcript = run.run_dir / "transcript.jsonl"

@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from pytest_scylla.formats.tiers import Subtest
+    from pytest_scylla.run.overlay import Overlay
 
 
 @dataclass
@@ -53,7 +59,7 @@ class Result:
                 "sub_agent_calls": sum(n.split("/")[-1] in ("Agent", "Task")
                                        for n in self.tool_calls),
                 "turns": self.num_turns,
-                "used": {kind: {str(name): name in used[kind]
+                "used": {kind: {str(name): _plain(name) in {_plain(u) for u in used[kind]}
                                 for name in declared.get(kind) or ()} for kind in used}}
 
     def to_json(self) -> dict[str, Any]:
@@ -64,6 +70,11 @@ class Result:
         return {"result_seen": data.pop("found"), **data}
 
 
+def _plain(name: str) -> str:
+    """A component's name as every CLI can spell it (some drop `-` and `_` from MCP servers)."""
+    return "".join(c for c in name.lower() if c.isalnum())
+
+
 TRAJECTORY = ("tool_calls", "tool_errors", "skills_used", "agents_used", "mcp_used")
 
 
@@ -72,7 +83,15 @@ class SetupError(RuntimeError):
 
 
 class Agent(Protocol):
-    """One agent CLI, headless: the prompt on stdin, a transcript on stdout."""
+    """One agent CLI, headless: the prompt on stdin, a transcript on stdout.
+
+    Optional members (see `overlay_for`, `unsupported`): `overlay(sub, tiers, workspace,
+    run_dir, mcp)` writes a subtest's components as this CLI reads them (default: Claude Code's
+    CLAUDE.md, .claude/ and flags); `unsupported(sub)` says why the CLI cannot express a
+    subtest (collected as skipped with that reason); `upstream` names the vendor API of real
+    runs (default `anthropic`); `default_model` is the model when none is given. An
+    `environment` with a `model` parameter is also given the run's model (see `environment`).
+    """
 
     name: str  # what --scylla-agent names, and the records' `agent`
 
@@ -98,3 +117,28 @@ class Agent(Protocol):
     def parse(self, transcript: Path) -> Result:
         """What the CLI said about its run, read from its transcript (untrusted data)."""
         ...
+
+
+def overlay_for(agent: Agent) -> Callable[..., Overlay]:
+    """The adapter's tier overlay (`overlay(sub, tiers, workspace, run_dir, mcp)`), else Claude
+    Code's."""
+    from pytest_scylla.run import overlay
+
+    return getattr(agent, "overlay", None) or overlay.apply
+
+
+def unsupported(agent: Agent, sub: Subtest) -> str | None:
+    """Why the adapter's CLI cannot run `sub` as declared; None when it can."""
+    check = getattr(agent, "unsupported", None)
+    return check(sub) if check is not None else None
+
+
+def environment(agent: Agent, base: dict[str, str], overlay_env: dict[str, str],
+                base_url: str, model: str) -> dict[str, str]:
+    """The adapter's environment for a run; the model too when its `environment` takes one
+    (a CLI that must list the model in its configuration)."""
+    import inspect
+
+    if "model" in inspect.signature(agent.environment).parameters:
+        return agent.environment(base, overlay_env, base_url, model=model)  # type: ignore[call-arg]
+    return agent.environment(base, overlay_env, base_url)

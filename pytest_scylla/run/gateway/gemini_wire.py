@@ -45,7 +45,8 @@ def _parts(blocks: list[dict[str, Any]], structured: bool) -> list[dict[str, Any
     if structured and calls:
         return [{"text": json.dumps(calls[0]["input"])}]
     return [{"text": b["text"]} if b["type"] == "text" else
-            {"functionCall": {"name": b["name"], "args": b["input"]}} for b in blocks]
+            {"functionCall": {"id": b["id"], "name": b["name"], "args": b["input"]}}
+            for b in blocks]
 
 
 def response(msg_id: str, model: str, blocks: list[dict[str, Any]], stop_reason: str,

@@ -30,9 +30,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_scylla.run.gateway import attack, gemini_wire, openai_wire, responses_wire, sse
+from pytest_scylla.run.gateway import (
+    attack,
+    gemini_wire,
+    openai_wire,
+    responses_wire,
+    sse,
+    turns,
+)
 
-TOOL_ID = "toolu_oracle_"
+TOOL_ID = turns.TOOL_ID
 JUDGE_TOOL = "submit_verdict"
 STRUCTURED_TOOL = "StructuredOutput"  # how `claude -p --json-schema` asks for its answer
 FAULTS = ("stall", "overloaded", "crash", "rate-limited", "usage-limit")
@@ -97,28 +104,24 @@ def fault() -> str | None:
 
 
 def tool_names(request: dict[str, Any]) -> set[str]:
-    return {t.get("name", "") for t in request.get("tools") or [] if isinstance(t, dict)}
+    return set(turns.tools(request))
+
+
+# The main agent's file and shell tools, per CLI: Claude Code, Codex, Gemini CLI, opencode
+MAIN_TOOLS = frozenset({"Write", "Edit", "Bash", "exec_command", "shell", "apply_patch",
+                        "write_file", "run_shell_command", "write", "bash"})
 
 
 def is_main_agent(request: dict[str, Any]) -> bool:
     """The main agent's calls carry its file tools; side calls carry none of them."""
-    return bool(tool_names(request) & {"Write", "Edit", "Bash"})
+    return bool(tool_names(request) & MAIN_TOOLS)
 
 
 def _last_results(request: dict[str, Any]) -> list[dict[str, Any]]:
-    """The tool results in the conversation's last message."""
+    """The tool results in the conversation's last message (Anthropic)."""
     content = (request.get("messages") or [{}])[-1].get("content")
     return [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"] \
         if isinstance(content, list) else []
-
-
-def _oracle_turns(request: dict[str, Any]) -> tuple[int, bool]:
-    """(how many oracle tool turns are in the conversation, whether the last one failed)."""
-    turns = sum(1 for m in request.get("messages", [])
-                if m.get("role") == "assistant" and isinstance(m.get("content"), list) and any(
-                    b.get("type") == "tool_use" and str(b.get("id", "")).startswith(TOOL_ID)
-                    for b in m["content"] if isinstance(b, dict)))
-    return turns, any(b.get("is_error") for b in _last_results(request))
 
 
 DELEGATE_MARK = re.compile(r"\[scylla-oracle level (\d+)\]")
@@ -153,18 +156,17 @@ def uses(script: Script, request: dict[str, Any]) -> list[list[tuple[str, dict[s
     tool) and each declared MCP server's first offered tool whose required inputs are all
     strings, before the work."""
     wanted = {w.strip() for w in os.environ.get("SCYLLA_ORACLE_USE", "").split(",")}
-    offered = [t for t in request.get("tools") or [] if isinstance(t, dict)]
+    offered = turns.tools(request)
     calls: list[tuple[str, dict[str, Any]]] = []
-    if "skills" in wanted and any(t.get("name") == "Skill" for t in offered):
+    if "skills" in wanted and "Skill" in offered:
         calls += [("Skill", {"skill": name}) for name in script.skills]
-    for server in script.mcp_servers if "mcp" in wanted else ():
-        for tool in offered:
-            schema = tool.get("input_schema") or {}
+    for server in script.mcp_servers if "mcp" in wanted and "messages" in request else ():
+        for name, schema in offered.items():
             props = schema.get("properties") or {}
             required = schema.get("required") or []
-            if str(tool.get("name", "")).startswith(f"mcp__{server}__") and all(
+            if name.startswith(f"mcp__{server}__") and all(
                     (props.get(r) or {}).get("type") == "string" for r in required):
-                calls.append((str(tool["name"]), {r: "scylla oracle" for r in required}))
+                calls.append((name, {r: "scylla oracle" for r in required}))
                 break
     return [calls] if calls else []
 
@@ -179,12 +181,38 @@ def plan(script: Script, tools: set[str]) -> list[list[tuple[str, dict[str, Any]
                     for rel, _ in script.files if rel in script.existing]
         writes = [("Write", {"file_path": p, "content": t}) for p, t in paths]
         return [existing, writes] if existing else [writes]
-    if "Bash" in tools:
-        writer = shlex.quote("import sys; open(sys.argv[1], 'w').write(sys.argv[2])")
-        commands = [f"mkdir -p {shlex.quote(str(Path(path).parent))} && python3 -c {writer} "
-                    f"{shlex.quote(path)} {shlex.quote(text)}" for path, text in paths]
-        return [[("Bash", {"command": c, "description": "Write a file"}) for c in commands]]
-    return []
+    if "write_file" in tools:  # Gemini CLI
+        return [[("write_file", {"file_path": p, "content": t}) for p, t in paths]]
+    if "write" in tools:  # opencode
+        return [[("write", {"filePath": p, "content": t}) for p, t in paths]]
+    writer = shlex.quote("import sys; open(sys.argv[1], 'w').write(sys.argv[2])")
+    commands = [f"mkdir -p {shlex.quote(str(Path(path).parent))} && python3 -c {writer} "
+                f"{shlex.quote(path)} {shlex.quote(text)}" for path, text in paths]
+    calls = [shell_call(tools, c, "Write a file") for c in commands]
+    return [[c for c in calls if c is not None]] if all(calls) else []
+
+
+def _portable(calls: tuple[tuple[str, dict[str, Any]], ...], tools: set[str]
+              ) -> list[tuple[str, dict[str, Any]]]:
+    """An attack's calls for this CLI: its `Bash` calls through the shell tool it offers."""
+    found = [shell_call(tools, str(args.get("command", "")), "attack")
+             if name == "Bash" and "Bash" not in tools else (name, args) for name, args in calls]
+    return [call for call in found if call is not None]
+
+
+def shell_call(tools: set[str], command: str, why: str) -> tuple[str, dict[str, Any]] | None:
+    """A call of the offered shell tool running `command`, in that CLI's argument names."""
+    if "Bash" in tools:  # Claude Code
+        return "Bash", {"command": command, "description": why}
+    if "exec_command" in tools:  # Codex
+        return "exec_command", {"cmd": command}
+    if "run_shell_command" in tools:  # Gemini CLI
+        return "run_shell_command", {"command": command, "description": why}
+    if "bash" in tools:  # opencode
+        return "bash", {"command": command, "description": why}
+    if "shell" in tools:  # Codex with the older shell tool
+        return "shell", {"command": ["bash", "-lc", command]}
+    return None
 
 
 def judge_faults() -> dict[str, str]:
@@ -225,15 +253,16 @@ def _judge(script: Script, request: dict[str, Any]) -> Reply:
         verdict = {"items": {i: {**v, "achieved": 0} for i, v in verdict["items"].items()},
                    "reasoning": "(oracle: a harsh judge, disagreeing on purpose)"}
     name = STRUCTURED_TOOL if STRUCTURED_TOOL in tool_names(request) else JUDGE_TOOL
-    turns = request.get("messages") or request.get("input") or []  # Responses: `input`
-    block = {"type": "tool_use", "id": f"toolu_oracle_verdict_{len(turns)}",
+    history = request.get("messages") or request.get("input") or []  # Responses: `input`
+    block = {"type": "tool_use", "id": f"toolu_oracle_verdict_{len(history)}",
              "name": name, "input": verdict}
     return Reply(200, [block], stop_reason="tool_use")
 
 
 def answer(script: Script, request: dict[str, Any], attempt: int = 0) -> Reply:
     """The oracle's next reply to `request` (`attempt`: the gateway's retry count for it)."""
-    if (request.get("tool_choice") or {}).get("name") == JUDGE_TOOL or (
+    choice = request.get("tool_choice")  # an object (Anthropic), or a word like "auto"
+    if (isinstance(choice, dict) and choice.get("name") == JUDGE_TOOL) or (
             script.verdict is not None and tool_names(request) == {STRUCTURED_TOOL}) or (
             JUDGE_TOOL in (openai_wire.schema_name(request),  # an OpenAI judge's schema
                            responses_wire.schema_name(request))) or (
@@ -256,22 +285,22 @@ def answer(script: Script, request: dict[str, Any], attempt: int = 0) -> Reply:
         return _text("Done: the requested change is in place.")
     hostile = attack.current() if script.faults else None
     if hostile is not None:
-        turn = _oracle_turns(request)[0]
-        return _tools(turn, list(hostile.steps[turn])) if turn < len(hostile.steps) else \
-            _text(hostile.final)
+        turn = turns.oracle_turns(request)[0]
+        return _tools(turn, _portable(hostile.steps[turn], tool_names(request))) \
+            if turn < len(hostile.steps) else _text(hostile.final)
     if injected == "stall":
         return Reply(200, [], stall=True)
-    turns, failed = _oracle_turns(request)
+    done, failed = turns.oracle_turns(request)
     if injected == "crash":
-        if turns == 0:
-            return _tools(0, [("Bash", {"command": "kill -KILL $PPID",
-                                        "description": "Stop the CLI (oracle crash fault)"})])
+        kill = shell_call(tool_names(request), "kill -KILL $PPID", "Stop the CLI (crash fault)")
+        if done == 0 and kill is not None:
+            return _tools(0, [kill])
         return _text("The CLI should not have survived.")
     if failed:
         return _text("A tool call failed; stopping without finishing the change.")
     level = _level(request)
     if script.mode != "noop" and level < len(script.delegates) and "Agent" in tool_names(request):
-        if turns == 0:
+        if done == 0:
             agent = script.delegates[level]
             return _tools(0, [("Agent", {
                 "description": f"Hand the change to {agent}", "subagent_type": agent,
@@ -282,8 +311,8 @@ def answer(script: Script, request: dict[str, Any], attempt: int = 0) -> Reply:
     if script.mode == "noop":
         return _text("I read the task and decided to make no changes.")
     steps = (uses(script, request) if level == 0 else []) + work
-    if turns < len(steps):
-        return _tools(turns, steps[turns], level)
+    if done < len(steps):
+        return _tools(done, steps[done], level)
     if not work:
         return _text("No file-writing tool is available, so I could not apply the change.")
     names = ", ".join(rel for rel, _ in script.files)

@@ -18,9 +18,8 @@ INFRA_STATUSES = frozenset({408, 429, 500, 502, 503, 504, 529})
 # What each upstream's clients may call (paths below the route); anything else is refused with
 # 403 and never forwarded: the credential serves model calls only, each one logged and priced.
 ENDPOINTS = {"anthropic": frozenset({"/v1/messages", "/v1/messages/count_tokens"}),
-             "openai": frozenset({"/chat/completions"})}
-# the oracle speaks all of them (the Responses API only to it, until a relay reads its usage)
-ENDPOINTS["oracle"] = ENDPOINTS["anthropic"] | ENDPOINTS["openai"] | {"/responses"}
+             "openai": frozenset({"/chat/completions", "/responses"})}
+ENDPOINTS["oracle"] = ENDPOINTS["anthropic"] | ENDPOINTS["openai"]  # and Gemini's
 
 
 def allowed(upstream: str, path: str) -> bool:

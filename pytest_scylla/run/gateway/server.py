@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from pytest_scylla.core import pricing
 from pytest_scylla.core.tempdirs import claim_private, release_private
-from pytest_scylla.run.gateway import ablation, oracle, upstreams
+from pytest_scylla.run.gateway import ablation, gemini_wire, oracle, upstreams
 from pytest_scylla.run.gateway.routes import (
     RetryPolicy,
     Route,
@@ -24,6 +24,8 @@ from pytest_scylla.run.gateway.routes import (
 )
 
 DEFAULT_UPSTREAM = "https://api.anthropic.com"
+# the agent's model calls, whose first one the ablation check reads (by wire format)
+MODEL_CALLS = frozenset({"/v1/messages", "/responses", "/chat/completions"})
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -181,7 +183,8 @@ class Gateway:
             request = {}
         entry: dict[str, Any] = {
             "ts": now(), "run": route.key, "seq": seq, "endpoint": path,
-            "upstream": route.upstream, "model_requested": request.get("model"),
+            "upstream": route.upstream,
+            "model_requested": request.get("model") or (gemini_wire.match(path) or [None])[0],
             "role": "main" if oracle.is_main_agent(request) else "side",
             "stream": bool(request.get("stream")), "request_bytes": len(body)}
         if route.bodies_dir is not None:
@@ -224,8 +227,7 @@ class Gateway:
             route.budget_exceeded = True
             return (f"pytest-scylla: this run's budget of ${route.max_cost_usd:.2f} is spent "
                     f"(${route.spent_usd:.4f}); no further model calls")
-        if path.startswith("/v1/messages") and not path.startswith("/v1/messages/count") \
-                and oracle.is_main_agent(request):
+        if (path in MODEL_CALLS or gemini_wire.match(path)) and oracle.is_main_agent(request):
             with route.lock:
                 first = route.first_request is None
                 if first:

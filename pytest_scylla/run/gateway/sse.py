@@ -10,6 +10,8 @@ USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_creation_input_tokens",
                 "cache_read_input_tokens")
 # OpenAI-compatible chat completions (judges of kind `openai:`) name the same counts otherwise
 OPENAI_USAGE = {"prompt_tokens": "input_tokens", "completion_tokens": "output_tokens"}
+# the events that end an OpenAI Responses stream, each carrying the whole response
+RESPONSE_ENDS = ("response.completed", "response.incomplete", "response.failed")
 
 
 def event(name: str, data: dict[str, Any]) -> bytes:
@@ -84,8 +86,23 @@ class UsageReader:
         elif kind == "message_delta":
             self._usage(data.get("usage"))
             self.stop_reason = data.get("delta", {}).get("stop_reason") or self.stop_reason
+        elif kind in RESPONSE_ENDS and isinstance(data.get("response"), dict):
+            self._response(data["response"])
         elif kind == "error":
             self.error = data.get("error")
+
+    def _response(self, response: dict[str, Any]) -> None:
+        """An OpenAI Responses `response` (Codex): cached input is part of `input_tokens`."""
+        self.model = response.get("model") or self.model
+        self.stop_reason = response.get("status") or self.stop_reason
+        usage = response.get("usage")
+        if isinstance(usage, dict) and isinstance(usage.get("input_tokens"), int):
+            cached = (usage.get("input_tokens_details") or {}).get("cached_tokens") or 0
+            self.usage = {"input_tokens": usage["input_tokens"] - int(cached),
+                          "cache_read_input_tokens": int(cached),
+                          "output_tokens": int(usage.get("output_tokens") or 0)}
+        if isinstance(response.get("error"), dict):
+            self.error = response["error"]
 
     def _usage(self, usage: Any) -> None:
         if isinstance(usage, dict):
@@ -102,7 +119,9 @@ class UsageReader:
             data = json.loads(body)
         except ValueError:
             return
-        if isinstance(data, dict):
+        if isinstance(data, dict) and data.get("object") == "response":
+            self._response(data)
+        elif isinstance(data, dict):
             self.model = data.get("model")
             self._usage(data.get("usage"))
             choices = data.get("choices")

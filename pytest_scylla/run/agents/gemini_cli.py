@@ -1,0 +1,222 @@
+"""Google's Gemini CLI, headless: the prompt on stdin, `--output-format stream-json`, the run's own
+HOME with a `.gemini/settings.json` (API-key auth, no usage statistics, the subtest's MCP servers)
+and `GOOGLE_GEMINI_BASE_URL` at the gateway (Gemini's `streamGenerateContent`).
+
+Measured with Gemini CLI 0.61.0 (docs/gemini-cli.md): the system prompt is `systemInstruction`
+(with the skills list `<available_skills>` and the sub-agents list in it); GEMINI.md of the
+workspace goes into the first user message (`--- Context from: <path> ---`); skills under
+`~/.gemini/skills/<name>/SKILL.md`; MCP tools are named `mcp_<server>_<tool>`;
+`GEMINI_SYSTEM_MD=<file>` replaces the system prompt. It has no append mode, no max-turns flag
+(the run's budget and timeout bound it) and the tier's sub-agents and tool lists name Claude
+Code's tools: subtests that need those are not applicable.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from pytest_scylla.formats.tiers import Subtest, TierSet
+from pytest_scylla.run import overlay
+from pytest_scylla.run.agents import Result, SetupError
+from pytest_scylla.run.agents.claude_code import events
+from pytest_scylla.run.gateway.routes import UpstreamSetupError
+
+NAME = "gemini-cli"
+PINNED_VERSION = "0.61.0"  # what .ci/run installs
+DUMMY_KEY = "scylla-dummy-key-the-gateway-holds-the-real-one"
+INSTRUCTIONS_FILE = "GEMINI.md"
+SERVER_NAME = re.compile(r"[^A-Za-z0-9]")  # tools are mcp_<server>_<tool>: no `_` in <server>
+SETTINGS = {  # API-key auth (else exit 41); nothing leaves the run but model calls
+    "security": {"auth": {"selectedType": "gemini-api-key"}},
+    "privacy": {"usageStatisticsEnabled": False},
+    "telemetry": {"enabled": False},
+    "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False,
+                "maxAttempts": 3},
+}
+FIXED_ENV = {"GEMINI_CLI_TRUST_WORKSPACE": "true", "GEMINI_CLI_NO_RELAUNCH": "1"}
+
+
+def find_cli(explicit: str | None) -> Path:
+    found = shutil.which(explicit or "gemini")
+    if found is None:
+        raise SetupError(f"Gemini CLI '{explicit or 'gemini'}' not found on PATH; install it "
+                         f"with `npm install -g @google/gemini-cli@{PINNED_VERSION}` or point "
+                         "--scylla-cli at it")
+    return Path(found)
+
+
+@functools.lru_cache(maxsize=8)
+def version(cli: Path) -> str:
+    try:
+        done = subprocess.run([str(cli), "--version"], capture_output=True, text=True,
+                              timeout=60, env={"PATH": f"{cli.parent}:/usr/bin:/bin",
+                                               "HOME": "/nonexistent", **FIXED_ENV})
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise SetupError(f"{cli} --version failed: {exc}") from None
+    if done.returncode != 0:
+        raise SetupError(f"{cli} --version exited {done.returncode}: "
+                         f"{(done.stderr or done.stdout).strip()[:300]}")
+    return done.stdout.strip()
+
+
+def unsupported(sub: Subtest) -> str | None:
+    """Why Gemini CLI cannot run this subtest as declared (None: it can)."""
+    if sub.agents:
+        return ("the tier's sub-agents name Claude Code's tools, which Gemini CLI does not have "
+                "(the subtest declares agents)")
+    if sub.tools_allow is not None or sub.tools_deny:
+        return "the tier's tool lists name Claude Code's tools (the subtest restricts tools)"
+    if sub.settings:
+        return "the subtest's settings are Claude Code settings"
+    if sub.system_prompt is not None and sub.system_prompt.mode in ("none", "append"):
+        return f"Gemini CLI has no '{sub.system_prompt.mode}' system prompt mode"
+    return None
+
+
+def apply(sub: Subtest, tiers: TierSet, workspace: Path, run_dir: Path,
+          mcp: dict[str, Any] | None = None) -> overlay.Overlay:
+    """The subtest as Gemini CLI expresses it: GEMINI.md, skills and settings in the run's HOME,
+    a replacement system prompt through GEMINI_SYSTEM_MD. ValueError for what it cannot."""
+    reason = unsupported(sub)
+    if reason is not None:
+        raise ValueError(reason)
+    written = overlay.write_instructions(sub, tiers, workspace, INSTRUCTIONS_FILE)
+    home = run_dir / "home"
+    dot = home / ".gemini"
+    dot.mkdir(parents=True, exist_ok=True)
+    for name in sub.skills:
+        shutil.copytree(tiers.resource_path("skills", name).parent, dot / "skills" / name,
+                        symlinks=False, dirs_exist_ok=True)
+    servers = (mcp if mcp is not None else overlay.mcp_config(sub, tiers, workspace, run_dir)
+               )["mcpServers"]
+    wire = {name: SERVER_NAME.sub("", name) for name in servers}
+    settings = {**SETTINGS, "mcpServers": {
+        wire[name]: {k: s[k] for k in ("command", "args", "env") if s.get(k)}
+        for name, s in servers.items()}}
+    (dot / "settings.json").write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
+    env = {"HOME": str(home), **FIXED_ENV}
+    prompt = sub.system_prompt
+    source = prompt.file if prompt is not None else None  # replace: the only mode it has
+    replaced = source is not None
+    if source is not None:
+        target = run_dir / "system.md"
+        shutil.copyfile(source, target)
+        env["GEMINI_SYSTEM_MD"] = str(target)
+    return overlay.Overlay(args=(), env=env, written=tuple(written), model=sub.model,
+                           declared=overlay.declaration(sub), instructions_file=INSTRUCTIONS_FILE,
+                           mcp_on_wire=tuple(wire.values()),
+                           # the sub-agents list lives in the default system prompt only
+                           without_builtins=("agents",) if replaced else ())
+
+
+def command(cli: Path | str, model: str, max_turns: int, overlay_args: tuple[str, ...]
+            ) -> list[str]:
+    return [str(cli), "--yolo", "--model", model, "--output-format", "stream-json",
+            *overlay_args]
+
+
+def environment(base: dict[str, str], overlay_env: dict[str, str],
+                base_url: str) -> dict[str, str]:
+    return {**base, **overlay_env, **FIXED_ENV, "GOOGLE_GEMINI_BASE_URL": base_url,
+            "GEMINI_API_KEY": DUMMY_KEY}
+
+
+def _tool(event: dict[str, Any], result: Result) -> None:
+    name = str(event.get("tool_name") or "?")
+    raw = event.get("parameters")
+    given: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    result.tool_calls.append(name)
+    if name == "activate_skill" and isinstance(given.get("name"), str):
+        found, value = result.skills_used, given["name"]
+    elif name == "invoke_agent" and isinstance(given.get("agent_name"), str):
+        found, value = result.agents_used, given["agent_name"]
+    elif name.startswith("mcp_") and name.count("_") >= 2:
+        found, value = result.mcp_used, name.split("_")[1]
+    else:
+        return
+    if value not in found:
+        found.append(value)
+
+
+def parse(transcript: Path) -> Result:
+    """Read the stream-json transcript (JSON lines; a cut-off last line is skipped)."""
+    result = Result()
+    if not transcript.exists():
+        return result
+    said: list[str] = []  # the assistant's text since the last tool call: its final message
+    for event in events(transcript):
+        result.events += 1
+        kind = event.get("type")
+        if kind == "init":
+            result.init = {"model": event.get("model"), "session_id": event.get("session_id")}
+        elif kind == "message" and event.get("role") == "assistant":
+            said.append(str(event.get("content") or ""))
+        elif kind == "tool_use":
+            _tool(event, result)
+            said = []
+        elif kind == "tool_result" and event.get("status") == "error":
+            result.tool_errors += 1
+        elif kind == "result":
+            result.found, result.subtype = True, str(event.get("status") or "")
+            error = event.get("error") if isinstance(event.get("error"), dict) else None
+            result.is_error = result.subtype != "success"
+            raw = event.get("stats")
+            stats: dict[str, Any] = raw if isinstance(raw, dict) else {}
+            cached = int(stats.get("cached") or 0)
+            if isinstance(stats.get("input_tokens"), int):
+                result.usage = {"input_tokens": stats["input_tokens"] - cached,
+                                "cache_read_input_tokens": cached,
+                                "output_tokens": int(stats.get("output_tokens") or 0)}
+            result.model_usage = stats.get("models") or {}
+            result.duration_ms = stats.get("duration_ms")
+            if error is not None:
+                result.terminal_reason = str(error.get("type") or "")
+                said = [str(error.get("message") or "")]
+    result.final_message = "".join(said)[:20000]
+    return result
+
+
+class GeminiCli:
+    """The Gemini CLI adapter (`agents.Agent`)."""
+
+    name = NAME
+    upstream = "gemini"  # the vendor API a real run goes to
+    default_model = "gemini-2.5-pro"
+
+    def find_cli(self, explicit: str | None) -> Path:
+        return find_cli(explicit)
+
+    def version(self, cli: Path) -> str:
+        return version(cli)
+
+    def command(self, cli: Path | str, model: str, max_turns: int,
+                overlay_args: tuple[str, ...]) -> list[str]:
+        return command(cli, model, max_turns, overlay_args)
+
+    def environment(self, base: dict[str, str], overlay_env: dict[str, str],
+                    base_url: str) -> dict[str, str]:
+        return environment(base, overlay_env, base_url)
+
+    def parse(self, transcript: Path) -> Result:
+        return parse(transcript)
+
+    def unsupported(self, sub: Subtest) -> str | None:
+        return unsupported(sub)
+
+    def overlay(self, sub: Subtest, tiers: TierSet, workspace: Path, run_dir: Path,
+                mcp: dict[str, Any] | None = None) -> overlay.Overlay:
+        return apply(sub, tiers, workspace, run_dir, mcp)
+
+    def check_credential(self) -> None:
+        raise UpstreamSetupError(
+            "Gemini CLI runs against the oracle only in this version (--scylla-oracle): the "
+            "gateway does not relay Gemini's API to Google yet")
+
+
+ADAPTER = GeminiCli()

@@ -1,0 +1,246 @@
+"""opencode, headless: `opencode run --format json`, the prompt on stdin, its configuration in
+`OPENCODE_CONFIG_CONTENT` (an OpenAI-compatible provider at the gateway: Chat Completions), and
+the run's own HOME and XDG folders.
+
+Measured with opencode 1.18.33 (docs/opencode.md): AGENTS.md and the skills list are part of
+the system message; skills under `$XDG_CONFIG_HOME/opencode/skills/<name>/SKILL.md`; MCP tools
+are named `<server>_<tool>` (servers are named `mcp<name>` here, letters and digits only, so that
+they stand apart from built-in tools such as `apply_patch`); the `build` agent's `prompt`
+replaces the system prompt. Offline only with the models fetch off and its plugin folder
+pre-seeded (else it fetches from the vendor and npm at every start). It has no append mode and
+no hard turn limit (the run's budget and timeout bound it); the tier's sub-agents and tool lists
+name Claude Code's tools.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from pytest_scylla.formats.tiers import Subtest, TierSet
+from pytest_scylla.run import overlay
+from pytest_scylla.run.agents import Result, SetupError
+from pytest_scylla.run.agents.claude_code import events
+from pytest_scylla.run.gateway.routes import UpstreamSetupError
+
+NAME = "opencode"
+PINNED_VERSION = "1.18.33"  # what .ci/run installs (npm: opencode-ai)
+PROVIDER = "scylla"
+DUMMY_KEY = "sk-scylla-dummy-key-the-gateway-holds-the-real-one"
+INSTRUCTIONS_FILE = "AGENTS.md"
+SERVER_NAME = re.compile(r"[^A-Za-z0-9]")  # tools are <server>_<tool>: no `_` in <server>
+MCP_PREFIX = "mcp"  # a server's name on the wire starts so (built-ins such as apply_patch don't)
+FIXED_ENV = {"OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1",
+             "OPENCODE_DISABLE_SHARE": "1", "OPENCODE_DISABLE_CLAUDE_CODE": "1"}
+CONFIG_ENV = "SCYLLA_OPENCODE_CONFIG"  # the overlay's part of the config, merged in environment
+
+
+def find_cli(explicit: str | None) -> Path:
+    found = shutil.which(explicit or "opencode")
+    if found is None:
+        raise SetupError(f"opencode '{explicit or 'opencode'}' not found on PATH; install it "
+                         f"with `npm install -g opencode-ai@{PINNED_VERSION}` or point "
+                         "--scylla-cli at it")
+    return Path(found)
+
+
+@functools.lru_cache(maxsize=8)
+def version(cli: Path) -> str:
+    try:
+        done = subprocess.run([str(cli), "--version"], capture_output=True, text=True,
+                              timeout=60, env={"PATH": f"{cli.parent}:/usr/bin:/bin",
+                                               "HOME": "/nonexistent", **FIXED_ENV})
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise SetupError(f"{cli} --version failed: {exc}") from None
+    if done.returncode != 0:
+        raise SetupError(f"{cli} --version exited {done.returncode}: "
+                         f"{(done.stderr or done.stdout).strip()[:300]}")
+    return done.stdout.strip()
+
+
+def unsupported(sub: Subtest) -> str | None:
+    """Why opencode cannot run this subtest as declared (None: it can)."""
+    if sub.agents:
+        return ("the tier's sub-agents name Claude Code's tools, which opencode does not have "
+                "(the subtest declares agents)")
+    if sub.tools_allow is not None or sub.tools_deny:
+        return "the tier's tool lists name Claude Code's tools (the subtest restricts tools)"
+    if sub.settings:
+        return "the subtest's settings are Claude Code settings"
+    if sub.system_prompt is not None and sub.system_prompt.mode in ("none", "append"):
+        return f"opencode has no '{sub.system_prompt.mode}' system prompt mode"
+    return None
+
+
+def apply(sub: Subtest, tiers: TierSet, workspace: Path, run_dir: Path,
+          mcp: dict[str, Any] | None = None) -> overlay.Overlay:
+    """The subtest as opencode expresses it: AGENTS.md, skills in its config folder, MCP servers
+    and a replacement prompt in its configuration. ValueError for what it cannot."""
+    reason = unsupported(sub)
+    if reason is not None:
+        raise ValueError(reason)
+    written = overlay.write_instructions(sub, tiers, workspace, INSTRUCTIONS_FILE)
+    home = run_dir / "home"
+    xdg = {f"XDG_{kind}_HOME": str(home / folder) for kind, folder in (
+        ("CONFIG", ".config"), ("DATA", ".local/share"), ("STATE", ".local/state"),
+        ("CACHE", ".cache"))}
+    config_dir = home / ".config" / "opencode"
+    config_dir.mkdir(parents=True, exist_ok=True)
+    plugin = {"@opencode-ai/plugin": PINNED_VERSION}  # present: nothing fetched from npm
+    (config_dir / "node_modules").mkdir(exist_ok=True)
+    (config_dir / "package.json").write_text(json.dumps({"dependencies": plugin}), "utf-8")
+    (config_dir / "package-lock.json").write_text(json.dumps(
+        {"packages": {"": {"dependencies": plugin}}}), "utf-8")
+    for name in sub.skills:
+        shutil.copytree(tiers.resource_path("skills", name).parent, config_dir / "skills" / name,
+                        symlinks=False, dirs_exist_ok=True)
+    servers = (mcp if mcp is not None else overlay.mcp_config(sub, tiers, workspace, run_dir)
+               )["mcpServers"]
+    wire = {name: MCP_PREFIX + SERVER_NAME.sub("", name) for name in servers}
+    config: dict[str, Any] = {"mcp": {wire[name]: {
+        "type": "local", "command": [s["command"], *s.get("args", [])],
+        "environment": s.get("env") or {}, "enabled": True} for name, s in servers.items()}}
+    prompt = sub.system_prompt
+    if prompt is not None and prompt.file is not None:  # replace: the only mode it has
+        config["agent"] = {"build": {"prompt": prompt.file.read_text(encoding="utf-8")}}
+    env = {"HOME": str(home), **xdg, CONFIG_ENV: json.dumps(config)}
+    return overlay.Overlay(args=(), env=env, written=tuple(written), model=sub.model,
+                           declared=overlay.declaration(sub), instructions_file=INSTRUCTIONS_FILE,
+                           mcp_on_wire=tuple(wire.values()))
+
+
+def command(cli: Path | str, model: str, max_turns: int, overlay_args: tuple[str, ...]
+            ) -> list[str]:
+    # a title given: no title-generating side call
+    return [str(cli), "run", "--format", "json", "--model", f"{PROVIDER}/{model}",
+            "--dangerously-skip-permissions", "--title", "scylla run", *overlay_args]
+
+
+def environment(base: dict[str, str], overlay_env: dict[str, str],
+                base_url: str, model: str) -> dict[str, str]:
+    """The environment; the whole configuration (the provider at the gateway, with the model the
+    command names, and the overlay's part) in OPENCODE_CONFIG_CONTENT."""
+    env = {**base, **overlay_env, **FIXED_ENV}
+    config = json.loads(env.pop(CONFIG_ENV, "{}"))
+    config.update({"autoupdate": False, "share": "disabled", "provider": {PROVIDER: {
+        "npm": "@ai-sdk/openai-compatible", "name": "pytest-scylla gateway",
+        "options": {"baseURL": base_url, "apiKey": DUMMY_KEY},
+        "models": {model: {"name": model}}}}})
+    return {**env, "OPENCODE_CONFIG_CONTENT": json.dumps(config)}
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _tool(part: dict[str, Any], result: Result) -> None:
+    name = str(part.get("tool") or "?")
+    state = _obj(part.get("state"))
+    given = _obj(state.get("input"))
+    result.tool_calls.append(name)
+    if state.get("status") == "error" or _obj(state.get("metadata")).get("exit") not in (
+            None, 0):
+        result.tool_errors += 1
+    if name == "skill" and isinstance(given.get("name"), str):
+        found, value = result.skills_used, given["name"]
+    elif name == "task" and isinstance(given.get("subagent_type"), str):
+        found, value = result.agents_used, given["subagent_type"]
+    elif name.startswith(MCP_PREFIX) and "_" in name:
+        found, value = result.mcp_used, name.split("_")[0][len(MCP_PREFIX):]
+    else:
+        return
+    if value not in found:
+        found.append(value)
+
+
+def parse(transcript: Path) -> Result:
+    """Read `opencode run --format json` output: a step a model call, tokens per step."""
+    result = Result()
+    if not transcript.exists():
+        return result
+    usage = {"input_tokens": 0, "cache_read_input_tokens": 0,
+             "cache_creation_input_tokens": 0, "output_tokens": 0}
+    said: list[str] = []
+    steps = 0
+    for event in events(transcript):
+        result.events += 1
+        kind, part = event.get("type"), _obj(event.get("part"))
+        if kind == "step_start":
+            said = []
+        elif kind == "text":
+            said.append(str(part.get("text") or ""))
+        elif kind == "tool_use":
+            _tool(part, result)
+        elif kind == "step_finish":
+            steps += 1
+            result.found, result.stop_reason = True, str(part.get("reason") or "")
+            tokens = _obj(part.get("tokens"))
+            cache = _obj(tokens.get("cache"))
+            read, write = int(cache.get("read") or 0), int(cache.get("write") or 0)
+            usage["input_tokens"] += int(tokens.get("input") or 0) - read - write
+            usage["cache_read_input_tokens"] += read
+            usage["cache_creation_input_tokens"] += write
+            usage["output_tokens"] += int(tokens.get("output") or 0)
+        elif kind == "error":
+            error = _obj(event.get("error"))
+            data = _obj(error.get("data"))
+            result.found, result.is_error, result.subtype = True, True, "error"
+            said = [str(data.get("message") or error.get("name") or "error")]
+    result.num_turns = steps or None
+    result.usage = usage if steps else {}
+    result.final_message = "".join(said)[:20000]
+    if result.found and not result.is_error:
+        result.subtype = "success"
+    return result
+
+
+class OpenCode:
+    """The opencode adapter (`agents.Agent`)."""
+
+    name = NAME
+    upstream = "openai"  # any OpenAI-compatible endpoint (OPENAI_BASE_URL)
+    default_model = "gpt-5"
+
+    @property
+    def upstream_url(self) -> str:
+        return os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1").rstrip("/")
+
+    def check_credential(self) -> None:
+        if not os.environ.get("OPENAI_API_KEY"):
+            raise UpstreamSetupError(
+                "no model credential for opencode: set OPENAI_API_KEY (and OPENAI_BASE_URL for "
+                "another OpenAI-compatible endpoint) in the environment pytest runs in, or run "
+                "offline with --scylla-oracle (a SIMULATED model)")
+
+    def find_cli(self, explicit: str | None) -> Path:
+        return find_cli(explicit)
+
+    def version(self, cli: Path) -> str:
+        return version(cli)
+
+    def command(self, cli: Path | str, model: str, max_turns: int,
+                overlay_args: tuple[str, ...]) -> list[str]:
+        return command(cli, model, max_turns, overlay_args)
+
+    def environment(self, base: dict[str, str], overlay_env: dict[str, str],
+                    base_url: str, model: str = "") -> dict[str, str]:
+        return environment(base, overlay_env, base_url, model)
+
+    def parse(self, transcript: Path) -> Result:
+        return parse(transcript)
+
+    def unsupported(self, sub: Subtest) -> str | None:
+        return unsupported(sub)
+
+    def overlay(self, sub: Subtest, tiers: TierSet, workspace: Path, run_dir: Path,
+                mcp: dict[str, Any] | None = None) -> overlay.Overlay:
+        return apply(sub, tiers, workspace, run_dir, mcp)
+
+
+ADAPTER = OpenCode()
