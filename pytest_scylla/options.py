@@ -59,6 +59,10 @@ OPTIONS: tuple[tuple[str, str, str, str], ...] = (
     ("panel", "how the panel is asked: full (every judge at once) or adaptive (the cheaper "
      "judges first, the most expensive one only when their verdicts differ by more than 0.15, "
      "straddle the pass line or are too few) (default full)", "MODE", "full"),
+    ("replay", "answer every model call (agents and judges) from an experiment recorded with "
+     "--scylla-record-bodies in DIR, matched by run and call order: offline and deterministic; "
+     "a request that differs from the recording ends its run as infra_error (default: off)",
+     "DIR", ""),
     ("cache-dir", "shared cache for repo mirrors, MCP packages and CLI baselines "
      "(default: $XDG_CACHE_HOME/pytest-scylla or ~/.cache/pytest-scylla)", "DIR", ""),
     ("budget-usd", "session budget in dollars, agents and judges together: once the session's "
@@ -79,7 +83,8 @@ OPTIONS: tuple[tuple[str, str, str, str], ...] = (
 FLAGS: tuple[tuple[str, str], ...] = (
     ("keep-workspaces", "keep each run's workspace in its run folder (default: removed; the "
      "diff and file list are always kept)"),
-    ("record-bodies", "also store every model request and response body in the run folder"),
+    ("record-bodies", "also store every model request and response body in the run folder "
+     "(bodies/, the judges' in bodies/judge<n>/): what --scylla-replay re-runs"),
     ("fresh", "run again the runs already stored in --scylla-out (by default they are reused, "
      "and a stored run made under other conditions stops the session)"),
     ("rejudge", "re-score the runs stored in --scylla-out with the current rubric and judge "

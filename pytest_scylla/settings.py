@@ -54,6 +54,7 @@ class Settings:
     cache_dir: Path = Path(".cache")
     keep_workspaces: bool = False
     record_bodies: bool = False
+    replay: Path | None = None  # an experiment recorded with bodies: its answers are replayed
     judges: tuple[JudgeSpec, ...] = ()
     min_judges: int = 2
     panel: str = "full"  # or adaptive (judging/judge_run.py)
@@ -118,6 +119,11 @@ def resolve(config: pytest.Config) -> Settings:
     flags: dict[str, Any] = {
         name: bool(config.getoption(f"scylla_{name}") or config.getini(f"scylla_{name}"))
         for name in ("keep_workspaces", "record_bodies", "fresh", "rejudge", "plan")}
+    replay = _folder(config, "scylla_replay", "recorded experiment (runs/<run>/bodies/)")
+    if replay is not None and not any(replay.glob("runs/*/bodies/*.meta.json")):
+        raise pytest.UsageError(
+            f"--scylla-replay={replay}: no recorded model calls there (runs/<run>/bodies/); "
+            "record an experiment with --scylla-record-bodies first")
     if flags["fresh"] and flags["rejudge"]:
         raise pytest.UsageError("--scylla-fresh and --scylla-rejudge exclude each other: fresh "
                                 "re-runs the agents, rejudge only re-scores stored runs")
@@ -132,6 +138,7 @@ def resolve(config: pytest.Config) -> Settings:
         **sandbox_settings(config),
         cli=str(_value(config, "scylla_cli")[0]).strip() or None,
         cache_dir=_folder(config, "scylla_cache_dir") or default_cache_dir(),
+        replay=replay,
         judges=judges, min_judges=min_judges, panel=_panel(config), shard=_shard(config),
         **_limits(config), **flags)
     if subtests is not None:

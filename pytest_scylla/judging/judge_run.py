@@ -20,6 +20,7 @@ from pytest_scylla.judging.panel import run_panel
 from pytest_scylla.run import checks
 from pytest_scylla.run.gateway import Route
 from pytest_scylla.run.gateway.oracle import Script
+from pytest_scylla.run.gateway.replay import recorded
 
 if TYPE_CHECKING:
     from pytest_scylla.run.runtime import Runtime
@@ -78,7 +79,10 @@ def judge(case: Case, key: str, run_dir: Path, rt: Runtime, evidence: Evidence) 
                 key=f"{key}-judge{number}-{secrets.token_hex(8)}",
                 log_path=run_dir / "judge_calls.jsonl", script=script, upstream=upstream,
                 upstream_url=spec.base_url.rstrip("/") if spec.base_url else None,
-                pass_auth=spec.kind == "claude-cli"))
+                pass_auth=spec.kind == "claude-cli",
+                bodies_dir=run_dir / "bodies" / f"judge{number}"
+                if rt.settings.record_bodies else None,
+                replay=recorded(rt.settings.replay, run_dir.name, "bodies", f"judge{number}")))
             routes.append(route)
             return rt.gateway.base_url(route.key)
 

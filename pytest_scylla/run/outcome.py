@@ -34,6 +34,8 @@ def classify(finished: Finished, result: Result, route: Route,
              stderr_tail: str, sandbox_error: str | None = None) -> tuple[str | None, str]:
     """(outcome, reason) for runs that are not judged normally; (None, '') to judge them.
     `sandbox_error`: the sandbox's own message when it could not start the CLI."""
+    if route.replay_diverged is not None:  # --scylla-replay: the recording has no answer
+        return "infra_error", route.replay_diverged
     if route.ablation_failed():
         assert route.ablation is not None
         return "infra_error", "ablation check failed: " + "; ".join(route.ablation["problems"])

@@ -36,6 +36,7 @@ from pytest_scylla.run.agents import Result, SetupError, overlay_for
 from pytest_scylla.run.baseline import delegates, expectation
 from pytest_scylla.run.gateway import Route
 from pytest_scylla.run.gateway.oracle import Script, mode_for
+from pytest_scylla.run.gateway.replay import recorded
 from pytest_scylla.run.outcome import classify, costs, settle
 from pytest_scylla.run.runtime import Runtime
 from pytest_scylla.run.sandbox import Finished, SandboxError, base_env
@@ -295,6 +296,8 @@ def _prepare(run: Run, rec: RunRecord) -> tuple[workspace.Workspace, overlay.Ove
         upstream_url=None if oracle else getattr(rt.agent, "upstream_url", None),
         max_cost_usd=max_cost if max_cost is not None else case.max_cost_usd,
         bodies_dir=run.run_dir / "bodies" if rt.settings.record_bodies else None,
+        replay=recorded(rt.settings.replay, run.run_dir.name, "bodies"),
+        private=run.private.name,
         script=script, expected=expected))
     return ws, ov
 

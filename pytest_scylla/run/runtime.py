@@ -100,7 +100,7 @@ def build(settings: Settings, out: Path, session_id: str, tiers: TierSet,
     """Set up the gateway, sandbox and CLI for this process, and measure the CLI's baseline so
     that a CLI that cannot run fails here, once. Raises one of `SETUP_ERRORS`."""
     clean_stale()  # run folders of processes that are gone (a killed session)
-    if settings.oracle is None:  # the CLI's vendor credential, held by the gateway
+    if settings.oracle is None and settings.replay is None:  # the CLI's vendor credential
         (getattr(agent, "check_credential", None) or credential_headers)()
     cli = agent.find_cli(settings.cli)
     cli_version = agent.version(cli)

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pytest_scylla.run.gateway import ablation, gemini_wire, oracle
+from pytest_scylla.run.gateway import ablation, gemini_wire, oracle, replay
 
 INFRA_STATUSES = frozenset({408, 429, 500, 502, 503, 504, 529})
 # What each upstream's clients may call (paths below the route); anything else is refused with
@@ -54,7 +54,9 @@ class Route:
     upstream: str = "oracle"  # oracle | anthropic | openai
     upstream_url: str | None = None  # where `openai` calls go (the judge's endpoint)
     max_cost_usd: float = float("inf")
-    bodies_dir: Path | None = None
+    bodies_dir: Path | None = None  # --scylla-record-bodies: each call's request and answer
+    replay: replay.Recording | None = None  # --scylla-replay: the answers come from here
+    private: str = ""  # the run's private folder's name (in the paths its calls carry)
     script: oracle.Script | None = None
     expected: ablation.Expected | None = None
     capture_first: bool = False
@@ -67,6 +69,7 @@ class Route:
     unpriced_models: set[str] = field(default_factory=set)
     infra: list[dict[str, Any]] = field(default_factory=list)
     ablation: dict[str, Any] | None = None
+    replay_diverged: str | None = None  # the first call the recording could not answer
     first_request: dict[str, Any] | None = None
     usage: dict[str, dict[str, int]] = field(default_factory=dict)  # per model
     closed: threading.Event = field(default_factory=threading.Event)

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from pytest_scylla.core import pricing
 from pytest_scylla.core.tempdirs import claim_private, release_private
-from pytest_scylla.run.gateway import ablation, gemini_wire, oracle, upstreams
+from pytest_scylla.run.gateway import ablation, gemini_wire, oracle, replay, upstreams
 from pytest_scylla.run.gateway.routes import (
     RetryPolicy,
     Route,
@@ -86,6 +86,42 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def end_chunks(self) -> None:
         self.wfile.write(b"0\r\n\r\n")
+
+
+class _Recorder:
+    """The client, with what it is sent kept (status, content type, body bytes)."""
+
+    def __init__(self, client: _Handler) -> None:
+        self.client, self.status, self.content_type = client, 0, "application/json"
+        self.data = bytearray()
+
+    def __getattr__(self, name: str) -> Any:  # headers, close_connection, ...
+        return getattr(self.client, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "close_connection":
+            setattr(self.client, name, value)
+        else:
+            super().__setattr__(name, value)
+
+    def send_json(self, status: int, payload: dict[str, Any],
+                  headers: Sequence[tuple[str, str]] = ()) -> bytes:
+        data = self.client.send_json(status, payload, headers)
+        self.status, self.data = status, bytearray(data)
+        return data
+
+    def start_chunks(self, status: int, headers: list[tuple[str, str]]) -> None:
+        self.status = status
+        self.content_type = dict((k.lower(), v) for k, v in headers).get(
+            "content-type", self.content_type)
+        self.client.start_chunks(status, headers)
+
+    def chunk(self, data: bytes) -> None:
+        self.data += data
+        self.client.chunk(data)
+
+    def end_chunks(self) -> None:
+        self.client.end_chunks()
 
 
 class _UnixHandler(_Handler):
@@ -215,11 +251,43 @@ class Gateway:
             self._log(route, {**entry, "status": 429, "limited": True,
                               "latency_s": round(time.monotonic() - start, 4)})
             return
-        if route.upstream == "oracle":
-            result = upstreams.from_oracle(self, route, path, request, body, client, start)
+        if route.replay is not None:
+            result = self._replayed(route, seq, request, body, client)
         else:
-            result = upstreams.forward(self, route, path, query, client, body, start)
-        self._log(route, {**entry, **result})
+            sink = _Recorder(client) if route.bodies_dir is not None else client
+            if route.upstream == "oracle":
+                result = upstreams.from_oracle(self, route, path, request, body, sink, start)
+            else:
+                result = upstreams.forward(self, route, path, query, sink, body, start)
+            if isinstance(sink, _Recorder) and route.bodies_dir is not None:
+                replay.record(route.bodies_dir, seq, sink.status, sink.content_type,
+                              bytes(sink.data), {"private": route.private, **{
+                                  k: result.get(k) for k in ("model", "usage", "stop_reason")}})
+        self._log(route, {**entry, **result, "latency_s": result.get(
+            "latency_s", round(time.monotonic() - start, 4))})
+
+    def _replayed(self, route: Route, seq: int, request: dict[str, Any], body: bytes,
+                  client: _Handler) -> dict[str, Any]:
+        """The call answered from the recording (`--scylla-replay`), or refused as diverged."""
+        assert route.replay is not None
+        recorded, why = route.replay.match(request)
+        if recorded is None:
+            message = f"replay diverged at call {seq}: {why}"
+            with route.lock:
+                route.replay_diverged = route.replay_diverged or message
+            client.send_json(400, {"type": "error", "error": {
+                "type": "invalid_request_error", "message": f"pytest-scylla {message}"}})
+            return {"status": 400, "error": "replay diverged", "refused": message}
+        status, kind, counted, data = route.replay.answer(recorded, route.private)
+        client.start_chunks(status, [("content-type", kind)])
+        client.chunk(data)
+        client.end_chunks()
+        result: dict[str, Any] = {"status": status, "replayed": recorded,
+                                  "response_bytes": len(data)}
+        if counted["usage"]:
+            dollars = self.account(route, counted["model"], counted["usage"])
+            result.update(counted, cost_usd=round(dollars, 6))
+        return result
 
     def _refusal(self, route: Route, path: str, request: dict[str, Any]) -> str | None:
         """Why this call is refused before it reaches the upstream (None: let it through)."""

@@ -109,9 +109,6 @@ def from_oracle(gw: Gate, route: Route, path: str, request: dict[str, Any], body
         data = client.send_json(200, json.loads(b"".join(pieces)))
         first_byte, size = time.monotonic(), len(data)
     dollars = gw.account(route, model, usage)
-    if route.bodies_dir is not None:
-        (route.bodies_dir / f"{route.calls:04d}.response.txt").write_text(
-            json.dumps(reply.blocks), encoding="utf-8")
     return {"status": 200, "model": model, "usage": usage, "cost_usd": round(dollars, 6),
             "stop_reason": reply.stop_reason, "response_bytes": size, **tries,
             "ttft_s": round((first_byte or time.monotonic()) - start, 4),
@@ -202,8 +199,6 @@ def forward(gw: Gate, route: Route, path: str, query: str, client: Client, body:
                                              if k.lower() not in HOP_HEADERS])
                 answered = True
                 first_byte, size = _relay(response, client, reader)
-                if route.bodies_dir is not None:
-                    (route.bodies_dir / f"{route.calls:04d}.status").write_text(str(status))
         except httpx.HTTPError as exc:
             detail = f"{type(exc).__name__}: {exc}"
             if not answered:  # nothing reached the client yet: it may be retried
