@@ -5,16 +5,14 @@ See docs/claude-code.md for the measured behaviour this relies on.
 
 from __future__ import annotations
 
-import functools
 import json
 import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from pytest_scylla.run import agents
-from pytest_scylla.run.agents import Result
+from pytest_scylla.run.agents import Result, base
 
 NAME = "claude-code"
 PINNED_VERSION = "2.1.197"  # what .ci/run installs and docs/claude-code.md measured
@@ -42,19 +40,9 @@ def find_cli(explicit: str | None = None) -> Path:
     return Path(found)
 
 
-@functools.lru_cache(maxsize=8)
 def version(cli: Path) -> str:
     """`claude --version`, e.g. '2.1.197 (Claude Code)'."""
-    try:
-        done = subprocess.run([str(cli), "--version"], capture_output=True, text=True,
-                              timeout=60, env={"PATH": str(cli.parent), "HOME": "/nonexistent",
-                                               **FIXED_ENV})
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise SetupError(f"{cli} --version failed: {exc}") from None
-    if done.returncode != 0:
-        raise SetupError(f"{cli} --version exited {done.returncode}: "
-                         f"{(done.stderr or done.stdout).strip()[:300]}")
-    return done.stdout.strip()
+    return base.version(cli, tuple(sorted(FIXED_ENV.items())))
 
 
 def command(cli: Path | str, model: str, max_turns: int, overlay_args: tuple[str, ...]

@@ -13,20 +13,17 @@ its sub-agents are not declared by file: subtests that need those are not applic
 
 from __future__ import annotations
 
-import functools
 import json
-import os
 import re
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 from pytest_scylla.formats.tiers import Subtest, TierSet
 from pytest_scylla.run import overlay
-from pytest_scylla.run.agents import Result, SetupError
+from pytest_scylla.run.agents import Result
+from pytest_scylla.run.agents.base import NpmCli, OpenAIUpstream
 from pytest_scylla.run.agents.claude_code import events
-from pytest_scylla.run.gateway.routes import UpstreamSetupError
 
 NAME = "codex"
 PINNED_VERSION = "0.169.0"  # what .ci/run installs
@@ -48,29 +45,6 @@ def _toml(value: Any) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(_toml(v) for v in value) + "]"
     return json.dumps(value, ensure_ascii=False)
-
-
-def find_cli(explicit: str | None) -> Path:
-    found = shutil.which(explicit or "codex")
-    if found is None:
-        raise SetupError(f"Codex CLI '{explicit or 'codex'}' not found on PATH; install it with "
-                         f"`npm install -g @openai/codex@{PINNED_VERSION}` or point --scylla-cli "
-                         "at it")
-    return Path(found)
-
-
-@functools.lru_cache(maxsize=8)
-def version(cli: Path) -> str:
-    try:
-        done = subprocess.run([str(cli), "--version"], capture_output=True, text=True,
-                              timeout=60, env={"PATH": f"{cli.parent}:/usr/bin:/bin",
-                                               "HOME": "/nonexistent"})
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise SetupError(f"{cli} --version failed: {exc}") from None
-    if done.returncode != 0:
-        raise SetupError(f"{cli} --version exited {done.returncode}: "
-                         f"{(done.stderr or done.stdout).strip()[:300]}")
-    return done.stdout.strip()
 
 
 def unsupported(sub: Subtest) -> str | None:
@@ -196,47 +170,17 @@ def parse(transcript: Path) -> Result:
     return result
 
 
-class Codex:
+class Codex(OpenAIUpstream, NpmCli):
     """The Codex adapter (`agents.Agent`)."""
 
-    name = NAME
-    upstream = "openai"  # the vendor API a real run goes to
+    name, title, binary, package, pinned = (NAME, "Codex CLI", "codex", "@openai/codex",
+                                            PINNED_VERSION)
     default_model = "gpt-5"
-
-    @property
-    def upstream_url(self) -> str:
-        return os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1").rstrip("/")
-
-    def check_credential(self) -> None:
-        """A real run needs the harness's OpenAI key (the gateway sends it, never the CLI)."""
-        if not os.environ.get("OPENAI_API_KEY"):
-            raise UpstreamSetupError(
-                "no model credential for Codex: set OPENAI_API_KEY in the environment pytest "
-                "runs in, or run offline with --scylla-oracle (a SIMULATED model)")
-
-    def find_cli(self, explicit: str | None) -> Path:
-        return find_cli(explicit)
-
-    def version(self, cli: Path) -> str:
-        return version(cli)
-
-    def command(self, cli: Path | str, model: str, max_turns: int,
-                overlay_args: tuple[str, ...]) -> list[str]:
-        return command(cli, model, max_turns, overlay_args)
-
-    def environment(self, base: dict[str, str], overlay_env: dict[str, str],
-                    base_url: str) -> dict[str, str]:
-        return environment(base, overlay_env, base_url)
-
-    def parse(self, transcript: Path) -> Result:
-        return parse(transcript)
-
-    def unsupported(self, sub: Subtest) -> str | None:
-        return unsupported(sub)
-
-    def overlay(self, sub: Subtest, tiers: TierSet, workspace: Path, run_dir: Path,
-                mcp: dict[str, Any] | None = None) -> overlay.Overlay:
-        return apply(sub, tiers, workspace, run_dir, mcp)
+    command = staticmethod(command)
+    environment = staticmethod(environment)
+    parse = staticmethod(parse)
+    unsupported = staticmethod(unsupported)
+    overlay = staticmethod(apply)
 
 
 ADAPTER = Codex()

@@ -13,17 +13,16 @@ Code's tools: subtests that need those are not applicable.
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 from pytest_scylla.formats.tiers import Subtest, TierSet
 from pytest_scylla.run import overlay
-from pytest_scylla.run.agents import Result, SetupError
+from pytest_scylla.run.agents import Result
+from pytest_scylla.run.agents.base import NpmCli, claude_only
 from pytest_scylla.run.agents.claude_code import events
 from pytest_scylla.run.gateway.routes import UpstreamSetupError
 
@@ -42,41 +41,9 @@ SETTINGS = {  # API-key auth (else exit 41); nothing leaves the run but model ca
 FIXED_ENV = {"GEMINI_CLI_TRUST_WORKSPACE": "true", "GEMINI_CLI_NO_RELAUNCH": "1"}
 
 
-def find_cli(explicit: str | None) -> Path:
-    found = shutil.which(explicit or "gemini")
-    if found is None:
-        raise SetupError(f"Gemini CLI '{explicit or 'gemini'}' not found on PATH; install it "
-                         f"with `npm install -g @google/gemini-cli@{PINNED_VERSION}` or point "
-                         "--scylla-cli at it")
-    return Path(found)
-
-
-@functools.lru_cache(maxsize=8)
-def version(cli: Path) -> str:
-    try:
-        done = subprocess.run([str(cli), "--version"], capture_output=True, text=True,
-                              timeout=60, env={"PATH": f"{cli.parent}:/usr/bin:/bin",
-                                               "HOME": "/nonexistent", **FIXED_ENV})
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise SetupError(f"{cli} --version failed: {exc}") from None
-    if done.returncode != 0:
-        raise SetupError(f"{cli} --version exited {done.returncode}: "
-                         f"{(done.stderr or done.stdout).strip()[:300]}")
-    return done.stdout.strip()
-
-
 def unsupported(sub: Subtest) -> str | None:
     """Why Gemini CLI cannot run this subtest as declared (None: it can)."""
-    if sub.agents:
-        return ("the tier's sub-agents name Claude Code's tools, which Gemini CLI does not have "
-                "(the subtest declares agents)")
-    if sub.tools_allow is not None or sub.tools_deny:
-        return "the tier's tool lists name Claude Code's tools (the subtest restricts tools)"
-    if sub.settings:
-        return "the subtest's settings are Claude Code settings"
-    if sub.system_prompt is not None and sub.system_prompt.mode in ("none", "append"):
-        return f"Gemini CLI has no '{sub.system_prompt.mode}' system prompt mode"
-    return None
+    return claude_only(sub, "Gemini CLI", ("none", "append"))
 
 
 def apply(sub: Subtest, tiers: TierSet, workspace: Path, run_dir: Path,
@@ -182,36 +149,19 @@ def parse(transcript: Path) -> Result:
     return result
 
 
-class GeminiCli:
+class GeminiCli(NpmCli):
     """The Gemini CLI adapter (`agents.Agent`)."""
 
-    name = NAME
+    name, title, binary, package, pinned = (NAME, "Gemini CLI", "gemini", "@google/gemini-cli",
+                                            PINNED_VERSION)
+    version_env = FIXED_ENV
     upstream = "gemini"  # the vendor API a real run goes to
     default_model = "gemini-2.5-pro"
-
-    def find_cli(self, explicit: str | None) -> Path:
-        return find_cli(explicit)
-
-    def version(self, cli: Path) -> str:
-        return version(cli)
-
-    def command(self, cli: Path | str, model: str, max_turns: int,
-                overlay_args: tuple[str, ...]) -> list[str]:
-        return command(cli, model, max_turns, overlay_args)
-
-    def environment(self, base: dict[str, str], overlay_env: dict[str, str],
-                    base_url: str) -> dict[str, str]:
-        return environment(base, overlay_env, base_url)
-
-    def parse(self, transcript: Path) -> Result:
-        return parse(transcript)
-
-    def unsupported(self, sub: Subtest) -> str | None:
-        return unsupported(sub)
-
-    def overlay(self, sub: Subtest, tiers: TierSet, workspace: Path, run_dir: Path,
-                mcp: dict[str, Any] | None = None) -> overlay.Overlay:
-        return apply(sub, tiers, workspace, run_dir, mcp)
+    command = staticmethod(command)
+    environment = staticmethod(environment)
+    parse = staticmethod(parse)
+    unsupported = staticmethod(unsupported)
+    overlay = staticmethod(apply)
 
     def check_credential(self) -> None:
         raise UpstreamSetupError(

@@ -14,20 +14,17 @@ name Claude Code's tools.
 
 from __future__ import annotations
 
-import functools
 import json
-import os
 import re
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 from pytest_scylla.formats.tiers import Subtest, TierSet
 from pytest_scylla.run import overlay
-from pytest_scylla.run.agents import Result, SetupError
+from pytest_scylla.run.agents import Result
+from pytest_scylla.run.agents.base import NpmCli, OpenAIUpstream, claude_only
 from pytest_scylla.run.agents.claude_code import events
-from pytest_scylla.run.gateway.routes import UpstreamSetupError
 
 NAME = "opencode"
 PINNED_VERSION = "1.18.33"  # what .ci/run installs (npm: opencode-ai)
@@ -41,41 +38,9 @@ FIXED_ENV = {"OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE"
 CONFIG_ENV = "SCYLLA_OPENCODE_CONFIG"  # the overlay's part of the config, merged in environment
 
 
-def find_cli(explicit: str | None) -> Path:
-    found = shutil.which(explicit or "opencode")
-    if found is None:
-        raise SetupError(f"opencode '{explicit or 'opencode'}' not found on PATH; install it "
-                         f"with `npm install -g opencode-ai@{PINNED_VERSION}` or point "
-                         "--scylla-cli at it")
-    return Path(found)
-
-
-@functools.lru_cache(maxsize=8)
-def version(cli: Path) -> str:
-    try:
-        done = subprocess.run([str(cli), "--version"], capture_output=True, text=True,
-                              timeout=60, env={"PATH": f"{cli.parent}:/usr/bin:/bin",
-                                               "HOME": "/nonexistent", **FIXED_ENV})
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise SetupError(f"{cli} --version failed: {exc}") from None
-    if done.returncode != 0:
-        raise SetupError(f"{cli} --version exited {done.returncode}: "
-                         f"{(done.stderr or done.stdout).strip()[:300]}")
-    return done.stdout.strip()
-
-
 def unsupported(sub: Subtest) -> str | None:
     """Why opencode cannot run this subtest as declared (None: it can)."""
-    if sub.agents:
-        return ("the tier's sub-agents name Claude Code's tools, which opencode does not have "
-                "(the subtest declares agents)")
-    if sub.tools_allow is not None or sub.tools_deny:
-        return "the tier's tool lists name Claude Code's tools (the subtest restricts tools)"
-    if sub.settings:
-        return "the subtest's settings are Claude Code settings"
-    if sub.system_prompt is not None and sub.system_prompt.mode in ("none", "append"):
-        return f"opencode has no '{sub.system_prompt.mode}' system prompt mode"
-    return None
+    return claude_only(sub, "opencode", ("none", "append"))
 
 
 def apply(sub: Subtest, tiers: TierSet, workspace: Path, run_dir: Path,
@@ -200,47 +165,18 @@ def parse(transcript: Path) -> Result:
     return result
 
 
-class OpenCode:
+class OpenCode(OpenAIUpstream, NpmCli):
     """The opencode adapter (`agents.Agent`)."""
 
-    name = NAME
-    upstream = "openai"  # any OpenAI-compatible endpoint (OPENAI_BASE_URL)
+    name, title, binary, package, pinned = (NAME, "opencode", "opencode", "opencode-ai",
+                                            PINNED_VERSION)
+    version_env = FIXED_ENV
     default_model = "gpt-5"
-
-    @property
-    def upstream_url(self) -> str:
-        return os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1").rstrip("/")
-
-    def check_credential(self) -> None:
-        if not os.environ.get("OPENAI_API_KEY"):
-            raise UpstreamSetupError(
-                "no model credential for opencode: set OPENAI_API_KEY (and OPENAI_BASE_URL for "
-                "another OpenAI-compatible endpoint) in the environment pytest runs in, or run "
-                "offline with --scylla-oracle (a SIMULATED model)")
-
-    def find_cli(self, explicit: str | None) -> Path:
-        return find_cli(explicit)
-
-    def version(self, cli: Path) -> str:
-        return version(cli)
-
-    def command(self, cli: Path | str, model: str, max_turns: int,
-                overlay_args: tuple[str, ...]) -> list[str]:
-        return command(cli, model, max_turns, overlay_args)
-
-    def environment(self, base: dict[str, str], overlay_env: dict[str, str],
-                    base_url: str, model: str = "") -> dict[str, str]:
-        return environment(base, overlay_env, base_url, model)
-
-    def parse(self, transcript: Path) -> Result:
-        return parse(transcript)
-
-    def unsupported(self, sub: Subtest) -> str | None:
-        return unsupported(sub)
-
-    def overlay(self, sub: Subtest, tiers: TierSet, workspace: Path, run_dir: Path,
-                mcp: dict[str, Any] | None = None) -> overlay.Overlay:
-        return apply(sub, tiers, workspace, run_dir, mcp)
+    command = staticmethod(command)
+    environment = staticmethod(environment)
+    parse = staticmethod(parse)
+    unsupported = staticmethod(unsupported)
+    overlay = staticmethod(apply)
 
 
 ADAPTER = OpenCode()
