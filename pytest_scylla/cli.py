@@ -1,6 +1,6 @@
 """The `scylla` command: `validate` checks cases, tiers and rubrics without running anything;
-`report`, `import` and `plan` work on stored experiments; `init` starts a project; `image build`
-makes the docker sandbox's images."""
+`report`, `compare`, `matrix`, `import` and `plan` work on stored experiments; `init` starts a
+project; `image build` makes the docker sandbox's images."""
 
 from __future__ import annotations
 
@@ -103,6 +103,10 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--fail-on-regression", type=float, default=None, metavar="POINTS",
                      help="exit 1 when a pass rate drops significantly by more than POINTS "
                           "percentage points (a CI gate)")
+    mtx = sub.add_parser("matrix", help="the CLI support matrix of stored experiments: which "
+                         "tier components reached each CLI's model (from the ablation check of "
+                         "every run), which its adapter cannot express, in markdown")
+    mtx.add_argument("dirs", nargs="+", type=Path, metavar="DIR")
     ini = sub.add_parser("init", help="start an evaluation project: pytest configuration, an "
                          "example case, .gitignore, GitHub Actions and GitLab CI workflows "
                          "(existing files are kept)")
@@ -192,6 +196,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2 if bad else 0  # bad input: the same exit code as report's and import's
     if args.command == "compare":
         return _compare(args)
+    if args.command == "matrix":
+        return _matrix(args.dirs)
     if args.command == "report":
         return _report(args.dirs, args.out, tuple(
             f for f in args.report.split(",") if f.strip() and f != "none"))
@@ -295,6 +301,22 @@ def _report(dirs: list[Path], out: Path | None, formats: tuple[str, ...]) -> int
                               f"(merged {count - len(absent)} of {count})")
     report.write(target, tables, manifest, formats=("csv", "json", *formats))
     print("\n".join(report.tier_table(tables, target)))
+    return 0
+
+
+def _matrix(dirs: list[Path]) -> int:
+    from pytest_scylla.results.support import matrix
+    from pytest_scylla.results.tables import read_records
+    from pytest_scylla.run.agents import claude_code, codex, gemini_cli, opencode
+
+    records = _reading("scylla matrix", lambda: [r for d in dirs for r in read_records(d)])
+    if records is None:
+        return 2
+    if not records:
+        print(f"scylla matrix: no runs in {', '.join(map(str, dirs))}", file=sys.stderr)
+        return 2
+    print(matrix(records, {a.name: a for a in (claude_code.ADAPTER, codex.ADAPTER,
+                                               gemini_cli.ADAPTER, opencode.ADAPTER)}), end="")
     return 0
 
 

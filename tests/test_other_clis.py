@@ -7,8 +7,10 @@ skipped with the reason, and the check fails on a real request that lost a decla
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -244,10 +246,34 @@ def test_a_failed_gemini_run_is_an_error_result(tmp_path: Path) -> None:
                             "output_tokens": 6}
 
 
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _shipped(agent: str, base: Path, cache: str) -> tuple[Path, str]:
+    """`pytest cases/ --scylla-oracle --scylla-agent=<agent> -n 2` from the project root
+    (claude-code: case test-001 only, which tests/test_shipped_runs.py checks in detail): its
+    experiment folder and output, made once per test run even when xdist workers share it."""
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "shipped"
+    shared.mkdir(exist_ok=True)
+    with open(shared / f"{agent}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        said = shared / f"{agent}.txt"
+        if not said.is_file():
+            done = subprocess.run(
+                [sys.executable, "-m", "pytest",
+                 "cases/test-001" if agent == "claude-code" else "cases", "-p",
+                 "no:cacheprovider", cache, f"--scylla-agent={agent}", "-rs", "--scylla-oracle",
+                 "-n", "2", f"--scylla-out={shared / agent}"],
+                cwd=ROOT, capture_output=True, text=True, timeout=2400)
+            said.write_text(done.stdout[-20000:])
+    return shared / agent, said.read_text()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("agent", sorted(CLIS))
-def test_every_shipped_case_passes_where_applicable(tmp_path: Path, oracle: list[str],
-                                                    agent: str) -> None:
+def test_every_shipped_case_passes_where_applicable(
+        tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, oracle: list[str],
+        agent: str) -> None:
     """`pytest cases/ --scylla-oracle --scylla-agent=<cli> -n 2`: every case x subtest the CLI
     can express passes with the ablation holding, every other one is skipped with the reason;
     the noop oracle fails."""
@@ -255,28 +281,52 @@ def test_every_shipped_case_passes_where_applicable(tmp_path: Path, oracle: list
 
     _needs(agent)
     module = CLIS[agent]["module"]
-    root = Path(__file__).resolve().parents[1]
-    tiers = TierSet(root / "tiers")
+    tiers = TierSet(ROOT / "tiers")
     subs = [tiers.resolve(s.ref) for t in tiers.tiers.values() for s in t.subtests]
-    cases = sorted(p.parent.name for p in (root / "cases").glob("*/test.yaml"))
-    base = [sys.executable, "-m", "pytest", "cases", "-p", "no:cacheprovider", oracle[1],
-            f"--scylla-agent={agent}", "-rs"]
-    done = subprocess.run([*base, "--scylla-oracle", "-n", "2", f"--scylla-out={tmp_path}/all"],
-                          cwd=root, capture_output=True, text=True, timeout=2400)
+    cases = sorted(p.parent.name for p in (ROOT / "cases").glob("*/test.yaml"))
+    out, said = _shipped(agent, tmp_path_factory.getbasetemp(), oracle[1])
     applicable = [s.ref for s in subs if module.unsupported(s) is None]
     passed, skipped = len(cases) * len(applicable), len(cases) * (len(subs) - len(applicable))
-    assert f"{passed} passed, {skipped} skipped in" in done.stdout, done.stdout[-3000:]
-    recs = [json.loads(p.read_text()) for p in (tmp_path / "all").glob("runs/*/run.json")]
+    assert f"{passed} passed, {skipped} skipped in" in said, said[-3000:]
+    recs = [json.loads(p.read_text()) for p in out.glob("runs/*/run.json")]
     assert sorted((r["case"], r["subtest"]) for r in recs) == sorted(
         (c, ref) for c in cases for ref in applicable)
     for rec in recs:
         assert (rec["outcome"], rec["ablation"]["problems"]) == ("pass", []), rec["run_key"]
         assert len(rec["ablation"]["observed"]["mcp_servers"]) == len(
             rec["declared"]["mcp_servers"]), rec["run_key"]
-    noop = subprocess.run([*base, "--scylla-oracle=noop", "-p", "no:xdist", "-k",
-                           "test-001 and T0-01", f"--scylla-out={tmp_path}/noop"], cwd=root,
+    noop = subprocess.run([sys.executable, "-m", "pytest", "cases", "-p", "no:cacheprovider",
+                           oracle[1], f"--scylla-agent={agent}", "--scylla-oracle=noop", "-p",
+                           "no:xdist", "-k", "test-001 and T0-01",
+                           f"--scylla-out={tmp_path}/noop"], cwd=ROOT,
                           capture_output=True, text=True, timeout=600)
     assert "1 failed" in noop.stdout, noop.stdout[-3000:]
+
+
+MATRIX = re.compile(r"<!-- support-matrix: .*? -->\n(.*?)<!-- /support-matrix -->", re.DOTALL)
+
+
+@pytest.mark.slow
+def test_the_readme_support_matrix_is_the_measured_one(
+        tmp_path_factory: pytest.TempPathFactory, oracle: list[str]) -> None:
+    """The README's CLI support matrix is `scylla matrix` over case test-001 under every tier
+    and CLI, as measured here: each component a CLI expresses passed the ablation check of every
+    run that declared it, the rest are the adapters' own reasons. Not written by hand."""
+    from pytest_scylla.results.support import matrix
+    from pytest_scylla.run.agents import claude_code
+
+    records = []
+    for agent in ("claude-code", *sorted(CLIS)):
+        if agent in CLIS:
+            _needs(agent)
+        out, _ = _shipped(agent, tmp_path_factory.getbasetemp(), oracle[1])
+        records += [r for r in map(json.loads, (p.read_text() for p in out.glob(
+            "runs/*/run.json"))) if r["case"] == "test-001"]
+    adapters = {a.name: a for a in (claude_code.ADAPTER, codex.ADAPTER, gemini_cli.ADAPTER,
+                                    opencode.ADAPTER)}
+    found = MATRIX.search((ROOT / "README.md").read_text())
+    assert found is not None, "README.md has no support-matrix block"
+    assert found.group(1) == matrix(records, adapters)
 
 
 PROBE = """python3 - <<'PY' > loot.txt 2>&1
@@ -346,3 +396,39 @@ def test_a_hostile_agent_of_another_cli_stays_in_its_sandbox(
         assert loot["read-home"].startswith("BLOCKED"), loot
         assert not outside.exists()
         assert loot["canary-proc"] == "0"  # no process the agent can see holds the key
+
+
+def test_the_support_matrix_says_what_the_ablation_check_found(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A component is "yes" only when every run declaring it passed the check, "no" with the
+    count otherwise, the adapter's reason when no run declared it; `scylla matrix` on a folder
+    without runs is one error."""
+    from pytest_scylla.cli import main
+    from pytest_scylla.results.support import matrix
+
+    def rec(agent: str, subtest: str, problems: list[str], **declared: Any) -> dict[str, Any]:
+        return {"agent": agent, "tier": subtest[:2], "subtest": subtest,
+                "declared": {"system_prompt": "default", **declared},
+                "ablation": {"checked": True, "problems": problems}}
+
+    table = matrix([rec("codex", "T0-01", []), rec("codex", "T1-01", [], skills=["s"]),
+                    rec("toy", "T0-01", []),
+                    rec("toy", "T1-01", ["declared skill 's' is missing from the request"],
+                        skills=["s"]),  # the skill failed, the default prompt did not
+                    rec("toy", "T0-02", ["tool 'Z' is in the request but not declared"],
+                        claude_md=["b"])],  # a problem of no component: all of its run's
+                   {"codex": codex.ADAPTER})
+    rows = {line.split(" | ")[0][2:]: line.split(" | ")[1:] for line in table.splitlines()
+            if line.startswith("| ")}
+    assert rows["component"] == ["codex", "toy |"]
+    assert rows["skills"] == ["yes (1 subtest)", "**no**: 1 of 1 runs failed the check |"]
+    assert rows["system prompt: default"] == ["yes (2 subtests)",
+                                              "**no**: 1 of 3 runs failed the check |"]
+    assert rows["instruction blocks (CLAUDE.md)"][1] == "**no**: 1 of 1 runs failed the check |"
+    assert rows["sub-agents"][0].startswith("n/a: Codex has no sub-agents declared by file")
+    assert rows["sub-agents"][1] == "not run |"  # no adapter to ask
+    assert rows["T1"] == ["1 of 1", "0 of 1 |"]
+    assert rows["T0"] == ["1 of 2", "1 of 2 |"]
+    (tmp_path / "empty").mkdir()
+    assert main(["matrix", str(tmp_path / "empty")]) == 2
+    assert "scylla matrix: no runs in" in capsys.readouterr().err

@@ -75,7 +75,7 @@ def test_pytest_help_lists_every_scylla_option(pytester: pytest.Pytester) -> Non
 def test_scylla_command_help() -> None:
     out = subprocess.run([sys.executable, "-m", "pytest_scylla.cli", "--help"],
                          capture_output=True, text=True, check=True).stdout
-    for command in ("validate", "report", "import", "plan", "compare"):
+    for command in ("validate", "report", "import", "plan", "compare", "matrix"):
         assert command in out
 
 

@@ -252,7 +252,7 @@ class Gateway:
                               "latency_s": round(time.monotonic() - start, 4)})
             return
         if route.replay is not None:
-            result = self._replayed(route, seq, request, body, client)
+            result = self._replayed(route, seq, request, client)
         else:
             sink = _Recorder(client) if route.bodies_dir is not None else client
             if route.upstream == "oracle":
@@ -266,7 +266,7 @@ class Gateway:
         self._log(route, {**entry, **result, "latency_s": result.get(
             "latency_s", round(time.monotonic() - start, 4))})
 
-    def _replayed(self, route: Route, seq: int, request: dict[str, Any], body: bytes,
+    def _replayed(self, route: Route, seq: int, request: dict[str, Any],
                   client: _Handler) -> dict[str, Any]:
         """The call answered from the recording (`--scylla-replay`), or refused as diverged."""
         assert route.replay is not None
