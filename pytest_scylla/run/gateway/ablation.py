@@ -5,7 +5,9 @@ Claude Code puts CLAUDE.md, the skills list and the agents list into `<system-re
 the first user message, the tools (built-in and `mcp__<server>__<tool>`) into `tools`, and the
 system prompt into `system`. The CLI also always brings built-in skills, agents and tools of its
 own; those come from a baseline request of the same CLI version with nothing declared, so only
-the subtest's own additions and removals are compared.
+the subtest's own additions and removals are compared. The other CLIs' first requests are read
+for the same things in their own wire formats (`_observe_responses`: Codex, `_observe_gemini`:
+Gemini CLI, `_observe_chat`: opencode).
 """
 
 from __future__ import annotations
@@ -79,7 +81,7 @@ class Observed:
 
 
 def observe(request: dict[str, Any]) -> Observed:
-    """What the request carries (Anthropic Messages, or OpenAI Responses from Codex)."""
+    """What the request carries, in whichever CLI's wire format."""
     if "input" in request and "messages" not in request:
         return _observe_responses(request)
     if "contents" in request:
