@@ -154,13 +154,15 @@ def parse(transcript: Path) -> Result:
             _item(event["item"], result)
         elif kind == "turn.completed":
             result.found, result.subtype = True, "success"
-            for key, value in (event.get("usage") or {}).items():
+            counts = event.get("usage")
+            for key, value in (counts.items() if isinstance(counts, dict) else ()):
                 if isinstance(value, int):
                     usage[key] = usage.get(key, 0) + value
         elif kind == "turn.failed":
-            error = event.get("error") or {}
+            error = event.get("error")
             result.found, result.is_error, result.subtype = True, True, "error"
-            result.final_message = str(error.get("message") or "")[:2000]
+            result.final_message = str((error.get("message") if isinstance(error, dict)
+                                        else error) or "")[:2000]
     cached = usage.get("cached_input_tokens", 0)
     if usage:
         result.usage = {"input_tokens": usage.get("input_tokens", 0) - cached,
