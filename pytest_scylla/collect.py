@@ -133,7 +133,7 @@ class CaseFile(pytest.File):
             registered.add(tag)
         adapter = adapters(self.config)[settings.agent]
         for sub in subtests:
-            why = unsupported(adapter, sub)  # not applicable to this CLI: skipped, with why
+            why = unsupported(adapter, sub, tiers)  # not applicable here: skipped, with why
             for run in range(1, settings.runs + 1):
                 for model in settings.models or ("",):
                     spec = RunSpec(case=case, subtest=sub, run=run, model=model)

@@ -51,7 +51,8 @@ OPTIONS: tuple[tuple[str, str, str, str], ...] = (
     ("limits", "each docker run's container limits: memory, cpus, pids (default "
      "memory=4g,cpus=2,pids=1024)", "LIST", "memory=4g,cpus=2,pids=1024"),
     ("cli", "the Claude Code executable (default: claude on PATH)", "PATH", ""),
-    ("judges", "the judge panel, comma-separated: model ids (Anthropic, through the gateway) or "
+    ("judges", "the judge panel, comma-separated: model ids (Anthropic, through the gateway), "
+     "claude-cli:<model>, gemini:<model> (Google's Gemini API, GEMINI_API_KEY) or "
      f"openai:<model>@<base-url> (default: {','.join(DEFAULT_JUDGES)})",
      "JUDGES", ",".join(DEFAULT_JUDGES)),
     ("min-judges", "valid judges a verdict needs, else judge_error (default 2, at most the "

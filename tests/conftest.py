@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import fcntl
 import functools
 import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -36,6 +39,7 @@ with contextlib.suppress(ImportError):
 from pytest_scylla.run.sandbox import bwrap_works
 
 FIXTURES = Path(__file__).parent / "fixtures"
+ROOT = Path(__file__).resolve().parents[1]
 Edit = Callable[[str, str, str], None]
 # The fixture projects hold cases: they are copied into pytester dirs, never collected here.
 collect_ignore = ["fixtures"]
@@ -191,3 +195,21 @@ def needs_docker() -> None:
     """Every test that needs a Docker engine calls this first (skip outside CI, fail in CI:
     `.ci/run` installs and starts one)."""
     require(docker_problem())
+
+
+def shipped_session(agent: str, base: Path, cache: str) -> tuple[Path, str]:
+    """`pytest cases/ --scylla-oracle --scylla-agent=<agent> -n 2` from the project root: its
+    experiment folder and output, made once per test run even when xdist workers share it."""
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "shipped"
+    shared.mkdir(exist_ok=True)
+    with open(shared / f"{agent}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        said = shared / f"{agent}.txt"
+        if not said.is_file():
+            done = subprocess.run(
+                [sys.executable, "-m", "pytest", "cases", "-p",
+                 "no:cacheprovider", cache, f"--scylla-agent={agent}", "-rs", "--scylla-oracle",
+                 "-n", "2", f"--scylla-out={shared / agent}"],
+                cwd=ROOT, capture_output=True, text=True, timeout=2400)
+            said.write_text(done.stdout[-20000:])
+    return shared / agent, said.read_text()

@@ -319,3 +319,210 @@ def test_attack_file_is_read_once_and_a_bad_one_is_named(tmp_path: Path,
     monkeypatch.setenv("SCYLLA_ORACLE_ATTACK", str(bad))
     with pytest.raises(attack.AttackFileError, match=r"bad\.json: expected .*KeyError"):
         attack.current()
+
+
+# Google's Gemini API, relayed: a local server plays Google ------------------------------------
+GEMINI_STREAM = (  # as Google streams it (`alt=sse`): \r\n line ends, running usage totals
+    b'data: {"candidates":[{"content":{"role":"model","parts":[{"text":"Hello"}]},"index":0}],'
+    b'"usageMetadata":{"promptTokenCount":1200,"cachedContentTokenCount":1000,'
+    b'"totalTokenCount":1200},"modelVersion":"gemini-2.5-flash","responseId":"r1"}\r\n\r\n'
+    b'data: {"candidates":[{"content":{"role":"model","parts":[{"text":" world"}]},'
+    b'"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":1200,'
+    b'"candidatesTokenCount":30,"thoughtsTokenCount":70,"cachedContentTokenCount":1000,'
+    b'"totalTokenCount":1300},"modelVersion":"gemini-2.5-flash","responseId":"r1"}\r\n\r\n')
+GEMINI_STREAM_USAGE = {"input_tokens": 200, "cache_read_input_tokens": 1000,
+                       "output_tokens": 100}  # thoughts billed as output, cached split out
+GEMINI_WHOLE = json.dumps({
+    "candidates": [{"content": {"role": "model", "parts": [{"text": "Hi."}]},
+                    "finishReason": "MAX_TOKENS", "index": 0}],
+    "usageMetadata": {"promptTokenCount": 500, "candidatesTokenCount": 40,
+                      "thoughtsTokenCount": 10, "totalTokenCount": 550},
+    "modelVersion": "gemini-2.5-pro", "responseId": "r2"}, indent=1).encode()
+
+
+def test_usage_reader_reads_gemini_streamed_cut_anywhere_and_whole() -> None:
+    for stream in (GEMINI_STREAM, GEMINI_STREAM.replace(b"\r\n", b"\n")):
+        for size in (1, 2, 7, 64, len(stream)):
+            reader = sse.UsageReader()
+            for i in range(0, len(stream), size):
+                reader.feed(stream[i:i + size])
+            assert (reader.model, reader.stop_reason, reader.usage) == (
+                "gemini-2.5-flash", "STOP", GEMINI_STREAM_USAGE)
+    whole = sse.UsageReader()
+    whole.read_json(GEMINI_WHOLE)
+    assert (whole.model, whole.stop_reason, whole.usage) == (
+        "gemini-2.5-pro", "MAX_TOKENS",
+        {"input_tokens": 500, "cache_read_input_tokens": 0, "output_tokens": 50})
+    chunks = sse.UsageReader()  # streamGenerateContent without alt=sse: a JSON array of chunks
+    chunks.read_json(b"[" + b",".join(line[6:] for line in GEMINI_STREAM.split(b"\r\n\r\n")
+                                      if line) + b"]")
+    assert chunks.usage == GEMINI_STREAM_USAGE
+    error = sse.UsageReader()
+    error.read_json(b'{"error":{"code":429,"message":"Quota exceeded","status":'
+                    b'"RESOURCE_EXHAUSTED"}}')
+    assert (error.error or {}).get("type") == "RESOURCE_EXHAUSTED"
+    assert (error.error or {}).get("message") == "Quota exceeded"
+    assert error.usage == {}
+
+
+class _Google(http.server.BaseHTTPRequestHandler):
+    """Google's Gemini API as the relay meets it: what each call brought, answered in kind."""
+
+    protocol_version = "HTTP/1.1"
+    seen: ClassVar[list[dict[str, Any]]] = []
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["content-length"]))
+        type(self).seen.append({"path": self.path, "key": self.headers.get("x-goog-api-key"),
+                                "auth": self.headers.get("authorization"),
+                                "body": json.loads(body)})
+        streamed = ":streamGenerateContent" in self.path
+        data = GEMINI_STREAM if streamed else GEMINI_WHOLE
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream" if streamed else
+                         "application/json; charset=UTF-8")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture
+def google(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[tuple[Gateway, Route]]:
+    """A gateway with one `gemini` route, opened as the runner opens a Gemini CLI run's (its URL
+    from the adapter, which reads GOOGLE_GEMINI_BASE_URL), and the harness's key set."""
+    from pytest_scylla.run.agents import gemini_cli
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Google)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                     daemon=True).start()
+    _Google.seen = []
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", f"http://127.0.0.1:{server.server_address[1]}/")
+    monkeypatch.setenv("GEMINI_API_KEY", "AIza-harness-key")
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    gw = Gateway().start()  # its own upstream stays Anthropic's: the route must not use it
+    route = gw.open(Route(key="g", log_path=tmp_path / "calls.jsonl",
+                          upstream=gemini_cli.ADAPTER.upstream,
+                          upstream_url=gemini_cli.ADAPTER.upstream_url))
+    yield gw, route
+    gw.stop()
+    server.shutdown()
+
+
+def _log(path: Path, lines: int) -> list[dict[str, Any]]:
+    deadline = time.monotonic() + 10  # the log line is written once the answer is sent
+    while len(path.read_text().splitlines()) < lines and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return [json.loads(x) for x in path.read_text().splitlines()]
+
+
+def test_gemini_relay_sends_the_harness_key_and_passes_answers_unchanged(
+        google: tuple[Gateway, Route], tmp_path: Path) -> None:
+    gateway, route = google
+    base = gateway.base_url("g") + "/v1beta/models"
+    request = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
+    with httpx.Client(timeout=30) as client:
+        streamed = client.post(f"{base}/gemini-2.5-flash:streamGenerateContent?alt=sse"
+                               "&key=client-dummy", json=request,
+                               headers={"x-goog-api-key": "client-dummy"})
+        whole = client.post(f"{base}/gemini-2.5-pro:generateContent?key=client-dummy",
+                            json=request, headers={"x-goog-api-key": "client-dummy",
+                                                   "authorization": "Bearer client-dummy"})
+    assert (streamed.status_code, whole.status_code) == (200, 200)
+    assert streamed.content == GEMINI_STREAM  # byte for byte, \r\n and all
+    assert whole.content == GEMINI_WHOLE
+    assert [(s["path"], s["key"], s["auth"]) for s in _Google.seen] == [
+        ("/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse", "AIza-harness-key",
+         None),
+        ("/v1beta/models/gemini-2.5-pro:generateContent", "AIza-harness-key", None)]
+    assert _Google.seen[0]["body"] == request
+    calls = _log(tmp_path / "calls.jsonl", 2)
+    assert [(c["endpoint"], c["upstream"], c["status"], c["stream"], c["model"],
+             c["stop_reason"]) for c in calls] == [
+        ("/v1beta/models/gemini-2.5-flash:streamGenerateContent", "gemini", 200, True,
+         "gemini-2.5-flash", "STOP"),
+        ("/v1beta/models/gemini-2.5-pro:generateContent", "gemini", 200, False,
+         "gemini-2.5-pro", "MAX_TOKENS")]
+    assert calls[0]["usage"] == GEMINI_STREAM_USAGE
+    assert calls[1]["usage"] == {"input_tokens": 500, "cache_read_input_tokens": 0,
+                                 "output_tokens": 50}
+    flash = (200 * 0.30 + 1000 * 0.30 * 0.25 + 100 * 2.50) / 1e6  # cached input at 0.25x
+    pro = (500 * 1.25 + 50 * 10.0) / 1e6
+    assert calls[0]["cost_usd"] == pytest.approx(flash, abs=1e-9)
+    assert calls[1]["cost_usd"] == pytest.approx(pro, abs=1e-9)
+    assert route.spent_usd == pytest.approx(flash + pro)
+    assert route.unpriced_models == set()
+    # a `gemini` route that names no URL goes to Google's (here GOOGLE_GEMINI_BASE_URL), never
+    # to the gateway's default upstream (Anthropic's)
+    gateway.open(Route(key="g2", log_path=tmp_path / "g2.jsonl", upstream="gemini"))
+    assert httpx.post(gateway.base_url("g2") + "/v1beta/models/gemini-2.5-pro:generateContent",
+                      json=request, timeout=30).content == GEMINI_WHOLE
+    assert len(_Google.seen) == 3
+
+
+@pytest.mark.parametrize("path", ["/v1beta/models/gemini-2.5-pro:countTokens",
+                                  "/v1beta/models", "/v1beta/files", "/v1/messages",
+                                  "/chat/completions", "/v1beta/tunedModels/x:generateContent"])
+def test_a_gemini_route_forwards_only_gemini_model_calls(google: tuple[Gateway, Route],
+                                                         path: str) -> None:
+    gateway, route = google
+    with httpx.Client(timeout=30) as client:
+        refused = client.post(gateway.base_url("g") + path, json={"contents": []},
+                              headers={"x-goog-api-key": "client-dummy"})
+        assert _Google.seen == []  # never forwarded
+        ok = client.post(gateway.base_url("g") + "/v1beta/models/gemini-2.5-pro:generateContent",
+                         json={"contents": []})  # the positive control
+    assert (refused.status_code, refused.json()["error"]["type"]) == (403, "permission_error")
+    assert ok.status_code == 200
+    assert [s["path"] for s in _Google.seen] == ["/v1beta/models/gemini-2.5-pro:generateContent"]
+    assert route.refused == 1
+
+
+def test_without_a_gemini_key_nothing_is_forwarded_and_the_session_says_why(
+        google: tuple[Gateway, Route], monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_scylla.run.agents import gemini_cli
+    from pytest_scylla.run.gateway.routes import UpstreamSetupError
+
+    gemini_cli.ADAPTER.check_credential()  # with the key: no complaint (the positive control)
+    monkeypatch.setenv("GOOGLE_API_KEY", "AIza-google-api-key")  # the other name Google reads
+    monkeypatch.delenv("GEMINI_API_KEY")
+    gateway, _ = google
+    url = gateway.base_url("g") + "/v1beta/models/gemini-2.5-pro:generateContent"
+    with httpx.Client(timeout=30) as client:
+        assert client.post(url, json={"contents": []}).status_code == 200
+        monkeypatch.delenv("GOOGLE_API_KEY")
+        refused = client.post(url, json={"contents": []},
+                              headers={"x-goog-api-key": "client-dummy"})
+    assert [s["key"] for s in _Google.seen] == ["AIza-google-api-key"]  # and nothing after
+    assert refused.status_code == 401
+    message = refused.json()["error"]["message"]
+    assert "set GEMINI_API_KEY" in message
+    assert "--scylla-oracle (a SIMULATED model)" in message
+    with pytest.raises(UpstreamSetupError, match=r"no model credential for Gemini CLI: set "
+                                                 r"GEMINI_API_KEY .*--scylla-oracle"):
+        gemini_cli.ADAPTER.check_credential()
+
+
+def test_googles_sdk_reads_the_relayed_gemini_stream(google: tuple[Gateway, Route]) -> None:
+    """Google's own client, pointed at the gateway with a dummy key, streams through the relay:
+    it reads the text, finish reason and usage Google sent, and Google saw the harness's key."""
+    from google import genai
+    from google.genai import types
+
+    gateway, _ = google
+    client = genai.Client(api_key="client-dummy", http_options=types.HttpOptions(
+        base_url=gateway.base_url("g"), api_version="v1beta"))
+    pieces = list(client.models.generate_content_stream(model="gemini-2.5-flash",
+                                                        contents="hi"))
+    assert "".join(p.text or "" for p in pieces) == "Hello world"
+    last = pieces[-1]
+    assert last.candidates is not None
+    assert last.candidates[0].finish_reason == types.FinishReason.STOP
+    assert last.usage_metadata is not None
+    assert (last.usage_metadata.thoughts_token_count,
+            last.usage_metadata.cached_content_token_count) == (70, 1000)
+    [seen] = _Google.seen
+    assert seen["path"] == "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+    assert seen["key"] == "AIza-harness-key"

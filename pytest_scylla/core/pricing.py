@@ -31,10 +31,13 @@ PRICES: dict[str, tuple[float, float]] = {
     "gpt-5": (1.25, 10.0),
     "gpt-5-mini": (0.25, 2.0),
     "gpt-5-nano": (0.05, 0.40),
-    # Google's Gemini 2.5 (list prices as published 2025-08, prompts up to 200k tokens; cached
-    # input 0.25x): for Gemini CLI's calls
+    # Google's Gemini 2.5 (list prices as published 2025-08, not re-checked at PRICES_AS_OF;
+    # cached input at the 0.25x then published, thinking tokens as output): for Gemini CLI's
+    # calls and `gemini:` judges. Prompts over 200k tokens cost more on 2.5 Pro (2x input, 1.5x
+    # output), which this table does not model: such calls are under-counted
     "gemini-2.5-pro": (1.25, 10.0),
     "gemini-2.5-flash": (0.30, 2.50),
+    "gemini-2.5-flash-lite": (0.10, 0.40),
 }
 # model id prefix -> the cached-input factor where it is not CACHE_READ_FACTOR
 CACHE_READ_FACTORS = {"gemini-": 0.25}

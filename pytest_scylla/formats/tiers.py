@@ -312,6 +312,17 @@ def front_matter(path: Path) -> tuple[dict[str, Any] | None, int, str]:
     return (meta if isinstance(meta, dict) else {"__invalid__": True}), span, text[match.end():]
 
 
+def agent_tools(tiers: TierSet, name: str) -> tuple[str, ...] | None:
+    """The Claude Code tools a tier's sub-agent lists (`tools:` of its front matter; None: it
+    lists none and has every tool)."""
+    meta, _, _ = front_matter(tiers.resource_path("agents", name))
+    raw = (meta or {}).get("tools")
+    if raw is None:
+        return None
+    names = raw if isinstance(raw, list) else str(raw).split(",")
+    return tuple(str(t).strip() for t in names if str(t).strip())
+
+
 def check_resource(kind: ResourceKind, name: str, path: Path) -> list[Problem]:
     """Problems with one resource file; `line=None` problems mean the file is missing."""
     where = display(path)

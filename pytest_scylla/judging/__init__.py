@@ -4,5 +4,6 @@ the validation errors fed back, a bounded number of times.
 
 `--scylla-judges` entries: a bare model id or `anthropic:<model>` (Anthropic SDK through the
 gateway), `openai:<model>@<base-url>` (any OpenAI-compatible endpoint, JSON-schema response),
-`claude-cli:<model>` (`claude -p` with `--json-schema`, through the gateway).
+`gemini:<model>` (Google's Gemini API through the gateway's `gemini` upstream, JSON-schema
+response), `claude-cli:<model>` (`claude -p` with `--json-schema`, through the gateway).
 """

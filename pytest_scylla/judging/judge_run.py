@@ -18,7 +18,7 @@ from pytest_scylla.judging import scoring
 from pytest_scylla.judging.judges import JudgeResult, JudgeSpec
 from pytest_scylla.judging.panel import run_panel
 from pytest_scylla.run import checks
-from pytest_scylla.run.gateway import Route
+from pytest_scylla.run.gateway import Route, gemini_wire
 from pytest_scylla.run.gateway.oracle import Script
 from pytest_scylla.run.gateway.replay import recorded
 
@@ -53,6 +53,19 @@ def oracle_verdict(items: list[RubricItem], results: list[checks.CheckResult]) -
             "reasoning": f"SIMULATED verdict derived from the checks ({reason})."}
 
 
+def upstream_of(spec: JudgeSpec, oracle: bool) -> tuple[str, str | None]:
+    """A judge's gateway upstream and where it goes: `openai` judges reach their own endpoint,
+    `gemini` judges Google's API (or GOOGLE_GEMINI_BASE_URL), the others Anthropic's — through
+    the gateway all the same: logged, priced and budgeted like every call. Under the oracle it
+    answers them all (it speaks each one's wire format)."""
+    if oracle:
+        return "oracle", None
+    url = spec.base_url.rstrip("/") if spec.base_url else None
+    if spec.kind == "gemini":
+        return "gemini", url or gemini_wire.base_url()
+    return ("openai" if spec.kind == "openai" else "anthropic"), url
+
+
 def judge(case: Case, key: str, run_dir: Path, rt: Runtime, evidence: Evidence) -> RunRecord:
     """Ask the panel (concurrently, through the gateway) and score every valid verdict in code.
     Check items come from the checks; a rubric without judge items needs no panel."""
@@ -70,15 +83,11 @@ def judge(case: Case, key: str, run_dir: Path, rt: Runtime, evidence: Evidence) 
         routes: list[Route] = []
 
         def base_url(number: int, spec: JudgeSpec) -> str:
-            # openai judges reach their own endpoint, through the gateway all the same: logged,
-            # priced and budgeted like every call; under the oracle, it answers them too (it
-            # speaks Chat Completions)
-            upstream = ("oracle" if rt.settings.oracle else
-                        "openai" if spec.kind == "openai" else "anthropic")
+            upstream, upstream_url = upstream_of(spec, bool(rt.settings.oracle))
             route = rt.gateway.open(Route(
                 key=f"{key}-judge{number}-{secrets.token_hex(8)}",
                 log_path=run_dir / "judge_calls.jsonl", script=script, upstream=upstream,
-                upstream_url=spec.base_url.rstrip("/") if spec.base_url else None,
+                upstream_url=upstream_url,
                 pass_auth=spec.kind == "claude-cli",
                 bodies_dir=run_dir / "bodies" / f"judge{number}"
                 if rt.settings.record_bodies else None,

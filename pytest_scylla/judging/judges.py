@@ -1,6 +1,6 @@
 """The judges a panel can hold: their `--scylla-judges` spelling, parsed into a `JudgeSpec`,
 and the `JudgeResult` each one's ask fills in. One module per kind answers (anthropic_judge,
-openai_judge, claude_cli_judge); `panel` asks them together."""
+openai_judge, gemini_judge, claude_cli_judge); `panel` asks them together."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 DEFAULT_JUDGES = ("claude-opus-4-8", "claude-sonnet-5", "claude-haiku-4-5")
 MAX_ATTEMPTS = 3
-KINDS = ("anthropic", "openai", "claude-cli")
+KINDS = ("anthropic", "openai", "gemini", "claude-cli")
 
 
 class JudgeSpecError(ValueError):
@@ -33,7 +33,7 @@ def parse(entry: str) -> JudgeSpec:
     kind, _, rest = text.partition(":") if ":" in head else ("anthropic", "", text)
     if kind not in KINDS:
         raise JudgeSpecError(f"unknown judge kind '{kind}' in '{entry}'; use a model id, "
-                             "anthropic:<model>, claude-cli:<model> or "
+                             "anthropic:<model>, claude-cli:<model>, gemini:<model> or "
                              "openai:<model>@<base-url>")
     model, _, base_url = rest.partition("@")
     if not model or any(c.isspace() for c in model):

@@ -5,7 +5,6 @@ are logged, priced and budgeted like every other model call."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -45,15 +44,10 @@ def ask(spec: JudgeSpec, prompt: Prompt, items: Sequence[RubricItem], base_url: 
                 result.usage[key] = result.usage.get(key, 0) + value
             result.cost_usd += pricing.cost(spec.model, counts)  # as the gateway prices it
             text = data["choices"][0]["message"].get("content") or ""
-            try:
-                answer = json.loads(text)
-                found = verdict.problems(answer, items)
-            except ValueError as exc:
-                answer, found = None, [f"not JSON: {exc}"]
+            answer, found = verdict.from_json(text, items)
             if not found:
                 result.valid, result.verdict = True, answer
                 return
             result.errors.append("; ".join(found))
             messages += [{"role": "assistant", "content": text},
-                         {"role": "user", "content": "The verdict was not accepted: "
-                          + "; ".join(found) + ". Answer again with complete, valid JSON."}]
+                         {"role": "user", "content": verdict.again(found)}]

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from pytest_scylla.formats.spec import RubricItem
-from pytest_scylla.judging import anthropic_judge, claude_cli_judge, openai_judge
+from pytest_scylla.judging import anthropic_judge, claude_cli_judge, gemini_judge, openai_judge
 from pytest_scylla.judging.judges import JudgeResult, JudgeSpec
 from pytest_scylla.judging.prompt import Prompt
 
@@ -21,7 +21,7 @@ def run_panel(specs: Sequence[JudgeSpec], prompt: Prompt, items: Sequence[Rubric
     """Ask every judge at once; each result says whether its verdict is valid. `numbers` are
     the judges' numbers in the whole panel (default 1, 2, ...: a part of it keeps its own)."""
     askers: dict[str, Asker] = {"anthropic": anthropic_judge.ask, "openai": openai_judge.ask,
-                                "claude-cli": claude_cli_judge.ask}
+                                "gemini": gemini_judge.ask, "claude-cli": claude_cli_judge.ask}
 
     def one(number: int, spec: JudgeSpec) -> JudgeResult:
         result = JudgeResult(number=number, model=spec.model, kind=spec.kind)

@@ -46,3 +46,21 @@ def problems(verdict: Any, items: Sequence[RubricItem]) -> list[str]:
                                    for v in verdict["items"].values()):
         found.append("items: every item is N/A; score the items that apply")
     return found
+
+
+def from_json(text: str, items: Sequence[RubricItem]) -> tuple[Any, list[str]]:
+    """A verdict answered as JSON text (the `openai:` and `gemini:` judges): the parsed answer
+    and why it is not acceptable (empty when it is)."""
+    import json
+
+    try:
+        answer = json.loads(text)
+    except ValueError as exc:
+        return None, [f"not JSON: {exc}"]
+    return answer, problems(answer, items)
+
+
+def again(found: list[str]) -> str:
+    """What a judge is told after an unacceptable verdict."""
+    return ("The verdict was not accepted: " + "; ".join(found)
+            + ". Answer again with complete, valid JSON.")

@@ -6,10 +6,13 @@ of case test-001 under every tier and CLI (a test keeps the two equal)."""
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
-from pytest_scylla.formats.tiers import Subtest, SystemPrompt
+from pytest_scylla.formats.tiers import Subtest, SystemPrompt, TierSet
+from pytest_scylla.run.agents import unsupported
 
 # (row label, whether a run's declaration has the component, a subtest declaring it alone)
 Component = tuple[str, Callable[[dict[str, Any]], bool], Subtest]
@@ -20,9 +23,19 @@ ABOUT = {"system prompt": "system prompt", "instruction blocks": "CLAUDE.md", "s
          "tool deny-list": "denied tool"}
 
 
-def _sub(**declared: Any) -> Subtest:
-    from pathlib import Path
+LEAD = "orchestrator"  # the probes' sub-agent with the Agent tool (`_probe_tiers`)
 
+
+def _probe_tiers(folder: Path) -> TierSet:
+    """A tiers folder holding the probes' resources: one orchestrator, so that an adapter can
+    say why it cannot run one."""
+    (folder / "agents").mkdir(parents=True, exist_ok=True)
+    (folder / "agents" / f"{LEAD}.md").write_text(
+        f"---\nname: {LEAD}\ndescription: probe\ntools: Agent, Read\n---\nprobe\n", "utf-8")
+    return TierSet(folder)
+
+
+def _sub(**declared: Any) -> Subtest:
     return Subtest(tier="T0", name="00-probe", description="", file=Path("probe"), line=0,
                    **declared)
 
@@ -39,6 +52,8 @@ COMPONENTS: tuple[Component, ...] = (
      _sub(claude_md=("block",))),
     ("skills", lambda d: bool(d.get("skills")), _sub(skills=("skill",))),
     ("sub-agents", lambda d: bool(d.get("agents")), _sub(agents=("agent",))),
+    ("sub-agents calling sub-agents", lambda d: bool(d.get("lead_agents")),
+     _sub(agents=(LEAD,))),
     ("MCP servers", lambda d: bool(d.get("mcp_servers")), _sub(mcp_servers=("server",))),
     ("tool allow-list", lambda d: d.get("tools_allow") is not None,
      _sub(tools_allow=("Read",))),
@@ -57,7 +72,7 @@ def _held(record: dict[str, Any], label: str) -> bool:
 
 
 def _cell(label: str, records: list[dict[str, Any]], has: Callable[[dict[str, Any]], bool],
-          probe: Subtest, adapter: Any) -> str:
+          probe: Subtest, adapter: Any, tiers: TierSet) -> str:
     declaring = [r for r in records if has(r.get("declared") or {})]
     clean = [r for r in declaring if _held(r, label)]
     if declaring:
@@ -65,7 +80,7 @@ def _cell(label: str, records: list[dict[str, Any]], has: Callable[[dict[str, An
         if len(clean) == len(declaring):
             return f"yes ({subtests} subtest{'s' if subtests != 1 else ''})"
         return f"**no**: {len(declaring) - len(clean)} of {len(declaring)} runs failed the check"
-    why = getattr(adapter, "unsupported", lambda sub: None)(probe) if adapter else None
+    why = unsupported(adapter, probe, tiers) if adapter else None
     return f"n/a: {why}" if why else "not run"
 
 
@@ -77,9 +92,12 @@ def matrix(records: Iterable[dict[str, Any]], adapters: dict[str, Any]) -> str:
         by_agent.setdefault(str(rec.get("agent") or "claude-code"), []).append(rec)
     agents = sorted(by_agent, key=lambda a: (a != "claude-code", a))
     lines = ["| component | " + " | ".join(agents) + " |", "|---" * (len(agents) + 1) + "|"]
-    for label, has, probe in COMPONENTS:
-        lines.append(f"| {label} | " + " | ".join(
-            _cell(label, by_agent[a], has, probe, adapters.get(a)) for a in agents) + " |")
+    with tempfile.TemporaryDirectory(prefix="scylla-probe-") as folder:
+        probes = _probe_tiers(Path(folder))
+        for label, has, probe in COMPONENTS:
+            lines.append(f"| {label} | " + " | ".join(
+                _cell(label, by_agent[a], has, probe, adapters.get(a), probes) for a in agents)
+                + " |")
     tiers: dict[str, set[str]] = {}
     for rec in (r for rs in by_agent.values() for r in rs):
         tiers.setdefault(str(rec["tier"]), set()).add(str(rec["subtest"]))

@@ -15,7 +15,7 @@ from typing import Any
 
 from pytest_scylla.core import record
 from pytest_scylla.core.tempdirs import claim_private, release_private
-from pytest_scylla.formats.tiers import Subtest, TierSet, front_matter
+from pytest_scylla.formats.tiers import Subtest, TierSet, agent_tools, front_matter
 from pytest_scylla.run import agents, overlay, workspace
 from pytest_scylla.run.agents import Agent, SetupError
 from pytest_scylla.run.gateway import Gateway, Route, ablation
@@ -122,6 +122,10 @@ def expectation(ov: overlay.Overlay, sub: Subtest, tiers: TierSet, ws: Path,
     def builtin(kind: str) -> frozenset[str]:
         return frozenset() if kind in ov.without_builtins else frozenset(baseline[kind])
 
+    def wire(names: list[str]) -> list[str]:  # the tool lists as the CLI names the tools
+        return [w for n in names for w in ov.tool_names.get(n, (n,))] if ov.tool_names \
+            else names
+
     library = sorted({p.stem for d in tiers.dirs for p in (d / "blocks").glob("*.md")})
     prompt = sub.system_prompt
     return ablation.Expected(
@@ -129,9 +133,9 @@ def expectation(ov: overlay.Overlay, sub: Subtest, tiers: TierSet, ws: Path,
             declared["mcp_servers"] if ov.mcp_on_wire is None else ov.mcp_on_wire),
         skills=builtin("skills") | frozenset(declared["skills"]),
         agents=builtin("agents") | frozenset(declared["agents"]),
-        tools_allow=(frozenset(declared["tools_allow"]) if declared["tools_allow"] is not None
-                     else None),
-        tools_deny=frozenset(declared["tools_deny"]),
+        tools_allow=(frozenset(wire(declared["tools_allow"]))
+                     if declared["tools_allow"] is not None else None),
+        tools_deny=frozenset(wire(declared["tools_deny"])),
         claude_md_path=str(ws / ov.instructions_file),
         claude_md_blocks=tuple((b, tiers.resource_path("claude_md", b).read_text("utf-8"))
                                for b in declared["claude_md"]),
@@ -149,9 +153,8 @@ def delegates(tiers: TierSet, sub: Subtest) -> tuple[str, ...]:
     """Whom the oracle hands the work to, so sub-agent paths run for real: an orchestrator
     (an agent with the Agent tool) if the subtest has one, then an agent that can write."""
     def tools(name: str) -> set[str] | None:
-        meta, _, _ = front_matter(tiers.resource_path("agents", name))
-        raw = (meta or {}).get("tools")
-        return None if raw is None else {t.strip() for t in str(raw).split(",")}
+        listed = agent_tools(tiers, name)
+        return None if listed is None else set(listed)
 
     lead = next((a for a in sub.agents if "Agent" in (tools(a) or set())), None)
     writer = next((a for a in sub.agents if tools(a) is None or "Write" in (tools(a) or set())),

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_scylla.formats.tiers import Subtest, TierSet, deep_merge
+from pytest_scylla.formats.tiers import Subtest, TierSet, agent_tools, deep_merge
 
 BLOCK_SEPARATOR = "\n\n"
 
@@ -29,6 +29,9 @@ class Overlay:
     mcp_on_wire: tuple[str, ...] | None = None  # the MCP servers as the CLI names their tools
     # kinds (skills, agents) whose built-ins this setup takes out of the request by design
     without_builtins: tuple[str, ...] = ()
+    # Claude Code's tool names -> the tools this CLI offers for each (the tier's tool lists
+    # are checked so)
+    tool_names: dict[str, tuple[str, ...]] | None = None
 
 
 def _substitute(value: str, values: dict[str, str]) -> str:
@@ -73,13 +76,15 @@ def write_instructions(sub: Subtest, tiers: TierSet, workspace: Path, name: str)
     return [name]
 
 
-def declaration(sub: Subtest) -> dict[str, Any]:
-    """What the subtest declares, as the ablation check and the records name it."""
+def declaration(sub: Subtest, tiers: TierSet | None = None) -> dict[str, Any]:
+    """What the subtest declares, as the ablation check and the records name it (with `tiers`:
+    also its orchestrators, the sub-agents that have the Agent tool)."""
     prompt = sub.system_prompt
+    leads = [a for a in sub.agents if "Agent" in (agent_tools(tiers, a) or ())] if tiers else []
     return {
         "system_prompt": prompt.mode if prompt else "default",
         "claude_md": list(sub.claude_md), "skills": list(sub.skills),
-        "agents": list(sub.agents), "mcp_servers": list(sub.mcp_servers),
+        "agents": list(sub.agents), "lead_agents": leads, "mcp_servers": list(sub.mcp_servers),
         "tools_allow": list(sub.tools_allow) if sub.tools_allow is not None else None,
         "tools_deny": list(sub.tools_deny),
     }
@@ -133,4 +138,4 @@ def apply(sub: Subtest, tiers: TierSet, workspace: Path, run_dir: Path,
         "MCP_TIMEOUT": "60000",
     }
     return Overlay(args=tuple(args), env=env, written=tuple(written), model=sub.model,
-                   declared=declaration(sub))
+                   declared=declaration(sub, tiers))

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from pytest_scylla.formats.tiers import Subtest
+    from pytest_scylla.formats.tiers import Subtest, TierSet
     from pytest_scylla.run.overlay import Overlay
 
 
@@ -87,10 +87,11 @@ class Agent(Protocol):
 
     Optional members (see `overlay_for`, `unsupported`): `overlay(sub, tiers, workspace,
     run_dir, mcp)` writes a subtest's components as this CLI reads them (default: Claude Code's
-    CLAUDE.md, .claude/ and flags); `unsupported(sub)` says why the CLI cannot express a
-    subtest (collected as skipped with that reason); `upstream` names the vendor API of real
-    runs (default `anthropic`); `default_model` is the model when none is given. An
-    `environment` with a `model` parameter is also given the run's model (see `environment`).
+    CLAUDE.md, .claude/ and flags); `unsupported(sub[, tiers])` says why the CLI cannot
+    express a subtest (collected as skipped with that reason); `upstream` names the vendor
+    API of real runs (default `anthropic`); `default_model` is the model when none is given.
+    An `environment` with a `model` parameter is also given the run's model (see
+    `environment`).
     """
 
     name: str  # what --scylla-agent names, and the records' `agent`
@@ -127,10 +128,18 @@ def overlay_for(agent: Agent) -> Callable[..., Overlay]:
     return getattr(agent, "overlay", None) or overlay.apply
 
 
-def unsupported(agent: Agent, sub: Subtest) -> str | None:
-    """Why the adapter's CLI cannot run `sub` as declared; None when it can."""
+def unsupported(agent: Agent, sub: Subtest, tiers: TierSet | None = None) -> str | None:
+    """Why the adapter's CLI cannot run `sub` as declared; None when it can. `tiers`: where its
+    resources are, for an adapter whose `unsupported(sub, tiers)` reads them (its sub-agents'
+    tools)."""
+    import inspect
+
     check = getattr(agent, "unsupported", None)
-    return check(sub) if check is not None else None
+    if check is None:
+        return None
+    if len(inspect.signature(check).parameters) > 1:
+        return check(sub, tiers)  # type: ignore[no-any-return]
+    return check(sub)  # type: ignore[no-any-return]
 
 
 def environment(agent: Agent, base: dict[str, str], overlay_env: dict[str, str],

@@ -1,6 +1,6 @@
 """What the npm-installed agent CLIs have in common: finding the pinned binary, asking its
-version, and the components of the tiers that name Claude Code's own tools and settings (which
-another CLI cannot express as declared)."""
+version, and reading the tiers' components that name Claude Code's own tools and settings (a
+CLI expresses them through its own tool names, or cannot express them as declared)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 from typing import ClassVar
 
-from pytest_scylla.formats.tiers import Subtest
+from pytest_scylla.formats.tiers import Subtest, TierSet, agent_tools
 from pytest_scylla.run.agents import SetupError
 from pytest_scylla.run.gateway.routes import UpstreamSetupError
 
@@ -72,18 +72,52 @@ def version(cli: Path, env: tuple[tuple[str, str], ...] = ()) -> str:
     return done.stdout.strip()
 
 
-def claude_only(sub: Subtest, cli: str, modes: tuple[str, ...],
-                agents: str | None = None) -> str | None:
-    """Why `cli` cannot run `sub` as declared when it lacks the system-prompt `modes` named and
-    the tier's sub-agents, tool lists and settings name Claude Code's tools (None: it can).
-    `agents`: another reason for sub-agents."""
-    if sub.agents:
-        return agents or (f"the tier's sub-agents name Claude Code's tools, which {cli} does "
-                          "not have (the subtest declares agents)")
-    if sub.tools_allow is not None or sub.tools_deny:
-        return "the tier's tool lists name Claude Code's tools (the subtest restricts tools)"
+def inexpressible(sub: Subtest, tiers: TierSet | None, cli: str, modes: tuple[str, ...],
+                  names: dict[str, str], nested: bool) -> str | None:
+    """Why `cli` cannot run `sub` as declared (None: it can): a system-prompt mode of `modes`
+    (the ones it lacks), Claude Code settings, or a tool (of the tier's lists or of a
+    sub-agent's, read from `tiers` when given) that `names` (Claude Code's tool -> the CLI's)
+    has no equivalent for; `nested`: whether its sub-agents may call sub-agents."""
     if sub.settings:
         return "the subtest's settings are Claude Code settings"
     if sub.system_prompt is not None and sub.system_prompt.mode in modes:
         return f"{cli} has no '{sub.system_prompt.mode}' system prompt mode"
+    for tool in (*(sub.tools_allow or ()), *sub.tools_deny):
+        if tool not in names:
+            return f"{cli} has no equivalent of Claude Code's tool '{tool}' (the subtest's tools)"
+    for agent in sub.agents:
+        if tiers is None:  # its resources unknown here (the support matrix's probe)
+            break
+        for tool in agent_tools(tiers, agent) or ():
+            if tool == "Agent" and not nested:
+                return (f"{cli}'s sub-agents cannot call sub-agents (agent '{agent}' has the "
+                        "Agent tool)")
+            if tool not in names:
+                return (f"{cli} has no equivalent of Claude Code's tool '{tool}' (agent "
+                        f"'{agent}')")
     return None
+
+
+def mapped(names: dict[str, str], tools: tuple[str, ...] | None) -> list[str] | None:
+    """Claude Code's tool names as the CLI names them (`inexpressible` has vetted them)."""
+    return None if tools is None else [names[t] for t in tools if t in names]
+
+
+class GeminiUpstream:
+    """Real runs go to Google's Gemini API, or the endpoint in GOOGLE_GEMINI_BASE_URL, with the
+    harness's GEMINI_API_KEY (or GOOGLE_API_KEY): the gateway sends it as `x-goog-api-key`,
+    never the CLI (which holds a dummy key)."""
+
+    upstream = "gemini"
+    title: ClassVar[str]
+
+    @property
+    def upstream_url(self) -> str:
+        from pytest_scylla.run.gateway import gemini_wire
+
+        return gemini_wire.base_url()
+
+    def check_credential(self) -> None:
+        from pytest_scylla.run.gateway.routes import gemini_credential
+
+        gemini_credential(who=self.title)

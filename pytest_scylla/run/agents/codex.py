@@ -88,7 +88,8 @@ def apply(sub: Subtest, tiers: TierSet, workspace: Path, run_dir: Path,
         args += ["-c", f"developer_instructions={_toml(prompt.file.read_text('utf-8'))}"]
     env = {"HOME": str(run_dir / "home"), "CODEX_HOME": str(home)}
     return overlay.Overlay(args=tuple(args), env=env, written=tuple(written), model=sub.model,
-                           declared=overlay.declaration(sub), instructions_file=INSTRUCTIONS_FILE,
+                           declared=overlay.declaration(sub, tiers),
+                           instructions_file=INSTRUCTIONS_FILE,
                            mcp_on_wire=tuple(TOOL_NAME.sub("_", n) for n in servers))
 
 

@@ -6,9 +6,11 @@ Measured with Gemini CLI 0.61.0 (docs/gemini-cli.md): the system prompt is `syst
 (with the skills list `<available_skills>` and the sub-agents list in it); GEMINI.md of the
 workspace goes into the first user message (`--- Context from: <path> ---`); skills under
 `~/.gemini/skills/<name>/SKILL.md`; MCP tools are named `mcp_<server>_<tool>`;
-`GEMINI_SYSTEM_MD=<file>` replaces the system prompt. It has no append mode, no max-turns flag
-(the run's budget and timeout bound it) and the tier's sub-agents and tool lists name Claude
-Code's tools: subtests that need those are not applicable.
+`GEMINI_SYSTEM_MD=<file>` replaces the system prompt; sub-agents are `~/.gemini/agents/<name>.md`
+(listed in the system prompt, called through `invoke_agent`; they cannot call sub-agents);
+tool lists are `tools.core` / `tools.exclude` in Gemini CLI's tool names (`TOOLS`). It has no
+append mode and no max-turns flag (the run's budget and timeout bound it): subtests that need
+what it lacks are not applicable.
 """
 
 from __future__ import annotations
@@ -19,12 +21,18 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from pytest_scylla.formats.tiers import Subtest, TierSet
+import yaml
+
+from pytest_scylla.formats.tiers import Subtest, TierSet, agent_tools, front_matter
 from pytest_scylla.run import overlay
 from pytest_scylla.run.agents import Result
-from pytest_scylla.run.agents.base import NpmCli, claude_only
+from pytest_scylla.run.agents.base import (
+    GeminiUpstream,
+    NpmCli,
+    inexpressible,
+    mapped,
+)
 from pytest_scylla.run.agents.claude_code import events
-from pytest_scylla.run.gateway.routes import UpstreamSetupError
 
 NAME = "gemini-cli"
 PINNED_VERSION = "0.61.0"  # what .ci/run installs
@@ -39,18 +47,38 @@ SETTINGS = {  # API-key auth (else exit 41); nothing leaves the run but model ca
                 "maxAttempts": 3},
 }
 FIXED_ENV = {"GEMINI_CLI_TRUST_WORKSPACE": "true", "GEMINI_CLI_NO_RELAUNCH": "1"}
+TOOLS = {"Read": "read_file", "Write": "write_file", "Edit": "replace",  # Claude Code's -> its
+         "Bash": "run_shell_command", "Glob": "glob", "Grep": "grep_search",
+         "WebFetch": "web_fetch", "WebSearch": "google_web_search", "Agent": "invoke_agent",
+         "Skill": "activate_skill", "TodoWrite": "write_todos"}
 
 
-def unsupported(sub: Subtest) -> str | None:
+def unsupported(sub: Subtest, tiers: TierSet | None = None) -> str | None:
     """Why Gemini CLI cannot run this subtest as declared (None: it can)."""
-    return claude_only(sub, "Gemini CLI", ("none", "append"))
+    if sub.tools_allow is not None and sub.mcp_servers:
+        return ("Gemini CLI's tool allow-list (tools.core) would also take the MCP servers' "
+                "tools away")
+    return inexpressible(sub, tiers, "Gemini CLI", ("none", "append"), TOOLS, nested=False)
+
+
+def _agent_file(tiers: TierSet, name: str) -> str:
+    """A tier's sub-agent as Gemini CLI reads one (`~/.gemini/agents/<name>.md`): its name,
+    description and tools (in Gemini CLI's names) as front matter, its body the prompt."""
+    meta, _, body = front_matter(tiers.resource_path("agents", name))
+    head: dict[str, Any] = {"name": name, "description": str((meta or {}).get("description",
+                                                                               ""))}
+    tools = mapped(TOOLS, agent_tools(tiers, name))
+    if tools is not None:
+        head["tools"] = tools
+    return "---\n" + yaml.safe_dump(head, sort_keys=False) + "---\n\n" + body.lstrip()
 
 
 def apply(sub: Subtest, tiers: TierSet, workspace: Path, run_dir: Path,
           mcp: dict[str, Any] | None = None) -> overlay.Overlay:
-    """The subtest as Gemini CLI expresses it: GEMINI.md, skills and settings in the run's HOME,
-    a replacement system prompt through GEMINI_SYSTEM_MD. ValueError for what it cannot."""
-    reason = unsupported(sub)
+    """The subtest as Gemini CLI expresses it: GEMINI.md, skills, sub-agents and settings (MCP
+    servers, tool lists) in the run's HOME, a replacement system prompt through
+    GEMINI_SYSTEM_MD. ValueError for what it cannot."""
+    reason = unsupported(sub, tiers)
     if reason is not None:
         raise ValueError(reason)
     written = overlay.write_instructions(sub, tiers, workspace, INSTRUCTIONS_FILE)
@@ -60,12 +88,18 @@ def apply(sub: Subtest, tiers: TierSet, workspace: Path, run_dir: Path,
     for name in sub.skills:
         shutil.copytree(tiers.resource_path("skills", name).parent, dot / "skills" / name,
                         symlinks=False, dirs_exist_ok=True)
+    for name in sub.agents:
+        (dot / "agents").mkdir(exist_ok=True)
+        (dot / "agents" / f"{name}.md").write_text(_agent_file(tiers, name), encoding="utf-8")
     servers = (mcp if mcp is not None else overlay.mcp_config(sub, tiers, workspace, run_dir)
                )["mcpServers"]
     wire = {name: SERVER_NAME.sub("", name) for name in servers}
-    settings = {**SETTINGS, "mcpServers": {
+    settings: dict[str, Any] = {**SETTINGS, "mcpServers": {
         wire[name]: {k: s[k] for k in ("command", "args", "env") if s.get(k)}
         for name, s in servers.items()}}
+    if sub.tools_allow is not None or sub.tools_deny:
+        settings["tools"] = {"core": mapped(TOOLS, sub.tools_allow)} \
+            if sub.tools_allow is not None else {"exclude": mapped(TOOLS, sub.tools_deny)}
     (dot / "settings.json").write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
     env = {"HOME": str(home), **FIXED_ENV}
     prompt = sub.system_prompt
@@ -76,8 +110,10 @@ def apply(sub: Subtest, tiers: TierSet, workspace: Path, run_dir: Path,
         shutil.copyfile(source, target)
         env["GEMINI_SYSTEM_MD"] = str(target)
     return overlay.Overlay(args=(), env=env, written=tuple(written), model=sub.model,
-                           declared=overlay.declaration(sub), instructions_file=INSTRUCTIONS_FILE,
+                           declared=overlay.declaration(sub, tiers),
+                           instructions_file=INSTRUCTIONS_FILE,
                            mcp_on_wire=tuple(wire.values()),
+                           tool_names={k: (v,) for k, v in TOOLS.items()},
                            # the sub-agents list lives in the default system prompt only
                            without_builtins=("agents",) if replaced else ())
 
@@ -149,24 +185,19 @@ def parse(transcript: Path) -> Result:
     return result
 
 
-class GeminiCli(NpmCli):
-    """The Gemini CLI adapter (`agents.Agent`)."""
+class GeminiCli(GeminiUpstream, NpmCli):
+    """The Gemini CLI adapter (`agents.Agent`): real runs go through the gateway's `gemini`
+    upstream (Google's API with the harness's GEMINI_API_KEY; the CLI holds a dummy key)."""
 
     name, title, binary, package, pinned = (NAME, "Gemini CLI", "gemini", "@google/gemini-cli",
                                             PINNED_VERSION)
     version_env = FIXED_ENV
-    upstream = "gemini"  # the vendor API a real run goes to
     default_model = "gemini-2.5-pro"
     command = staticmethod(command)
     environment = staticmethod(environment)
     parse = staticmethod(parse)
     unsupported = staticmethod(unsupported)
     overlay = staticmethod(apply)
-
-    def check_credential(self) -> None:
-        raise UpstreamSetupError(
-            "Gemini CLI runs against the oracle only in this version (--scylla-oracle): the "
-            "gateway does not relay Gemini's API to Google yet")
 
 
 ADAPTER = GeminiCli()

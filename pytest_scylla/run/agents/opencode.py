@@ -6,10 +6,11 @@ Measured with opencode 1.18.33 (docs/opencode.md): AGENTS.md and the skills list
 the system message; skills under `$XDG_CONFIG_HOME/opencode/skills/<name>/SKILL.md`; MCP tools
 are named `<server>_<tool>` (servers are named `mcp<name>` here, letters and digits only, so that
 they stand apart from built-in tools such as `apply_patch`); the `build` agent's `prompt`
-replaces the system prompt. Offline only with the models fetch off and its plugin folder
-pre-seeded (else it fetches from the vendor and npm at every start). It has no append mode and
-no hard turn limit (the run's budget and timeout bound it); the tier's sub-agents and tool lists
-name Claude Code's tools.
+replaces the system prompt; sub-agents are `agent.<name>` settings of mode `subagent` (listed in
+the `task` tool's description; with `task` among their tools they call sub-agents too); tool
+lists are `tools` switches in opencode's tool names (`TOOLS`). Offline only with the models
+fetch off and its plugin folder pre-seeded (else it fetches from the vendor and npm at every
+start). It has no append mode and no hard turn limit (the run's budget and timeout bound it).
 """
 
 from __future__ import annotations
@@ -20,10 +21,15 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from pytest_scylla.formats.tiers import Subtest, TierSet
+from pytest_scylla.formats.tiers import Subtest, TierSet, agent_tools, front_matter
 from pytest_scylla.run import overlay
 from pytest_scylla.run.agents import Result
-from pytest_scylla.run.agents.base import NpmCli, OpenAIUpstream, claude_only
+from pytest_scylla.run.agents.base import (
+    NpmCli,
+    OpenAIUpstream,
+    inexpressible,
+    mapped,
+)
 from pytest_scylla.run.agents.claude_code import events
 
 NAME = "opencode"
@@ -35,19 +41,50 @@ SERVER_NAME = re.compile(r"[^A-Za-z0-9]")  # tools are <server>_<tool>: no `_` i
 MCP_PREFIX = "mcp"  # a server's name on the wire starts so (built-ins such as apply_patch don't)
 FIXED_ENV = {"OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1",
              "OPENCODE_DISABLE_SHARE": "1", "OPENCODE_DISABLE_CLAUDE_CODE": "1"}
+TOOLS = {"Read": "read", "Write": "write", "Edit": "edit", "Bash": "bash",  # Claude Code's
+         "Glob": "glob", "Grep": "grep", "WebFetch": "webfetch",  # -> opencode's
+         "WebSearch": "websearch", "Agent": "task", "Skill": "skill", "TodoWrite": "todowrite"}
+# with some models (OpenAI's) it offers `apply_patch` in place of its edit and write tools
+ON_WIRE = {**{k: (v,) for k, v in TOOLS.items()}, "Edit": ("edit", "apply_patch"),
+           "Write": ("write", "apply_patch")}
 CONFIG_ENV = "SCYLLA_OPENCODE_CONFIG"  # the overlay's part of the config, merged in environment
 
 
-def unsupported(sub: Subtest) -> str | None:
+def unsupported(sub: Subtest, tiers: TierSet | None = None) -> str | None:
     """Why opencode cannot run this subtest as declared (None: it can)."""
-    return claude_only(sub, "opencode", ("none", "append"))
+    return inexpressible(sub, tiers, "opencode", ("none", "append"), TOOLS, nested=True)
+
+
+def _switches(allow: tuple[str, ...] | None, deny: tuple[str, ...] = (),
+              servers: tuple[str, ...] = ()) -> dict[str, bool]:
+    """opencode's `tools` switches for a tool list in Claude Code's names: an allow-list turns
+    every tool off but those (and the MCP servers' `servers`, which Claude Code's allow-list
+    keeps), a deny-list turns those off."""
+    if allow is None:
+        return dict.fromkeys(mapped(TOOLS, deny) or [], False)
+    return {"*": False, **dict.fromkeys(mapped(TOOLS, allow) or [], True),
+            **{f"{server}_*": True for server in servers}}
+
+
+def _agents(sub: Subtest, tiers: TierSet) -> dict[str, Any]:
+    """The tier's sub-agents as opencode's `agent` settings (mode subagent: called through the
+    `task` tool), each with its prompt and its tools in opencode's names."""
+    found: dict[str, Any] = {}
+    for name in sub.agents:
+        meta, _, body = front_matter(tiers.resource_path("agents", name))
+        found[name] = {"description": str((meta or {}).get("description", "")),
+                       "mode": "subagent", "prompt": body.strip()}
+        listed = agent_tools(tiers, name)
+        if listed is not None:
+            found[name]["tools"] = _switches(listed)
+    return found
 
 
 def apply(sub: Subtest, tiers: TierSet, workspace: Path, run_dir: Path,
           mcp: dict[str, Any] | None = None) -> overlay.Overlay:
     """The subtest as opencode expresses it: AGENTS.md, skills in its config folder, MCP servers
     and a replacement prompt in its configuration. ValueError for what it cannot."""
-    reason = unsupported(sub)
+    reason = unsupported(sub, tiers)
     if reason is not None:
         raise ValueError(reason)
     written = overlay.write_instructions(sub, tiers, workspace, INSTRUCTIONS_FILE)
@@ -71,13 +108,20 @@ def apply(sub: Subtest, tiers: TierSet, workspace: Path, run_dir: Path,
     config: dict[str, Any] = {"mcp": {wire[name]: {
         "type": "local", "command": [s["command"], *s.get("args", [])],
         "environment": s.get("env") or {}, "enabled": True} for name, s in servers.items()}}
+    if sub.tools_allow is not None or sub.tools_deny:
+        config["tools"] = _switches(sub.tools_allow, sub.tools_deny, tuple(wire.values()))
+    config["agent"] = _agents(sub, tiers)
+    leads = [a for a in sub.agents if "Agent" in (agent_tools(tiers, a) or ())]
+    if leads:  # its sub-agents call sub-agents only this deep (default 1): each lead a level
+        config["subagent_depth"] = 1 + len(leads)
     prompt = sub.system_prompt
     if prompt is not None and prompt.file is not None:  # replace: the only mode it has
-        config["agent"] = {"build": {"prompt": prompt.file.read_text(encoding="utf-8")}}
+        config["agent"]["build"] = {"prompt": prompt.file.read_text(encoding="utf-8")}
     env = {"HOME": str(home), **xdg, CONFIG_ENV: json.dumps(config)}
     return overlay.Overlay(args=(), env=env, written=tuple(written), model=sub.model,
-                           declared=overlay.declaration(sub), instructions_file=INSTRUCTIONS_FILE,
-                           mcp_on_wire=tuple(wire.values()))
+                           declared=overlay.declaration(sub, tiers),
+                           instructions_file=INSTRUCTIONS_FILE,
+                           mcp_on_wire=tuple(wire.values()), tool_names=ON_WIRE)
 
 
 def command(cli: Path | str, model: str, max_turns: int, overlay_args: tuple[str, ...]

@@ -1,12 +1,14 @@
-"""Google's Gemini API (what Gemini CLI speaks), as the oracle answers it: `generateContent` as
-one `GenerateContentResponse` (text parts, `functionCall` parts), `streamGenerateContent` as its
-server-sent chunks (`alt=sse`), with `usageMetadata` (cached prompt tokens inside
-`promptTokenCount`). The model is named in the path, not the body. A request for JSON output
+"""Google's Gemini API (what Gemini CLI and `gemini:` judges speak): as the oracle answers it,
+`generateContent` as one `GenerateContentResponse` (text parts, `functionCall` parts),
+`streamGenerateContent` as its server-sent chunks (`alt=sse`), with `usageMetadata` (cached prompt
+tokens inside `promptTokenCount`); as the gateway relays it to Google (`base_url`, usage read by
+`billed`). The model is named in the path, not the body. A request for JSON output
 (`generationConfig.responseMimeType`) on a judge's route is answered with the verdict's JSON."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -16,6 +18,16 @@ from pytest_scylla.run.gateway import openai_wire
 PATH = re.compile(r"^/v1(?:beta|alpha)?/models/(?P<model>[A-Za-z0-9._-]+):"
                   r"(?P<method>generateContent|streamGenerateContent)$")
 FINISH = {"tool_use": "STOP", "end_turn": "STOP", "max_tokens": "MAX_TOKENS"}
+BASE_URL = "https://generativelanguage.googleapis.com"
+BASE_URL_ENV = "GOOGLE_GEMINI_BASE_URL"  # the variable Gemini CLI reads for the same purpose
+# the keys of a GenerateContentResponse (a whole answer, or one streamed chunk)
+RESPONSE_KEYS = ("candidates", "usageMetadata", "modelVersion", "promptFeedback")
+
+
+def base_url(environ: dict[str, str] | None = None) -> str:
+    """Where real Gemini calls go: GOOGLE_GEMINI_BASE_URL, else Google's Gemini API."""
+    env = os.environ if environ is None else environ
+    return (env.get(BASE_URL_ENV) or BASE_URL).rstrip("/")
 
 
 def match(path: str) -> tuple[str, bool] | None:
@@ -29,6 +41,33 @@ def match(path: str) -> tuple[str, bool] | None:
 def wants_json(request: dict[str, Any]) -> bool:
     config = request.get("generationConfig")
     return isinstance(config, dict) and config.get("responseMimeType") == "application/json"
+
+
+def is_response(data: dict[str, Any]) -> bool:
+    """Whether a JSON object is Gemini's: a GenerateContentResponse, or Google's error shape
+    (`{"error": {"code", "message", "status"}}`)."""
+    error = data.get("error")
+    return any(k in data for k in RESPONSE_KEYS) or (
+        isinstance(error, dict) and "status" in error and "type" not in error)
+
+
+def billed(metadata: Any) -> dict[str, int]:
+    """What the gateway prices of a `usageMetadata`: uncached input (`promptTokenCount`, which
+    includes the cached part, less `cachedContentTokenCount`, plus any `toolUsePromptTokenCount`),
+    cached input, and output (`candidatesTokenCount` plus `thoughtsTokenCount`: thinking is
+    billed as output). Empty when it holds no counts."""
+    if not isinstance(metadata, dict) or not any(
+            isinstance(metadata.get(k), int) for k in ("promptTokenCount", "candidatesTokenCount")):
+        return {}
+
+    def n(key: str) -> int:
+        value = metadata.get(key)
+        return value if isinstance(value, int) and value > 0 else 0
+
+    cached = n("cachedContentTokenCount")
+    return {"input_tokens": max(0, n("promptTokenCount") + n("toolUsePromptTokenCount") - cached),
+            "cache_read_input_tokens": cached,
+            "output_tokens": n("candidatesTokenCount") + n("thoughtsTokenCount")}
 
 
 def usage(counts: dict[str, int]) -> dict[str, int]:

@@ -1,11 +1,13 @@
 """The oracle upstream: a scripted model that drives the real CLI through ordinary tool calls.
 
 `solution` reads every file it is about to replace, then writes the case's reference solution with
-the Write tool (the shell when Write is not offered) and ends with a short summary; `noop` answers
-without touching anything; `wrong` writes a broken version (the first half of each file's lines).
-The script is stateless: the next step follows from the oracle's own tool calls already in the
-conversation, so retries and side calls never shift it. Calls without the main agent's tools
-(titles, summaries, sub-agent chatter) get a short sensible text.
+the CLI's file-writing tool (else its shell, else opencode's `apply_patch`) and ends with a short
+summary; where the subtest declares sub-agents it first hands the work down through the CLI's
+sub-agent tool (Agent, `invoke_agent`, `task`), to an orchestrator and from it to a writer.
+`noop` answers without touching anything; `wrong` writes a broken version (the first half of
+each file's lines). The script is stateless: the next step follows from the oracle's own tool
+calls already in the conversation, so retries and side calls never shift it. Calls without the
+main agent's tools (titles, summaries, sub-agent chatter) get a short sensible text.
 
 Usage numbers are realistic in shape: about four bytes per token, the stable prefix written to
 the prompt cache on the first call and read from it afterwards.
@@ -25,7 +27,6 @@ import re
 import shlex
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,6 @@ from pytest_scylla.run.gateway import (
     gemini_wire,
     openai_wire,
     responses_wire,
-    sse,
     turns,
 )
 
@@ -129,13 +129,32 @@ DELEGATE_MARK = re.compile(r"\[scylla-oracle level (\d+)\]")
 
 def _level(request: dict[str, Any]) -> int:
     """0 for the main agent; N for a sub-agent the oracle delegated to N levels down."""
-    first: dict[str, Any] = next(
-        (m for m in request.get("messages", []) if m.get("role") == "user"), {})
-    content = first.get("content")
-    texts = [content] if isinstance(content, str) else [
-        b.get("text", "") for b in content or [] if isinstance(b, dict)]
-    levels = [int(m.group(1)) for t in texts for m in DELEGATE_MARK.finditer(t)]
+    levels = [int(m.group(1)) for m in DELEGATE_MARK.finditer(turns.first_user_text(request))]
     return max(levels, default=0)
+
+
+def _delegate(tools: set[str], agent: str, level: int, where: Path
+              ) -> tuple[str, dict[str, Any]] | None:
+    """A call handing the change to sub-agent `agent`, with the tool this CLI offers for it."""
+    prompt = (f"[scylla-oracle level {level + 1}] Make the change the task asks for in "
+              f"{where} and report back.")
+    if "Agent" in tools:  # Claude Code
+        return "Agent", {"description": f"Hand the change to {agent}", "subagent_type": agent,
+                         "prompt": prompt}
+    if "invoke_agent" in tools:  # Gemini CLI
+        return "invoke_agent", {"agent_name": agent, "prompt": prompt}
+    if "task" in tools:  # opencode
+        return "task", {"description": f"Hand the change to {agent}", "prompt": prompt,
+                        "subagent_type": agent}
+    return None
+
+
+def _final(tools: set[str], text: str, turn: int, level: int) -> Reply:
+    """The last answer: text, or the call that ends a sub-agent where the CLI needs one
+    (Gemini CLI's sub-agents finish through `complete_task`)."""
+    if level and "complete_task" in tools:
+        return _tools(turn, [("complete_task", {"result": text})], level)
+    return _text(text)
 
 
 def _text(text: str) -> Reply:
@@ -189,7 +208,24 @@ def plan(script: Script, tools: set[str]) -> list[list[tuple[str, dict[str, Any]
     commands = [f"mkdir -p {shlex.quote(str(Path(path).parent))} && python3 -c {writer} "
                 f"{shlex.quote(path)} {shlex.quote(text)}" for path, text in paths]
     calls = [shell_call(tools, c, "Write a file") for c in commands]
-    return [[c for c in calls if c is not None]] if all(calls) else []
+    if all(calls):
+        return [[c for c in calls if c is not None]]
+    return _patches(script, paths) if "apply_patch" in tools else []
+
+
+def _patches(script: Script, paths: list[tuple[str, str]]
+             ) -> list[list[tuple[str, dict[str, Any]]]]:
+    """opencode's `apply_patch` (its only file tool for some models): the files the workspace
+    has are deleted first, then every file is added whole."""
+    def patch(sections: list[str]) -> tuple[str, dict[str, Any]]:
+        return "apply_patch", {"patchText": "\n".join(["*** Begin Patch", *sections,
+                                                        "*** End Patch"])}
+
+    added = [f"*** Add File: {path}\n" + "\n".join("+" + line for line in text.splitlines())
+             for path, text in paths]
+    gone = [f"*** Delete File: {script.workspace / rel}" for rel, _ in script.files
+            if rel in script.existing]
+    return ([[patch(gone)]] if gone else []) + [[patch(added)]]
 
 
 def _portable(calls: tuple[tuple[str, dict[str, Any]], ...], tools: set[str]
@@ -298,71 +334,21 @@ def answer(script: Script, request: dict[str, Any], attempt: int = 0) -> Reply:
         return _text("The CLI should not have survived.")
     if failed:
         return _text("A tool call failed; stopping without finishing the change.")
-    level = _level(request)
-    if script.mode != "noop" and level < len(script.delegates) and "Agent" in tool_names(request):
+    level, offered = _level(request), tool_names(request)
+    handing = _delegate(offered, script.delegates[level], level, script.workspace) if (
+        script.mode != "noop" and level < len(script.delegates)) else None
+    if handing is not None:
         if done == 0:
-            agent = script.delegates[level]
-            return _tools(0, [("Agent", {
-                "description": f"Hand the change to {agent}", "subagent_type": agent,
-                "prompt": f"[scylla-oracle level {level + 1}] Make the change the task asks "
-                          f"for in {script.workspace} and report back."})], level)
-        return _text(f"Done: {script.delegates[level]} made the change.")
-    work = plan(script, tool_names(request))
+            return _tools(0, [handing], level)
+        return _final(offered, f"Done: {script.delegates[level]} made the change.", done, level)
+    work = plan(script, offered)
     if script.mode == "noop":
         return _text("I read the task and decided to make no changes.")
     steps = (uses(script, request) if level == 0 else []) + work
     if done < len(steps):
         return _tools(done, steps[done], level)
     if not work:
-        return _text("No file-writing tool is available, so I could not apply the change.")
+        return _final(offered, "No file-writing tool is available, so I could not apply the "
+                      "change.", done, level)
     names = ", ".join(rel for rel, _ in script.files)
-    return _text(f"Done. I wrote {names}.")
-
-
-def usage_for(request_bytes: int, reply: Reply, first_call: bool) -> dict[str, int]:
-    """Token counts shaped like the real API's: ~4 bytes a token, a cached stable prefix."""
-    total_in = max(1, request_bytes // 4)
-    prefix = int(total_in * 0.85)
-    return {"input_tokens": total_in - prefix,
-            "cache_creation_input_tokens": prefix if first_call else 0,
-            "cache_read_input_tokens": 0 if first_call else prefix,
-            "output_tokens": max(1, len(json.dumps(reply.blocks)) // 4 + 8)}
-
-
-def render(reply: Reply, msg_id: str, model: str, usage: dict[str, int],
-           stream: bool, request: dict[str, Any] | None = None,
-           path: str = "/v1/messages") -> Iterator[bytes]:
-    """The reply in the wire format of the endpoint called: Anthropic Messages, or OpenAI Chat
-    Completions or Responses, or Gemini's generateContent (`path`), streamed or whole."""
-    gemini = gemini_wire.match(path)
-    if gemini is not None and reply.error is None:
-        structured = gemini_wire.wants_json(request or {})
-        if gemini[1]:
-            yield from gemini_wire.chunks(msg_id, model, reply.blocks, reply.stop_reason,
-                                          usage, structured)
-        else:
-            yield json.dumps(gemini_wire.response(msg_id, model, reply.blocks,
-                                                  reply.stop_reason, usage, structured)).encode()
-    elif path.endswith(responses_wire.PATH) and reply.error is None:
-        structured = responses_wire.schema_name(request or {}) is not None
-        if stream:
-            yield from responses_wire.events(msg_id, model, reply.blocks, usage, structured)
-        else:
-            yield json.dumps(responses_wire.response(msg_id, model, reply.blocks, usage,
-                                                     structured)).encode()
-    elif path.endswith(openai_wire.PATH) and reply.error is None:
-        structured = openai_wire.schema_name(request or {}) is not None
-        if stream:
-            yield from openai_wire.chunks(msg_id, model, reply.blocks, reply.stop_reason, usage,
-                                          structured)
-        else:
-            yield json.dumps(openai_wire.completion(msg_id, model, reply.blocks,
-                                                    reply.stop_reason, usage, structured)
-                             ).encode()
-    elif reply.error is not None:
-        yield json.dumps({"type": "error", "error": reply.error}).encode()
-    elif stream:
-        yield from sse.message_events(msg_id, model, reply.blocks, reply.stop_reason, usage)
-    else:
-        yield json.dumps(sse.message_json(msg_id, model, reply.blocks, reply.stop_reason,
-                                          usage)).encode()
+    return _final(offered, f"Done. I wrote {names}.", done, level)

@@ -18,15 +18,17 @@ INFRA_STATUSES = frozenset({408, 429, 500, 502, 503, 504, 529})
 # What each upstream's clients may call (paths below the route); anything else is refused with
 # 403 and never forwarded: the credential serves model calls only, each one logged and priced.
 ENDPOINTS = {"anthropic": frozenset({"/v1/messages", "/v1/messages/count_tokens"}),
-             "openai": frozenset({"/chat/completions", "/responses"})}
+             "openai": frozenset({"/chat/completions", "/responses"}),
+             "gemini": frozenset()}  # its paths name the model: `gemini_wire.match`
 ENDPOINTS["oracle"] = ENDPOINTS["anthropic"] | ENDPOINTS["openai"]  # and Gemini's
+GEMINI_KEYS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")  # the harness's, in this order
 
 
 def allowed(upstream: str, path: str) -> bool:
-    """Whether `path` is a model endpoint of `upstream` (the oracle also answers Gemini's
-    `models/<model>:generateContent`)."""
+    """Whether `path` is a model endpoint of `upstream` (Gemini's, which the oracle also
+    answers, are `models/<model>:generateContent` and `:streamGenerateContent`)."""
     return path in ENDPOINTS[upstream] or (
-        upstream == "oracle" and gemini_wire.match(path) is not None)
+        upstream in ("oracle", "gemini") and gemini_wire.match(path) is not None)
 
 
 class UpstreamSetupError(RuntimeError):
@@ -45,14 +47,28 @@ def credential_headers(environ: dict[str, str] | None = None) -> dict[str, str]:
         "pytest runs in, or run offline with --scylla-oracle (a SIMULATED model)")
 
 
+def gemini_credential(environ: dict[str, str] | None = None, who: str = "Gemini"
+                      ) -> dict[str, str]:
+    """The real credential for Google's Gemini API (`x-goog-api-key`), from the harness's own
+    environment; `who` names the caller in the message when there is none."""
+    env = os.environ if environ is None else environ
+    for name in GEMINI_KEYS:
+        if env.get(name):
+            return {"x-goog-api-key": env[name]}
+    raise UpstreamSetupError(
+        f"no model credential for {who}: set GEMINI_API_KEY (or GOOGLE_API_KEY; "
+        "GOOGLE_GEMINI_BASE_URL for another endpoint) in the environment pytest runs in, or run "
+        "offline with --scylla-oracle (a SIMULATED model)")
+
+
 @dataclass
 class Route:
     """One run's path through the gateway, and what the gateway saw of it."""
 
     key: str
     log_path: Path
-    upstream: str = "oracle"  # oracle | anthropic | openai
-    upstream_url: str | None = None  # where `openai` calls go (the judge's endpoint)
+    upstream: str = "oracle"  # oracle | anthropic | openai | gemini
+    upstream_url: str | None = None  # where `openai` and `gemini` calls go
     max_cost_usd: float = float("inf")
     bodies_dir: Path | None = None  # --scylla-record-bodies: each call's request and answer
     replay: replay.Recording | None = None  # --scylla-replay: the answers come from here

@@ -222,7 +222,8 @@ class Gateway:
             "upstream": route.upstream,
             "model_requested": request.get("model") or (gemini_wire.match(path) or [None])[0],
             "role": "main" if oracle.is_main_agent(request) else "side",
-            "stream": bool(request.get("stream")), "request_bytes": len(body)}
+            "stream": bool(request.get("stream") or (gemini_wire.match(path) or ("", 0))[1]),
+            "request_bytes": len(body)}
         if route.bodies_dir is not None:
             route.bodies_dir.mkdir(parents=True, exist_ok=True)
             (route.bodies_dir / f"{seq:04d}.request.json").write_bytes(body)

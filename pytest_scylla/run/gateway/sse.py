@@ -1,4 +1,5 @@
-"""Server-sent events of the Messages API: build them (oracle), read usage from them (proxy)."""
+"""Server-sent events of the Messages API: build them (oracle); read usage from them and from the
+other vendors' answers (proxy): OpenAI's chat completions and Responses, Google's Gemini."""
 
 from __future__ import annotations
 
@@ -6,10 +7,10 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from pytest_scylla.run.gateway import gemini_wire
+
 USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_creation_input_tokens",
                 "cache_read_input_tokens")
-# OpenAI-compatible chat completions (judges of kind `openai:`) name the same counts otherwise
-OPENAI_USAGE = {"prompt_tokens": "input_tokens", "completion_tokens": "output_tokens"}
 # the events that end an OpenAI Responses stream, each carrying the whole response
 RESPONSE_ENDS = ("response.completed", "response.incomplete", "response.failed")
 
@@ -63,7 +64,9 @@ class UsageReader:
         self.error: dict[str, Any] | None = None
 
     def feed(self, chunk: bytes) -> None:
-        self._buffer += chunk
+        # events end at a blank line; Google's streams end their lines with \r\n (a pair that a
+        # chunk may split: the buffer is normalised whole, so its halves meet again)
+        self._buffer = (self._buffer + chunk).replace(b"\r\n", b"\n")
         while True:
             cut = self._buffer.find(b"\n\n")
             if cut < 0:
@@ -78,8 +81,14 @@ class UsageReader:
             data = json.loads(payload)
         except ValueError:
             return
+        if not isinstance(data, dict):
+            return
         kind = data.get("type")
-        if kind == "message_start":
+        if kind is None and gemini_wire.is_response(data):  # one chunk of Gemini's stream
+            self._gemini(data)
+        elif kind is None and "choices" in data:  # one chunk of a Chat Completions stream
+            self._chat(data)
+        elif kind == "message_start":
             message = data.get("message", {})
             self.model = message.get("model")
             self._usage(message.get("usage"))
@@ -104,30 +113,63 @@ class UsageReader:
         if isinstance(response.get("error"), dict):
             self.error = response["error"]
 
+    def _gemini(self, data: dict[str, Any]) -> None:
+        """A GenerateContentResponse (whole, or a streamed chunk: its `usageMetadata` is the
+        running total, so the last one counts), or Google's error."""
+        self.model = data.get("modelVersion") or self.model
+        self.usage = gemini_wire.billed(data.get("usageMetadata")) or self.usage
+        candidates = data.get("candidates")
+        if isinstance(candidates, list) and candidates and isinstance(candidates[0], dict):
+            self.stop_reason = candidates[0].get("finishReason") or self.stop_reason
+        error = data.get("error")
+        if isinstance(error, dict):  # Google names its kind `status` (e.g. RESOURCE_EXHAUSTED)
+            self.error = {**error, "type": error.get("status") or "error"}
+
+    def _chat(self, data: dict[str, Any]) -> None:
+        """OpenAI Chat Completions, whole or a streamed chunk (the usage comes in the last one,
+        asked for with `stream_options.include_usage`, as opencode does): cached prompt tokens
+        are counted inside `prompt_tokens`."""
+        self.model = data.get("model") or self.model
+        usage = data.get("usage")
+        if isinstance(usage, dict) and isinstance(usage.get("prompt_tokens"), int):
+            details = usage.get("prompt_tokens_details")
+            cached = int((details.get("cached_tokens") if isinstance(details, dict) else 0)
+                         or 0)
+            self.usage = {"input_tokens": usage["prompt_tokens"] - cached,
+                          "output_tokens": int(usage.get("completion_tokens") or 0),
+                          **({"cache_read_input_tokens": cached} if cached else {})}
+        choices = data.get("choices")
+        if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+            self.stop_reason = choices[0].get("finish_reason") or self.stop_reason
+
     def _usage(self, usage: Any) -> None:
         if isinstance(usage, dict):
             for key in USAGE_FIELDS:
                 if isinstance(usage.get(key), int):
                     self.usage[key] = usage[key]
-            for theirs, ours in OPENAI_USAGE.items():
-                if isinstance(usage.get(theirs), int):
-                    self.usage[ours] = usage[theirs]
 
     def read_json(self, body: bytes) -> None:
-        """A non-streamed response body."""
+        """A non-streamed response body (Gemini's streamGenerateContent without `alt=sse` is a
+        JSON array of its chunks)."""
         try:
             data = json.loads(body)
         except ValueError:
             return
-        if isinstance(data, dict) and data.get("object") == "response":
+        for item in data if isinstance(data, list) else [data]:
+            if isinstance(item, dict):
+                self._whole(item)
+
+    def _whole(self, data: dict[str, Any]) -> None:
+        if data.get("object") == "response":
             self._response(data)
-        elif isinstance(data, dict):
-            self.model = data.get("model")
+        elif gemini_wire.is_response(data):
+            self._gemini(data)
+        elif "choices" in data:
+            self._chat(data)
+        else:
+            self.model = data.get("model")  # Anthropic's Messages
             self._usage(data.get("usage"))
-            choices = data.get("choices")
-            self.stop_reason = data.get("stop_reason") or (
-                choices[0].get("finish_reason") if isinstance(choices, list) and choices
-                and isinstance(choices[0], dict) else None)
+            self.stop_reason = data.get("stop_reason")
             if data.get("type") == "error":
                 self.error = data.get("error")
 

@@ -100,3 +100,17 @@ def oracle_turns(request: dict[str, Any]) -> tuple[int, bool]:
     turns = {i[len(TOOL_ID):].rsplit("_", 1)[0] for i in _call_ids(request)
              if i.startswith(TOOL_ID) and not i.startswith(TOOL_ID + "verdict")}
     return len(turns), last_failed(request)
+
+
+def first_user_text(request: dict[str, Any]) -> str:
+    """The text of the conversation's first user message (where a sub-agent's brief is)."""
+    for message in _dicts(request.get("messages")) + [
+            i for i in _dicts(request.get("input")) if i.get("type", "message") == "message"]:
+        if message.get("role") == "user":
+            content = message.get("content")
+            return content if isinstance(content, str) else "\n".join(
+                str(b.get("text", "")) for b in _dicts(content))
+    for content in _dicts(request.get("contents")):  # Gemini
+        if content.get("role") == "user":
+            return "\n".join(str(p.get("text", "")) for p in _dicts(content.get("parts")))
+    return ""

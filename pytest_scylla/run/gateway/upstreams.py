@@ -1,7 +1,8 @@
 """Where a gateway call goes: the oracle, which answers in the gateway itself, or a real upstream
-(Anthropic's API for agents and judges, or an OpenAI-compatible server for `openai:` judges),
-reached with the harness's own credential, retried on rate limits and outages, and streamed back
-unchanged while its usage is read for the call log and the budget."""
+(Anthropic's API for agents and judges, an OpenAI-compatible server for Codex, opencode and
+`openai:` judges, Google's Gemini API for Gemini CLI and `gemini:` judges), reached with the
+harness's own credential, retried on rate limits and outages, and streamed back unchanged while
+its usage is read for the call log and the budget."""
 
 from __future__ import annotations
 
@@ -10,12 +11,14 @@ import os
 import time
 from collections.abc import Sequence
 from typing import Any, Protocol
+from urllib.parse import unquote_plus
 
-from pytest_scylla.run.gateway import gemini_wire, openai_wire, oracle
+from pytest_scylla.run.gateway import gemini_wire, openai_wire, oracle, oracle_wire
 from pytest_scylla.run.gateway.routes import (
     Route,
     UpstreamSetupError,
     credential_headers,
+    gemini_credential,
     retryable,
 )
 from pytest_scylla.run.gateway.sse import UsageReader
@@ -50,7 +53,8 @@ class Gate(Protocol):
 HOP_HEADERS = frozenset({"connection", "keep-alive", "transfer-encoding", "content-length",
                          "content-encoding", "host", "proxy-connection", "upgrade", "te",
                          "trailer"})
-CLIENT_AUTH = frozenset({"x-api-key", "authorization"})
+CLIENT_AUTH = frozenset({"x-api-key", "authorization", "x-goog-api-key"})
+CLIENT_AUTH_QUERY = frozenset({"key", "access_token"})  # Google also takes these in the URL
 STALL_LIMIT_SECONDS = 24 * 3600
 
 
@@ -88,12 +92,12 @@ def from_oracle(gw: Gate, route: Route, path: str, request: dict[str, Any], body
         return {"status": reply.status, "retry_after": retry_after,
                 "error": reply.error.get("type"), **tries,
                 "latency_s": round(time.monotonic() - start, 4)}
-    usage = oracle.usage_for(len(body), reply, first_call=not route.usage)
+    usage = oracle_wire.usage_for(len(body), reply, first_call=not route.usage)
     msg_id = f"msg_oracle_{route.key}_{route.calls:04d}"
     stream = gemini[1] if gemini else bool(request.get("stream"))
     first_byte: float | None = None
     size = 0
-    pieces = oracle.render(reply, msg_id, model, usage, stream, request, path)
+    pieces = oracle_wire.render(reply, msg_id, model, usage, stream, request, path)
     if gemini or path.endswith((openai_wire.PATH, "/responses")):  # priced as OpenAI and
         # Google bill: no cache writes
         usage = openai_wire.billed(usage)
@@ -120,6 +124,9 @@ def _headers(route: Route, client: Client) -> dict[str, str]:
     by the harness's own. Raises UpstreamSetupError when there is none to send."""
     headers = {k: v for k, v in client.headers.items()
                if k.lower() not in HOP_HEADERS and k.lower() not in CLIENT_AUTH}
+    if route.upstream == "gemini":  # Google's key, in the header Google's clients send it in
+        headers.update(gemini_credential())
+        return headers
     if route.upstream == "openai":  # a local server needs none; a hosted one takes a bearer key
         if os.environ.get("OPENAI_API_KEY"):
             headers["authorization"] = f"Bearer {os.environ['OPENAI_API_KEY']}"
@@ -131,6 +138,17 @@ def _headers(route: Route, client: Client) -> dict[str, str]:
             raise
         headers.update({k: v for k, v in client.headers.items() if k.lower() in CLIENT_AUTH})
     return headers
+
+
+def _url(gw: Gate, route: Route, path: str, query: str) -> str:
+    """The upstream's URL of the call: the route's upstream (a `gemini` route without one goes to
+    Google's, never to another vendor's), the query kept but for a credential in it (the client
+    holds a dummy one; the gateway adds the real one as a header)."""
+    base = route.upstream_url or (gemini_wire.base_url() if route.upstream == "gemini"
+                                  else gw.upstream_url)
+    kept = "&".join(p for p in query.split("&") if p and unquote_plus(
+        p.split("=", 1)[0]).lower() not in CLIENT_AUTH_QUERY)
+    return base + path + (f"?{kept}" if kept else "")
 
 
 def _relay(response: Any, client: Client, reader: UsageReader) -> tuple[float | None, int]:
@@ -166,7 +184,7 @@ def forward(gw: Gate, route: Route, path: str, query: str, client: Client, body:
             "type": "authentication_error", "message": f"pytest-scylla: {exc}"}})
         return {"status": 401, "error": "no credential",
                 "latency_s": round(time.monotonic() - start, 4)}
-    url = (route.upstream_url or gw.upstream_url) + path + (f"?{query}" if query else "")
+    url = _url(gw, route, path, query)
     attempt, waited = 0, 0.0
     while True:
         tries = {"attempts": attempt + 1, "retry_wait_s": round(waited, 3)} if attempt else {}
@@ -218,8 +236,9 @@ def forward(gw: Gate, route: Route, path: str, query: str, client: Client, body:
     result: dict[str, Any] = {"status": status, "response_bytes": size, **tries,
                               "latency_s": round(time.monotonic() - start, 4),
                               "ttft_s": round((first_byte or time.monotonic()) - start, 4)}
-    if reader.usage:
-        dollars = gw.account(route, reader.model, reader.usage)
-        result.update(model=reader.model, usage=reader.usage, cost_usd=round(dollars, 6),
+    if reader.usage:  # Gemini names the model in the path (its answer's modelVersion if sent)
+        model = reader.model or (gemini_wire.match(path) or (None, False))[0]
+        dollars = gw.account(route, model, reader.usage)
+        result.update(model=model, usage=reader.usage, cost_usd=round(dollars, 6),
                       stop_reason=reader.stop_reason)
     return result
