@@ -222,6 +222,13 @@ def _oracle(config: pytest.Config) -> str | None:
     if oracle is not None and oracle not in ORACLE_MODES:
         raise pytest.UsageError(f"{origin}: unknown oracle mode '{oracle}'; choose from "
                                 f"{', '.join(ORACLE_MODES)}")
+    if oracle is not None:
+        from pytest_scylla.run.gateway import latency
+
+        try:
+            latency.seconds("check", 0)
+        except latency.LatencyError as exc:
+            raise pytest.UsageError(f"environment: {exc}") from None
     return oracle
 
 

@@ -275,3 +275,18 @@ def test_r_prog_counts_the_milestones_reached_in_order() -> None:
     assert r_prog(("lint", "builds"), results) == 1.0
     assert r_prog(("e2e", "builds"), results) == 0.0  # a later one passing does not count
     assert r_prog((), results) is None
+
+
+def test_small_n_pass_rate_interval_is_statsmodels_clopper_pearson() -> None:
+    """Below ten runs the pass rate's interval is Clopper-Pearson, equal to statsmodels'
+    `proportion_confint(method="beta")` for every n and k (computed without importing it)."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    for n in range(1, metrics.SMALL_N):
+        for k in range(n + 1):
+            low, high, method = metrics.pass_rate_ci([True] * k + [False] * (n - k))
+            want = [0.0 if k == 0 else None, 1.0 if k == n else None]
+            ref = proportion_confint(k, n, alpha=0.05, method="beta")
+            expected = [w if w is not None else float(r) for w, r in zip(want, ref, strict=True)]
+            assert method == "clopper-pearson"
+            assert (low, high) == pytest.approx(tuple(expected), abs=1e-12), (n, k)

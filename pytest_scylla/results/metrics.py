@@ -113,27 +113,32 @@ def bca_interval(values: Sequence[float], seed: int = 0,
     values are sorted first: the same runs give the same interval in whatever order they
     finished (a fixed seed alone would not)."""
     import numpy as np
-    from scipy.stats import bootstrap
 
     data = np.sort(np.asarray(values, dtype=float))
     if len(data) < 2 or np.all(data == data[0]):
         return None
+    from scipy.stats import bootstrap  # a slow first import: only where it is needed
+
     result = bootstrap((data,), np.mean, n_resamples=resamples, method="BCa",
                        random_state=np.random.default_rng(seed))
     return float(result.confidence_interval.low), float(result.confidence_interval.high)
 
 
 def pass_rate_ci(passed: Sequence[bool]) -> tuple[float, float, str]:
-    """(low, high, method): BCa when it is defined and n is not small, else Clopper-Pearson."""
-    from statsmodels.stats.proportion import proportion_confint
+    """(low, high, method): BCa when it is defined and n is not small, else Clopper-Pearson
+    (the beta quantiles, as statsmodels' `proportion_confint(method="beta")` computes them,
+    through scipy.special: a session that prints only its table need not import statsmodels
+    or scipy.stats)."""
+    from scipy.special import betaincinv  # beta.ppf(q, a, b) == betaincinv(a, b, q)
 
     n, k = len(passed), sum(bool(p) for p in passed)
     if n >= SMALL_N:
         bca = bca_interval([float(p) for p in passed])
         if bca is not None:
             return bca[0], bca[1], "bca"
-    low, high = proportion_confint(k, n, alpha=0.05, method="beta")
-    return float(low), float(high), "clopper-pearson"
+    low = float(betaincinv(k, n - k + 1, 0.025)) if k > 0 else 0.0
+    high = float(betaincinv(k + 1, n - k, 0.975)) if k < n else 1.0
+    return low, high, "clopper-pearson"
 
 
 def cop(mean_cost: float, pass_rate: float) -> float:

@@ -21,9 +21,8 @@ def _finite(value: float) -> float | None:
 
 
 def kruskal(groups: Mapping[str, Sequence[float]]) -> dict[str, Any]:
-    """Kruskal-Wallis H over the groups (tie-corrected), or why it cannot be computed."""
-    from scipy.stats import kruskal as scipy_kruskal
-
+    """Kruskal-Wallis H over the groups (tie-corrected), or why it cannot be computed (scipy,
+    a slow first import, only when it can)."""
     usable = {k: list(v) for k, v in groups.items() if len(v) > 0}
     result: dict[str, Any] = {"test": "kruskal-wallis", "groups": len(usable),
                               "n": {k: len(v) for k, v in usable.items()},
@@ -36,6 +35,8 @@ def kruskal(groups: Mapping[str, Sequence[float]]) -> dict[str, Any]:
     elif all(len(v) < 2 for v in usable.values()):
         result["note"] = "one run per group: too few to compare"
     else:
+        from scipy.stats import kruskal as scipy_kruskal
+
         h, p = scipy_kruskal(*usable.values())
         result.update(h=_finite(h), p=_finite(p), significant=bool(p < ALPHA))
     return result
@@ -66,10 +67,8 @@ def cliffs_delta_ci(a: Sequence[float], b: Sequence[float], seed: int = 0,
 
 def pairwise(groups: Mapping[str, Sequence[float]], order: Sequence[str]) -> list[dict[str, Any]]:
     """Each group against the previous one, and first against last: two-sided Mann-Whitney U,
-    Holm-Bonferroni across the family, Cliff's delta with a bootstrap CI."""
-    from scipy.stats import mannwhitneyu
-    from statsmodels.stats.multitest import multipletests
-
+    Holm-Bonferroni across the family, Cliff's delta with a bootstrap CI (scipy and
+    statsmodels imported only when there is something to test)."""
     names = [g for g in order if g in groups and len(groups[g]) > 0]
     pairs = list(itertools.pairwise(names))
     if len(names) > 2:
@@ -84,11 +83,15 @@ def pairwise(groups: Mapping[str, Sequence[float]], order: Sequence[str]) -> lis
         if len(set(a) | set(b)) < 2:
             row["note"] = "all values are equal"
         else:
+            from scipy.stats import mannwhitneyu
+
             u, p = mannwhitneyu(a, b, alternative="two-sided")
             row.update(u=_finite(u), p_raw=_finite(p))
         rows.append(row)
     tested = [r for r in rows if r["p_raw"] is not None]
     if tested:
+        from statsmodels.stats.multitest import multipletests
+
         reject, corrected, _, _ = multipletests([r["p_raw"] for r in tested], alpha=ALPHA,
                                                 method="holm")
         for row, rej, p in zip(tested, reject, corrected, strict=True):
@@ -169,9 +172,7 @@ def gwet_ac2(scores: Iterable[tuple[str, str, float]]) -> dict[str, Any]:
 
 def judge_pairs(scores: Iterable[tuple[str, str, float]]) -> list[dict[str, Any]]:
     """Spearman rho, Pearson r and mean |difference| for every pair of judges, over the runs
-    both scored."""
-    from scipy.stats import pearsonr, spearmanr
-
+    both scored (scipy imported only for a pair it can correlate)."""
     by_judge: dict[str, dict[str, float]] = {}
     for judge, run, value in scores:
         by_judge.setdefault(judge, {})[run] = value
@@ -188,6 +189,8 @@ def judge_pairs(scores: Iterable[tuple[str, str, float]]) -> list[dict[str, Any]
         if len(shared) < 3 or len(set(a)) < 2 or len(set(b)) < 2:
             row["note"] = "too few runs or no variation"
         else:
+            from scipy.stats import pearsonr, spearmanr
+
             row["spearman"] = _finite(spearmanr(a, b).statistic)
             row["pearson"] = _finite(pearsonr(a, b).statistic)
         rows.append(row)

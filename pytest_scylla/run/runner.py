@@ -47,7 +47,7 @@ SETUP_FAILURES = (workspace.WorkspaceError, mcp_install.InstallError, SetupError
 
 
 def timestamp() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def r_prog(milestones: tuple[str, ...], results: list[checks.CheckResult]) -> float | None:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 from urllib.parse import unquote_plus
 
-from pytest_scylla.run.gateway import gemini_wire, openai_wire, oracle, oracle_wire
+from pytest_scylla.run.gateway import gemini_wire, latency, openai_wire, oracle, oracle_wire
 from pytest_scylla.run.gateway.routes import (
     Route,
     UpstreamSetupError,
@@ -66,6 +66,8 @@ def from_oracle(gw: Gate, route: Route, path: str, request: dict[str, Any], body
         client.send_json(200, {"input_tokens": max(1, len(body) // 4)})
         return {"status": 200, "latency_s": round(time.monotonic() - start, 4)}
     assert route.script is not None, "oracle route without a script"
+    if route.script.faults:  # simulated model latency (not for the harness's baseline probe)
+        route.closed.wait(latency.seconds(route.key.rsplit("-", 1)[0], route.calls))
     attempt, waited = 0, 0.0
     while True:
         reply = oracle.answer(route.script, request, attempt)

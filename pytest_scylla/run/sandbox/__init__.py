@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -139,14 +140,30 @@ def start(argv: Sequence[str], cwd: Path, env: dict[str, str], stdin: str | None
     return proc
 
 
+def exited(proc: subprocess.Popen[bytes], seconds: float) -> bool:
+    """Whether `proc` ends within `seconds`: woken by its exit (a pidfd), not by polling (the
+    standard library's timed wait looks every 50 ms, which would round every agent's time)."""
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):  # no pidfd (an old kernel): the polling wait
+        try:
+            proc.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+    try:
+        return bool(select.select([fd], [], [], max(0.0, seconds))[0])
+    finally:
+        os.close(fd)
+
+
 def wait(proc: subprocess.Popen[bytes], timeout: float, began: float) -> Finished:
     try:
-        code: int | None = proc.wait(timeout=max(0.0, timeout - (time.monotonic() - began)))
-        timed_out = False
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
+        timed_out = not exited(proc, timeout - (time.monotonic() - began))
+        if timed_out:
+            _kill_group(proc)
+        code: int | None = None if timed_out else proc.wait()
         proc.wait()
-        code, timed_out = None, True
     except BaseException:  # interrupted (Ctrl-C): the agent runs in its own session, stop it too
         _kill_group(proc)
         proc.wait()
