@@ -14,6 +14,7 @@ import pytest
 if TYPE_CHECKING:
     from pytest_scylla.core.runspec import RunSpec
     from pytest_scylla.formats.provenance import Conditions
+    from pytest_scylla.judging.judges import JudgeKind
     from pytest_scylla.run.agents import Agent
     from pytest_scylla.run.runner import Run
     from pytest_scylla.run.runtime import Runtime
@@ -22,6 +23,13 @@ if TYPE_CHECKING:
 def pytest_scylla_agents(config: pytest.Config) -> list[Agent] | None:
     """The agent CLI adapters this plugin offers (`run.agents.Agent`), each selectable with
     `--scylla-agent=<name>`; every plugin's are collected (the built-in: claude-code)."""
+
+
+@pytest.hookspec
+def pytest_scylla_judge_kinds(config: pytest.Config) -> dict[str, JudgeKind] | None:
+    """Judge kinds this plugin adds (`judging.judges.JudgeKind`), by the name
+    `--scylla-judges=<kind>:<model>` spells them with; every plugin's are collected. The
+    built-in kinds (anthropic, openai, gemini, claude-cli) cannot be replaced."""
 
 
 @pytest.hookspec(firstresult=True)

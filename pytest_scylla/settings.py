@@ -261,8 +261,11 @@ def _shard(config: pytest.Config) -> tuple[int, int] | None:
 def _judges(config: pytest.Config) -> tuple[tuple[JudgeSpec, ...], int]:
     """The panel and how many valid judges a verdict needs (at most the panel's size)."""
     raw, origin = _value(config, "scylla_judges")
+    plugins: dict[str, Any] = {}  # the judge kinds plugins add
+    for offered in config.hook.pytest_scylla_judge_kinds(config=config):
+        plugins.update(offered or {})
     try:
-        judges = tuple(parse_judge(e) for e in _list(raw) or ())
+        judges = tuple(parse_judge(e, plugins) for e in _list(raw) or ())
     except JudgeSpecError as exc:
         raise pytest.UsageError(f"{origin}: {exc}") from None
     if not judges:

@@ -438,3 +438,76 @@ def test_a_gemini_judge_without_a_key_is_invalid_and_says_why(
     assert result.valid is False
     assert "HTTP 401" in result.errors[0]
     assert "set GEMINI_API_KEY" in result.errors[0]
+
+
+def test_a_session_stops_at_its_start_without_its_judges_credential(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Real judges without their vendor's key stop the session before any run (not a
+    judge_error per run later); with the key, setup goes past that check (the control)."""
+    from pytest_scylla.formats.tiers import TierSet
+    from pytest_scylla.run.gateway.routes import UpstreamSetupError
+    from pytest_scylla.run.runtime import build
+    from pytest_scylla.settings import Settings
+
+    for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-stand-in")
+    settings = Settings(oracle=None, cache_dir=tmp_path / "cache", cli="/nonexistent/claude",
+                        judges=(parse("claude-haiku-4-5"), parse("gemini:gemini-2.5-flash")))
+    tiers = TierSet(ROOT / "tiers")
+    with pytest.raises(UpstreamSetupError, match="no model credential for the gemini: judges"):
+        build(settings, tmp_path / "out", "s", tiers)
+    monkeypatch.setenv("GEMINI_API_KEY", "AIza-stand-in")
+    with pytest.raises(Exception, match="not found") as found:  # the next check: the CLI
+        build(settings, tmp_path / "out", "s", tiers)
+    assert not isinstance(found.value, UpstreamSetupError)
+
+
+TOY_JUDGE = '''
+import json
+
+import httpx
+
+from pytest_scylla.judging import verdict
+from pytest_scylla.judging.judges import JudgeKind
+
+
+def ask(spec, prompt, items, base_url, result):
+    """A toy kind: one Chat Completions call with the verdict's schema, through the gateway."""
+    result.attempts += 1
+    reply = httpx.post(base_url.rstrip("/") + "/chat/completions", timeout=60, json={
+        "model": spec.model, "messages": [{"role": "user", "content": prompt.material}],
+        "response_format": {"type": "json_schema", "json_schema": {
+            "name": verdict.TOOL_NAME, "schema": verdict.schema(items)}}})
+    reply.raise_for_status()
+    answer = json.loads(reply.json()["choices"][0]["message"]["content"])
+    found = verdict.problems(answer, items)
+    result.valid, result.verdict, result.errors = not found, answer, found
+
+
+def pytest_scylla_judge_kinds(config):
+    return {"toy": JudgeKind(ask=ask, upstream="openai")}
+'''
+
+
+def test_a_judge_kind_from_a_plugin_sits_on_the_panel(mini: Path, pytester: pytest.Pytester,
+                                                      oracle: list[str]) -> None:
+    """A plugin's `pytest_scylla_judge_kinds` adds a kind that --scylla-judges names like the
+    built-in ones; its calls go through the gateway (logged with the run's judge calls).
+    Without the plugin the same option is one usage error (the control)."""
+    out = mini / "out"
+    refused = pytester.runpytest("cases", "--co", "-p", "no:xdist", *oracle,
+                                 "--scylla-judges=toy:tiny,claude-haiku-4-5")
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    refused.stderr.fnmatch_lines(["ERROR: --scylla-judges: unknown judge kind 'toy' in *"])
+    (mini / "conftest.py").write_text(TOY_JUDGE)
+    result = pytester.runpytest("cases", "-k", ALPHA, "-p", "no:xdist", *oracle,
+                                "--scylla-judges=toy:tiny,claude-haiku-4-5",
+                                f"--scylla-out={out}")
+    result.assert_outcomes(passed=1)
+    toy, sdk = record(out)["judges"]
+    assert (toy["kind"], toy["model"], toy["valid"], toy["score"]) == ("toy", "tiny", True, 1.0)
+    assert (sdk["kind"], sdk["valid"]) == ("anthropic", True)
+    calls = [json.loads(c) for c in
+             (out / "runs" / "alpha-T0-01-r1" / "judge_calls.jsonl").read_text().splitlines()]
+    assert ("/chat/completions", "tiny") in {(c["endpoint"], c["model"]) for c in calls}

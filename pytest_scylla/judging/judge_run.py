@@ -61,9 +61,10 @@ def upstream_of(spec: JudgeSpec, oracle: bool) -> tuple[str, str | None]:
     if oracle:
         return "oracle", None
     url = spec.base_url.rstrip("/") if spec.base_url else None
-    if spec.kind == "gemini":
+    upstream = spec.upstream[0]  # a plugin's kind names its own
+    if upstream == "gemini":
         return "gemini", url or gemini_wire.base_url()
-    return ("openai" if spec.kind == "openai" else "anthropic"), url
+    return upstream, url
 
 
 def judge(case: Case, key: str, run_dir: Path, rt: Runtime, evidence: Evidence) -> RunRecord:
@@ -88,7 +89,7 @@ def judge(case: Case, key: str, run_dir: Path, rt: Runtime, evidence: Evidence) 
                 key=f"{key}-judge{number}-{secrets.token_hex(8)}",
                 log_path=run_dir / "judge_calls.jsonl", script=script, upstream=upstream,
                 upstream_url=upstream_url,
-                pass_auth=spec.kind == "claude-cli",
+                pass_auth=spec.upstream[1],
                 bodies_dir=run_dir / "bodies" / f"judge{number}"
                 if rt.settings.record_bodies else None,
                 replay=recorded(rt.settings.replay, run_dir.name, "bodies", f"judge{number}")))

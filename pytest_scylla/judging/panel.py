@@ -27,7 +27,8 @@ def run_panel(specs: Sequence[JudgeSpec], prompt: Prompt, items: Sequence[Rubric
         result = JudgeResult(number=number, model=spec.model, kind=spec.kind)
         began = time.monotonic()
         try:
-            askers[spec.kind](spec, prompt, items, base_url(number, spec), result)
+            ask = spec.handler.ask if spec.handler is not None else askers[spec.kind]
+            ask(spec, prompt, items, base_url(number, spec), result)
         except Exception as exc:  # a judge that breaks is an invalid judge, not a crash
             result.errors.append(f"{type(exc).__name__}: {exc}")
             result.valid = False

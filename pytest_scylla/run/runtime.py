@@ -20,7 +20,11 @@ from pytest_scylla.run import baseline
 from pytest_scylla.run.agents import Agent, SetupError
 from pytest_scylla.run.agents.claude_code import ADAPTER
 from pytest_scylla.run.gateway import Gateway, UpstreamSetupError
-from pytest_scylla.run.gateway.routes import RetryPolicy, credential_headers
+from pytest_scylla.run.gateway.routes import (
+    RetryPolicy,
+    credential_headers,
+    gemini_credential,
+)
 from pytest_scylla.run.sandbox import Sandbox, SandboxError, choose, hide_environment
 from pytest_scylla.settings import Settings
 
@@ -102,8 +106,14 @@ def build(settings: Settings, out: Path, session_id: str, tiers: TierSet,
     """Set up the gateway, sandbox and CLI for this process, and measure the CLI's baseline so
     that a CLI that cannot run fails here, once. Raises one of `SETUP_ERRORS`."""
     clean_stale()  # run folders of processes that are gone (a killed session)
-    if settings.oracle is None and settings.replay is None:  # the CLI's vendor credential
+    if settings.oracle is None and settings.replay is None:  # the CLI's vendor credential,
         (getattr(agent, "check_credential", None) or credential_headers)()
+        # and the judges' (a missing one stops the session here, not each run's judging)
+        upstreams = {j.upstream[0] for j in settings.judges if not j.upstream[1]}
+        if "anthropic" in upstreams:
+            credential_headers()
+        if "gemini" in upstreams:
+            gemini_credential(who="the gemini: judges")
     cli = agent.find_cli(settings.cli)
     cli_version = agent.version(cli)
     kind, _note = choose(settings.sandbox, real_model=settings.oracle is None,
