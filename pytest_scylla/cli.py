@@ -85,7 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="where to write (default: the DIR itself when there is one; "
                           "required with several)")
     rep.add_argument("--report", default="md,html", metavar="FORMATS",
-                     help="reports besides the CSV/JSON exports: md, html (with figures) or "
+                     help="reports besides the CSV/JSON exports: md, html (with figures), "
+                          "a report a package of the pytest_scylla entry-point group adds, or "
                           "none (default: md,html)")
     cmp = sub.add_parser(
         "compare", help="compare two experiments tier by tier and case by case: the change in "
@@ -276,10 +277,17 @@ def _report(dirs: list[Path], out: Path | None, formats: tuple[str, ...]) -> int
     if not tables.runs:
         print(f"scylla report: no runs in {', '.join(map(str, dirs))}", file=sys.stderr)
         return 2
-    unknown = set(formats) - {"md", "html"}
+    from pytest_scylla.extensions import ExtensionError, report_writers
+
+    try:  # reports of the packages in the `pytest_scylla` entry-point group
+        writers = report_writers(None, ("md", "html", "csv", "json", "terminal"))
+    except ExtensionError as exc:
+        print(f"scylla report: {exc}", file=sys.stderr)
+        return 2
+    unknown = set(formats) - {"md", "html", *writers}
     if unknown:
-        print(f"scylla report: unknown report format(s) {', '.join(sorted(unknown))}; use md, "
-              "html or none", file=sys.stderr)
+        print(f"scylla report: unknown report format(s) {', '.join(sorted(unknown))}; use "
+              f"{', '.join(['md', 'html', *writers])} or none", file=sys.stderr)
         return 2
     if out is None and (problem := write_problem(target.resolve(), Path.cwd())):
         print(f"scylla report: {problem}", file=sys.stderr)  # a folder it may only read
@@ -299,7 +307,7 @@ def _report(dirs: list[Path], out: Path | None, formats: tuple[str, ...]) -> int
         if absent:
             tables.partial = (f"shards missing: {', '.join(f'{i}/{count}' for i in absent)} "
                               f"(merged {count - len(absent)} of {count})")
-    report.write(target, tables, manifest, formats=("csv", "json", *formats))
+    report.write(target, tables, manifest, formats=("csv", "json", *formats), writers=writers)
     print("\n".join(report.tier_table(tables, target)))
     return 0
 

@@ -1,6 +1,7 @@
 """pytest-scylla's extension points (`pytest_scylla_*` hooks), registered by the plugin.
 
-A plugin or conftest.py implements them like any pytest hook. The built-in implementations come
+A plugin or conftest.py implements them like any pytest hook; a package can also name its module
+in the `pytest_scylla` entry-point group (see `extensions`). The built-in implementations come
 last (`trylast`), so the first other plugin that answers replaces them. A replacement of
 `pytest_scylla_execute` that does not run the agent must mark its records `simulated`.
 """
@@ -13,11 +14,13 @@ import pytest
 
 if TYPE_CHECKING:
     from pytest_scylla.core.runspec import RunSpec
+    from pytest_scylla.extensions import Writer
     from pytest_scylla.formats.provenance import Conditions
     from pytest_scylla.judging.judges import JudgeKind
     from pytest_scylla.run.agents import Agent
     from pytest_scylla.run.runner import Run
     from pytest_scylla.run.runtime import Runtime
+    from pytest_scylla.run.sandbox import Sandbox
 
 @pytest.hookspec
 def pytest_scylla_agents(config: pytest.Config) -> list[Agent] | None:
@@ -30,6 +33,21 @@ def pytest_scylla_judge_kinds(config: pytest.Config) -> dict[str, JudgeKind] | N
     """Judge kinds this plugin adds (`judging.judges.JudgeKind`), by the name
     `--scylla-judges=<kind>:<model>` spells them with; every plugin's are collected. The
     built-in kinds (anthropic, openai, gemini, claude-cli) cannot be replaced."""
+
+
+@pytest.hookspec
+def pytest_scylla_sandboxes(config: pytest.Config) -> dict[str, type[Sandbox]] | None:
+    """Sandboxes this plugin adds (subclasses of `run.sandbox.Sandbox`), by the name
+    `--scylla-sandbox=<name>` selects them with; every plugin's are collected. The built-in
+    names (auto, local, bwrap, docker) cannot be taken."""
+
+
+@pytest.hookspec
+def pytest_scylla_report_writers(config: pytest.Config | None) -> dict[str, Writer] | None:
+    """Reports this plugin adds, by the name `--scylla-report` (and `scylla report --report`)
+    selects them with: `writer(folder, tables, summary, statistical_results)` writes its own
+    files into the experiment folder. `config` is None when the `scylla` command asks (it
+    reads the modules of the `pytest_scylla` entry-point group)."""
 
 
 @pytest.hookspec(firstresult=True)

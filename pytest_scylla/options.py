@@ -23,7 +23,8 @@ OPTIONS: tuple[tuple[str, str, str, str], ...] = (
     ("out", "experiment folder for results (default: reports/<timestamp>-<label>/)", "DIR", ""),
     ("label", "the experiment's name in its default folder (default: the model id, or "
      "oracle-<mode> under --scylla-oracle)", "NAME", ""),
-    ("report", "reports to write: terminal,html,md,json,csv, all or none (default terminal)",
+    ("report", "reports to write: terminal,html,md,json,csv, one a plugin adds, all or none "
+     "(default terminal)",
      "FORMATS", "terminal"),
     ("tiers-dir", "folder of tier files T0.yaml ... (default: <rootdir>/tiers)", "DIR", ""),
     ("packaged-tiers", "the package's T0-T6: auto (used when the project has no tiers folder), "

@@ -13,6 +13,7 @@ from pytest_scylla.collect import ACTIVE_KEY
 from pytest_scylla.core.runspec import model_label
 from pytest_scylla.formats.spec import CATEGORIES
 from pytest_scylla.formats.tiers import tier_files
+from pytest_scylla.sandbox_settings import plugin_sandboxes
 from pytest_scylla.settings import EXPERIMENT_KEY, SESSION_KEY
 
 
@@ -41,7 +42,8 @@ def pytest_scylla_runtime(config: pytest.Config) -> Any:
 
     chosen = config.stash[settings.SETTINGS_KEY]
     return build(chosen, config.stash[EXPERIMENT_KEY], config.stash[SESSION_KEY],
-                 settings.tierset(config), adapters(config)[chosen.agent])
+                 settings.tierset(config), adapters(config)[chosen.agent],
+                 sandboxes=plugin_sandboxes(config))
 
 
 @pytest.hookimpl(trylast=True)
@@ -57,6 +59,12 @@ def pytest_configure(config: pytest.Config) -> None:
     if not collect.wanted(config):
         return  # inert: a session that evaluates nothing sees no trace of the plugin
     config.stash[ACTIVE_KEY] = collect.case_roots(config)
+    from pytest_scylla import extensions
+
+    try:
+        extensions.register(config)  # the `pytest_scylla` entry-point group's hook modules
+    except extensions.ExtensionError as exc:
+        raise pytest.UsageError(str(exc)) from None
     from pytest_scylla.core.tempdirs import claimed
 
     config.stash[HELD_KEY] = claimed()  # private folders this process held before the session
@@ -93,10 +101,12 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(_Plan(config, workers if isinstance(workers, int)
                                             and workers > 0 else 1), "scylla-plan")
     if worker is None:  # the controller collects, exports and summarises
+        from pytest_scylla.extensions import report_writers
         from pytest_scylla.operations.progress import Progress
         from pytest_scylla.results.aggregate import Aggregator
 
-        config.pluginmanager.register(Aggregator(config.stash[EXPERIMENT_KEY], s),
+        writers = report_writers(config, settings.REPORT_FORMATS)  # checked in resolve
+        config.pluginmanager.register(Aggregator(config.stash[EXPERIMENT_KEY], s, writers),
                                       "scylla-aggregate")
         config.pluginmanager.register(Progress(config, config.stash[EXPERIMENT_KEY],
                                                config.stash[SESSION_KEY]), "scylla-progress")
@@ -117,7 +127,8 @@ def sandbox_line(config: pytest.Config) -> str:
 
     s = config.stash[settings.SETTINGS_KEY]
     try:
-        kind, note = choose(s.sandbox, real_model=s.oracle is None, image=s.image)
+        kind, note = choose(s.sandbox, real_model=s.oracle is None, image=s.image,
+                            plugins=plugin_sandboxes(config))
         config.stash[settings.SETTINGS_KEY] = replace(s, sandbox=kind.name)
         line = f"scylla: {note}" if note else f"scylla: sandbox={kind.name}"
         if kind.name == "docker":

@@ -28,12 +28,26 @@ def sandbox_settings(config: pytest.Config) -> dict[str, Any]:
             "docker_copy": copy}
 
 
+def plugin_sandboxes(config: pytest.Config) -> dict[str, Any]:
+    """The sandboxes plugins add (`pytest_scylla_sandboxes`), by name: subclasses of
+    `run.sandbox.Sandbox`. A plugin cannot take a built-in name."""
+    found: dict[str, Any] = {}
+    for offered in config.hook.pytest_scylla_sandboxes(config=config):
+        for name, kind in (offered or {}).items():
+            if name in SANDBOXES:
+                raise pytest.UsageError(f"a plugin offers a sandbox named '{name}', which is "
+                                        "a built-in one; give it another name")
+            found[name] = kind
+    return found
+
+
 def _sandbox(config: pytest.Config) -> str:
     raw, origin = _value(config, "scylla_sandbox")
     sandbox = str(raw).strip() or "auto"
-    if sandbox not in SANDBOXES:
+    known = (*SANDBOXES, *plugin_sandboxes(config))
+    if sandbox not in known:
         raise pytest.UsageError(f"{origin}: unknown sandbox '{sandbox}'; choose from "
-                                f"{', '.join(SANDBOXES)}")
+                                f"{', '.join(known)}")
     return sandbox
 
 

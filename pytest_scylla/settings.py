@@ -203,17 +203,23 @@ def _subtests(config: pytest.Config) -> tuple[tuple[str, ...] | None, str]:
 
 
 def _report(config: pytest.Config) -> tuple[str, ...]:
+    from pytest_scylla.extensions import ExtensionError, report_writers
+
     raw, origin = _value(config, "scylla_report")
     report = _list(raw) or ()
+    try:
+        known = (*REPORT_FORMATS, *report_writers(config, REPORT_FORMATS))  # and plugins'
+    except ExtensionError as exc:
+        raise pytest.UsageError(str(exc)) from None
     if "all" in report:
-        report = REPORT_FORMATS
+        report = known
     elif "none" in report:
         report = ()
     for fmt in report:
-        if fmt not in REPORT_FORMATS:
+        if fmt not in known:
             raise pytest.UsageError(f"{origin}: unknown report format '{fmt}'; choose from "
-                                    f"{', '.join(REPORT_FORMATS)}, all or none")
-    return report
+                                    f"{', '.join(known)}, all or none")
+    return tuple(report)
 
 
 def _oracle(config: pytest.Config) -> str | None:

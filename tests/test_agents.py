@@ -17,7 +17,7 @@ import pytest
 
 from pytest_scylla.cli import main
 
-from .conftest import workers
+from .conftest import needs_bwrap, workers
 
 CONFTEST = '''
 import json
@@ -133,3 +133,53 @@ def test_an_adapter_from_an_installed_package(mini: Path, tmp_path: Path,
     rec = json.loads((tmp_path / "out" / "runs" / "alpha-T0-01-r1" / "run.json").read_text())
     assert rec["agent"] == "claude-code-env"
     assert rec["final_message"].startswith("[through env] ")
+
+
+TOY_SANDBOX = '''
+import json
+import os
+from pathlib import Path
+
+from pytest_scylla.run.sandbox import Bwrap
+
+LOG = Path(os.environ["TOY_SANDBOX_LOG"])
+
+
+class Logged(Bwrap):
+    """bubblewrap that notes every command it runs: an outside sandbox."""
+
+    name = "logged-bwrap"
+
+    def run(self, argv, *args, **kwargs):
+        with LOG.open("a") as log:
+            log.write(json.dumps(list(argv)) + "\\n")
+        return super().run(argv, *args, **kwargs)
+
+
+def pytest_scylla_sandboxes(config):
+    return {"logged-bwrap": Logged}
+'''
+
+
+def test_a_sandbox_from_a_plugin_runs_the_agent(mini: Path, pytester: pytest.Pytester,
+                                                oracle: list[str],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plugin's `pytest_scylla_sandboxes` adds a sandbox `--scylla-sandbox` selects by name:
+    the agent runs through it and the record names it. Without the plugin the name is one
+    usage error (the control)."""
+    needs_bwrap()
+    refused = pytester.runpytest("cases", "--co", "-p", "no:xdist",
+                                 "--scylla-sandbox=logged-bwrap")
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    refused.stderr.fnmatch_lines(["ERROR: --scylla-sandbox: unknown sandbox 'logged-bwrap'; "
+                                  "choose from auto, local, bwrap, docker"])
+    log = mini / "sandbox.jsonl"
+    monkeypatch.setenv("TOY_SANDBOX_LOG", str(log))
+    (mini / "conftest.py").write_text(TOY_SANDBOX)
+    done = pytester.runpytest("cases", "-k", "alpha and T0-01", *workers(0), *oracle,
+                              "--scylla-sandbox=logged-bwrap", f"--scylla-out={mini / 'out'}")
+    done.assert_outcomes(passed=1)
+    rec = json.loads((mini / "out" / "runs" / "alpha-T0-01-r1" / "run.json").read_text())
+    assert (rec["sandbox"], rec["outcome"]) == ("logged-bwrap", "pass")
+    argvs = [json.loads(line) for line in log.read_text().splitlines()]
+    assert any("claude" in Path(a[0]).name for a in argvs), argvs  # the agent went through it

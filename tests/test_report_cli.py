@@ -264,3 +264,47 @@ def test_latex_tables_render_infinity_and_escape_text() -> None:
     assert "$\\infty$" in t0
     assert "∞" not in tex
     assert "n=2 \\textless{} 10" in t0
+
+
+WRITER = '''
+def write(folder, tables, summary, results):
+    (folder / "runs.txt").write_text(f"{summary['runs']} runs, {len(tables.runs)} rows\\n")
+
+
+def pytest_scylla_report_writers(config):
+    return {"txt": write}
+'''
+
+
+def test_a_report_writer_from_a_plugin_or_an_entry_point(
+        mini: Path, pytester: pytest.Pytester, oracle: list[str], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plugin's `pytest_scylla_report_writers` adds a report `--scylla-report` names; a
+    package of the `pytest_scylla` entry-point group adds it to `scylla report` too. Without
+    them the name is refused (the controls)."""
+    out = mini / "out"
+    refused = pytester.runpytest("cases", "--co", "-p", "no:xdist", "--scylla-report=txt")
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    refused.stderr.fnmatch_lines(["ERROR: --scylla-report: unknown report format 'txt'; *"])
+    (mini / "conftest.py").write_text(WRITER)
+    done = pytester.runpytest("cases", "-k", "alpha and T0-01", "-p", "no:xdist", *oracle,
+                              "--scylla-report=terminal,txt", f"--scylla-out={out}")
+    done.assert_outcomes(passed=1)
+    assert (out / "runs.txt").read_text() == "1 runs, 1 rows\n"
+    (mini / "conftest.py").unlink()
+    (out / "runs.txt").unlink()
+    assert main(["report", str(out), "--report", "txt"]) == 2  # no package offers it yet
+    site = tmp_path / "site"  # an installed package: a module and its entry point
+    (site / "toy_writer-0.1.dist-info").mkdir(parents=True)
+    (site / "toy_writer.py").write_text(WRITER)
+    (site / "toy_writer-0.1.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: toy-writer\nVersion: 0.1\n")
+    (site / "toy_writer-0.1.dist-info" / "entry_points.txt").write_text(
+        "[pytest_scylla]\ntoy = toy_writer\n")
+    monkeypatch.syspath_prepend(str(site))
+    assert main(["report", str(out), "--report", "txt"]) == 0
+    assert (out / "runs.txt").read_text() == "1 runs, 1 rows\n"
+    again = pytester.runpytest("cases", "-k", "alpha and T0-01", "-p", "no:xdist", *oracle,
+                               "--scylla-report=txt", f"--scylla-out={mini / 'out2'}")
+    again.assert_outcomes(passed=1)  # the session registers the group's modules as plugins
+    assert (mini / "out2" / "runs.txt").read_text() == "1 runs, 1 rows\n"

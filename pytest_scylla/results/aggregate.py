@@ -53,9 +53,11 @@ def earlier_rows(out: Path) -> dict[str, dict[str, Any]]:
 
 
 class Aggregator:
-    def __init__(self, out: Path, settings: Any) -> None:
+    def __init__(self, out: Path, settings: Any,
+                 writers: dict[str, Any] | None = None) -> None:
         self.out = out
         self.settings = settings
+        self.writers = writers or {}  # reports plugins add (extensions.report_writers)
         # runs already in the folder (a resumed experiment): part of every report
         self.stored = {} if settings.plan else {**earlier_rows(out),
                                                 **resume.stored_records(out)}
@@ -140,7 +142,7 @@ class Aggregator:
         try:
             self._rewrite_log(self.all_records())  # one line per run, as the report counts
             report.write(self.out, self._tables(), self._manifest(self.all_records()),
-                         self.settings.report)
+                         self.settings.report, self.writers)
         except Exception as exc:  # the records are safe in runs.jsonl: say so, don't crash
             self.failure = (f"writing the reports failed ({type(exc).__name__}: {exc}); every "
                             f"run is kept in {self.out / RUNS_FILE}: rebuild with "

@@ -9,6 +9,7 @@ import csv
 import math
 import statistics
 from collections import Counter
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -69,9 +70,11 @@ def statistical_results(tables: Tables) -> dict[str, Any]:
 
 
 def write(out: Path, tables: Tables, manifest: dict[str, Any] | None = None,
-          formats: tuple[str, ...] = ("csv", "json")) -> dict[str, Any]:
+          formats: tuple[str, ...] = ("csv", "json"),
+          writers: Mapping[str, Callable[..., None]] | None = None) -> dict[str, Any]:
     """Write the exports (CSV and JSON always: they are the store others rebuild from) and the
-    requested reports (`md`, `html` with figures) into `out`; return the summary."""
+    requested reports (`md`, `html` with figures, or a plugin's of `writers`) into `out`;
+    return the summary."""
     out.mkdir(parents=True, exist_ok=True)
     _csv(out / "runs.csv", sorted(tables.runs, key=_row_order), metrics.RUN_COLUMNS)
     _csv(out / "judges.csv", sorted(tables.judges, key=_row_order))
@@ -109,6 +112,9 @@ def write(out: Path, tables: Tables, manifest: dict[str, Any] | None = None,
 
         drawn = figures.draw_all(tables, tiers, out)
         html_report.write(out, tables, summary, results, drawn, tables.sources)
+    for name, writer in (writers or {}).items():
+        if name in formats:
+            writer(out, tables, _jsonable(summary), _jsonable(results))
     return summary
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import json
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -102,7 +103,8 @@ class Runtime:
 
 
 def build(settings: Settings, out: Path, session_id: str, tiers: TierSet,
-          agent: Agent = ADAPTER) -> Runtime:
+          agent: Agent = ADAPTER, sandboxes: Mapping[str, type[Sandbox]] | None = None
+          ) -> Runtime:
     """Set up the gateway, sandbox and CLI for this process, and measure the CLI's baseline so
     that a CLI that cannot run fails here, once. Raises one of `SETUP_ERRORS`."""
     clean_stale()  # run folders of processes that are gone (a killed session)
@@ -117,7 +119,7 @@ def build(settings: Settings, out: Path, session_id: str, tiers: TierSet,
     cli = agent.find_cli(settings.cli)
     cli_version = agent.version(cli)
     kind, _note = choose(settings.sandbox, real_model=settings.oracle is None,
-                         image=settings.image)
+                         image=settings.image, plugins=sandboxes)
     if kind is Sandbox and settings.oracle is None:
         hide_environment()
     (settings.cache_dir / "npm").mkdir(parents=True, exist_ok=True)

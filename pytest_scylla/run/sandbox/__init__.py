@@ -358,11 +358,14 @@ def docker_unusable(image: str = "host") -> str | None:
     return None
 
 
-def choose(kind: str, real_model: bool = False, image: str = "host"
+def choose(kind: str, real_model: bool = False, image: str = "host",
+           plugins: Mapping[str, type[Sandbox]] | None = None
            ) -> tuple[type[Sandbox], str | None]:
-    """(sandbox class, note) for the `--scylla-sandbox` value. The note says why `auto` chose
-    what it chose, and warns when it found nothing that isolates. `real_model`: the session
-    calls a real model with the user's credential (then `auto` never falls back to local)."""
+    """(sandbox class, note) for the `--scylla-sandbox` value (or a name of `plugins`). The
+    note says why `auto` chose what it chose, and warns when it found nothing that isolates.
+    `real_model`: a real model with the user's credential (`auto` never falls back to local)."""
+    if kind in (plugins or {}):
+        return (plugins or {})[kind], None
     if kind == "local":
         return Sandbox, None
     no_docker: str | None = None
