@@ -210,6 +210,6 @@ def shipped_session(agent: str, base: Path, cache: str) -> tuple[Path, str]:
                 [sys.executable, "-m", "pytest", "cases", "-p",
                  "no:cacheprovider", cache, f"--scylla-agent={agent}", "-rs", "--scylla-oracle",
                  "-n", "2", f"--scylla-out={shared / agent}"],
-                cwd=ROOT, capture_output=True, text=True, timeout=2400)
+                cwd=ROOT, capture_output=True, text=True, timeout=3600)
             said.write_text(done.stdout[-20000:])
     return shared / agent, said.read_text()
