@@ -212,8 +212,10 @@ def shipped_session(agent: str, base: Path, cache: str) -> tuple[Path, str]:
                 [sys.executable, "-m", "pytest", "cases", "-p",
                  "no:cacheprovider", cache, f"--scylla-agent={agent}", "-rs", "--scylla-oracle",
                  # bubblewrap, whatever the machine has: about a third less per run than
-                 # docker's engine calls (the sandboxes have their own tests)
-                 "--scylla-sandbox=bwrap", "-n", "2", f"--scylla-out={shared / agent}"],
+                 # docker's engine calls, and one judge (the sandboxes and panels have their
+                 # own tests; these sessions are about the CLIs)
+                 "--scylla-sandbox=bwrap", "--scylla-judges=claude-haiku-4-5",
+                 "--scylla-min-judges=1", "-n", "2", f"--scylla-out={shared / agent}"],
                 cwd=ROOT, capture_output=True, text=True, timeout=3600)
             said.write_text(done.stdout[-20000:])
     return shared / agent, said.read_text()
