@@ -26,7 +26,7 @@ def _run(pytester: pytest.Pytester, out: Path, cache: str, *args: str) -> pytest
 @pytest.mark.slow
 def test_test_001_passes_under_every_shipped_subtest(tmp_path_factory: pytest.TempPathFactory,
                                                       oracle: list[str]) -> None:
-    """Read from the slow tier's session of every shipped case under Claude Code (shared with
+    """Read from the slow tier's shipped session under Claude Code (shared with
     tests/test_other_clis.py, which checks its totals)."""
     out, _ = shipped_session("claude-code", tmp_path_factory.getbasetemp(), oracle[1])
     recs = [r for r in (json.loads(p.read_text()) for p in out.glob("runs/*/run.json"))
