@@ -323,6 +323,12 @@ def agent_tools(tiers: TierSet, name: str) -> tuple[str, ...] | None:
     return tuple(str(t).strip() for t in names if str(t).strip())
 
 
+def lead_agents(tiers: TierSet, names: Sequence[str]) -> list[str]:
+    """Of the sub-agents `names`, the orchestrators: those whose tools include Agent (they
+    call sub-agents of their own)."""
+    return [a for a in names if "Agent" in (agent_tools(tiers, a) or ())]
+
+
 def check_resource(kind: ResourceKind, name: str, path: Path) -> list[Problem]:
     """Problems with one resource file; `line=None` problems mean the file is missing."""
     where = display(path)

@@ -15,7 +15,7 @@ from typing import Any
 
 from pytest_scylla.core import record
 from pytest_scylla.core.tempdirs import claim_private, release_private
-from pytest_scylla.formats.tiers import Subtest, TierSet, agent_tools, front_matter
+from pytest_scylla.formats.tiers import Subtest, TierSet, agent_tools, front_matter, lead_agents
 from pytest_scylla.run import agents, overlay, workspace
 from pytest_scylla.run.agents import Agent, SetupError
 from pytest_scylla.run.gateway import Gateway, Route, ablation
@@ -152,13 +152,12 @@ def expectation(ov: overlay.Overlay, sub: Subtest, tiers: TierSet, ws: Path,
 def delegates(tiers: TierSet, sub: Subtest) -> tuple[str, ...]:
     """Whom the oracle hands the work to, so sub-agent paths run for real: an orchestrator
     (an agent with the Agent tool) if the subtest has one, then an agent that can write."""
-    def tools(name: str) -> set[str] | None:
+    def writes(name: str) -> bool:  # an agent that lists no tools has them all
         listed = agent_tools(tiers, name)
-        return None if listed is None else set(listed)
+        return listed is None or "Write" in listed
 
-    lead = next((a for a in sub.agents if "Agent" in (tools(a) or set())), None)
-    writer = next((a for a in sub.agents if tools(a) is None or "Write" in (tools(a) or set())),
-                  None)
+    lead = next(iter(lead_agents(tiers, sub.agents)), None)
+    writer = next((a for a in sub.agents if writes(a)), None)
     return tuple(a for a in (lead, writer) if a)
 
 

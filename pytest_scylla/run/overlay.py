@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_scylla.formats.tiers import Subtest, TierSet, agent_tools, deep_merge
+from pytest_scylla.formats.tiers import Subtest, TierSet, deep_merge, lead_agents
 
 BLOCK_SEPARATOR = "\n\n"
 
@@ -80,7 +80,7 @@ def declaration(sub: Subtest, tiers: TierSet | None = None) -> dict[str, Any]:
     """What the subtest declares, as the ablation check and the records name it (with `tiers`:
     also its orchestrators, the sub-agents that have the Agent tool)."""
     prompt = sub.system_prompt
-    leads = [a for a in sub.agents if "Agent" in (agent_tools(tiers, a) or ())] if tiers else []
+    leads = lead_agents(tiers, sub.agents) if tiers else []
     return {
         "system_prompt": prompt.mode if prompt else "default",
         "claude_md": list(sub.claude_md), "skills": list(sub.skills),

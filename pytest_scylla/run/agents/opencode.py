@@ -21,7 +21,13 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from pytest_scylla.formats.tiers import Subtest, TierSet, agent_tools, front_matter
+from pytest_scylla.formats.tiers import (
+    Subtest,
+    TierSet,
+    agent_tools,
+    front_matter,
+    lead_agents,
+)
 from pytest_scylla.run import overlay
 from pytest_scylla.run.agents import Result
 from pytest_scylla.run.agents.base import (
@@ -111,7 +117,7 @@ def apply(sub: Subtest, tiers: TierSet, workspace: Path, run_dir: Path,
     if sub.tools_allow is not None or sub.tools_deny:
         config["tools"] = _switches(sub.tools_allow, sub.tools_deny, tuple(wire.values()))
     config["agent"] = _agents(sub, tiers)
-    leads = [a for a in sub.agents if "Agent" in (agent_tools(tiers, a) or ())]
+    leads = lead_agents(tiers, sub.agents)
     if leads:  # its sub-agents call sub-agents only this deep (default 1): each lead a level
         config["subagent_depth"] = 1 + len(leads)
     prompt = sub.system_prompt
