@@ -9,8 +9,9 @@ terminal report only. For each: the session's wall time, its throughput against 
 worker count, the workers' start-up (session start to each worker's first run), and the
 session's fixed costs: before its first run starts and after its last run ends (read from the
 runs' millisecond start and finish times). Then the same at `--latency 0` without xdist: the
-fixed costs of a plain session. Prints a table; exits 0. The machine's numbers are noisy: compare
-ratios, and repeat (`--repeat`) before trusting one.
+fixed costs of a plain session. Sessions start from compiled bytecode, as an installed package
+does (PYTHONDONTWRITEBYTECODE is dropped from their environment). Prints a table; exits 0. The
+machine's numbers are noisy: compare ratios, and repeat (`--repeat`) before trusting one.
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ def session(workers: int, latency: float, select: str, agent: str, cache: Path,
             out: Path) -> dict[str, float]:
     """One session; its wall time, fixed costs and worker start-ups, in seconds."""
     env = {**os.environ, "SCYLLA_ORACLE_LATENCY": str(latency)}
+    # as an installed package starts: from compiled bytecode (pip compiles at install; pytest
+    # caches its assertion rewrites), which a PYTHONDONTWRITEBYTECODE=1 shell would not write
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     argv = [sys.executable, "-m", "pytest", "cases", "-p", "no:cacheprovider", "-q",
             # hypothesis's plugin comes with this project's dev tools, not with pytest-scylla
             # (a user's session does not load it); it imports hypothesis at the session's end

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import statistics
+import time
 from pathlib import Path
 
 import httpx
@@ -67,3 +68,63 @@ def test_an_unreadable_latency_stops_the_session_at_its_start(
     result.stderr.fnmatch_lines(["ERROR: environment: SCYLLA_ORACLE_LATENCY='fast': expected "
                                  "one of <seconds>, uniform:<low>,<high>, *"])
     assert "Traceback" not in result.stderr.str()
+
+
+def test_background_imports_are_made_once_in_order_and_a_failing_one_is_left_to_its_user(
+        ) -> None:
+    import sys
+
+    from pytest_scylla.core import warm
+
+    names = ["json.tool", "pytest_scylla_no_such_module", "xml.dom.minidom"]
+    for name in names:  # small stdlib modules this process has not imported, and a missing one
+        sys.modules.pop(name, None)
+        warm._started.discard(name)
+    warm.import_soon(*names)
+    warm.import_soon(*names)  # each once per process
+    assert warm._thread is not None
+    assert warm._thread.name == "scylla-imports"
+    for _ in range(200):
+        if "xml.dom.minidom" in sys.modules:
+            break
+        time.sleep(0.05)
+    assert "json.tool" in sys.modules
+    assert "xml.dom.minidom" in sys.modules
+    assert "pytest_scylla_no_such_module" not in sys.modules  # raises where it is imported
+
+
+SEEN = """
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    import json, sys
+    from pytest_scylla.core import warm
+    (config.rootpath / 'seen.json').write_text(json.dumps({
+        'warmed': sorted(warm._started), 'modules': sorted(sys.modules)}))
+"""
+
+
+@pytest.mark.parametrize(("select", "tiers"), [("T0", 1), ("T0 or T1", 2)])
+def test_a_session_imports_the_statistics_it_exports_need_in_the_background_and_no_more(
+        standin: Path, pytester: pytest.Pytester, select: str, tiers: int) -> None:
+    """Issue 18: the exports' libraries are imported in the background as the records arrive
+    (scipy.special for the intervals from the first; scipy.stats and statsmodels for the tier
+    comparisons once a second tier has one), not after the last run; a one-tier session never
+    imports the comparisons' libraries."""
+    with open(standin / "conftest.py", "a", encoding="utf-8") as handle:
+        handle.write(SEEN)
+    result = pytester.runpytest_subprocess("cases", "-p", "no:xdist", "--scylla-runs=1",
+                                           "-k", select, f"--scylla-out={standin / 'out'}")
+    assert result.ret in (0, 1), result.stdout.str()[-2000:]
+    seen = json.loads((standin / "seen.json").read_text())
+    modules = set(seen["modules"])
+    assert {"scipy.special"} <= set(seen["warmed"])
+    assert "scipy.special" in modules
+    comparisons = {"scipy.stats", "statsmodels.stats.multitest"}
+    assert "scipy.stats" in set(seen["warmed"]) & modules  # the stand-in's outcomes differ
+    if tiers == 1:
+        assert "statsmodels.stats.multitest" not in seen["warmed"]
+        assert not {m for m in modules if m.split(".")[0] == "statsmodels"}
+    else:
+        assert comparisons <= set(seen["warmed"])
+        assert comparisons <= modules

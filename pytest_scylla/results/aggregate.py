@@ -13,6 +13,7 @@ import pytest
 
 from pytest_scylla.core.record import read_dict
 from pytest_scylla.core.runspec import RunKey, is_run_item
+from pytest_scylla.core.warm import import_soon
 from pytest_scylla.formats import provenance
 from pytest_scylla.formats.tiers import tier_sources
 from pytest_scylla.operations import resume
@@ -66,6 +67,7 @@ class Aggregator:
         self.failure = ""
         self.partial: str | None = None
         self._log_ready = False
+        self._first: tuple[Any, ...] | None = None  # the first record's tier, outcome, score
 
     # -- as reports arrive --------------------------------------------------------------------
     def _rewrite_log(self, records: list[dict[str, Any]]) -> None:
@@ -105,8 +107,23 @@ class Aggregator:
         if key in self.records:
             return
         self.records[key] = rec
+        self._warm(rec)
         if not rec.get("cached"):  # a cached run is in the file already
             self._append({k: v for k, v in rec.items() if k != "rejudged_now"})
+
+    def _warm(self, rec: dict[str, Any]) -> None:
+        """Import what the exports will need while the runs go on, not after the last one: the
+        intervals' scipy.special (~0.15 s) from the first record; scipy.stats (~0.5 s: the
+        judges' correlations, the omnibus tests) once two records differ in outcome or score;
+        statsmodels too (the tier comparisons' correction) once a second tier has a record."""
+        mark = (rec.get("tier"), rec.get("outcome"), rec.get("score"))
+        first = self._first = self._first or mark
+        if mark[0] != first[0]:
+            import_soon("scipy.special", "scipy.stats", "statsmodels.stats.multitest")
+        elif mark != first:
+            import_soon("scipy.special", "scipy.stats")
+        else:
+            import_soon("scipy.special")
 
     # -- at the end -----------------------------------------------------------------------------
     def all_records(self) -> list[dict[str, Any]]:

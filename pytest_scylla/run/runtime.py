@@ -4,9 +4,7 @@ setup error); `Runtime` holds the settings whole rather than copies of their fie
 
 from __future__ import annotations
 
-import importlib
 import json
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,6 +12,7 @@ from typing import Any
 
 from pytest_scylla.core.runspec import RunSpec
 from pytest_scylla.core.tempdirs import clean_stale
+from pytest_scylla.core.warm import import_soon
 from pytest_scylla.formats.provenance import Conditions, conditions
 from pytest_scylla.formats.tiers import TierSet
 from pytest_scylla.operations.ledger import Ledger
@@ -140,7 +139,5 @@ def build(settings: Settings, out: Path, session_id: str, tiers: TierSet,
         gateway.stop()
         raise
     if any(j.kind == "anthropic" for j in settings.judges):  # a slow first import (~1 s),
-        # made while the first run's agent works instead of before it or in its judging
-        threading.Thread(target=importlib.import_module, args=("anthropic",),
-                         name="scylla-import-anthropic").start()
+        import_soon("anthropic")  # made while the first run's agent works, not in its judging
     return rt

@@ -1,0 +1,40 @@
+"""Slow first imports made in the background, while runs wait on the model, instead of on a
+session's critical path (before its first run or after its last).
+
+One thread per process imports them, one after the other: two threads importing overlapping
+packages at once could each hold a module lock the other waits for."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import queue
+import sys
+import threading
+
+_started: set[str] = set()
+_lock = threading.Lock()
+_queue: queue.SimpleQueue[str] = queue.SimpleQueue()
+_thread: threading.Thread | None = None
+
+
+def import_soon(*modules: str) -> None:
+    """Import `modules` in order in the background, each once per process; a later plain
+    `import` of one waits for this one (the import lock) instead of starting over. A failure is
+    left to that later import to raise where it is needed."""
+    global _thread
+    with _lock:
+        for module in modules:
+            if module not in _started and module not in sys.modules:
+                _started.add(module)
+                _queue.put(module)
+        if _thread is None:
+            _thread = threading.Thread(target=_work, name="scylla-imports", daemon=True)
+            _thread.start()
+
+
+def _work() -> None:
+    while True:
+        module = _queue.get()
+        with contextlib.suppress(Exception):  # raised again by the import that needs it
+            importlib.import_module(module)
