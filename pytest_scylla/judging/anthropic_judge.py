@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,12 +25,19 @@ def _add_usage(result: JudgeResult, usage: Any, model: str) -> None:
     result.cost_usd += pricing.cost(model, counts)
 
 
-def ask(spec: JudgeSpec, prompt: Prompt, items: Sequence[RubricItem], base_url: str,
-        result: JudgeResult) -> None:
+@functools.cache
+def _client(base_url: str) -> Any:
+    """One SDK client per gateway, shared by a process's judges (thread-safe; a new one per
+    call cost ~20 ms of CPU: its HTTP pool and TLS context)."""
     import anthropic
 
-    client = anthropic.Anthropic(base_url=base_url, api_key=DUMMY_KEY, max_retries=2,
-                                 timeout=300.0)
+    return anthropic.Anthropic(base_url=base_url, api_key=DUMMY_KEY, max_retries=2,
+                               timeout=300.0)
+
+
+def ask(spec: JudgeSpec, prompt: Prompt, items: Sequence[RubricItem], base_url: str,
+        result: JudgeResult) -> None:
+    client = _client(base_url)
     messages: list[dict[str, Any]] = [{"role": "user", "content": [
         {"type": "text", "text": prompt.prefix, "cache_control": {"type": "ephemeral"}},
         {"type": "text", "text": prompt.material}]}]
