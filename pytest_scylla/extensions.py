@@ -16,6 +16,7 @@ GROUP = "pytest_scylla"
 # a report writer: (experiment folder, tables, summary, statistical results) -> None; it writes
 # its own files into the folder
 Writer = Callable[[Path, Any, dict[str, Any], dict[str, Any]], None]
+WRITERS_KEY = pytest.StashKey[dict[str, Writer]]()
 
 
 class ExtensionError(RuntimeError):
@@ -60,7 +61,10 @@ def report_writers(config: pytest.Config | None, builtin: tuple[str, ...]) -> di
     """The report writers plugins add, by the name `--scylla-report` (or `scylla report
     --report`) selects them with: through the session's hooks, or without a session from
     the entry-point group."""
-    if config is not None:
-        return _checked(config.hook.pytest_scylla_report_writers(config=config), builtin)
+    if config is not None:  # asked once per session (the options' check, then the exports)
+        if WRITERS_KEY not in config.stash:
+            config.stash[WRITERS_KEY] = _checked(
+                config.hook.pytest_scylla_report_writers(config=config), builtin)
+        return config.stash[WRITERS_KEY]
     return _checked([hook(config=None) for hook in (
         getattr(m, "pytest_scylla_report_writers", None) for m in modules()) if hook], builtin)

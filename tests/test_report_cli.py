@@ -272,6 +272,9 @@ def write(folder, tables, summary, results):
 
 
 def pytest_scylla_report_writers(config):
+    if config is not None:  # a session: how often it asks
+        with open(config.rootpath / "asked.txt", "a") as asked:
+            asked.write("asked\\n")
     return {"txt": write}
 '''
 
@@ -291,6 +294,7 @@ def test_a_report_writer_from_a_plugin_or_an_entry_point(
                               "--scylla-report=terminal,txt", f"--scylla-out={out}")
     done.assert_outcomes(passed=1)
     assert (out / "runs.txt").read_text() == "1 runs, 1 rows\n"
+    assert (mini / "asked.txt").read_text() == "asked\n"  # once per session
     (mini / "conftest.py").unlink()
     (out / "runs.txt").unlink()
     assert main(["report", str(out), "--report", "txt"]) == 2  # no package offers it yet
