@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import os
 import threading
 from pathlib import Path
 from typing import Any, ClassVar
@@ -465,6 +466,7 @@ def test_a_session_stops_at_its_start_without_its_judges_credential(
 
 TOY_JUDGE = '''
 import json
+import os
 
 import httpx
 
@@ -511,3 +513,20 @@ def test_a_judge_kind_from_a_plugin_sits_on_the_panel(mini: Path, pytester: pyte
     calls = [json.loads(c) for c in
              (out / "runs" / "alpha-T0-01-r1" / "judge_calls.jsonl").read_text().splitlines()]
     assert ("/chat/completions", "tiny") in {(c["endpoint"], c["model"]) for c in calls}
+
+
+def test_judging_leaves_no_connection_open(mini: Path, pytester: pytest.Pytester,
+                                           oracle: list[str]) -> None:
+    """A session in this process (as the slow tier's in-process sessions are): the judges'
+    clients close their connections, so open files do not grow with the runs judged (they
+    did, one client per judge call, until select() met a file number past 1023)."""
+    def open_files() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    pytester.runpytest("cases", "-k", "alpha and T0-00", "-p", "no:xdist", *oracle,
+                       f"--scylla-out={mini / 'warm'}")  # imports, caches: a first session
+    before = open_files()
+    result = pytester.runpytest("cases", "-k", "alpha and T0", "-p", "no:xdist", *oracle,
+                                f"--scylla-out={mini / 'out'}")
+    result.assert_outcomes(passed=3)
+    assert open_files() - before < 3  # 9 judge calls: 9 or more when each left one open

@@ -266,3 +266,28 @@ def test_a_removal_cut_by_ctrl_c_is_finished_at_the_session_end(
     assert other.is_dir()
     assert held.is_dir()
     assert tempdirs.release_all() == [held]
+
+
+def test_waiting_on_the_cli_works_past_file_number_1023() -> None:
+    """The CLI's exit is awaited on a pidfd with poll: a process holding a thousand files (a
+    long in-process session did) still waits; select(), the control, cannot watch that file."""
+    import resource
+    import select
+
+    from pytest_scylla.run.sandbox import exited
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 1200:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4096), hard))
+    held = [os.open("/dev/null", os.O_RDONLY) for _ in range(1100)]
+    try:
+        assert max(held) > 1023
+        proc = subprocess.Popen(["sleep", "0.2"])
+        assert exited(proc, 10)
+        assert proc.wait() == 0
+        with pytest.raises(ValueError, match="out of range"):
+            select.select([max(held)], [], [], 0)
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,19 +24,19 @@ def _add_usage(result: JudgeResult, usage: Any, model: str) -> None:
     result.cost_usd += pricing.cost(model, counts)
 
 
-@functools.cache
-def _client(base_url: str) -> Any:
-    """One SDK client per gateway, shared by a process's judges (thread-safe; a new one per
-    call cost ~20 ms of CPU: its HTTP pool and TLS context)."""
-    import anthropic
-
-    return anthropic.Anthropic(base_url=base_url, api_key=DUMMY_KEY, max_retries=2,
-                               timeout=300.0)
-
-
 def ask(spec: JudgeSpec, prompt: Prompt, items: Sequence[RubricItem], base_url: str,
         result: JudgeResult) -> None:
-    client = _client(base_url)
+    import anthropic
+
+    # a client per call (the URL names the call's gateway route), closed after it: its pooled
+    # connections would otherwise stay open until the garbage collector finds it
+    with anthropic.Anthropic(base_url=base_url, api_key=DUMMY_KEY, max_retries=2,
+                             timeout=300.0) as client:
+        _converse(client, spec, prompt, items, result)
+
+
+def _converse(client: Any, spec: JudgeSpec, prompt: Prompt, items: Sequence[RubricItem],
+              result: JudgeResult) -> None:
     messages: list[dict[str, Any]] = [{"role": "user", "content": [
         {"type": "text", "text": prompt.prefix, "cache_control": {"type": "ephemeral"}},
         {"type": "text", "text": prompt.material}]}]

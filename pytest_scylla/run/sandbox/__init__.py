@@ -141,18 +141,18 @@ def start(argv: Sequence[str], cwd: Path, env: dict[str, str], stdin: str | None
 
 
 def exited(proc: subprocess.Popen[bytes], seconds: float) -> bool:
-    """Whether `proc` ends within `seconds`: woken by its exit (a pidfd), not by polling (the
-    standard library's timed wait looks every 50 ms, which would round every agent's time)."""
+    """Whether `proc` ends within `seconds`: woken by its exit (a pidfd; poll, as select fails
+    past fd 1023), not by the standard library's timed wait (it looks every 50 ms)."""
     try:
         fd = os.pidfd_open(proc.pid)
     except (AttributeError, OSError):  # no pidfd (an old kernel): the polling wait
-        try:
-            proc.wait(timeout=seconds)
-        except subprocess.TimeoutExpired:
-            return False
-        return True
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            return proc.wait(timeout=seconds) is not None
+        return False
+    poller = select.poll()
     try:
-        return bool(select.select([fd], [], [], max(0.0, seconds))[0])
+        poller.register(fd, select.POLLIN)
+        return bool(poller.poll(max(0.0, seconds) * 1000))
     finally:
         os.close(fd)
 
