@@ -466,7 +466,6 @@ def test_a_session_stops_at_its_start_without_its_judges_credential(
 
 TOY_JUDGE = '''
 import json
-import os
 
 import httpx
 
