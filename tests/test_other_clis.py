@@ -23,13 +23,7 @@ from pytest_scylla.run.agents import claude_code, codex, gemini_cli, opencode, u
 from pytest_scylla.run.gateway import ablation, responses_wire, turns
 from pytest_scylla.run.gateway.sse import UsageReader
 
-from .conftest import (
-    FIXTURES,
-    needs_bwrap,
-    require,
-    shipped_session,
-    workers,
-)
+from .conftest import FIXTURES, needs_bwrap, require, shipped_session, workers
 
 CLIS: dict[str, dict[str, Any]] = {
     "codex": {"module": codex, "package": "@openai/codex", "binary": "codex",
