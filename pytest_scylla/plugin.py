@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,10 @@ def pytest_configure(config: pytest.Config) -> None:
     if worker and "scylla_sandbox" in worker:  # what the controller's `auto` chose
         config.stash[settings.SETTINGS_KEY] = replace(config.stash[settings.SETTINGS_KEY],
                                                       sandbox=worker["scylla_sandbox"])
+    if worker and worker.get("scylla_judge_service"):  # the controller asks its SDK judges
+        from pytest_scylla.judging import service
+
+        service.use(worker["scylla_judge_service"])
     config.addinivalue_line("markers", "scylla(case, tiers=None): a pytest-scylla evaluation "
                             "run; on a test function, a Python evaluation of that case's task")
     from pytest_scylla import evaluation, fixtures
@@ -171,6 +176,28 @@ class _XdistHooks:
         node.workerinput["scylla_session"] = config.stash[SESSION_KEY]
         sandbox_line(config)
         node.workerinput["scylla_sandbox"] = config.stash[settings.SETTINGS_KEY].sandbox
+        node.workerinput["scylla_judge_service"] = judge_service(config)
+
+
+JUDGE_SERVICE_KEY = pytest.StashKey[Any]()
+
+
+def judge_service(config: pytest.Config) -> str | None:
+    """The address of the controller's judge service, started for the first worker when the
+    panel has an Anthropic judge (see judging.service); None when it has none."""
+    if JUDGE_SERVICE_KEY not in config.stash:
+        s = config.stash[settings.SETTINGS_KEY]
+        config.stash[JUDGE_SERVICE_KEY] = None
+        if (any(j.kind == "anthropic" and j.handler is None for j in s.judges)
+                and not config.option.collectonly):
+            from pytest_scylla.judging import anthropic_judge, service
+
+            # no socket here (a temp dir path too long, say): each worker asks its own judges
+            with contextlib.suppress(OSError):
+                config.stash[JUDGE_SERVICE_KEY] = service.JudgeService(
+                    anthropic_judge.SharedClient())
+    running = config.stash[JUDGE_SERVICE_KEY]
+    return running.address if running is not None else None
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -179,6 +206,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     rt = config.stash.get(collect.RUNTIME_KEY, None)
     if rt is not None and not isinstance(rt, Exception):
         rt.gateway.stop()
+    if config.stash.get(JUDGE_SERVICE_KEY, None) is not None:
+        config.stash[JUDGE_SERVICE_KEY].stop()
     from pytest_scylla.core.tempdirs import clean_stale, release_all
 
     release_all(config.stash.get(HELD_KEY, frozenset()))  # what an interruption left of
@@ -191,11 +220,13 @@ class _Exit:
     """After every other plugin's unconfigure (so that pytest's own garbage collection still
     finds unraisable exceptions): the objects alive now are frozen out of the interpreter's
     final collections. An evaluating process holds the judges' SDK and numpy, whose collection
-    at exit took ~0.35 s; Python does not promise finalizers at exit either way."""
+    at exit took ~0.35 s, and so does an xdist controller (its judge service, the statistics):
+    0.4 s of its exit, measured. Python does not promise finalizers at exit either way."""
 
     @pytest.hookimpl(trylast=True)
     def pytest_unconfigure(self, config: pytest.Config) -> None:
-        if config.stash.get(collect.RUNTIME_KEY, None) is not None:  # it evaluated
+        if (config.stash.get(collect.RUNTIME_KEY, None) is not None  # it evaluated
+                or config.pluginmanager.hasplugin("dsession")):  # its workers did
             import gc
 
             gc.freeze()

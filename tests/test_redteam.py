@@ -498,3 +498,49 @@ def test_an_evaluation_never_reads_through_a_link_the_agent_planted(
         planted = session.eval_dir / "workspace" / "planted.txt"
         assert planted.is_symlink()
         assert planted.read_text() == "not for the agent\n"  # what following it would give
+
+
+JUDGE_PROBE = r"""
+import json, socket, sys
+conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    conn.connect(sys.argv[1])
+except OSError as exc:
+    sys.exit(f"unreachable {type(exc).__name__}")
+conn.sendall(json.dumps({"token": "a guess", "model": "m", "base_url": sys.argv[2],
+                         "prompt": {"system": "", "prefix": "", "material": "forged"},
+                         "items": []}).encode() + b"\n")
+print("answered" if conn.recv(65536) else "closed unanswered")
+"""
+
+
+def test_the_agent_cannot_reach_or_use_the_judge_service(tmp_path: Path) -> None:
+    """The controller's judge service (xdist sessions) listens on the host: from the bwrap
+    sandbox its socket does not exist. Positive control, the local sandbox: the agent reaches
+    the socket, and a request without the session's token is closed unanswered, never asked of
+    a model."""
+    from pytest_scylla.judging.service import JudgeService
+    from pytest_scylla.run.gateway import Gateway
+    from pytest_scylla.run.sandbox import Bwrap, Sandbox
+
+    needs_bwrap()
+    asked: list[str] = []
+    judges = JudgeService(lambda spec, prompt, *_: asked.append(prompt.material))
+    gateway = Gateway().start()
+    try:
+        sock = judges.address.rpartition("#")[0]
+        private = tmp_path / "private"
+        (private / "work").mkdir(parents=True)
+        said = {}
+        for kind in (Bwrap, Sandbox):
+            argv = kind(gateway.port, gateway.socket_dir).wrap(
+                [sys.executable, "-c", JUDGE_PROBE, sock, gateway.base_url("x")],
+                private / "work", private)
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+            said[kind.name] = (done.stdout + done.stderr).strip()
+    finally:
+        gateway.stop()
+        judges.stop()
+    assert said["bwrap"] == "unreachable FileNotFoundError"
+    assert said["local"] == "closed unanswered"
+    assert asked == []

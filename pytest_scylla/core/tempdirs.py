@@ -13,7 +13,8 @@ from pathlib import Path
 OWNER_FILE = "owner.pid"  # in each private folder: who may remove it
 
 
-PRIVATE_PREFIXES = ("scylla-run-", "scylla-gw-")  # a run's folder; a gateway's socket folder
+# a run's folder; a gateway's socket folder; the judge service's
+PRIVATE_PREFIXES = ("scylla-run-", "scylla-gw-", "scylla-judge-")
 
 _claimed: set[Path] = set()  # this process's private folders not yet removed
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Any
 
 from pytest_scylla.core import pricing
 from pytest_scylla.formats.spec import RubricItem
-from pytest_scylla.judging import verdict
+from pytest_scylla.judging import service, verdict
 from pytest_scylla.judging.judges import MAX_ATTEMPTS, JudgeResult, JudgeSpec
 from pytest_scylla.judging.prompt import Prompt
 
@@ -26,6 +27,13 @@ def _add_usage(result: JudgeResult, usage: Any, model: str) -> None:
 
 def ask(spec: JudgeSpec, prompt: Prompt, items: Sequence[RubricItem], base_url: str,
         result: JudgeResult) -> None:
+    """Through the session's judge service when this process has one, else here."""
+    if not service.ask_remote(spec, prompt, items, base_url, result):
+        ask_here(spec, prompt, items, base_url, result)
+
+
+def ask_here(spec: JudgeSpec, prompt: Prompt, items: Sequence[RubricItem], base_url: str,
+             result: JudgeResult) -> None:
     import anthropic
 
     # a client per call (the URL names the call's gateway route), closed after it: its pooled
@@ -33,6 +41,31 @@ def ask(spec: JudgeSpec, prompt: Prompt, items: Sequence[RubricItem], base_url: 
     with anthropic.Anthropic(base_url=base_url, api_key=DUMMY_KEY, max_retries=2,
                              timeout=300.0) as client:
         _converse(client, spec, prompt, items, result)
+
+
+class SharedClient:
+    """One SDK client for every call of a process that asks many (the judge service): each call
+    takes it with its own route's URL (`with_options` keeps the one connection pool). A client
+    made per call spent ~20 ms of CPU loading its TLS trust store (profiled)."""
+
+    def __init__(self) -> None:
+        self._client: Any = None
+        self._lock = threading.Lock()
+
+    def __call__(self, spec: JudgeSpec, prompt: Prompt, items: Sequence[RubricItem],
+                 base_url: str, result: JudgeResult) -> None:
+        with self._lock:
+            if self._client is None:
+                import anthropic
+
+                self._client = anthropic.Anthropic(base_url=base_url, api_key=DUMMY_KEY,
+                                                   max_retries=2, timeout=300.0)
+        _converse(self._client.with_options(base_url=base_url), spec, prompt, items, result)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._client is not None:
+                self._client.close()
 
 
 def _converse(client: Any, spec: JudgeSpec, prompt: Prompt, items: Sequence[RubricItem],

@@ -15,6 +15,7 @@ from pytest_scylla.core.tempdirs import clean_stale
 from pytest_scylla.core.warm import import_soon
 from pytest_scylla.formats.provenance import Conditions, conditions
 from pytest_scylla.formats.tiers import TierSet
+from pytest_scylla.judging import service
 from pytest_scylla.operations.ledger import Ledger
 from pytest_scylla.run import baseline
 from pytest_scylla.run.agents import Agent, SetupError
@@ -138,6 +139,7 @@ def build(settings: Settings, out: Path, session_id: str, tiers: TierSet,
     except BaseException:
         gateway.stop()
         raise
-    if any(j.kind == "anthropic" for j in settings.judges):  # a slow first import (~1 s),
-        import_soon("anthropic")  # made while the first run's agent works, not in its judging
+    if any(j.kind == "anthropic" for j in settings.judges) and not service.remote():
+        import_soon("anthropic")  # a slow first import (~1 s), made while the first run's
+        # agent works, not in its judging (a worker's controller imports it for all of them)
     return rt

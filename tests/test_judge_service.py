@@ -1,0 +1,171 @@
+"""The judge service: under xdist the controller asks every worker's Anthropic judges, so that
+the SDK is imported once per session (see pytest_scylla.judging.service)."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_scylla.formats.spec import RubricItem
+from pytest_scylla.judging import service
+from pytest_scylla.judging.judges import JudgeResult, JudgeSpec
+from pytest_scylla.judging.prompt import Prompt
+
+from .conftest import workers
+
+ITEMS = [RubricItem(id="Q2", category="code_quality", description="plain", points=1.0)]
+PROMPT = Prompt(system="judge", prefix="the case", material="the run")
+GATEWAY_URL = "http://127.0.0.1:9/run/alpha-T0-00-r1-judge1-0123"
+
+
+class Asked:
+    """An asker that records what reached it and answers like a judge (or raises)."""
+
+    def __init__(self, raises: Exception | None = None) -> None:
+        self.calls: list[tuple[str, str, Prompt, list[RubricItem]]] = []
+        self.raises = raises
+
+    def __call__(self, spec: JudgeSpec, prompt: Prompt, items: Sequence[RubricItem],
+                 base_url: str, result: JudgeResult) -> None:
+        self.calls.append((spec.model, base_url, prompt, list(items)))
+        result.attempts = 1
+        if self.raises is not None:
+            raise self.raises
+        result.valid, result.verdict = True, {"items": {"Q2": {"achieved": 1}}}
+        result.usage, result.cost_usd = {"input_tokens": 10}, 0.25
+        result.response_model = spec.model
+
+
+@pytest.fixture
+def running() -> Iterator[tuple[service.JudgeService, Asked]]:
+    asked = Asked()
+    svc = service.JudgeService(asked)
+    yield svc, asked
+    svc.stop()
+    service.use(None)
+
+
+def _ask(base_url: str = GATEWAY_URL) -> JudgeResult:
+    result = JudgeResult(number=2, model="claude-sonnet-5", kind="anthropic")
+    assert service.ask_remote(JudgeSpec(kind="anthropic", model="claude-sonnet-5"), PROMPT,
+                              ITEMS, base_url, result)
+    return result
+
+
+def test_a_worker_gets_the_verdict_the_service_asked_for(
+        running: tuple[service.JudgeService, Asked]) -> None:
+    svc, asked = running
+    service.use(svc.address)
+    result = _ask()
+    assert asked.calls == [("claude-sonnet-5", GATEWAY_URL, PROMPT, ITEMS)]
+    assert (result.valid, result.attempts, result.cost_usd) == (True, 1, 0.25)
+    assert result.verdict == {"items": {"Q2": {"achieved": 1}}}
+    assert result.usage == {"input_tokens": 10}
+    assert (result.number, result.response_model) == (2, "claude-sonnet-5")  # its own number
+
+
+def test_an_error_in_the_service_is_the_judges_error_as_in_process() -> None:
+    asked = Asked(raises=RuntimeError("upstream said no"))
+    svc = service.JudgeService(asked)
+    try:
+        service.use(svc.address)
+        result = _ask()
+    finally:
+        svc.stop()
+        service.use(None)
+    assert result.valid is False
+    assert result.errors == ["RuntimeError: upstream said no"]  # what run_panel would write
+    assert result.attempts == 1
+
+
+@pytest.mark.parametrize("how", ["wrong token", "no token", "not a gateway URL"])
+def test_the_service_answers_no_one_but_its_workers(
+        running: tuple[service.JudgeService, Asked], how: str) -> None:
+    svc, asked = running
+    path, _, token = svc.address.rpartition("#")
+    service.use({"wrong token": f"{path}#{'0' * len(token)}", "no token": f"{path}#",
+                 "not a gateway URL": svc.address}[how])
+    url = "http://attacker.example/steal" if how == "not a gateway URL" else GATEWAY_URL
+    with pytest.raises(ConnectionError, match="closed without an answer"):
+        _ask(url)
+    assert asked.calls == []  # the model was never asked
+    service.use(svc.address)  # positive control: the same call, as a worker makes it
+    _ask()
+    assert len(asked.calls) == 1
+
+
+def test_without_a_service_to_reach_a_worker_asks_its_judges_itself(
+        running: tuple[service.JudgeService, Asked]) -> None:
+    svc, asked = running
+    service.use(svc.address)
+    svc.stop()
+    result = JudgeResult(number=1, model="m", kind="anthropic")
+    assert not service.ask_remote(JudgeSpec(kind="anthropic", model="m"), PROMPT, ITEMS,
+                                  GATEWAY_URL, result)
+    assert result.attempts == 0  # nothing was asked: no double call
+    assert asked.calls == []
+    assert not Path(svc.address.rpartition("#")[0]).parent.exists()  # its folder is removed
+
+
+RECORDER = """
+import json, os, pathlib, sys
+
+
+def pytest_unconfigure(config):
+    if hasattr(config, "workerinput"):
+        folder = pathlib.Path(os.environ["SCYLLA_TEST_IMPORTS"])
+        (folder / config.workerinput["workerid"]).write_text(
+            json.dumps("anthropic" in sys.modules))
+"""
+UNREACHABLE = """
+import pytest
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure_node(node):
+    node.workerinput["scylla_judge_service"] = "/nonexistent/judges.sock#token"
+"""
+
+
+def _session(mini: Path, pytester: pytest.Pytester, oracle: list[str], out: str,
+             monkeypatch: pytest.MonkeyPatch) -> tuple[list[dict[str, Any]], list[bool]]:
+    imports = mini / f"imports-{out}"
+    imports.mkdir()
+    monkeypatch.setenv("SCYLLA_TEST_IMPORTS", str(imports))
+    result = pytester.runpytest("cases", "-k", "alpha and T0", *workers(2), *oracle,
+                                f"--scylla-out={mini / out}")
+    result.assert_outcomes(passed=3)
+    records = [json.loads(p.read_text()) for p in sorted((mini / out).glob("runs/*/run.json"))]
+    for rec in records:
+        calls = (mini / out / "runs" / rec["run_key"] / "judge_calls.jsonl").read_text()
+        assert len(calls.splitlines()) == 3  # logged by the worker's own gateway
+    return records, [json.loads(p.read_text()) for p in sorted(imports.iterdir())]
+
+
+def test_xdist_workers_judge_through_the_controller_and_never_import_the_sdk(
+        mini: Path, pytester: pytest.Pytester, oracle: list[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every verdict of a 2-worker session is valid, priced and logged by the run's gateway,
+    while neither worker imported the SDK; the positive control hands the workers a service
+    they cannot reach: they judge in their own processes (and so import it), with the same
+    verdicts."""
+    pytester.makeconftest(RECORDER)
+    before = set(Path(tempfile.gettempdir()).glob("scylla-judge-*"))
+    records, imported = _session(mini, pytester, oracle, "served", monkeypatch)
+    assert len(records) == 3
+    assert imported == [False, False]
+    for rec in records:
+        assert [j["valid"] for j in rec["judges"]] == [True, True, True]
+        assert all(j["cost_usd"] > 0 and j["usage"]["input_tokens"] > 0 for j in rec["judges"])
+        assert rec["consensus"]["passed"] is True
+    assert set(Path(tempfile.gettempdir()).glob("scylla-judge-*")) == before  # removed
+    pytester.makeconftest(RECORDER + UNREACHABLE)
+    control, imported = _session(mini, pytester, oracle, "unreachable", monkeypatch)
+    assert imported == [True, True]
+    assert [[j["score"] for j in r["judges"]] for r in control] == \
+        [[j["score"] for j in r["judges"]] for r in records]
