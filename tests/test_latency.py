@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import statistics
+import threading
 import time
 from pathlib import Path
 
@@ -91,6 +92,13 @@ def test_background_imports_are_made_once_in_order_and_a_failing_one_is_left_to_
     assert "json.tool" in sys.modules
     assert "xml.dom.minidom" in sys.modules
     assert "pytest_scylla_no_such_module" not in sys.modules  # raises where it is imported
+    if sys.platform == "linux":  # at idle priority: the cores go to the runs first
+        import os
+
+        thread = warm._thread.native_id
+        assert thread is not None
+        assert os.getpriority(os.PRIO_PROCESS, thread) == warm.IDLE_NICE
+        assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) < warm.IDLE_NICE
 
 
 SEEN = """

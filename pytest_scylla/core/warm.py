@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import os
 import queue
 import sys
 import threading
 
+IDLE_NICE = 19
 _started: set[str] = set()
 _lock = threading.Lock()
 _queue: queue.SimpleQueue[str] = queue.SimpleQueue()
@@ -34,6 +36,9 @@ def import_soon(*modules: str) -> None:
 
 
 def _work() -> None:
+    if sys.platform == "linux":  # a thread id names just this thread there (elsewhere a pid)
+        with contextlib.suppress(OSError):  # idle priority: it takes the cores the runs leave
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), IDLE_NICE)
     while True:
         module = _queue.get()
         with contextlib.suppress(Exception):  # raised again by the import that needs it
