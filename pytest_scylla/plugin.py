@@ -171,6 +171,9 @@ class _XdistHooks:
         self.config = config
 
     def pytest_configure_node(self, node: Any) -> None:
+        from pytest_scylla.core import warm
+
+        warm.at_idle_priority()  # the controller's imports yield to its workers' runs
         config = self.config
         node.workerinput["scylla_out"] = str(config.stash[EXPERIMENT_KEY])
         node.workerinput["scylla_session"] = config.stash[SESSION_KEY]

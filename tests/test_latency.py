@@ -5,8 +5,10 @@ with the oracle, and refused at the session's start when it cannot be read."""
 from __future__ import annotations
 
 import json
+import os
 import statistics
-import threading
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -92,13 +94,28 @@ def test_background_imports_are_made_once_in_order_and_a_failing_one_is_left_to_
     assert "json.tool" in sys.modules
     assert "xml.dom.minidom" in sys.modules
     assert "pytest_scylla_no_such_module" not in sys.modules  # raises where it is imported
-    if sys.platform == "linux":  # at idle priority: the cores go to the runs first
-        import os
 
-        thread = warm._thread.native_id
-        assert thread is not None
-        assert os.getpriority(os.PRIO_PROCESS, thread) == warm.IDLE_NICE
-        assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) < warm.IDLE_NICE
+
+IDLE = """
+import os, threading
+from pytest_scylla.core import warm
+warm.import_soon("json.tool")
+warm._thread.join(0.5)  # started, waiting for more
+print(os.getpriority(os.PRIO_PROCESS, warm._thread.native_id))
+warm.at_idle_priority()  # an xdist controller's, once its workers start
+print(os.getpriority(os.PRIO_PROCESS, warm._thread.native_id),
+      os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="thread priorities are set on Linux only")
+def test_a_controllers_background_imports_run_at_idle_priority() -> None:
+    """In a process that runs agents the import thread keeps the process's priority; once the
+    process is an xdist controller it drops to idle priority, and only that thread does."""
+    done = subprocess.run([sys.executable, "-c", IDLE], capture_output=True, text=True,
+                          timeout=60, check=True)
+    own = os.getpriority(os.PRIO_PROCESS, 0)
+    assert done.stdout.split() == [str(own), "19", str(own)]
 
 
 SEEN = """
