@@ -39,8 +39,8 @@ def import_soon(*modules: str) -> None:
 def at_idle_priority() -> None:
     """From now on the imports run at idle priority (Linux), taking only the cores that other
     processes leave: for an xdist controller, whose workers run the agents. Not for a process
-    that runs them itself: a thread starved while it holds the GIL stalls the run's own threads
-    (measured: +15 ms of harness overhead per run)."""
+    that runs them itself: a thread starved while it holds the GIL would stall the run's own
+    threads (bench/overhead.py seemed to show ~15 ms per run, within this machine's noise)."""
     global _idle
     with _lock:
         _idle = True
