@@ -60,13 +60,15 @@ def test_every_judge_answers_through_the_sdk_and_the_run_is_scored_in_code(
     assert {json.loads(c)["model"] for c in calls} == {j["judge_model"] for j in rec["judges"]}
 
 
+@pytest.mark.parametrize("n", [0, 2])
 def test_a_malformed_verdict_is_retried_and_an_invalid_judge_leaves_two(
         mini: Path, pytester: pytest.Pytester, oracle: list[str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch, n: int) -> None:
+    """In the run's process, and under xdist through the controller's judge service."""
     monkeypatch.setenv("SCYLLA_ORACLE_JUDGE_FAULT",
                        "malformed-once:claude-opus-4-8,never-valid:claude-haiku-4-5")
     out = mini / "out"
-    result = pytester.runpytest("cases", "-k", ALPHA, "-p", "no:xdist", *oracle,
+    result = pytester.runpytest("cases", "-k", ALPHA, *workers(n), *oracle,
                                 f"--scylla-out={out}")
     result.assert_outcomes(passed=1)
     opus, sonnet, haiku = record(out)["judges"]
