@@ -191,8 +191,7 @@ def judge_service(config: pytest.Config) -> str | None:
     if JUDGE_SERVICE_KEY not in config.stash:
         s = config.stash[settings.SETTINGS_KEY]
         config.stash[JUDGE_SERVICE_KEY] = None
-        if (any(j.kind == "anthropic" and j.handler is None for j in s.judges)
-                and not config.option.collectonly):
+        if any(j.kind == "anthropic" for j in s.judges) and not config.option.collectonly:
             from pytest_scylla.judging import anthropic_judge, service
 
             # no socket here (a temp dir path too long, say): each worker asks its own judges

@@ -32,14 +32,18 @@ def ask(spec: JudgeSpec, prompt: Prompt, items: Sequence[RubricItem], base_url: 
         ask_here(spec, prompt, items, base_url, result)
 
 
-def ask_here(spec: JudgeSpec, prompt: Prompt, items: Sequence[RubricItem], base_url: str,
-             result: JudgeResult) -> None:
+def _client(base_url: str) -> Any:
     import anthropic
 
+    return anthropic.Anthropic(base_url=base_url, api_key=DUMMY_KEY, max_retries=2,
+                               timeout=300.0)
+
+
+def ask_here(spec: JudgeSpec, prompt: Prompt, items: Sequence[RubricItem], base_url: str,
+             result: JudgeResult) -> None:
     # a client per call (the URL names the call's gateway route), closed after it: its pooled
     # connections would otherwise stay open until the garbage collector finds it
-    with anthropic.Anthropic(base_url=base_url, api_key=DUMMY_KEY, max_retries=2,
-                             timeout=300.0) as client:
+    with _client(base_url) as client:
         _converse(client, spec, prompt, items, result)
 
 
@@ -56,10 +60,7 @@ class SharedClient:
                  base_url: str, result: JudgeResult) -> None:
         with self._lock:
             if self._client is None:
-                import anthropic
-
-                self._client = anthropic.Anthropic(base_url=base_url, api_key=DUMMY_KEY,
-                                                   max_retries=2, timeout=300.0)
+                self._client = _client(base_url)
         _converse(self._client.with_options(base_url=base_url), spec, prompt, items, result)
 
     def close(self) -> None:
