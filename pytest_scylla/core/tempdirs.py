@@ -13,8 +13,8 @@ from pathlib import Path
 OWNER_FILE = "owner.pid"  # in each private folder: who may remove it
 
 
-# a run's folder; a gateway's socket folder; the judge service's
-PRIVATE_PREFIXES = ("scylla-run-", "scylla-gw-", "scylla-judge-")
+# a run's folder; a gateway's socket folder; the judge service's; the checks' bytecode links
+PRIVATE_PREFIXES = ("scylla-run-", "scylla-gw-", "scylla-judge-", "scylla-pyc-")
 
 _claimed: set[Path] = set()  # this process's private folders not yet removed
 

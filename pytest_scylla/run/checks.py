@@ -4,7 +4,8 @@ The commands run (in the sandbox) after `integrity.secure` has copied the hidden
 `python` meaning this interpreter and a fresh HOME and temp folder the agent never saw. Python
 is isolated from what the agent could have planted around it: no user site, no start-up file
 from the environment, bytecode neither written nor read next to the sources (a planted .pyc
-cannot stand in for a hidden test), pytest's cache off.
+cannot stand in for a hidden test; under bwrap it is read only from `bytecode.prefix`, the
+interpreter's own), pytest's cache off.
 """
 
 from __future__ import annotations
@@ -58,9 +59,11 @@ def truncate(text: str, limit: int = OUTPUT_LIMIT) -> str:
 NO_BYTECODE = "/dev/null/scylla-no-bytecode"
 
 
-def check_env(base: Mapping[str, str], fresh: Path) -> dict[str, str]:
+def check_env(base: Mapping[str, str], fresh: Path, bytecode: str = NO_BYTECODE
+              ) -> dict[str, str]:
     """The checks' environment: `base` (an allow-list) with HOME and TMPDIR in `fresh`, a new
-    folder the agent never saw, and no bytecode cache."""
+    folder the agent never saw, and bytecode read only from `bytecode` (`bytecode.prefix`: the
+    interpreter's own, read-only in the sandbox), never written."""
     for sub in ("home", "tmp"):
         (fresh / sub).mkdir(parents=True)
     env = {k: v for k, v in base.items() if not k.startswith(("PYTHON", "PYTEST"))}
@@ -68,7 +71,7 @@ def check_env(base: Mapping[str, str], fresh: Path) -> dict[str, str]:
     env.update({"PATH": os.pathsep.join([bindir, env.get("PATH", os.defpath)]),
                 "HOME": str(fresh / "home"), "TMPDIR": str(fresh / "tmp"),
                 "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1",
-                "PYTHONPYCACHEPREFIX": NO_BYTECODE,
+                "PYTHONPYCACHEPREFIX": bytecode,
                 "PYTEST_ADDOPTS": "-p no:cacheprovider"})
     return env
 
@@ -124,7 +127,8 @@ def _result(check: Check, code: int | None, stdout: str, stderr: str, start: flo
 
 
 def run_checks(case: Case, workspace: Path, env: Mapping[str, str], fresh: Path,
-               wrap: Wrap | None = None, execute: Execute | None = None) -> list[CheckResult]:
+               wrap: Wrap | None = None, execute: Execute | None = None,
+               bytecode: str = NO_BYTECODE) -> list[CheckResult]:
     """Run every check in order (the hidden files already in place)."""
-    run_env = check_env(env, fresh)
+    run_env = check_env(env, fresh, bytecode)
     return [run_check(check, workspace, run_env, wrap, execute) for check in case.checks]

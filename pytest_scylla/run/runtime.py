@@ -17,16 +17,24 @@ from pytest_scylla.formats.provenance import Conditions, conditions
 from pytest_scylla.formats.tiers import TierSet
 from pytest_scylla.judging import service
 from pytest_scylla.operations.ledger import Ledger
-from pytest_scylla.run import baseline
+from pytest_scylla.run import baseline, bytecode
 from pytest_scylla.run.agents import Agent, SetupError
 from pytest_scylla.run.agents.claude_code import ADAPTER
+from pytest_scylla.run.checks import NO_BYTECODE
 from pytest_scylla.run.gateway import Gateway, UpstreamSetupError
 from pytest_scylla.run.gateway.routes import (
     RetryPolicy,
     credential_headers,
     gemini_credential,
 )
-from pytest_scylla.run.sandbox import Sandbox, SandboxError, choose, hide_environment
+from pytest_scylla.run.sandbox import (
+    SYSTEM_TOPS,
+    Sandbox,
+    SandboxError,
+    choose,
+    hide_environment,
+    system_paths,
+)
 from pytest_scylla.settings import Settings
 
 # what `build` raises for a setup problem (no CLI, no credential, no sandbox, no disk)
@@ -47,6 +55,7 @@ class Runtime:
     agent: Agent = ADAPTER  # the CLI's adapter
     ledger: Ledger | None = None
     baselines: dict[str, dict[str, Any]] = field(default_factory=dict)
+    bytecode: str = NO_BYTECODE  # the checks' PYTHONPYCACHEPREFIX (see `bytecode.prefix`)
 
     def model(self, spec: RunSpec) -> str:
         """The run's model: its model-axis model, else its subtest's, else the session's."""
@@ -130,10 +139,13 @@ def build(settings: Settings, out: Path, session_id: str, tiers: TierSet,
                                     on_long_limit=ledger.pause)
         extra: dict[str, Any] = ({"image": settings.image, "limits": settings.limits,
                                   "copy": settings.docker_copy} if kind.name == "docker" else {})
+        # bwrap shows the links and what they link to read-only; elsewhere no bytecode is read
+        pyc = bytecode.prefix(SYSTEM_TOPS + system_paths()) if kind.name == "bwrap" else None
         rt = Runtime(settings=settings, out=out, tiers=tiers, gateway=gateway,
                      sandbox=kind(gateway.port, gateway.socket_dir,
-                                  [settings.cache_dir / "npm"], **extra),
-                     cli=cli, cli_version=cli_version, agent=agent, ledger=ledger)
+                                  [settings.cache_dir / "npm", *([pyc] if pyc else [])], **extra),
+                     cli=cli, cli_version=cli_version, agent=agent, ledger=ledger,
+                     bytecode=str(pyc or NO_BYTECODE))
         rt.sandbox.session = session_id
         rt.baseline_for(settings.model, None, ())
     except BaseException:

@@ -53,7 +53,7 @@ def source_checks(rt: Runtime, spec: RunSpec, experiment: Path) -> dict[str, boo
 
             results = checks.run_checks(case, work, base_env(private),
                                         private / f"checks-{secrets.token_hex(8)}", wrap,
-                                        rt.sandbox.executor(private))
+                                        rt.sandbox.executor(private), rt.bytecode)
         finally:
             rt.sandbox.close(private)
             for made in (private, harness):
