@@ -1,5 +1,5 @@
 """The bytecode the checks' Python may read: links to this interpreter's own compiled standard
-library and packages, in a folder the sandbox shows read-only; never a file the agent wrote.
+library and pytest's packages, in a folder the sandbox shows read-only; never the agent's.
 
 Without any bytecode, a check's Python compiles every module it imports from source: a check
 that runs pytest spends 0.6 of its 1.4 CPU-seconds on that. Bytecode next to the sources cannot
