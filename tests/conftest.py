@@ -121,7 +121,14 @@ def oracle(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The default suite leaves out the long end-to-end tier: `-m slow` runs only that tier,
-    `-m "slow or not slow"` everything (CI runs the default suite, then `-m slow`)."""
+    `-m "slow or not slow"` both (CI runs the default suite, then `-m slow`). The `campaign`
+    tier (the whole matrix of shipped CLIs and cases, for a scheduled job) runs only when the
+    mark expression names it (`-m campaign`)."""
+    if "campaign" not in (config.option.markexpr or ""):  # the whole matrix: only when asked
+        campaign = [item for item in items if item.get_closest_marker("campaign")]
+        if campaign:
+            config.hook.pytest_deselected(items=campaign)
+            items[:] = [item for item in items if not item.get_closest_marker("campaign")]
     if config.option.markexpr:
         return
     slow = [item for item in items if item.get_closest_marker("slow")]
@@ -197,25 +204,53 @@ def needs_docker() -> None:
     require(docker_problem())
 
 
-def shipped_session(agent: str, base: Path, cache: str) -> tuple[Path, str]:
-    """`pytest cases/ --scylla-oracle --scylla-agent=<agent> -n 2` from the project root (under
-    bubblewrap): its experiment folder and output, made once per test run even when xdist
-    workers share it."""
+# The shipped sessions' cases. The whole matrix (every CLI on every case, ~1,000 runs) is the
+# `campaign` tier (`-m campaign`, for a scheduled job); the slow tier samples it: every CLI on
+# test-001 (the support matrix and test-001's own test read those runs) and on one more case,
+# chosen so that each other case goes to a different CLI and the pairs rotate with the commit.
+SHIPPED_CASES = sorted(p.parent.name for p in (ROOT / "cases").glob("*/test.yaml"))
+SHIPPED_AGENTS = ["claude-code", "codex", "gemini-cli", "opencode"]
+
+
+def _commit() -> str:
+    done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
+                          text=True, check=False)
+    return done.stdout.strip() if done.returncode == 0 else "0"
+
+
+def sampled_cases(agent: str, commit: str | None = None) -> list[str]:
+    """The cases of `agent`'s shipped session in the slow tier: test-001 and one more, rotating
+    with the commit (`SCYLLA_TEST_ROTATION=<n>` picks the rotation instead)."""
+    first, others = SHIPPED_CASES[0], SHIPPED_CASES[1:]
+    if not others:
+        return [first]
+    seed = os.environ.get("SCYLLA_TEST_ROTATION") or str(int((commit or _commit())[:8] or "0", 16))
+    turn = (int(seed) + SHIPPED_AGENTS.index(agent)) % len(others)
+    return [first, others[turn]]
+
+
+def shipped_session(agent: str, base: Path, cache: str, everything: bool = False
+                    ) -> tuple[Path, str, list[str]]:
+    """`pytest cases/<...> --scylla-oracle --scylla-agent=<agent> -n 2` from the project root
+    (under bubblewrap) over the slow tier's sample of cases, or every case (`everything`): its
+    experiment folder, output and cases, made once per test run even when xdist workers share it."""
     needs_bwrap()
+    cases = SHIPPED_CASES if everything else sampled_cases(agent)
+    name = f"{agent}-all" if everything else agent
     shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "shipped"
     shared.mkdir(exist_ok=True)
-    with open(shared / f"{agent}.lock", "w") as lock:
+    with open(shared / f"{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        said = shared / f"{agent}.txt"
+        said = shared / f"{name}.txt"
         if not said.is_file():
             done = subprocess.run(
-                [sys.executable, "-m", "pytest", "cases/", "-p",
+                [sys.executable, "-m", "pytest", *(f"cases/{c}" for c in cases), "-p",
                  "no:cacheprovider", cache, f"--scylla-agent={agent}", "-rs", "--scylla-oracle",
                  # bubblewrap, whatever the machine has (no engine calls per run: Claude
                  # Code's harness time per run 1.07 s against docker's 1.59 s), and one judge
                  # (the sandboxes and panels have their own tests; these are about the CLIs)
                  "--scylla-sandbox=bwrap", "--scylla-judges=claude-haiku-4-5",
-                 "--scylla-min-judges=1", "-n", "2", f"--scylla-out={shared / agent}"],
+                 "--scylla-min-judges=1", "-n", "2", f"--scylla-out={shared / name}"],
                 cwd=ROOT, capture_output=True, text=True, timeout=3600)
             said.write_text(done.stdout[-20000:])
-    return shared / agent, said.read_text()
+    return shared / name, said.read_text(), cases

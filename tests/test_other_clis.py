@@ -250,14 +250,16 @@ def test_a_failed_gemini_run_is_an_error_result(tmp_path: Path) -> None:
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.slow
+@pytest.mark.parametrize("everything", [pytest.param(False, id="sample", marks=pytest.mark.slow),
+                                        pytest.param(True, id="all", marks=pytest.mark.campaign)])
 @pytest.mark.parametrize("agent", ["claude-code", *sorted(CLIS)])
 def test_every_shipped_case_passes_where_applicable(
         tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, oracle: list[str],
-        agent: str) -> None:
-    """`pytest cases/ --scylla-oracle --scylla-agent=<cli> -n 2`: every case x subtest the CLI
-    can express passes with the ablation holding, every other one is skipped with the reason;
-    the noop oracle fails."""
+        agent: str, everything: bool) -> None:
+    """`pytest cases/<...> --scylla-oracle --scylla-agent=<cli> -n 2` over the slow tier's sample
+    of shipped cases (every case in the campaign tier): every case x subtest the CLI can express
+    passes with the ablation holding, every other one is skipped with the reason; the noop
+    oracle fails."""
     from pytest_scylla.formats.tiers import TierSet
 
     module = CLIS[agent]["module"] if agent in CLIS else claude_code
@@ -265,8 +267,8 @@ def test_every_shipped_case_passes_where_applicable(
         _needs(agent)
     tiers = TierSet(ROOT / "tiers")
     subs = [tiers.resolve(s.ref) for t in tiers.tiers.values() for s in t.subtests]
-    cases = sorted(p.parent.name for p in (ROOT / "cases").glob("*/test.yaml"))
-    out, said = shipped_session(agent, tmp_path_factory.getbasetemp(), oracle[1])
+    out, said, cases = shipped_session(agent, tmp_path_factory.getbasetemp(), oracle[1],
+                                       everything)
     applicable = [s.ref for s in subs if unsupported(module.ADAPTER, s, tiers) is None]
     passed, skipped = len(cases) * len(applicable), len(cases) * (len(subs) - len(applicable))
     assert (f"{passed} passed, {skipped} skipped in" if skipped else f"{passed} passed in"
@@ -305,7 +307,7 @@ def test_the_readme_support_matrix_is_the_measured_one(
     for agent in ("claude-code", *sorted(CLIS)):
         if agent in CLIS:
             _needs(agent)
-        out, _ = shipped_session(agent, tmp_path_factory.getbasetemp(), oracle[1])
+        out, _, _ = shipped_session(agent, tmp_path_factory.getbasetemp(), oracle[1])
         records += [r for r in map(json.loads, (p.read_text() for p in out.glob(
             "runs/*/run.json"))) if r["case"] == "test-001"]
     adapters = {a.name: a for a in (claude_code.ADAPTER, codex.ADAPTER, gemini_cli.ADAPTER,

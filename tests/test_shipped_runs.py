@@ -28,7 +28,7 @@ def test_test_001_passes_under_every_shipped_subtest(tmp_path_factory: pytest.Te
                                                       oracle: list[str]) -> None:
     """Read from the slow tier's shipped session under Claude Code (shared with
     tests/test_other_clis.py, which checks its totals)."""
-    out, _ = shipped_session("claude-code", tmp_path_factory.getbasetemp(), oracle[1])
+    out, _, _ = shipped_session("claude-code", tmp_path_factory.getbasetemp(), oracle[1])
     recs = [r for r in (json.loads(p.read_text()) for p in out.glob("runs/*/run.json"))
             if r["case"] == "test-001"]
     assert sorted(r["subtest"] for r in recs) == sorted(SUBTESTS)
