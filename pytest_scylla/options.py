@@ -99,10 +99,11 @@ FLAGS: tuple[tuple[str, str], ...] = (
 )
 
 
-
-# keys whose value holds several items, written comma-separated in one string
+# keys whose value holds several items: one string of them comma-separated, or a list (a TOML
+# list, or `[a, b]` in an ini file), as pytest's own list-valued keys may be written
 LIST_KEYS = frozenset(f"scylla_{name}" for name in ("tiers", "subtests", "report", "judges",
-                                                     "limits"))
+                                                     "limits", "models"))
+TRUTH = "true or false (also yes/no, on/off, 1/0)"
 
 
 def value(config: pytest.Config, dest: str) -> tuple[Any, str]:
@@ -113,32 +114,68 @@ def value(config: pytest.Config, dest: str) -> tuple[Any, str]:
     return ini(config, dest)
 
 
+def flag(config: pytest.Config, dest: str) -> bool:
+    """An on/off switch: its `--scylla-*` flag, else its ini key. An ini value that is not a
+    boolean is a usage error naming the file, the key and the values allowed."""
+    if config.getoption(dest):
+        return True
+    try:
+        return bool(config.getini(dest))
+    except (ValueError, TypeError) as exc:  # pytest's bare "invalid truth value 'always'"
+        origin = _origin(config, dest)
+        said = f"{_native_toml(config, dest)!r} is not a boolean" if isinstance(exc, TypeError) \
+            else str(exc)
+        raise pytest.UsageError(f"{origin}: {said}; expected {TRUTH}, e.g. {dest} = "
+                                f"{'true' if _in_toml(config) else 'yes'}") from None
+
+
 def ini(config: pytest.Config, dest: str) -> tuple[Any, str]:
-    """A string ini key's (value, where it came from: `-o key`, or `<file>: key`). A list is
-    refused: a TOML list, or `[...]` in an ini file for a key of several items."""
-    with warnings.catch_warnings():  # pytest warns of a TOML list for a string key: refused here
+    """A string ini key's (value, where it came from: `-o key`, or `<file>: key`). A key of
+    several items (LIST_KEYS) written as a list is read as its items comma-separated; any other
+    key written as a list is refused."""
+    with warnings.catch_warnings():  # pytest warns of a TOML list for a string key: read here
         warnings.simplefilter("ignore", pytest.PytestRemovedIn10Warning)
-        raw = config.getini(dest)
-    overrides = config.getoption("override_ini") or ()
-    if any(str(o).partition("=")[0].strip() == dest for o in overrides):
-        origin = f"-o {dest}"
-    elif config.inipath is not None:
-        origin = f"{shown(config.inipath, config.invocation_params.dir)}: {dest}"
-    else:
-        origin = dest
+        try:
+            raw = config.getini(dest)
+        except TypeError:  # native TOML ([tool.pytest]): a list (or number) for a string key
+            raw = _native_toml(config, dest)
+    origin = _origin(config, dest)
     text = raw.strip() if isinstance(raw, str) else ""
     bracketed = dest in LIST_KEYS and text.startswith("[") and text.endswith("]")
     if not isinstance(raw, list) and not bracketed:
-        return raw, origin
+        return raw if isinstance(raw, str) else str(raw), origin
+    if dest not in LIST_KEYS:
+        raise pytest.UsageError(f"{origin}: {json.dumps(raw) if isinstance(raw, list) else text}"
+                                " is a list; expected one value")
     items = [str(x) for x in raw] if isinstance(raw, list) else \
         [x.strip().strip("'\"") for x in text[1:-1].split(",")]
-    written = json.dumps(raw) if isinstance(raw, list) else text
-    if dest not in LIST_KEYS:
-        raise pytest.UsageError(f"{origin}: {written} is a list; expected one value")
-    joined = ",".join(x for x in items if x)
-    toml = config.inipath is not None and config.inipath.suffix == ".toml"
-    raise pytest.UsageError(f"{origin}: {written} is a list; write its items comma-separated "
-                            f"in one string: {dest} = {json.dumps(joined) if toml else joined}")
+    return ",".join(x.strip() for x in items if x.strip()), origin
+
+
+def _origin(config: pytest.Config, dest: str) -> str:
+    """Where an ini key's value came from: `-o key`, or `<file>: key`."""
+    overrides = config.getoption("override_ini") or ()
+    if any(str(o).partition("=")[0].strip() == dest for o in overrides):
+        return f"-o {dest}"
+    if config.inipath is not None:
+        return f"{shown(config.inipath, config.invocation_params.dir)}: {dest}"
+    return dest
+
+
+def _in_toml(config: pytest.Config) -> bool:
+    return config.inipath is not None and config.inipath.suffix == ".toml"
+
+
+def _native_toml(config: pytest.Config, dest: str) -> Any:
+    """A key's value as written in a native TOML table (`[tool.pytest]` of pyproject.toml,
+    `[pytest]` of pytest.toml), where pytest refuses a value of another type than the key's."""
+    import tomllib
+
+    assert config.inipath is not None  # a TypeError comes only from a TOML file
+    data = tomllib.loads(config.inipath.read_text(encoding="utf-8"))
+    table = data.get("pytest", {}) if config.inipath.name != "pyproject.toml" else \
+        data.get("tool", {}).get("pytest", {})
+    return table.get(dest)
 
 
 def as_list(raw: Any) -> tuple[str, ...] | None:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from pytest_scylla.options import as_list as _list
+from pytest_scylla.options import flag
 from pytest_scylla.options import value as _value
 
 SANDBOXES = ("auto", "local", "bwrap", "docker")
@@ -19,7 +20,7 @@ DEFAULT_LIMITS = (4 << 30, 2.0, 1024)  # a docker run's container: memory bytes,
 
 def sandbox_settings(config: pytest.Config) -> dict[str, Any]:
     """The `Settings` fields of the sandbox; a bad value is a `pytest.UsageError`."""
-    copy = bool(config.getoption("scylla_docker_copy") or config.getini("scylla_docker_copy"))
+    copy = flag(config, "scylla_docker_copy")
     sandbox = _sandbox(config)
     if copy and sandbox in ("bwrap", "local"):
         raise pytest.UsageError(f"--scylla-docker-copy is for --scylla-sandbox=docker (or "

@@ -22,6 +22,7 @@ from pytest_scylla.judging.judges import JudgeSpec, JudgeSpecError
 from pytest_scylla.judging.judges import parse as parse_judge
 from pytest_scylla.options import DEFAULT_MODEL, ORACLE_MODES
 from pytest_scylla.options import as_list as _list
+from pytest_scylla.options import flag as _flag
 from pytest_scylla.options import ini as _ini
 from pytest_scylla.options import value as _value
 from pytest_scylla.sandbox_settings import DEFAULT_LIMITS, sandbox_settings
@@ -117,7 +118,7 @@ def resolve(config: pytest.Config) -> Settings:
     tiers, (subtests, subtests_origin) = _tiers(config, tier_dirs), _subtests(config)
     judges, min_judges = _judges(config)
     flags: dict[str, Any] = {
-        name: bool(config.getoption(f"scylla_{name}") or config.getini(f"scylla_{name}"))
+        name: _flag(config, f"scylla_{name}")
         for name in ("keep_workspaces", "record_bodies", "fresh", "rejudge", "plan")}
     replay = _folder(config, "scylla_replay", "recorded experiment (runs/<run>/bodies/)")
     if replay is not None and not any(replay.glob("runs/*/bodies/*.meta.json")):
@@ -168,7 +169,7 @@ def _tier_layers(config: pytest.Config, tiers_dir: Path) -> tuple[Path, ...]:
     mode = str(raw).strip() or "auto"
     if mode not in ("auto", "under", "off"):
         raise pytest.UsageError(f"{origin}={mode!r}: expected auto, under or off")
-    named = bool(config.getoption("scylla_tiers_dir") or config.getini("scylla_tiers_dir"))
+    named = bool(config.getoption("scylla_tiers_dir") or _ini(config, "scylla_tiers_dir")[0])
     if mode == "under" and tiers_dir.resolve() != PACKAGED.resolve():
         return (tiers_dir, PACKAGED)
     if mode == "auto" and not named and not tiers_dir.is_dir():

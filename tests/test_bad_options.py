@@ -1,6 +1,7 @@
-"""Bad folder options, ini keys written as lists and non-finite amounts: each is refused when
-pytest starts (a usage error naming the option, or the ini file and key), or as one collection
-error for a case file, never with a traceback; the `scylla` command refuses the same folders."""
+"""Bad folder options, single-valued ini keys written as lists and non-finite amounts: each is
+refused when pytest starts (a usage error naming the option, or the ini file and key), or as one
+collection error for a case file, never with a traceback; the `scylla` command refuses the same
+folders."""
 
 from __future__ import annotations
 
@@ -50,12 +51,6 @@ ENTRIES: list[tuple[str, str, str, str]] = [
      "nope does not exist; expected a folder of tier files (T0.yaml ...)"),
     ("tiers-dir-override", "-o", "scylla_tiers_dir=afile", "-o scylla_tiers_dir='afile': afile "
      "is a file; expected a folder of tier files (T0.yaml ...)"),
-    ("tiers-toml-list", "pyproject.toml", 'scylla_tiers = ["T0", "T5"]', "pyproject.toml: "
-     'scylla_tiers: ["T0", "T5"] is a list; write its items comma-separated in one string: '
-     'scylla_tiers = "T0,T5"'),
-    ("tiers-ini-list", "pytest.ini", 'scylla_tiers = ["T0", "T5"]', "pytest.ini: scylla_tiers: "
-     '["T0", "T5"] is a list; write its items comma-separated in one string: '
-     "scylla_tiers = T0,T5"),
     ("out-toml-list", "pyproject.toml", 'scylla_out = ["a", "b"]',
      'pyproject.toml: scylla_out: ["a", "b"] is a list; expected one value'),
     ("max-run-cost-inf", "cli", "--scylla-max-run-cost=inf", "--scylla-max-run-cost='inf': "

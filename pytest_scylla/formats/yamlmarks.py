@@ -71,8 +71,9 @@ CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 def read_text(path: Path) -> str:
-    """A case's or a tier's text file: UTF-8 without control characters. Anything else is a
-    SpecError naming the line and the column (OSError is the caller's)."""
+    """A case's or a tier's text file: UTF-8 without control characters, its line endings
+    read as "\\n" (a file saved on Windows, CRLF, or an old Mac, CR, reads as any other).
+    Anything else is a SpecError naming the line and the column (OSError is the caller's)."""
     data = path.read_bytes()
     try:
         text = data.decode("utf-8-sig")  # an editor's byte-order mark is harmless
@@ -90,7 +91,7 @@ def read_text(path: Path) -> str:
         hint = " (a terminal colour code?)" if code == 0x1B else ""
         raise SpecError.one(path, line, f"column {column}: control character U+{code:04X}"
                             f"{hint}; remove it")
-    return text
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 @dataclass(frozen=True)
