@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from pytest_scylla import __version__
 from pytest_scylla.collect import case_file_problem, case_files, duplicate_id
 from pytest_scylla.core.folders import write_problem
+from pytest_scylla.core.terminal import echo
 from pytest_scylla.formats import PACKAGED
 from pytest_scylla.formats.spec import load_case, load_rubric
 from pytest_scylla.formats.tiers import TierSet
@@ -148,25 +149,25 @@ def _image(args: argparse.Namespace) -> int:
     from pytest_scylla.run.sandbox import SandboxError, images
 
     if args.ca_bundle is not None and not args.ca_bundle.is_file():
-        print(f"scylla image build: --ca-bundle {args.ca_bundle}: not a file; expected a PEM "
+        echo(f"scylla image build: --ca-bundle {args.ca_bundle}: not a file; expected a PEM "
               "file of CA certificates", file=sys.stderr)
         return 2
     try:
         if args.host:
             if args.base or args.tag or args.cli_version or args.ca_bundle:
-                print("scylla image build: --host takes no other option (the host image has "
+                echo("scylla image build: --host takes no other option (the host image has "
                       "no base, tag or CLI of its own)", file=sys.stderr)
                 return 2
-            print(f"host toolchain image ready: {images.host()} (--scylla-image=host, the "
+            echo(f"host toolchain image ready: {images.host()} (--scylla-image=host, the "
                   "default)")
             return 0
         tag, image_id = images.build(base=args.base or images.DEFAULT_BASE, tag=args.tag,
                                      cli_version=args.cli_version or PINNED_VERSION,
                                      ca_bundle=args.ca_bundle)
     except SandboxError as exc:
-        print(f"scylla image build: {exc}", file=sys.stderr)
+        echo(f"scylla image build: {exc}", file=sys.stderr)
         return 1
-    print(f"built {tag} ({image_id}); run with: pytest cases/ --scylla-sandbox=docker "
+    echo(f"built {tag} ({image_id}); run with: pytest cases/ --scylla-sandbox=docker "
           f"--scylla-image={tag}")
     return 0
 
@@ -187,13 +188,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "validate":
         root: Path = args.root
         if not (root / "cases").is_dir() and not (root / "tiers").is_dir():
-            print(f"scylla validate: {root} has neither cases/ nor tiers/; pass the project "
+            echo(f"scylla validate: {root} has neither cases/ nor tiers/; pass the project "
                   "folder", file=sys.stderr)
             return 2
         out: list[str] = []
         bad = validate(root, out)
-        print("\n".join(out))
-        print(f"{bad} invalid" if bad else "all valid")
+        echo("\n".join(out))
+        echo(f"{bad} invalid" if bad else "all valid")
         return 2 if bad else 0  # bad input: the same exit code as report's and import's
     if args.command == "compare":
         return _compare(args)
@@ -206,13 +207,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         folder: Path = args.dir if args.command == "init" else args.dest
         problem = write_problem(folder.resolve(), Path.cwd())
         if problem:
-            print(f"scylla {args.command}: {problem}", file=sys.stderr)
+            echo(f"scylla {args.command}: {problem}", file=sys.stderr)
             return 2
     if args.command == "init":
         from pytest_scylla.scaffold import init
 
-        print("\n".join(init(args.dir)))
-        print(f"next: cd {args.dir} && pytest --scylla-oracle -n 2   (a simulated model; "
+        echo("\n".join(init(args.dir)))
+        echo(f"next: cd {args.dir} && pytest --scylla-oracle -n 2   (a simulated model; "
               "drop --scylla-oracle and set ANTHROPIC_API_KEY for a real run)")
         return 0
     if args.command == "import":
@@ -221,11 +222,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             count = _reading("scylla import", lambda: convert(args.src, args.dest))
         except (ValueError, KeyError) as exc:  # a shape no check knows yet
-            print(f"scylla import: {args.src}: cannot be read ({exc!r})", file=sys.stderr)
+            echo(f"scylla import: {args.src}: cannot be read ({exc!r})", file=sys.stderr)
             return 2
         if count is None:
             return 2
-        print(f"imported {count} runs from {args.src} into {args.dest}; "
+        echo(f"imported {count} runs from {args.src} into {args.dest}; "
               f"rebuild with: scylla report {args.dest}")
         return 0
     if args.command == "image":
@@ -241,19 +242,19 @@ def _compare(args: argparse.Namespace) -> int:
     out: Path = args.out or sides[1][0] / "compare"
     points = args.fail_on_regression
     if points is not None and not (math.isfinite(points) and points >= 0):
-        print(f"scylla compare: --fail-on-regression={points}: expected a number of "
+        echo(f"scylla compare: --fail-on-regression={points}: expected a number of "
               "percentage points >= 0, e.g. 5", file=sys.stderr)
         return 2
     if problem := write_problem(out.resolve(), Path.cwd()):
-        print(f"scylla compare: --out {problem}", file=sys.stderr)
+        echo(f"scylla compare: --out {problem}", file=sys.stderr)
         return 2
     result = _reading("scylla compare",
                       lambda: compare.compare(sides[0], sides[1], intersect=args.intersect))
     if result is None:
         return 2
     compare_text.write(out, result, points)
-    print(compare_text.markdown(result, points), end="")
-    print(f"written: {out / 'compare.md'}, compare.json, compare.html")
+    echo(compare_text.markdown(result, points), end="")
+    echo(f"written: {out / 'compare.md'}, compare.json, compare.html")
     if points is not None and compare.regressions(result, points):
         return 1
     return 0
@@ -264,33 +265,33 @@ def _report(dirs: list[Path], out: Path | None, formats: tuple[str, ...]) -> int
     from pytest_scylla.results.tables import load
 
     if out is None and len(dirs) > 1:
-        print("scylla report: several folders merge into a new one: pass --out DIR",
+        echo("scylla report: several folders merge into a new one: pass --out DIR",
               file=sys.stderr)
         return 2
     if out is not None and (problem := write_problem(out.resolve(), Path.cwd())):
-        print(f"scylla report: --out {problem}", file=sys.stderr)  # before any reading
+        echo(f"scylla report: --out {problem}", file=sys.stderr)  # before any reading
         return 2
     target = out or dirs[0]
     tables = _reading("scylla report", lambda: load(dirs))
     if tables is None:
         return 2
     if not tables.runs:
-        print(f"scylla report: no runs in {', '.join(map(str, dirs))}", file=sys.stderr)
+        echo(f"scylla report: no runs in {', '.join(map(str, dirs))}", file=sys.stderr)
         return 2
     from pytest_scylla.extensions import ExtensionError, report_writers
 
     try:  # reports of the packages in the `pytest_scylla` entry-point group
         writers = report_writers(None, ("md", "html", "csv", "json", "terminal"))
     except ExtensionError as exc:
-        print(f"scylla report: {exc}", file=sys.stderr)
+        echo(f"scylla report: {exc}", file=sys.stderr)
         return 2
     unknown = set(formats) - {"md", "html", *writers}
     if unknown:
-        print(f"scylla report: unknown report format(s) {', '.join(sorted(unknown))}; use "
+        echo(f"scylla report: unknown report format(s) {', '.join(sorted(unknown))}; use "
               f"{', '.join(['md', 'html', *writers])} or none", file=sys.stderr)
         return 2
     if out is None and (problem := write_problem(target.resolve(), Path.cwd())):
-        print(f"scylla report: {problem}", file=sys.stderr)  # a folder it may only read
+        echo(f"scylla report: {problem}", file=sys.stderr)  # a folder it may only read
         return 2
     manifest = _manifest(dirs, tables)
     from pytest_scylla.core.record import read_dict
@@ -299,7 +300,7 @@ def _report(dirs: list[Path], out: Path | None, formats: tuple[str, ...]) -> int
     try:
         shards = missing(read_dict(folder / "manifest.json") for folder in dirs)
     except ValueError as exc:
-        print(f"scylla report: {exc}", file=sys.stderr)
+        echo(f"scylla report: {exc}", file=sys.stderr)
         return 2
     if shards is not None:
         count, absent = shards
@@ -308,7 +309,7 @@ def _report(dirs: list[Path], out: Path | None, formats: tuple[str, ...]) -> int
             tables.partial = (f"shards missing: {', '.join(f'{i}/{count}' for i in absent)} "
                               f"(merged {count - len(absent)} of {count})")
     report.write(target, tables, manifest, formats=("csv", "json", *formats), writers=writers)
-    print("\n".join(report.tier_table(tables, target)))
+    echo("\n".join(report.tier_table(tables, target)))
     return 0
 
 
@@ -321,9 +322,9 @@ def _matrix(dirs: list[Path]) -> int:
     if records is None:
         return 2
     if not records:
-        print(f"scylla matrix: no runs in {', '.join(map(str, dirs))}", file=sys.stderr)
+        echo(f"scylla matrix: no runs in {', '.join(map(str, dirs))}", file=sys.stderr)
         return 2
-    print(matrix(records, {a.name: a for a in (claude_code.ADAPTER, codex.ADAPTER,
+    echo(matrix(records, {a.name: a for a in (claude_code.ADAPTER, codex.ADAPTER,
                                                gemini_cli.ADAPTER, opencode.ADAPTER)}), end="")
     return 0
 
@@ -336,9 +337,9 @@ def _reading(command: str, read: Callable[[], T]) -> T | None:
     try:
         return read()
     except ReportInputError as exc:
-        print(exc, file=sys.stderr)
+        echo(exc, file=sys.stderr)
     except OSError as exc:
-        print(_os_error(exc, command), file=sys.stderr)
+        echo(_os_error(exc, command), file=sys.stderr)
     return None
 
 

@@ -25,6 +25,7 @@ import pytest
 from pytest_scylla.collect import JUNIT_PROPERTIES, RUN_KEY, runtime
 from pytest_scylla.core.record import RunRecord
 from pytest_scylla.core.runspec import RunSpec
+from pytest_scylla.core.terminal import safe
 from pytest_scylla.run.sandbox import SandboxError
 from pytest_scylla.run.view import AgentRun, Verdict, Workspace
 
@@ -171,7 +172,7 @@ def _say(item: pytest.Item) -> Any:
             return
         with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
             reporter.ensure_newline()
-            reporter.write_line(line, yellow=True)
+            reporter.write_line(safe(line), yellow=True)
     return say
 
 

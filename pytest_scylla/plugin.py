@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Generator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ import pytest
 from pytest_scylla import collect, options, settings
 from pytest_scylla.collect import ACTIVE_KEY
 from pytest_scylla.core.runspec import model_label
+from pytest_scylla.core.terminal import safe, scrub
 from pytest_scylla.formats.spec import CATEGORIES
 from pytest_scylla.formats.tiers import tier_files
 from pytest_scylla.sandbox_settings import plugin_sandboxes
@@ -163,7 +165,7 @@ class _Plan:
         terminalreporter.section("pytest-scylla plan")
         for line in estimate(self.specs, self.config.stash[EXPERIMENT_KEY], s.model, s.oracle,
                              s.fresh, s.rejudge, self.workers, s.budget_usd):
-            terminalreporter.write_line(line)
+            terminalreporter.write_line(safe(line))
 
 
 class _XdistHooks:
@@ -289,6 +291,19 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
                  f"valid){' answered by the oracle: SIMULATED' if s.oracle else ''}")
     lines.append(f"scylla: results in {config.stash[EXPERIMENT_KEY]}")
     return lines
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
+                              ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """What pytest prints of a run item (its failure or error text, a skip reason, captured
+    output) is made terminal-safe: a verdict quotes the agent and its judges. Made on the worker,
+    so what crosses to the controller (and into --junitxml) is safe already."""
+    report = yield
+    if collect.RUN_KEY in item.stash:
+        report.longrepr = scrub(report.longrepr)
+        report.sections = scrub(report.sections)
+    return report
 
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config

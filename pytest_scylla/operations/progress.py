@@ -20,6 +20,7 @@ import pytest
 
 from pytest_scylla import settings
 from pytest_scylla.core.runspec import is_run_item
+from pytest_scylla.core.terminal import safe
 from pytest_scylla.operations.ledger import Ledger
 
 TTY_INTERVAL, LOG_INTERVAL = 10.0, 60.0
@@ -117,7 +118,7 @@ class Progress:
             writer = getattr(reporter, "_tw", None)
             if writer is not None and writer.width_of_current_line:  # after xdist's dots
                 reporter.write("\n")
-            reporter.write_line(text, cyan=True)
+            reporter.write_line(safe(text), cyan=True)
 
     def _tick(self) -> None:
         while not self._stop.wait(self.interval):

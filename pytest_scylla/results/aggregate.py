@@ -13,6 +13,7 @@ import pytest
 
 from pytest_scylla.core.record import read_dict
 from pytest_scylla.core.runspec import RunKey, is_run_item
+from pytest_scylla.core.terminal import safe
 from pytest_scylla.core.warm import import_soon
 from pytest_scylla.formats import provenance
 from pytest_scylla.formats.tiers import tier_sources
@@ -202,17 +203,17 @@ class Aggregator:
             return
         terminalreporter.section("pytest-scylla")
         if self.failure:
-            terminalreporter.write_line(self.failure, red=True)
+            terminalreporter.write_line(safe(self.failure), red=True)
         for line in report.tier_table(self._tables(), self.out):
             loud = line.startswith(("SIMULATED", "PARTIAL"))
-            terminalreporter.write_line(line, yellow=loud, bold=loud)
+            terminalreporter.write_line(safe(line), yellow=loud, bold=loud)
         ran, cached, rejudged = self._tally()
         earlier = len(set(self.stored) - set(self.records))
         if cached or rejudged or earlier:
-            terminalreporter.write_line(
+            terminalreporter.write_line(safe(
                 f"resumed {self.out.name}: {ran} run now, "
                 f"{cached} reused from disk (cached), {rejudged} re-scored, {earlier} earlier "
-                "runs outside this selection kept in the report")
+                "runs outside this selection kept in the report"))
         if self.partial:
-            terminalreporter.write_line(f"PARTIAL report: {self.partial}; run the same command "
-                                        "again to resume", yellow=True, bold=True)
+            terminalreporter.write_line(safe(f"PARTIAL report: {self.partial}; run the same "
+                                             "command again to resume"), yellow=True, bold=True)
