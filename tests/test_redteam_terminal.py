@@ -152,3 +152,19 @@ def test_a_hostile_agent_message_through_the_real_cli_is_escaped(
     assert f"{CLIPBOARD}{TITLE}{CLEAR}\x9b" in rec["checks"][0]["stdout"]  # (CR read as LF)
     no_raw_controls(printed)
     result.stdout.fnmatch_lines(["*Captured stdout call*", VISIBLE])
+
+
+def test_the_gateway_says_a_broken_connection_escaped(capsys: pytest.CaptureFixture[str]) -> None:
+    """A connection error's text may quote what the agent sent; the gateway's one line about
+    it (on the session's stderr) shows it escaped. Control: the exception holds it raw."""
+    from pytest_scylla.run.gateway import server
+
+    error = ValueError(f"bad header {HOSTILE}")
+    assert CLIPBOARD in str(error)
+    try:
+        raise error
+    except ValueError:
+        server._quiet_error(None, None)
+    said = capsys.readouterr().err
+    no_raw_controls(said)
+    assert said == f"pytest-scylla gateway: connection error: ValueError: bad header {VISIBLE}\n"

@@ -132,8 +132,10 @@ def _quiet_error(request: Any, client_address: Any) -> None:
     """One line instead of socketserver's traceback for a connection that broke."""
     import sys
 
-    exc = sys.exc_info()[1]
-    print(f"pytest-scylla gateway: connection error: {type(exc).__name__}: {exc}",
+    from pytest_scylla.core.terminal import safe
+
+    exc = sys.exc_info()[1]  # its text may quote what the agent sent
+    print(safe(f"pytest-scylla gateway: connection error: {type(exc).__name__}: {exc}"),
           file=sys.stderr)
 
 
