@@ -176,3 +176,14 @@ def test_a_single_valued_key_written_as_a_list_is_still_refused(
     assert 'ERROR: pyproject.toml: scylla_out: ["a", "b"] is a list; expected one value' in \
         result.stderr.lines
     assert "Traceback" not in result.stderr.str() + result.stdout.str()
+
+
+def test_native_toml_numbers_and_booleans_are_read(mini: Path, pytester: pytest.Pytester) -> None:
+    """In a native `[tool.pytest]` table a value keeps its TOML type: a number for a numeric
+    key and a boolean for a switch are read as written (pytest alone refuses a number for a
+    string key with a TypeError)."""
+    _write_config(mini, "native", "scylla_runs = 3", "scylla_budget_usd = 2.5",
+                  "scylla_fresh = true", 'scylla_tiers = "T0"')
+    settings = pytester.parseconfigure("cases").stash[SETTINGS_KEY]
+    assert (settings.runs, settings.budget_usd, settings.fresh, settings.tiers) == \
+        (3, 2.5, True, ("T0",))
