@@ -189,7 +189,7 @@ def _as_parsed(item: pytest.Item) -> None:
     back from pytest's cache (`--lf`, `--ff`): make it the parsed form of its own string."""
     node_id = getattr(item, "_id", None)
     if node_id is not None and hasattr(node_id, "parse"):
-        item._id = type(node_id).parse(str(node_id))
+        setattr(item, "_id", type(node_id).parse(str(node_id)))  # noqa: B010 (not typed before 9.2)
 
 
 class RunItem(pytest.Function):
