@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_scylla.formats.spec import Case, Check
+from pytest_scylla.run import sandbox
 
 Wrap = Callable[[list[str]], list[str]]
 # runs a command in the sandbox itself: (argv, cwd, env, timeout) -> (exit code or None at the
@@ -100,6 +101,18 @@ def run_check(check: Check, workspace: Path, env: Mapping[str, str],
     argv = ["/bin/sh", "-c", check.run] if isinstance(check.run, str) else list(check.run)
     if execute is not None:
         return _result(check, *execute(argv, workspace, env, check.timeout_seconds), start)
+    # what the check detaches (a new session, a double fork) is reparented here and stopped
+    # with the rest: nothing of one check may go on changing files while the next one runs
+    before = {pid for pid, (ppid, _) in sandbox._processes().items() if ppid == os.getpid()}
+    sandbox.subreaper(True)
+    try:
+        return _run_host(check, argv, workspace, env, wrap, start, before)
+    finally:
+        sandbox.subreaper(False)
+
+
+def _run_host(check: Check, argv: list[str], workspace: Path, env: Mapping[str, str],
+              wrap: Wrap | None, start: float, before: set[int]) -> CheckResult:
     proc = subprocess.Popen(wrap(argv) if wrap else argv, cwd=workspace,
                             env=dict(env), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, errors="replace",
@@ -113,8 +126,7 @@ def run_check(check: Check, workspace: Path, env: Mapping[str, str],
             os.killpg(proc.pid, signal.SIGKILL)
         stdout, stderr = proc.communicate()
         code = None
-    with contextlib.suppress(ProcessLookupError):  # what the check left running, too
-        os.killpg(proc.pid, signal.SIGKILL)
+    sandbox.sweep(proc.pid, before)  # what the check left running, too
     return _result(check, code, stdout, stderr, start)
 
 
@@ -128,7 +140,16 @@ def _result(check: Check, code: int | None, stdout: str, stderr: str, start: flo
 
 def run_checks(case: Case, workspace: Path, env: Mapping[str, str], fresh: Path,
                wrap: Wrap | None = None, execute: Execute | None = None,
-               bytecode: str = NO_BYTECODE) -> list[CheckResult]:
-    """Run every check in order (the hidden files already in place)."""
+               bytecode: str = NO_BYTECODE, between: Callable[[str], None] | None = None
+               ) -> list[CheckResult]:
+    """Run every check in order (the hidden files already in place). `between(name)` runs
+    after the check `name` has ended (nothing it started is left running) and before the next
+    one: the runner puts the hidden files back there (`integrity.recheck`), since a check runs
+    the agent's code, which could rewrite the next check's hidden script."""
     run_env = check_env(env, fresh, bytecode)
-    return [run_check(check, workspace, run_env, wrap, execute) for check in case.checks]
+    results: list[CheckResult] = []
+    for check in case.checks:
+        if results and between is not None:
+            between(results[-1].name)
+        results.append(run_check(check, workspace, run_env, wrap, execute))
+    return results

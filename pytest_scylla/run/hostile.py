@@ -77,37 +77,75 @@ class Entry:
     """One thing in the workspace, seen with lstat."""
 
     rel: str
-    kind: str  # file | link | dir | other
+    kind: str  # file | link | dir | other | unreadable (a folder or entry that could not be read)
     size: int
     executable: bool = False
 
 
+def _entry(rel: str, st: os.stat_result) -> Entry:
+    kind = ("link" if stat.S_ISLNK(st.st_mode) else "dir" if stat.S_ISDIR(st.st_mode)
+            else "file" if stat.S_ISREG(st.st_mode) else "other")
+    return Entry(rel, kind, st.st_size, bool(st.st_mode & 0o111))
+
+
+def _listing(fd: int) -> list[tuple[str, os.stat_result | None]]:
+    """(name, lstat or None when it cannot be read) of everything in the directory `fd`."""
+    found: list[tuple[str, os.stat_result | None]] = []
+    with os.scandir(fd) as names:
+        for item in names:
+            try:
+                found.append((item.name, item.stat(follow_symlinks=False)))
+            except OSError:
+                found.append((item.name, None))
+    return sorted(found, key=lambda pair: pair[0])
+
+
+def _descend(name: str, fd: int) -> tuple[int, list[tuple[str, os.stat_result | None]]] | None:
+    """(descriptor, listing) of the directory `name` in `fd`; None when it cannot be read."""
+    try:
+        sub = _open_dir(name, fd)
+    except OSError:
+        return None
+    try:
+        return sub, _listing(sub)
+    except OSError:
+        os.close(sub)
+        return None
+
+
 def walk(root: Path, limit: int = MAX_ENTRIES) -> tuple[list[Entry], bool]:
     """Every entry under `root` (the top `.git` skipped), never following a symlink; (entries,
-    whether the list was cut at `limit`)."""
+    whether the list was cut at `limit`). Each directory is opened relative to its parent's
+    descriptor, so depth does not matter (a path longer than the OS allows from the root is
+    walked like any other); what cannot be read is an entry of kind `unreadable`, never
+    skipped."""
     entries: list[Entry] = []
-    stack = [""]
-    while stack:
-        rel_dir = stack.pop()
-        try:
-            names = sorted(os.listdir(root / rel_dir if rel_dir else root))
-        except OSError:
-            continue
-        for name in names:
+    top = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    stack: list[tuple[int, str, Iterator[tuple[str, os.stat_result | None]]]] = [
+        (top, "", iter(_listing(top)))]
+    try:
+        while stack:
+            fd, rel_dir, names = stack[-1]
+            step = next(names, None)
+            if step is None:
+                os.close(stack.pop()[0])
+                continue
+            name, st = step
             rel = f"{rel_dir}/{name}" if rel_dir else name
             if rel == ".git":
                 continue
-            try:
-                st = os.lstat(root / rel)
-            except OSError:
-                continue
-            kind = ("link" if stat.S_ISLNK(st.st_mode) else "dir" if stat.S_ISDIR(st.st_mode)
-                    else "file" if stat.S_ISREG(st.st_mode) else "other")
-            entries.append(Entry(rel, kind, st.st_size, bool(st.st_mode & 0o111)))
+            entries.append(Entry(rel, "unreadable", 0) if st is None else _entry(rel, st))
             if len(entries) >= limit:
                 return sorted(entries, key=lambda e: e.rel), True
-            if kind == "dir":
-                stack.append(rel)
+            if entries[-1].kind == "dir":
+                opened = _descend(name, fd)
+                if opened is None:
+                    entries[-1] = Entry(rel, "unreadable", 0)
+                else:
+                    stack.append((opened[0], rel, iter(opened[1])))
+    finally:
+        for fd, _, _ in stack:
+            os.close(fd)
     return sorted(entries, key=lambda e: e.rel), False
 
 
@@ -131,6 +169,8 @@ class Tree:
         ignored ones not) as a binary-safe diff. Files over MAX_FILE_BYTES are named at the end
         instead of read."""
         big = [e.rel for e in entries if e.kind == "file" and e.size > MAX_FILE_BYTES]
+        # git reaches files by their whole path: one longer than the OS allows is skipped
+        deep = [e.rel for e in entries if e.kind != "dir" and too_deep(self.root, e.rel)]
         skip = [f":(exclude,literal){p}" for p in (*exclude, *big)]
         # the agent's ignore files are always shown: an ignore rule can hide work, even itself
         ignores = [f":(literal){e.rel}" for e in entries if e.kind == "file"
@@ -146,6 +186,8 @@ class Tree:
             out = run_git(["diff", "--cached", "--binary", *text, "--no-ext-diff",
                            "--no-textconv", "--no-color", self.base], env)
         notes = "".join(f"[harness: {p} is over {MAX_FILE_BYTES} bytes; not shown]\n" for p in big)
+        notes += "".join(f"[harness: {p} lies deeper than git can reach (a path over {PATH_MAX} "
+                         "bytes); not shown]\n" for p in deep)
         return out.decode("utf-8", errors="replace") + notes
 
     def files(self) -> dict[str, tuple[str, str]]:
@@ -163,6 +205,20 @@ class Tree:
     def blob(self, blob_id: str) -> bytes:
         with self._env() as env:
             return run_git(["cat-file", "blob", blob_id], env, limit=1 << 32)
+
+
+PATH_MAX = 4096  # bytes of a path the OS (and so git) accepts from the root (Linux)
+
+
+def too_deep(root: Path, rel: str) -> bool:
+    """Whether `rel` under `root` is too long a path to be reached by name (only by descriptor)."""
+    return len(os.fsencode(root / rel)) >= PATH_MAX
+
+
+def readlink(root: Path, rel: str) -> str:
+    """The target of the link at `rel` under `root` (never followed), reached by descriptor."""
+    with parent_dir(root, rel, [], make=False) as (fd, name):
+        return os.readlink(name, dir_fd=fd)
 
 
 def no_follow(path: str, flags: int) -> int:
@@ -186,10 +242,11 @@ def remove(name: str, dir_fd: int) -> None:
 
 
 @contextlib.contextmanager
-def parent_dir(root: Path, rel: str, cleared: list[str]) -> Iterator[tuple[int, str]]:
+def parent_dir(root: Path, rel: str, cleared: list[str], make: bool = True
+               ) -> Iterator[tuple[int, str]]:
     """(fd of the real directory that holds `rel`, its last name), making the directories on the
     way; anything that is not a real directory on the way is removed first and its path added to
-    `cleared`."""
+    `cleared` (`make=False`: nothing is made or removed; a missing folder is an OSError)."""
     parts = rel.split("/")
     fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
     try:
@@ -197,7 +254,7 @@ def parent_dir(root: Path, rel: str, cleared: list[str]) -> Iterator[tuple[int, 
             try:
                 nxt = _open_dir(part, fd)
             except OSError as exc:
-                if exc.errno not in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
+                if not make or exc.errno not in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
                     raise
                 if exc.errno != errno.ENOENT:
                     remove(part, fd)

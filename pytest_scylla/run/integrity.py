@@ -7,7 +7,10 @@ The checks run the agent's code; they must not also run test machinery the agent
   removed (`conftest`, `startup_file`, `shadowing_module`);
 - pytest settings the agent changed or added (addopts, a new pytest.ini, ... in any folder) are
   put back as the pinned commit had them (`test_config`);
-- hidden files go only where nothing is: what the agent placed there is removed (`hidden_path`).
+- hidden files go only where nothing is: what the agent placed there is removed (`hidden_path`);
+- what the walk could not read is removed where possible, never passed over (`unreadable`);
+- between two checks (`recheck`: the earlier one ran the agent's code) all of this again, and a
+  hidden file that changed is copied fresh (`hidden_changed`).
 Each finding names its path; the run is then checked and judged on the restored workspace.
 Nothing here follows a link or runs anything the agent wrote (see `hostile`).
 """
@@ -38,8 +41,8 @@ STDLIB = frozenset(n for n in sys.stdlib_module_names if not n.startswith("__"))
 
 @dataclass(frozen=True)
 class Finding:
-    kind: str  # protected_path | hidden_path | conftest | startup_file | shadowing_module |
-    # test_config | unchecked
+    kind: str  # protected_path | hidden_path | hidden_changed | conftest | startup_file |
+    # shadowing_module | test_config | unchecked | unreadable
     path: str
     detail: str
 
@@ -65,16 +68,26 @@ def _blob_id(data: bytes, like: str) -> str:
 
 def _unchanged(root: Path, entry: Entry, mode: str, blob_id: str) -> bool:
     """Whether the workspace entry still is the pinned commit's file (content, link, exec bit)."""
-    path = root / entry.rel
     if mode == "120000":
-        return entry.kind == "link" and _blob_id(
-            str(path.readlink()).encode("utf-8", "surrogateescape"), blob_id) == blob_id
+        return entry.kind == "link" and _blob_id(hostile.readlink(root, entry.rel).encode(
+            "utf-8", "surrogateescape"), blob_id) == blob_id
     if entry.kind != "file" or entry.size > hostile.MAX_FILE_BYTES:
         return False
     if entry.executable != (mode == "100755"):
         return False
-    with open(path, "rb", opener=hostile.no_follow) as handle:
-        return _blob_id(handle.read(), blob_id) == blob_id
+    data = _read(root, entry.rel)
+    return data is not None and _blob_id(data, blob_id) == blob_id
+
+
+def _read(root: Path, rel: str) -> bytes | None:
+    """The file's bytes, reached by descriptor (any depth, no link followed); b"" when it is
+    not a regular file of at most MAX_FILE_BYTES, None when it is gone."""
+    try:
+        return hostile.read(root, rel, hostile.MAX_FILE_BYTES)
+    except hostile.HostileDataError:
+        return b""
+    except OSError:
+        return None
 
 
 def _protected(case: Case, ws: hostile.Tree, base: dict[str, tuple[str, str]],
@@ -124,10 +137,8 @@ def _test_config(ws: hostile.Tree, base: dict[str, tuple[str, str]],
         name = rel.rpartition("/")[2]
         if name not in TEST_CONFIG or rel in keep or entry.kind == "dir":
             continue
-        try:
-            now = b"" if entry.kind != "file" or entry.size > hostile.MAX_FILE_BYTES else \
-                (ws.root / rel).read_bytes()
-        except OSError:
+        now = b"" if entry.kind != "file" else _read(ws.root, rel)
+        if now is None:
             continue  # gone with a folder removed above
         if rel in base:
             mode, blob_id = base[rel]
@@ -193,15 +204,56 @@ def _place_hidden(ws: hostile.Tree, hidden: dict[str, tuple[bytes, str]],
     made is removed whole first, and anything else in the way is removed and reported."""
     findings = []
     detail = "placed by the agent where a hidden file goes; removed before the copy"
-    for top in sorted({rel.split("/")[0] for rel in hidden}):
-        in_base = top in base or any(p.startswith(top + "/") for p in base)
-        if top in entries and not in_base and hostile.delete(ws.root, top):
+    for top in _hidden_tops(hidden, base):
+        if top in entries and hostile.delete(ws.root, top):
             findings.append(Finding("hidden_path", top, detail))
-    for rel, (data, mode) in hidden.items():
-        for cleared in hostile.place(ws.root, rel, data, mode):
-            if cleared not in base:
-                findings.append(Finding("hidden_path", cleared, detail))
+    return findings + _copy_hidden(ws, hidden, base, detail)
+
+
+def _hidden_tops(hidden: dict[str, tuple[bytes, str]], base: dict[str, tuple[str, str]]
+                 ) -> list[str]:
+    """The top-level names of hidden files that the pinned commit lacks: wholly the harness's."""
+    tops = {rel.split("/")[0] for rel in hidden}
+    return sorted(t for t in tops if t not in base and not any(p.startswith(t + "/")
+                                                              for p in base))
+
+
+def _copy_hidden(ws: hostile.Tree, hidden: dict[str, tuple[bytes, str]],
+                 base: dict[str, tuple[str, str]], detail: str) -> list[Finding]:
+    """Write every hidden file anew (what is in the way removed: reported unless pinned)."""
+    return [Finding("hidden_path", cleared, detail) for rel, (data, mode) in hidden.items()
+            for cleared in hostile.place(ws.root, rel, data, mode) if cleared not in base]
+
+
+def _unreadable(ws: hostile.Tree, listed: dict[str, Entry]) -> list[Finding]:
+    """What the walk could not read (a folder closed to the harness, one too deep to open):
+    never passed over in silence; removed when it can be."""
+    findings = []
+    for rel, entry in sorted(listed.items()):
+        if entry.kind != "unreadable":
+            continue
+        try:
+            removed = hostile.delete(ws.root, rel)
+        except OSError:
+            removed = False
+        findings.append(Finding("unreadable", rel, "could not be read by the harness, so not "
+                                "checked; " + ("removed before the checks" if removed else
+                                               "it could not be removed either")))
     return findings
+
+
+def _ground(case: Case, ws: hostile.Tree, base: dict[str, tuple[str, str]],
+            hidden: dict[str, tuple[bytes, str]], listed: dict[str, Entry], cut: bool
+            ) -> list[Finding]:
+    """Protected paths restored, planted machinery and unreadable entries removed."""
+    findings = _protected(case, ws, base, listed)
+    keep = set(hidden) | {f.path for f in findings}
+    findings += _remove_planted(ws, listed, base, keep)
+    findings += _test_config(ws, base, listed, keep | {f.path for f in findings})
+    if cut:
+        findings.append(Finding("unchecked", ".", f"more than {hostile.MAX_ENTRIES} entries in "
+                                "the workspace: the rest was not scanned"))
+    return findings + _unreadable(ws, listed)
 
 
 def secure(case: Case, ws: hostile.Tree, entries: Sequence[Entry], cut: bool = False
@@ -212,11 +264,44 @@ def secure(case: Case, ws: hostile.Tree, entries: Sequence[Entry], cut: bool = F
     base = ws.files()
     listed = {e.rel: e for e in entries}
     hidden = _hidden_files(case)
-    findings = _protected(case, ws, base, listed)
-    keep = set(hidden) | {f.path for f in findings}
-    findings += _remove_planted(ws, listed, base, keep)
-    findings += _test_config(ws, base, listed, keep | {f.path for f in findings})
-    if cut:
-        findings.append(Finding("unchecked", ".", f"more than {hostile.MAX_ENTRIES} entries in "
-                                "the workspace: the rest was not scanned"))
+    findings = _ground(case, ws, base, hidden, listed, cut)
     return findings + _place_hidden(ws, hidden, base, listed)
+
+
+def recheck(case: Case, ws: hostile.Tree, after: str) -> list[Finding]:
+    """Between two checks: the ground the next one stands on, put back. The check `after` ran
+    the agent's code, which can write anywhere in the workspace: a hidden file it changed
+    (`hidden_changed`), something it added among the hidden files (`hidden_path`) or planted
+    machinery is reported and undone, and every hidden file is copied in fresh (no handle kept
+    open on an old one reaches the new)."""
+    entries, cut = hostile.walk(ws.root)
+    base, listed, hidden = ws.files(), {e.rel: e for e in entries}, _hidden_files(case)
+    findings = _ground(case, ws, base, hidden, listed, cut)
+    for rel, (data, mode) in hidden.items():
+        entry = listed.get(rel)
+        if entry is None or entry.kind != "file" or entry.executable != (mode == "100755") \
+                or _read(ws.root, rel) != data:
+            findings.append(Finding("hidden_changed", rel, "changed by the agent's code while "
+                                    "a check ran; copied fresh for the next check"))
+    owned, done = _folders(hidden), {f.path for f in findings}
+    for top in _hidden_tops(hidden, base):
+        for rel in sorted(listed):
+            if _within(rel, {top}) and rel not in owned and not _within(rel, done):
+                findings.append(Finding("hidden_path", rel, "added among the hidden files by "
+                                        "the agent's code while a check ran; removed"))
+                done.add(rel)
+        hostile.delete(ws.root, top)
+    _copy_hidden(ws, hidden, base, "")
+    return [Finding(f.kind, f.path, f"{f.detail} (found after check '{after}')")
+            for f in findings]
+
+
+def _folders(hidden: dict[str, tuple[bytes, str]]) -> set[str]:
+    """The hidden files and the folders that hold them."""
+    parts = [rel.split("/") for rel in hidden]
+    return {"/".join(p[:i]) for p in parts for i in range(1, len(p) + 1)}
+
+
+def _within(rel: str, paths: set[str]) -> bool:
+    """Whether `rel` is one of `paths` or lies below one."""
+    return rel in paths or any(rel.startswith(p + "/") for p in paths)

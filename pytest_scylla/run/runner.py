@@ -356,8 +356,12 @@ def _inspect(run: Run, rec: RunRecord, ws: workspace.Workspace, ov: overlay.Over
 
     fresh = run.private / f"checks-{secrets.token_hex(8)}"  # a name the agent could not guess
     execute = rt.sandbox.executor(private)
+
+    def between(after: str) -> None:  # the agent's code ran: the next check's ground put back
+        rec["integrity"] += [f.to_json() for f in integrity.recheck(spec.case, ws.tree(), after)]
+
     results = checks.run_checks(spec.case, work, base_env(run.private), fresh, wrap, execute,
-                                rt.bytecode)
+                                rt.bytecode, between)
     run.timings["checks_s"] = round(time.monotonic() - check_began, 3)
     run.evidence = evidence = judge_run.Evidence(run.result.final_message, diff, files, results)
     rec.update({"checks": [r.to_json() for r in results],
