@@ -18,6 +18,8 @@ from pytest_scylla.formats.spec import Case, Check, load_case
 from pytest_scylla.run import checks, hostile, integrity
 from pytest_scylla.run.workspace import Workspace, create, diff, file_list
 
+from .conftest import needs_docker
+
 ROOT = Path(__file__).resolve().parents[1]
 HIDDEN = "scylla_hidden_tests/check_real.py"
 
@@ -204,3 +206,34 @@ def test_a_folder_the_walk_cannot_open_is_a_finding_not_a_gap(
     found = {(f.kind, f.path): f.detail for f in integrity.secure(case, ws.tree(), entries, cut)}
     assert "not checked; removed before the checks" in found["unreadable", "closed"]  # ... is
     assert not (ws.path / "closed").exists()  # a finding, and gone before the checks
+
+
+@pytest.mark.parametrize("copy", [False, True], ids=["bind", "copy"])
+def test_in_docker_a_later_check_still_runs_the_real_hidden_file(
+        tmp_path: Path, copy: bool) -> None:
+    """The same attack with the checks run in a container (bind-mounted or, with
+    --scylla-docker-copy, copied in and out): the host puts the hidden files back between the
+    checks, and the container sees what the host put back."""
+    needs_docker()
+    from pytest_scylla.run.sandbox.docker import Docker
+
+    case = two_check_case(tmp_path)
+    private = tmp_path / "private"
+    private.mkdir()
+    ws = create(case, private / "work", tmp_path / "cache", harness=tmp_path / "harness")
+    (ws.path / "evil.py").write_text(EVIL)
+    entries, cut = hostile.walk(ws.path)
+    integrity.secure(case, ws.tree(), entries, cut)
+    box = Docker(copy=copy)
+    found: list[integrity.Finding] = []
+    try:
+        results = {r.name: r for r in checks.run_checks(
+            case, ws.path, {"PATH": os.environ["PATH"]}, private / "fresh",
+            execute=box.executor(private),
+            between=lambda after: found.extend(integrity.recheck(case, ws.tree(), after)))}
+    finally:
+        box.close(private)
+    assert results["imports"].passed, results["imports"].stderr
+    assert not results["hidden-tests"].passed
+    assert "VALUE is 0" in results["hidden-tests"].stderr
+    assert ("hidden_changed", HIDDEN) in {(f.kind, f.path) for f in found}

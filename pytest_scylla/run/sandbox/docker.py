@@ -331,6 +331,9 @@ class Docker(Sandbox):
             timed_out = code == 128 + signal.SIGKILL and \
                 time.monotonic() - began >= int(timeout) - 0.5
             self.sweep(private)  # what the check left running
+            if self.copy:  # back to the host, as data, where the hidden files are put back
+                docker_copy.pull(container, private)  # before the next check (pushed again)
+                self._stale.add(private)
             out, err = (b"".join(k).decode(errors="replace") for k in kept)
             return None if timed_out else code, out, err
         return execute
