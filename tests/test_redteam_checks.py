@@ -4,6 +4,7 @@ shown to fail against the harness."""
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -18,7 +19,7 @@ from pytest_scylla.formats.spec import Case, Check, load_case
 from pytest_scylla.run import checks, hostile, integrity
 from pytest_scylla.run.workspace import Workspace, create, diff, file_list
 
-from .conftest import needs_docker
+from .conftest import needs_bwrap, needs_docker
 
 ROOT = Path(__file__).resolve().parents[1]
 HIDDEN = "scylla_hidden_tests/check_real.py"
@@ -108,7 +109,15 @@ def test_an_earlier_check_cannot_rewrite_a_later_checks_hidden_test(tmp_path: Pa
     assert time.monotonic() - began < 30
 
 
-def test_a_process_a_check_detaches_does_not_outlive_the_check(tmp_path: Path) -> None:
+@pytest.mark.parametrize("box", ["local", "bwrap"])
+def test_a_process_a_check_detaches_does_not_outlive_the_check(tmp_path: Path, box: str
+                                                               ) -> None:
+    wrap = None
+    if box == "bwrap":
+        needs_bwrap()
+        from pytest_scylla.run.sandbox import Bwrap
+
+        wrap = functools.partial(Bwrap().wrap, cwd=tmp_path, private=tmp_path)
     marker = tmp_path / "still-running"
     script = (f"import os, time\nif os.fork() == 0:\n    os.setsid()\n"
               f"    os.close(1); os.close(2)\n    time.sleep(0.6)\n"
@@ -122,7 +131,7 @@ def test_a_process_a_check_detaches_does_not_outlive_the_check(tmp_path: Path) -
     assert marker.exists()
     marker.unlink()
 
-    result = checks.run_check(check, tmp_path, {"PATH": os.environ["PATH"]})
+    result = checks.run_check(check, tmp_path, {"PATH": os.environ["PATH"]}, wrap)
     assert result.passed
     time.sleep(1.0)
     assert not marker.exists()
