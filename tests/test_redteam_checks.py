@@ -5,6 +5,7 @@ shown to fail against the harness."""
 from __future__ import annotations
 
 import functools
+import json
 import os
 import subprocess
 import sys
@@ -19,7 +20,7 @@ from pytest_scylla.formats.spec import Case, Check, load_case
 from pytest_scylla.run import checks, hostile, integrity
 from pytest_scylla.run.workspace import Workspace, create, diff, file_list
 
-from .conftest import needs_bwrap, needs_docker
+from .conftest import Edit, needs_bwrap, needs_docker
 
 ROOT = Path(__file__).resolve().parents[1]
 HIDDEN = "scylla_hidden_tests/check_real.py"
@@ -246,3 +247,26 @@ def test_in_docker_a_later_check_still_runs_the_real_hidden_file(
     assert not results["hidden-tests"].passed
     assert "VALUE is 0" in results["hidden-tests"].stderr
     assert ("hidden_changed", HIDDEN) in {(f.kind, f.path) for f in found}
+
+
+def test_end_to_end_the_record_names_the_rewritten_hidden_file(
+        mini: Path, pytester: pytest.Pytester, edit: Edit, oracle: list[str]) -> None:
+    """One run of the real CLI (oracle upstream) whose work holds the module above: the later
+    check runs the real hidden script and the run's record says what was undone."""
+    hidden = mini / "cases" / "alpha" / "hidden" / "scylla_hidden_tests"
+    hidden.mkdir(parents=True)
+    (hidden / "check_real.py").write_text(REAL)
+    (mini / "cases" / "alpha" / "solution" / "evil.py").write_text(EVIL)
+    edit("cases/alpha/test.yaml", "solution: solution",
+         "  - name: imports\n    run: python -c 'import evil'\n"
+         f"  - name: hidden-tests\n    run: python {HIDDEN}\nhidden: hidden\nsolution: solution")
+    out = mini / "out"
+    pytester.runpytest("cases", "-k", "alpha and T0-01", "-p", "no:xdist", *oracle,
+                       f"--scylla-out={out}")
+    rec = json.loads((out / "runs" / "alpha-T0-01-r1" / "run.json").read_text())
+    results = {c["name"]: c for c in rec["checks"]}
+    assert results["imports"]["passed"], results["imports"]
+    assert not results["hidden-tests"]["passed"]
+    assert "VALUE is 0" in results["hidden-tests"]["stderr"]
+    found = {(f["kind"], f["path"]): f["detail"] for f in rec["integrity"]}
+    assert "after check 'imports'" in found["hidden_changed", HIDDEN]
