@@ -148,6 +148,20 @@ def sandbox_line(config: pytest.Config) -> str:
     return line
 
 
+def limits_line(sandbox: str, limits: tuple[int, float, int]) -> str | None:
+    """The header's limits line: what the chosen sandbox limits, and what it cannot."""
+    from pytest_scylla.run.sandbox.limits import Limits, summary
+
+    if sandbox == "bwrap":
+        return "scylla: " + summary(Limits(*limits))
+    if sandbox == "local":
+        return "scylla: limits: none (local: processes, memory, /tmp and CPU are unbounded)"
+    if sandbox == "docker":
+        return (f"scylla: limits: memory={limits[0] >> 20}m, cpus={limits[1]:g}, "
+                f"pids={limits[2]} (container)")
+    return None
+
+
 class _Plan:
     def __init__(self, config: pytest.Config, workers: int) -> None:
         self.config = config
@@ -287,6 +301,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     else:
         lines.append(f"scylla: model={s.model} via the Anthropic API (real spend)")
     lines.append(sandbox_line(config))
+    chosen = config.stash[settings.SETTINGS_KEY]  # auto resolved by sandbox_line
+    lines += filter(None, [limits_line(chosen.sandbox, chosen.limits)])
     lines.append(f"scylla: judges={','.join(j.label for j in s.judges)} (min {s.min_judges} "
                  f"valid){' answered by the oracle: SIMULATED' if s.oracle else ''}")
     lines.append(f"scylla: results in {config.stash[EXPERIMENT_KEY]}")

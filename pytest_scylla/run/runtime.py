@@ -29,6 +29,7 @@ from pytest_scylla.run.gateway.routes import (
 )
 from pytest_scylla.run.sandbox import (
     SYSTEM_TOPS,
+    Bwrap,
     Sandbox,
     SandboxError,
     choose,
@@ -138,7 +139,8 @@ def build(settings: Settings, out: Path, session_id: str, tiers: TierSet,
         gateway.retry = RetryPolicy(attempts=settings.retries, max_wait=settings.retry_wait,
                                     on_long_limit=ledger.pause)
         extra: dict[str, Any] = ({"image": settings.image, "limits": settings.limits,
-                                  "copy": settings.docker_copy} if kind.name == "docker" else {})
+                                  "copy": settings.docker_copy} if kind.name == "docker" else
+                                 {"limits": settings.limits} if kind is Bwrap else {})
         # bwrap shows the links and what they link to read-only; elsewhere no bytecode is read
         pyc = bytecode.prefix(SYSTEM_TOPS + system_paths()) if kind.name == "bwrap" else None
         rt = Runtime(settings=settings, out=out, tiers=tiers, gateway=gateway,

@@ -15,7 +15,6 @@ model with the user's credential: then it stops and says how to get bubblewrap.
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import select
 import shutil
@@ -27,6 +26,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any
+
+from pytest_scylla.run.sandbox import limits as _limits
+from pytest_scylla.run.sandbox.hostpaths import system_paths as system_paths
 
 INSIDE_PORT = 8787  # the bridge's port inside bwrap's private network namespace
 INSIDE_SOCKET_DIR = "/run/scylla"
@@ -245,6 +247,13 @@ class Sandbox:
 class Bwrap(Sandbox):
     name = "bwrap"
 
+    def __init__(self, gateway_port: int = 0, socket_dir: Path | None = None,
+                 readable: Sequence[Path] = (), limits: tuple[int, float, int] | None = None
+                 ) -> None:
+        super().__init__(gateway_port, socket_dir, readable)
+        self.limits = None if limits is None else _limits.Limits(*limits)
+        self.groups: dict[Path, _limits.Group] = {}  # by private folder, until close()
+
     def failed_to_start(self, stderr_tail: str) -> str | None:
         first = stderr_tail.lstrip().partition("\n")[0]
         return first if first.startswith("bwrap: ") else None
@@ -252,9 +261,24 @@ class Bwrap(Sandbox):
     def base_url(self, key: str) -> str:
         return f"http://127.0.0.1:{INSIDE_PORT}/run/{key}"
 
+    def close(self, private: Path) -> None:
+        group = self.groups.pop(private, None)
+        if group is not None:
+            _limits.remove(group)
+
+    def _confine(self, private: Path) -> tuple[list[str], list[str]]:
+        """(argv prefix that joins the run's cgroup, bwrap's /tmp arguments)."""
+        if self.limits is None:
+            return [], ["--tmpfs", "/tmp"]
+        if private not in self.groups:
+            self.groups[private] = _limits.create(self.limits)
+        return (_limits.wrapper(self.groups[private]),
+                ["--size", str(self.limits.tmp), "--tmpfs", "/tmp"])
+
     def wrap(self, argv: Sequence[str], cwd: Path, private: Path, bridge: bool = False
              ) -> list[str]:
-        args = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session",
+        prefix, tmp = self._confine(private)
+        args = [*prefix, "bwrap", "--unshare-all", "--die-with-parent", "--new-session",
                 "--hostname", "scylla"]
         for path in SYSTEM_TOPS:
             if path.is_symlink():
@@ -262,7 +286,7 @@ class Bwrap(Sandbox):
             elif path.is_dir():
                 args += ["--ro-bind", str(path), str(path)]
         # /tmp first: later binds under /tmp (the run's folder, caches) must stay visible
-        args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+        args += ["--proc", "/proc", "--dev", "/dev", *tmp]
         for path in system_paths() + self.readable:
             args += ["--ro-bind", str(path), str(path)]
         args += ["--bind", str(private), str(private)]
@@ -274,41 +298,6 @@ class Bwrap(Sandbox):
             socket_name = f"{INSIDE_SOCKET_DIR}/gateway.sock"
             args += [sys.executable, str(BRIDGE), str(INSIDE_PORT), socket_name, "--"]
         return args + list(argv)
-
-
-@functools.lru_cache(maxsize=1)
-def system_paths() -> tuple[Path, ...]:
-    """Read-only paths outside /usr the sandboxed tools need: this Python's prefix, and for the
-    agent CLI and its helpers their own files only (the command itself and its package folder),
-    never a whole folder such as ~/.local that holds other programs and data."""
-    paths: set[Path] = set()
-    for prefix in {sys.base_prefix, sys.prefix, sys.exec_prefix}:
-        p = Path(prefix).resolve()
-        if not _under_usr(p):
-            paths.add(p)
-    for tool in ("claude", "node", "npx", "git", "ruff"):
-        found = shutil.which(tool)
-        if found:
-            for p in (Path(found).absolute(), _install_root(Path(found).resolve())):
-                if not _under_usr(p) and not any(p.is_relative_to(q) for q in paths):
-                    paths.add(p)
-    return tuple(sorted(paths))
-
-
-def _under_usr(path: Path) -> bool:
-    return path.is_relative_to("/usr") or path.is_relative_to("/etc")
-
-
-def _install_root(target: Path) -> Path:
-    """The folder a command's real file belongs to: its npm package (the nearest folder with a
-    package.json inside node_modules), else the file alone."""
-    for folder in target.parents:
-        scope = folder.parent.parent if folder.parent.name.startswith("@") else folder.parent
-        if scope.name == "node_modules" and (folder / "package.json").is_file():
-            return folder
-        if folder.name == "node_modules":
-            break
-    return target
 
 
 def bwrap_works() -> str | None:
