@@ -135,3 +135,16 @@ def test_the_local_sandbox_says_it_limits_nothing() -> None:
 
     assert "unbounded" in str(limits_line("local", DEFAULT_LIMITS))
     assert str(limits_line("bwrap", DEFAULT_LIMITS)).startswith("scylla: limits: ")
+
+
+@needs_cgroups
+def test_the_header_names_the_limits_of_the_sandbox(mini: Path,
+                                                   pytester: pytest.Pytester) -> None:
+    """End to end: the session header says what bwrap limits (and local, that it limits
+    nothing)."""
+    bw = pytester.runpytest("cases", "--co", "--scylla-sandbox=bwrap",
+                            "--scylla-limits=memory=256m,pids=64")
+    bw.stdout.fnmatch_lines(["scylla: sandbox=bwrap",
+                             "scylla: limits: memory=256m, cpus=2, pids=64, /tmp=64m"])
+    local = pytester.runpytest("cases", "--co", "--scylla-sandbox=local")
+    local.stdout.fnmatch_lines(["scylla: sandbox=local", "scylla: limits: none (local: *)"])
