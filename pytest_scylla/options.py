@@ -49,7 +49,8 @@ OPTIONS: tuple[tuple[str, str, str, str], ...] = (
      "one (image:): host (an empty image with this machine's system, Python and agent CLI "
      "bound read-only) or an image on the engine that has the agent CLI, git and Python (make "
      "one with `scylla image build`); never pulled (default host)", "IMAGE", "host"),
-    ("limits", "each docker run's container limits: memory, cpus, pids (default "
+    ("limits", "each run's limits under docker and bwrap (bwrap: a cgroup; /tmp a quarter of "
+     "the memory): memory, cpus, pids (default "
      "memory=4g,cpus=2,pids=1024)", "LIST", "memory=4g,cpus=2,pids=1024"),
     ("cli", "the Claude Code executable (default: claude on PATH)", "PATH", ""),
     ("judges", "the judge panel, comma-separated: model ids (Anthropic, through the gateway), "

@@ -1,6 +1,6 @@
-"""The sandbox's settings: `--scylla-sandbox`, and for docker `--scylla-image`,
-`--scylla-limits` and `--scylla-docker-copy` (checked together: an image or a copy needs the
-docker sandbox, or `auto`, which may choose it)."""
+"""The sandbox's settings: `--scylla-sandbox`, `--scylla-limits` (docker and bwrap), and for
+docker `--scylla-image` and `--scylla-docker-copy` (checked together: an image or a copy needs
+the docker sandbox, or `auto`, which may choose it)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pytest_scylla.options import value as _value
 
 SANDBOXES = ("auto", "local", "bwrap", "docker")
 IMAGE_REF = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@-]*$")
-DEFAULT_LIMITS = (4 << 30, 2.0, 1024)  # a docker run's container: memory bytes, cpus, pids
+DEFAULT_LIMITS = (4 << 30, 2.0, 1024)  # a run's (docker, bwrap): memory bytes, cpus, pids
 
 
 def sandbox_settings(config: pytest.Config) -> dict[str, Any]:
