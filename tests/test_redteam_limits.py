@@ -148,3 +148,12 @@ def test_the_header_names_the_limits_of_the_sandbox(mini: Path,
                              "scylla: limits: memory=256m, cpus=2, pids=64, /tmp=64m"])
     local = pytester.runpytest("cases", "--co", "--scylla-sandbox=local")
     local.stdout.fnmatch_lines(["scylla: sandbox=local", "scylla: limits: none (local: *)"])
+
+
+def test_a_cgroup_that_cannot_be_made_is_a_clear_sandbox_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_scylla.run.sandbox import SandboxError
+
+    monkeypatch.setattr(limits, "parents", lambda: {"pids": tmp_path / "gone"})
+    with pytest.raises(SandboxError, match="cannot make the run's cgroup"):
+        Bwrap(limits=SMALL).wrap(["true"], tmp_path, tmp_path)

@@ -271,7 +271,12 @@ class Bwrap(Sandbox):
         if self.limits is None:
             return [], ["--tmpfs", "/tmp"]
         if private not in self.groups:
-            self.groups[private] = _limits.create(self.limits)
+            try:
+                self.groups[private] = _limits.create(self.limits)
+            except OSError as exc:
+                raise SandboxError(f"--scylla-limits under bwrap: cannot make the run's cgroup "
+                                   f"({exc}); run where /sys/fs/cgroup is writable, or use "
+                                   "--scylla-sandbox=docker") from exc
         return (_limits.wrapper(self.groups[private]),
                 ["--size", str(self.limits.tmp), "--tmpfs", "/tmp"])
 
