@@ -36,6 +36,7 @@ class RunRecord(TypedDict, total=False):
     limits: dict[str, Any]  # docker: the container's memory (bytes), cpus and pids
     transfer: str  # docker: the run's folder bind-mounted ("bind") or copied ("copy")
     copy_refused: list[str]  # docker copy: what the agent left that was not copied back
+    output_dropped: dict[str, int]  # bytes of the CLI's stdout/stderr not kept (cap)
     plugin_version: str
     started_at: str
     finished_at: str

@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import IO, cast
 
 from pytest_scylla import __version__
 from pytest_scylla.core import pricing, record
@@ -40,6 +41,7 @@ from pytest_scylla.run.gateway.replay import recorded
 from pytest_scylla.run.outcome import classify, costs, settle
 from pytest_scylla.run.runtime import Runtime
 from pytest_scylla.run.sandbox import Finished, SandboxError, base_env
+from pytest_scylla.run.transcript import Capture
 
 # what ends a run as an infra_error with the exception as its reason
 SETUP_FAILURES = (workspace.WorkspaceError, mcp_install.InstallError, SetupError,
@@ -314,9 +316,11 @@ def _agent(run: Run, ov: overlay.Overlay, rec: RunRecord) -> tuple[Finished, str
     prompt = spec.case.prompt.read_text(encoding="utf-8")
     run.timings["setup_s"] = round(time.monotonic() - run.began, 3)
     transcript = run.run_dir / "transcript.jsonl"
-    with open(transcript, "wb") as out, open(run.run_dir / "agent.stderr.txt", "wb") as err:
+    with Capture(transcript) as stdout, Capture(run.run_dir / "agent.stderr.txt") as stderr:
         finished = rt.sandbox.run(argv, run.private / "work", run.private, env, prompt,
-                                  spec.case.timeout_seconds, out, err, bridge=True)
+                                  spec.case.timeout_seconds, cast("IO[bytes]", stdout),
+                                  cast("IO[bytes]", stderr), bridge=True)
+    rec["output_dropped"] = {"stdout": stdout.kept.dropped, "stderr": stderr.kept.dropped}
     rt.gateway.close(route.key)
     run.timings["agent_s"] = finished.seconds
     run.result = result = rt.agent.parse(transcript)
@@ -349,6 +353,10 @@ def _inspect(run: Run, rec: RunRecord, ws: workspace.Workspace, ov: overlay.Over
     (run.run_dir / "files.txt").write_text("\n".join(files) + "\n", encoding="utf-8")
     check_began = time.monotonic()
     rec["integrity"] = [f.to_json() for f in integrity.secure(spec.case, ws.tree(), entries, cut)]
+    if run.result.after_result:  # written into the CLI's output after its final event
+        rec["integrity"].append(integrity.Finding(
+            "forged_events", "transcript.jsonl", f"{run.result.after_result} event(s) after the "
+            "CLI's result event, ignored").to_json())
     private = run.private
 
     def wrap(cmd: list[str]) -> list[str]:

@@ -37,6 +37,7 @@ class Result:
     duration_ms: int | None = None
     init: dict[str, Any] = field(default_factory=dict)
     events: int = 0
+    after_result: int = 0  # events after the first `result` (ignored: not the CLI's)
     # the trajectory: every tool call in order (a sub-agent's prefixed `<agent>/`), failed
     # tool results, and what of the declared components the agent invoked
     tool_calls: list[str] = field(default_factory=list)

@@ -114,6 +114,9 @@ def parse(transcript: Path) -> Result:
     if not transcript.exists():
         return result
     for event in events(transcript):
+        if result.found:  # the first result ends the run: what follows was forged
+            result.after_result += 1
+            continue
         result.events += 1
         if event.get("type") in ("assistant", "user"):
             _trajectory(event, result, agents)

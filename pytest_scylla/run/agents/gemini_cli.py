@@ -154,6 +154,9 @@ def parse(transcript: Path) -> Result:
         return result
     said: list[str] = []  # the assistant's text since the last tool call: its final message
     for event in events(transcript):
+        if result.found:  # the first result ends the run: what follows was forged
+            result.after_result += 1
+            continue
         result.events += 1
         kind = event.get("type")
         if kind == "init":
