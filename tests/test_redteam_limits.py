@@ -157,3 +157,22 @@ def test_a_cgroup_that_cannot_be_made_is_a_clear_sandbox_error(
     monkeypatch.setattr(limits, "parents", lambda: {"pids": tmp_path / "gone"})
     with pytest.raises(SandboxError, match="cannot make the run's cgroup"):
         Bwrap(limits=SMALL).wrap(["true"], tmp_path, tmp_path)
+
+
+@needs_cgroups
+def test_cgroups_a_killed_session_left_are_removed_by_the_next() -> None:
+    dead = max(int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()) + 100000
+    live = limits.create(limits.Limits(*SMALL))
+    left = [parent / f"scylla-{dead}-0" for parent in set(limits.parents().values())]
+    for path in left:
+        path.mkdir()
+    try:
+        assert all(p.is_dir() for p in left)  # control: they are there
+        limits.remove(limits.stale())
+        assert not any(p.exists() for p in left)
+        assert all(p.is_dir() for p in live.dirs)  # a live process's own are kept
+    finally:
+        limits.remove(live)
+        for path in left:
+            if path.exists():
+                path.rmdir()

@@ -110,8 +110,21 @@ def _settings(name: str, limits: Limits, v2: bool) -> dict[str, str]:
             "cpu": {"cpu.cfs_period_us": str(PERIOD), "cpu.cfs_quota_us": quota}}[name]
 
 
+def stale() -> Group:
+    """The cgroups a killed session left (named after a process that is gone)."""
+    found = Group()
+    for parent in set(parents().values()):
+        for path in parent.glob("scylla-*-*"):
+            pid = path.name.split("-")[1]
+            if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+                found.dirs.append(path)
+    return found
+
+
 def create(limits: Limits) -> Group:
     """A new cgroup (or several, v1) with `limits`; the rlimit fallback where there is none."""
+    if next(_serial) == 0:  # the first of this process: what a killed session left goes first
+        remove(stale())
     group, made = Group(), dict[Path, Path]()
     name = f"scylla-{os.getpid()}-{next(_serial)}"
     try:
