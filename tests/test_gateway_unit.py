@@ -170,7 +170,7 @@ class _Upstream(http.server.BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers["content-length"]))
         type(self).keys.append(self.headers.get("x-api-key"))
-        if self.path.startswith("/v1/messages?fail"):
+        if self.path.startswith("/v1/messages?beta=fail"):  # a query the gateway passes on
             body = b'{"type":"error","error":{"type":"overloaded_error","message":"busy"}}'
             self.send_response(529)
             self.send_header("retry-after", "1")
@@ -205,7 +205,7 @@ def test_proxy_streams_unchanged_logs_usage_and_classifies_overload(gateway: Gat
     url = gateway.base_url("r1") + "/v1/messages"
     with httpx.Client(timeout=30) as client:
         began = time.monotonic()
-        busy = client.post(url + "?fail", content=body, headers={"x-api-key": "dummy"})
+        busy = client.post(url + "?beta=fail", content=body, headers={"x-api-key": "dummy"})
         assert time.monotonic() - began >= 1  # the gateway waited out retry-after once
         assert busy.status_code == 529  # then passed the second 529 on, unchanged
         assert busy.headers["retry-after"] == "1"

@@ -77,12 +77,17 @@ class Route:
     expected: ablation.Expected | None = None
     capture_first: bool = False
     pass_auth: bool = False  # without a credential of our own, forward the client's (CLI login)
+    models: frozenset[str] | None = None  # the models it may call (`allowlist.run_models`)
     # what happened
     spent_usd: float = 0.0
+    reserved_usd: float = 0.0  # the worst case of the calls in flight (`limits.admit`)
+    in_flight: int = 0  # calls admitted and not yet settled
+    open_calls: int = 0  # connections with a call being handled (`limits.MAX_OPEN_CALLS`)
     calls: int = 0
     refused: int = 0
     budget_exceeded: bool = False
     unpriced_models: set[str] = field(default_factory=set)
+    models_refused: set[str] = field(default_factory=set)  # named by calls and refused
     infra: list[dict[str, Any]] = field(default_factory=list)
     ablation: dict[str, Any] | None = None
     replay_diverged: str | None = None  # the first call the recording could not answer

@@ -14,7 +14,17 @@ from urllib.parse import urlsplit
 
 from pytest_scylla.core import pricing
 from pytest_scylla.core.tempdirs import claim_private, release_private
-from pytest_scylla.run.gateway import ablation, gemini_wire, oracle, replay, upstreams
+from pytest_scylla.run.gateway import (
+    ablation,
+    allowlist,
+    gemini_wire,
+    limits,
+    oracle,
+    replay,
+    upstreams,
+)
+from pytest_scylla.run.gateway.recorder import Recorder
+from pytest_scylla.run.gateway.recorder import quiet_error as _quiet_error
 from pytest_scylla.run.gateway.routes import (
     RetryPolicy,
     Route,
@@ -47,18 +57,38 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     do_GET = do_HEAD
 
     def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers.get("content-length") or 0))
         parts = urlsplit(self.path)
         segments = parts.path.split("/", 3)  # '', 'run', key, rest
         gateway: Gateway = self.server.gateway
         route = gateway.routes.get(segments[2]) if len(segments) == 4 and \
             segments[1] == "run" else None
-        if route is None:
-            self.send_json(404, {"type": "error", "error": {
-                "type": "not_found_error", "message": f"pytest-scylla gateway: no run at "
-                                                      f"{parts.path}"}})
+        status, length, why = limits.body_length(self.headers.get("content-length"))
+        if route is None or length is None:  # refused before a byte of the body is read
+            self.close_connection = True
+            if route is not None:
+                gateway.refused_early(route, "/" + segments[3], status, str(why))
+            self.send_json(404 if route is None else status, {"type": "error", "error": {
+                "type": "not_found_error" if route is None else "request_too_large"
+                if status == 413 else "invalid_request_error",
+                "message": why or f"pytest-scylla gateway: no run at {parts.path}"}})
             return
-        gateway.handle(route, "/" + segments[3], parts.query, self, body)
+        with route.lock:
+            crowded = route.open_calls >= limits.MAX_OPEN_CALLS
+            route.open_calls += 0 if crowded else 1
+        if crowded:
+            self.close_connection = True
+            message = (f"pytest-scylla gateway: this run already has {limits.MAX_OPEN_CALLS} "
+                       "calls open; no more at once")
+            gateway.refused_early(route, "/" + segments[3], 429, message)
+            self.send_json(429, {"type": "error", "error": {"type": "rate_limit_error",
+                                                            "message": message}})
+            return
+        try:
+            body = self.rfile.read(length)
+            gateway.handle(route, "/" + segments[3], parts.query, self, body)
+        finally:
+            with route.lock:
+                route.open_calls -= 1
 
     # responses -------------------------------------------------------------------------------
     def send_json(self, status: int, payload: dict[str, Any],
@@ -88,55 +118,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(b"0\r\n\r\n")
 
 
-class _Recorder:
-    """The client, with what it is sent kept (status, content type, body bytes)."""
-
-    def __init__(self, client: _Handler) -> None:
-        self.client, self.status, self.content_type = client, 0, "application/json"
-        self.data = bytearray()
-
-    def __getattr__(self, name: str) -> Any:  # headers, close_connection, ...
-        return getattr(self.client, name)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name == "close_connection":
-            setattr(self.client, name, value)
-        else:
-            super().__setattr__(name, value)
-
-    def send_json(self, status: int, payload: dict[str, Any],
-                  headers: Sequence[tuple[str, str]] = ()) -> bytes:
-        data = self.client.send_json(status, payload, headers)
-        self.status, self.data = status, bytearray(data)
-        return data
-
-    def start_chunks(self, status: int, headers: list[tuple[str, str]]) -> None:
-        self.status = status
-        self.content_type = dict((k.lower(), v) for k, v in headers).get(
-            "content-type", self.content_type)
-        self.client.start_chunks(status, headers)
-
-    def chunk(self, data: bytes) -> None:
-        self.data += data
-        self.client.chunk(data)
-
-    def end_chunks(self) -> None:
-        self.client.end_chunks()
-
-
 class _UnixHandler(_Handler):
     disable_nagle_algorithm = False  # not a TCP socket
 
 
-def _quiet_error(request: Any, client_address: Any) -> None:
-    """One line instead of socketserver's traceback for a connection that broke."""
-    import sys
-
-    from pytest_scylla.core.terminal import safe
-
-    exc = sys.exc_info()[1]  # its text may quote what the agent sent
-    print(safe(f"pytest-scylla gateway: connection error: {type(exc).__name__}: {exc}"),
-          file=sys.stderr)
 
 
 class _TCPServer(http.server.ThreadingHTTPServer):
@@ -235,6 +220,9 @@ class Gateway:
             status, refusal = 403, f"pytest-scylla gateway: {path} is not a model endpoint"
         else:
             status, refusal = 400, self._refusal(route, path, request)
+        estimate = limits.worst_case_usd(entry["model_requested"], request, len(body))
+        if refusal is None:
+            refusal = limits.reserve(route, estimate)
         if refusal is not None:
             route.refused += 1
             client.send_json(status, {"type": "error", "error": {
@@ -254,20 +242,30 @@ class Gateway:
             self._log(route, {**entry, "status": 429, "limited": True,
                               "latency_s": round(time.monotonic() - start, 4)})
             return
+        try:
+            result = self._answer(route, seq, path, query, request, body, client, start)
+        finally:
+            limits.release(route, estimate)
+        self._log(route, {**entry, **result, "reserved_usd": round(estimate, 6),
+                          "latency_s": result.get("latency_s",
+                                                  round(time.monotonic() - start, 4))})
+
+    def _answer(self, route: Route, seq: int, path: str, query: str, request: dict[str, Any],
+                body: bytes, client: _Handler, start: float) -> dict[str, Any]:
+        """The call answered: from the recording, the oracle or the real upstream."""
         if route.replay is not None:
             result = self._replayed(route, seq, request, client)
         else:
-            sink = _Recorder(client) if route.bodies_dir is not None else client
+            sink = Recorder(client) if route.bodies_dir is not None else client
             if route.upstream == "oracle":
                 result = upstreams.from_oracle(self, route, path, request, body, sink, start)
             else:
                 result = upstreams.forward(self, route, path, query, sink, body, start)
-            if isinstance(sink, _Recorder) and route.bodies_dir is not None:
+            if isinstance(sink, Recorder) and route.bodies_dir is not None:
                 replay.record(route.bodies_dir, seq, sink.status, sink.content_type,
                               bytes(sink.data), {"private": route.private, **{
                                   k: result.get(k) for k in ("model", "usage", "stop_reason")}})
-        self._log(route, {**entry, **result, "latency_s": result.get(
-            "latency_s", round(time.monotonic() - start, 4))})
+        return result
 
     def _replayed(self, route: Route, seq: int, request: dict[str, Any],
                   client: _Handler) -> dict[str, Any]:
@@ -294,10 +292,12 @@ class Gateway:
 
     def _refusal(self, route: Route, path: str, request: dict[str, Any]) -> str | None:
         """Why this call is refused before it reaches the upstream (None: let it through)."""
-        if route.spent_usd >= route.max_cost_usd:
-            route.budget_exceeded = True
-            return (f"pytest-scylla: this run's budget of ${route.max_cost_usd:.2f} is spent "
-                    f"(${route.spent_usd:.4f}); no further model calls")
+        model = request.get("model") or (gemini_wire.match(path) or [None])[0]
+        refused = allowlist.model_refusal(route.models, str(model) if model else None)
+        if refused is not None:
+            with route.lock:
+                route.models_refused.add(str(model)[:80])
+            return refused
         if (path in MODEL_CALLS or gemini_wire.match(path)) and oracle.is_main_agent(request):
             with route.lock:
                 first = route.first_request is None
@@ -314,6 +314,15 @@ class Gateway:
                 return ("pytest-scylla ablation check failed: "
                         + "; ".join(route.ablation["problems"]))
         return None
+
+    def refused_early(self, route: Route, path: str, status: int, why: str) -> None:
+        """Log a call refused before its body was read (too large, malformed, too many)."""
+        with route.lock:
+            route.calls += 1
+            route.refused += 1
+            seq = route.calls
+        self._log(route, {"ts": now(), "run": route.key, "seq": seq, "endpoint": path,
+                          "upstream": route.upstream, "status": status, "refused": why})
 
     def account(self, route: Route, model: str | None, usage: dict[str, int]) -> float:
         price = pricing.price(model)

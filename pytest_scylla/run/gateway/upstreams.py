@@ -11,9 +11,15 @@ import os
 import time
 from collections.abc import Sequence
 from typing import Any, Protocol
-from urllib.parse import unquote_plus
 
-from pytest_scylla.run.gateway import gemini_wire, latency, openai_wire, oracle, oracle_wire
+from pytest_scylla.run.gateway import (
+    allowlist,
+    gemini_wire,
+    latency,
+    openai_wire,
+    oracle,
+    oracle_wire,
+)
 from pytest_scylla.run.gateway.routes import (
     Route,
     UpstreamSetupError,
@@ -122,10 +128,10 @@ def from_oracle(gw: Gate, route: Route, path: str, request: dict[str, Any], body
 
 
 def _headers(route: Route, client: Client) -> dict[str, str]:
-    """The request headers for the upstream: the client's, with its (dummy) credential replaced
-    by the harness's own. Raises UpstreamSetupError when there is none to send."""
-    headers = {k: v for k, v in client.headers.items()
-               if k.lower() not in HOP_HEADERS and k.lower() not in CLIENT_AUTH}
+    """The request headers for the upstream: the client's that `allowlist.HEADERS` names, with
+    its (dummy) credential replaced by the harness's own. Raises UpstreamSetupError when there
+    is none to send."""
+    headers, _ = allowlist.headers(client.headers.items())
     if route.upstream == "gemini":  # Google's key, in the header Google's clients send it in
         headers.update(gemini_credential())
         return headers
@@ -145,11 +151,11 @@ def _headers(route: Route, client: Client) -> dict[str, str]:
 def _url(gw: Gate, route: Route, path: str, query: str) -> str:
     """The upstream's URL of the call: the route's upstream (a `gemini` route without one goes to
     Google's, never to another vendor's), the query kept but for a credential in it (the client
-    holds a dummy one; the gateway adds the real one as a header)."""
+    holds a dummy one; the gateway adds the real one as a header), and only what
+    `allowlist.QUERY` names."""
     base = route.upstream_url or (gemini_wire.base_url() if route.upstream == "gemini"
                                   else gw.upstream_url)
-    kept = "&".join(p for p in query.split("&") if p and unquote_plus(
-        p.split("=", 1)[0]).lower() not in CLIENT_AUTH_QUERY)
+    kept, _ = allowlist.query(query)
     return base + path + (f"?{kept}" if kept else "")
 
 
@@ -187,9 +193,14 @@ def forward(gw: Gate, route: Route, path: str, query: str, client: Client, body:
         return {"status": 401, "error": "no credential",
                 "latency_s": round(time.monotonic() - start, 4)}
     url = _url(gw, route, path, query)
+    stripped = [h for h in allowlist.headers(client.headers.items())[1]  # but the expected:
+                if h not in CLIENT_AUTH | HOP_HEADERS | allowlist.QUIET] + [  # key, framing
+        f"?{name}" for name in allowlist.query(query)[1] if name not in CLIENT_AUTH_QUERY]
+    noted = {"stripped": stripped} if stripped else {}
     attempt, waited = 0, 0.0
     while True:
-        tries = {"attempts": attempt + 1, "retry_wait_s": round(waited, 3)} if attempt else {}
+        tries = {**noted, **({"attempts": attempt + 1, "retry_wait_s": round(waited, 3)}
+                             if attempt else {})}
         reader = UsageReader()
         first_byte: float | None = None
         size = 0
