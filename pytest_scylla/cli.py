@@ -220,7 +220,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from pytest_scylla.results.importer import convert
 
         try:
-            count = _reading("scylla import", lambda: convert(args.src, args.dest))
+            count = _reading("scylla import", lambda: convert(
+                args.src, args.dest, lambda text: echo(f"scylla import: {text}",
+                                                       file=sys.stderr)))
         except (ValueError, KeyError) as exc:  # a shape no check knows yet
             echo(f"scylla import: {args.src}: cannot be read ({exc!r})", file=sys.stderr)
             return 2

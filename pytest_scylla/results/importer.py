@@ -10,7 +10,9 @@ tests/test_scoring.py for where the two differ).
 from __future__ import annotations
 
 import json
+import os
 import statistics
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -61,14 +63,43 @@ def _kept(value: Any) -> Any:
     return value if _num(value) is not None else None
 
 
-def _judge(folder: Path, models: dict[int, str | None]) -> dict[str, Any]:
-    """`judge/judge_0N/`; `models` maps judge numbers to their models."""
+def _unstated(path: Path, cats: dict[str, Any], notes: list[str]) -> None:
+    """A note for each criterion whose `achieved` is absent or null: read as N/A (as the paper
+    scores a missing value: counted in neither the achieved points nor the maximum)."""
+    for name, cat in cats.items():
+        if isinstance(cat, dict) and cat.get("achieved") is None:
+            how = "has achieved: null" if "achieved" in cat else "has no achieved value"
+            notes.append(f"{path}: criterion {name!r} {how}; read as N/A (counted in neither "
+                         "the achieved points nor the maximum); write its achieved points, or "
+                         "\"N/A\" to say it does not apply")
+
+
+def _rate(path: Path, achieved: float, maximum: float, notes: list[str]) -> float | None:
+    """achieved / maximum, clamped to 1 with a note when the original recorded more points
+    than the maximum (its published data holds an impl_rate of 1.028). Clamped rather than
+    kept: impl_rate is by definition the share of the achievable points, so no reading of a
+    value above 1 is meaningful, every consumer (the record schema, the means, the figures)
+    relies on 0..1, and the recorded value stays in the run's import_notes for audit."""
+    if not maximum:
+        return None
+    rate = achieved / maximum
+    if rate > 1:
+        notes.append(f"{path}: impl_rate {rate:.4g} is above 1 ({achieved:g} points achieved "
+                     f"of a maximum of {maximum:g}, a defect of the original); stored as 1")
+        return 1.0
+    return rate
+
+
+def _judge(folder: Path, models: dict[int, str | None], notes: list[str]) -> dict[str, Any]:
+    """`judge/judge_0N/`; `models` maps judge numbers to their models; what was read other
+    than as written is added to `notes`."""
     number = _number(folder, "judge")
     if not (folder / "judgment.json").is_file():
         raise SourceTreeError(f"{folder}: no judgment.json; expected one in every "
                               "judge/judge_NN/ folder of a run")
     data = _read(folder / "judgment.json")
     cats = data.get("criteria_scores") or {}
+    _unstated(folder / "judgment.json", cats, notes)
     # a category not applicable (its achieved or its maximum N/A or null) counts in neither
     points = [(_num(c.get("achieved")), _num(c.get("max"))) for c in cats.values()]
     achieved = sum(a for a, m in points if a is not None and m is not None)
@@ -78,7 +109,7 @@ def _judge(folder: Path, models: dict[int, str | None]) -> dict[str, Any]:
         "valid": data.get("is_valid") is not False,  # null or absent: not said invalid
         "score": _num(data.get("score")),
         "passed": data.get("passed"), "grade": data.get("grade"),
-        "impl_rate": achieved / maximum if maximum else None,
+        "impl_rate": _rate(folder / "judgment.json", achieved, maximum, notes),
         "seconds": _kept(_optional(folder / "timing.json").get("judge_duration_seconds")),
         "verdict": {"reasoning": data.get("reasoning", ""),
                     "items": {i: v for c in cats.values() for i, v in
@@ -92,8 +123,9 @@ def _run(run_dir: Path, tier: str, subtest: str, model: str | None,
          case: str) -> dict[str, Any]:
     data = _read(run_dir / "run_result.json")
     models = {j.get("judge_number"): j.get("model") for j in data.get("judges") or []}
-    judges = [_judge(folder, models) for folder in sorted((run_dir / "judge").glob("judge_*"))
-              if folder.is_dir()]
+    notes: list[str] = []
+    judges = [_judge(folder, models, notes)
+              for folder in sorted((run_dir / "judge").glob("judge_*")) if folder.is_dir()]
     tokens = data.get("token_stats") or {}
     names = {"input_tokens": "input_tokens", "output_tokens": "output_tokens",
              "cache_creation_input_tokens": "cache_creation_tokens",
@@ -121,24 +153,66 @@ def _run(run_dir: Path, tier: str, subtest: str, model: str | None,
         "judge_duration_seconds": _kept(data.get("judge_duration_seconds")),
         "usage": {model or "unknown": usage} if usage else {},
         "tokens": {**usage, "total_tokens": sum(usage.values())} if usage else {},
-        "judges": judges, "simulated": False}
+        "judges": judges, "simulated": False, "import_notes": notes}
 
 
-def convert(src: Path, dest: Path) -> int:
-    """Write `dest/runs.jsonl` (+ the exports) from the tree in `src`; returns the run count."""
-    config = _optional(src / "result.json").get("config") or {}
-    models = config.get("models") or [None]
-    case = str(config.get("experiment_id") or src.name)
-    run_dirs = sorted(src.glob("T*/*/run_*/run_result.json"))
-    if not run_dirs:
-        raise SourceTreeError(f"{src}: no T<k>/<subtest>/run_NN/run_result.json here; point at "
-                           "the experiment folder of the original implementation")
-    records = [_run(p.parent, p.parts[-4], p.parts[-3], models[0], case) for p in run_dirs]
+def _experiments(src: Path) -> dict[Path, list[Path]]:
+    """The experiment folders under `src` (itself, or folders below it, as the original's
+    results folder holds them), each with its runs' run_result.json files. The walk stops at
+    an experiment folder: what its runs hold (the agent's workspace) is never read as runs."""
+    found: dict[Path, list[Path]] = {}
+    for folder, subfolders, _ in os.walk(src):
+        runs = sorted(Path(folder).glob("T*/*/run_*/run_result.json"))
+        if runs:
+            found[Path(folder)] = runs
+            subfolders.clear()
+        else:
+            subfolders.sort()
+    return found
+
+
+def _case(root: Path, src: Path, config: dict[str, Any], taken: set[str]) -> str:
+    """The case an experiment's runs are filed under: its experiment_id (or folder name), made
+    unique with its folder when another experiment already uses it."""
+    case = str(config.get("experiment_id") or root.name)
+    if case in taken:
+        case = f"{case}@{root.relative_to(src).as_posix()}"
+    taken.add(case)
+    return case
+
+
+def convert(src: Path, dest: Path, note: Callable[[str], None] = lambda _: None) -> int:
+    """Write `dest/runs.jsonl` (+ the exports) from the experiment folder `src`, or from every
+    experiment folder under it merged into one experiment (each a case of its own); returns the
+    run count. `note` is told what was read other than as written and where each run came
+    from."""
+    found = _experiments(src)
+    if not found:
+        raise SourceTreeError(f"{src}: no T<k>/<subtest>/run_NN/run_result.json here or below; "
+                              "point at an experiment folder of the original implementation "
+                              "or at a folder holding several")
+    records: list[dict[str, Any]] = []
+    sources: list[dict[str, Any]] = []
+    taken: set[str] = set()
+    for root, run_files in found.items():
+        config = _optional(root / "result.json").get("config") or {}
+        models = config.get("models") or [None]
+        case = _case(root, src, config, taken)
+        runs = [_run(p.parent, p.parts[-4], p.parts[-3], models[0], case) for p in run_files]
+        records += runs
+        sources.append({"folder": str(root), "case": case, "runs": len(runs), "config": config})
+        if len(found) > 1:
+            note(f"{root}: {len(runs)} runs imported as case {case!r}")
+    for rec in records:
+        for text in rec["import_notes"]:
+            note(text)
     dest.mkdir(parents=True, exist_ok=True)
     with open(dest / RUNS_FILE, "w", encoding="utf-8") as handle:
         for rec in records:
             handle.write(json.dumps(rec, separators=(",", ":")) + "\n")
     tables = Tables()
     tables.add_records(records, dest.name)
-    report.write(dest, tables, {"imported_from": str(src), "config": config})
+    report.write(dest, tables, {"imported_from": str(src), "sources": sources,
+                                "config": sources[0]["config"] if len(sources) == 1 else None,
+                                "notes": [t for r in records for t in r["import_notes"]]})
     return len(records)
