@@ -263,3 +263,14 @@ def test_only_allowed_headers_and_query_go_upstream_and_the_rest_is_logged(
     assert sorted(logged["stripped"]) == sorted([
         "x-forwarded-for", "x-made-up", "cookie", "anthropic-beta=context-1m-2025-08-07",
         "?evil"])
+
+
+def test_each_run_may_call_its_model_and_its_clis_declared_side_models() -> None:
+    from pytest_scylla.run.agents.claude_code import ClaudeCode
+    from pytest_scylla.run.gateway import allowlist
+
+    models = allowlist.run_models(ClaudeCode(), "claude-sonnet-5")
+    assert models == {"claude-sonnet-5", "claude-haiku-4-5"}
+    assert allowlist.model_refusal(models, "claude-haiku-4-5-20251001") is None
+    assert allowlist.model_refusal(models, "claude-opus-4-8") is not None
+    assert allowlist.model_refusal(models, "claude-sonnet-5x") is not None  # not a snapshot

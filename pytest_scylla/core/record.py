@@ -59,6 +59,7 @@ class RunRecord(TypedDict, total=False):
     tokens: dict[str, int]
     api_calls: int
     refused_calls: int
+    models_refused: list[str]  # models the run's calls named and the gateway refused
     infra_events: list[dict[str, Any]]
     budget: dict[str, Any]
     ablation: dict[str, Any]

@@ -35,7 +35,7 @@ from pytest_scylla.run import (
 )
 from pytest_scylla.run.agents import Result, SetupError, overlay_for
 from pytest_scylla.run.baseline import delegates, expectation
-from pytest_scylla.run.gateway import Route
+from pytest_scylla.run.gateway import Route, allowlist
 from pytest_scylla.run.gateway.oracle import Script, mode_for
 from pytest_scylla.run.gateway.replay import recorded
 from pytest_scylla.run.outcome import classify, costs, settle
@@ -191,6 +191,7 @@ class Run:
                             "infra_events": route.infra,
                             "budget": {"max_cost_usd": route.max_cost_usd,
                                        "exceeded": route.budget_exceeded},
+                            "models_refused": sorted(route.models_refused),
                             "ablation": route.ablation or {"checked": False}})
         self.record.update(costs(route, self.result))
 
@@ -299,7 +300,7 @@ def _prepare(run: Run, rec: RunRecord) -> tuple[workspace.Workspace, overlay.Ove
         max_cost_usd=max_cost if max_cost is not None else case.max_cost_usd,
         bodies_dir=run.run_dir / "bodies" if rt.settings.record_bodies else None,
         replay=recorded(rt.settings.replay, run.run_dir.name, "bodies"),
-        private=run.private.name,
+        private=run.private.name, models=allowlist.run_models(rt.agent, rt.model(spec)),
         script=script, expected=expected))
     return ws, ov
 

@@ -147,6 +147,9 @@ class ClaudeCode:
     """The built-in adapter (`agents.Agent`)."""
 
     name = NAME
+    # the gateway lets these through besides the run's model: its small/fast model (side
+    # tasks, and the built-in Explore sub-agent)
+    side_models = ("claude-haiku-4-5",)
 
     def find_cli(self, explicit: str | None) -> Path:
         return find_cli(explicit)

@@ -196,6 +196,7 @@ class GeminiCli(GeminiUpstream, NpmCli):
                                             PINNED_VERSION)
     version_env = FIXED_ENV
     default_model = "gemini-2.5-pro"
+    side_models = ("gemini-2.5-flash",)  # and -lite: its routing, checks and compression
     command = staticmethod(command)
     environment = staticmethod(environment)
     parse = staticmethod(parse)
