@@ -115,7 +115,7 @@ def _settled(route: Route) -> None:
 
 # 3. the budget against parallel calls ---------------------------------------------------------
 def _race(gw: Gateway, tmp_path: Path) -> tuple[Route, list[httpx.Response]]:
-    _Vendor.delay = 0.5  # every call is in flight while the others arrive
+    _Vendor.delay = 2.0  # every call is in flight while the others arrive, even on a busy host
     request = {"model": MODEL, "max_tokens": 2000, "stream": True,
                "messages": [{"role": "user", "content": "x" * 400}]}
     one = (len(json.dumps(request)) // 4 * 1.0 + 2000 * 5.0) / 1e6  # what the vendor bills
