@@ -154,7 +154,13 @@ def test_semicolon_csv_is_read_as_the_comma_one(tmp_path: Path,
     """A spreadsheet in a comma-decimal locale saves with `;`: read as meant (the same numbers),
     and a file whose rows are split by another separator than its header is refused."""
     comma, semi = _csv_copy(tmp_path), _csv_copy(tmp_path, delimiter=";")
-    assert main(["report", str(comma)]) == main(["report", str(semi)]) == 0
+    said = []
+    for folder in (comma, semi):
+        assert main(["report", str(folder)]) == 0
+        said.append(capsys.readouterr().out)
+    note = "runs.csv: not comma-separated: read with ';' as the separator"
+    assert note not in said[0]  # the comma file is read without a word
+    assert f"{semi / 'runs.csv'}: not comma-separated: read with ';'" in said[1]  # says so
     summary = [json.loads((f / "summary.json").read_text()) for f in (comma, semi)]
     assert summary[0]["tiers"] == summary[1]["tiers"]
     assert summary[0]["runs"] == 7

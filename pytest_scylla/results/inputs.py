@@ -106,15 +106,21 @@ class Layout:
     choices: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
-def read_csv(path: Path, layout: Layout) -> list[tuple[int, dict[str, Any]]]:
+def read_csv(path: Path, layout: Layout, notes: list[str] | None = None
+             ) -> list[tuple[int, dict[str, Any]]]:
     """(line, row) for each row of a CSV export with a header (line 1), read as `layout` says:
     not-applicable and empty cells as None, True/False cells as "True"/"False", numbers as
     written except a decimal comma read as a point. The separator is the one the header uses
     (`,`, or `;` and a tab as spreadsheets in some locales save); a decimal comma is read only
-    in a file not separated by commas, where it cannot be a separator."""
+    in a file not separated by commas, where it cannot be a separator; such a file is named in
+    `notes`, so that a reader knows how it was read."""
     text = read_text(path)
     header_line = text.split("\n", 1)[0]
     separator = max((",", ";", "\t"), key=header_line.count)  # a comma when none is used
+    if separator != "," and notes is not None:
+        notes.append(f"{path}: not comma-separated: read with {separator!r} as the separator "
+                     "and decimal commas as points (as a spreadsheet in a comma-decimal locale "
+                     "saves it); save it comma-separated if that is not what it holds")
     reader = csv.reader(io.StringIO(text, newline=None), delimiter=separator)
     try:
         header = [name.strip() for name in next(reader, [])]

@@ -86,11 +86,12 @@ def read_records(folder: Path, notes: list[str] | None = None) -> list[dict[str,
             for path in sorted(folder.glob(f"runs/*/{RECORD_FILE}"))]
 
 
-def _paper_csv(folder: Path) -> Tables:
-    """A folder of paper-format exports: runs.csv (+ judges.csv, criteria.csv)."""
+def _paper_csv(folder: Path, notes: list[str]) -> Tables:
+    """A folder of paper-format exports: runs.csv (+ judges.csv, criteria.csv); how a file
+    was read when it is not comma-separated goes to `notes`."""
     def rows(name: str, layout: Layout) -> list[tuple[int, dict[str, Any]]]:
         path = folder / name
-        return inputs.read_csv(path, layout) if path.is_file() else []
+        return inputs.read_csv(path, layout, notes) if path.is_file() else []
 
     def num(value: Any) -> float | None:
         return None if value in (None, "") else float(value)
@@ -164,7 +165,7 @@ def load(folders: list[Path]) -> Tables:
                 if rec["run_key"] != key and (folder / "runs" / key).is_dir():
                     tables.sources[rec["run_key"]] = folder / "runs" / key
         elif (folder / "runs.csv").is_file():
-            more = _paper_csv(folder)
+            more = _paper_csv(folder, tables.warnings)
             renamed = {}
             for row in more.runs:
                 renamed[row["run_key"]] = _once(seen, row["run_key"], folder, tables.warnings)
