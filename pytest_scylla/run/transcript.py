@@ -35,8 +35,9 @@ class Kept:
         self._lock = threading.Lock()
 
     def write(self, data: bytes) -> int:
+        size = len(data)  # all of it is taken, kept or counted as dropped
         with self._lock:
-            self.total += len(data)
+            self.total += size
             room = self.head - self._written
             if room > 0:
                 self._file.write(data[:room])
@@ -47,7 +48,7 @@ class Kept:
                 self._last_size += len(self._last[-1])
                 while self._last_size - len(self._last[0]) >= self.tail:
                     self._last_size -= len(self._last.popleft())
-        return len(data)
+        return size
 
     @property
     def dropped(self) -> int:
