@@ -122,10 +122,12 @@ def flag(config: pytest.Config, dest: str) -> bool:
         return True
     try:
         return bool(config.getini(dest))
-    except (ValueError, TypeError) as exc:  # pytest's bare "invalid truth value 'always'"
+    except (ValueError, TypeError, pytest.UsageError) as exc:  # "invalid truth value 'always'"
+        # (pytest 9.2 raises it as a UsageError from the ValueError or TypeError; 9.0 bare)
+        cause = exc.__cause__ if isinstance(exc, pytest.UsageError) and exc.__cause__ else exc
         origin = _origin(config, dest)
-        said = f"{_native_toml(config, dest)!r} is not a boolean" if isinstance(exc, TypeError) \
-            else str(exc)
+        said = f"{_native_toml(config, dest)!r} is not a boolean" \
+            if isinstance(cause, TypeError) else str(cause)
         raise pytest.UsageError(f"{origin}: {said}; expected {TRUTH}, e.g. {dest} = "
                                 f"{'true' if _in_toml(config) else 'yes'}") from None
 
@@ -138,7 +140,10 @@ def ini(config: pytest.Config, dest: str) -> tuple[Any, str]:
         warnings.simplefilter("ignore", pytest.PytestRemovedIn10Warning)
         try:
             raw = config.getini(dest)
-        except TypeError:  # native TOML ([tool.pytest]): a list (or number) for a string key
+        except (TypeError, pytest.UsageError):  # native TOML ([tool.pytest]): a list (or a
+            # number) for a string key (pytest 9.2 raises the TypeError as a UsageError)
+            if not _in_toml(config):
+                raise
             raw = _native_toml(config, dest)
     origin = _origin(config, dest)
     text = raw.strip() if isinstance(raw, str) else ""
