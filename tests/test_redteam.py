@@ -118,7 +118,9 @@ echo probed"""
 import os, urllib.request, urllib.error
 base = os.environ["ANTHROPIC_BASE_URL"]
 for path in ("/v1/files", "/v1/messages/batches", "/v1/messages/count_tokens"):
-    request = urllib.request.Request(base + path, data=b'{"model": "x", "messages": []}',
+    # a model the run may call (Claude Code's side model): the gateway refuses any other
+    body = b'{"model": "claude-haiku-4-5", "messages": []}'
+    request = urllib.request.Request(base + path, data=body,
                                      headers={"content-type": "application/json"})
     try:
         print(path, urllib.request.urlopen(request, timeout=10).status)

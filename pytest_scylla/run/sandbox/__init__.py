@@ -283,6 +283,9 @@ class Bwrap(Sandbox):
     def wrap(self, argv: Sequence[str], cwd: Path, private: Path, bridge: bool = False
              ) -> list[str]:
         prefix, tmp = self._confine(private)
+        if prefix and shutil.which("bwrap") is None:  # the cgroup's wrapper would exec it:
+            # the same error as starting a missing bwrap directly, before any process starts
+            raise FileNotFoundError(2, os.strerror(2), "bwrap")
         args = [*prefix, "bwrap", "--unshare-all", "--die-with-parent", "--new-session",
                 "--hostname", "scylla"]
         for path in SYSTEM_TOPS:
