@@ -40,7 +40,7 @@ def _runs(folder: Path) -> list[dict[str, Any]]:
 def test_real_published_folder_round_trips(tmp_path: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["import", str(RAW), str(tmp_path / "imp")]) == 0
-    assert main(["report", str(tmp_path / "imp")]) == 0
+    assert main(["report", "--report", "none", str(tmp_path / "imp")]) == 0
     assert len(_runs(tmp_path / "imp")) == 7
     assert "greater than the maximum" not in capsys.readouterr().err
 
@@ -55,7 +55,7 @@ def test_impl_rate_above_one_is_clamped_with_a_note_and_reported(
     assert "above 1" in err
     assert "stored as 1" in err
     manifest = json.loads((tmp_path / "imp" / "manifest.json").read_text())
-    assert main(["report", str(tmp_path / "imp")]) == 0
+    assert main(["report", "--report", "none", str(tmp_path / "imp")]) == 0
     runs = _runs(tmp_path / "imp")
     assert len(runs) == 7  # the rest reported too
     planted = next(r for r in runs if r["imported_from"] == str(src / "T0/00/run_01"))
@@ -67,7 +67,7 @@ def test_impl_rate_above_one_is_clamped_with_a_note_and_reported(
     (tmp_path / "imp" / "runs.jsonl").write_text(
         "".join(json.dumps(r) + "\n" for r in runs), encoding="utf-8")
     capsys.readouterr()
-    assert main(["report", str(tmp_path / "imp")]) == 2
+    assert main(["report", "--report", "none", str(tmp_path / "imp")]) == 2
     assert "greater than the maximum of 1" in capsys.readouterr().err
 
 
@@ -89,7 +89,7 @@ def test_results_folder_of_several_experiments_merged_with_a_note_each(
     sources = json.loads((tmp_path / "imp" / "manifest.json").read_text())["sources"]
     assert [(s["case"], s["runs"]) for s in sources] == [
         ("test-001", 7), ("test-001@2026-01-21-exp2", 7), ("exp3", 1)]
-    assert main(["report", str(tmp_path / "imp")]) == 0
+    assert main(["report", "--report", "none", str(tmp_path / "imp")]) == 0
     assert "15 pass" in capsys.readouterr().out
 
 
@@ -123,7 +123,7 @@ def test_criterion_without_achieved_is_said_and_read_as_na(
     # N/A: in neither the achieved points nor the maximum
     assert judge["impl_rate"] == pytest.approx(sum(c["achieved"] for c in rest)
                                                / sum(c["max"] for c in rest))
-    assert main(["report", str(tmp_path / "imp")]) == 0
+    assert main(["report", "--report", "none", str(tmp_path / "imp")]) == 0
 
 
 def _csv_copy(tmp_path: Path, change: Any = None, delimiter: str = ",") -> Path:
@@ -142,7 +142,7 @@ def test_word_in_score_column_names_file_line_and_column(
     def word(rows: list[list[str]]) -> None:
         rows[2][rows[0].index("score")] = "excellent"
     folder = _csv_copy(tmp_path, word)
-    assert main(["report", str(folder)]) == 2
+    assert main(["report", "--report", "none", str(folder)]) == 2
     err = capsys.readouterr().err.strip()
     assert err == (f"{folder / 'runs.csv'}:3: column 'score' is 'excellent'; expected a number, "
                    "N/A or an empty cell")
@@ -155,7 +155,7 @@ def test_semicolon_csv_is_read_as_the_comma_one(tmp_path: Path,
     comma, semi = _csv_copy(tmp_path), _csv_copy(tmp_path, delimiter=";")
     said = []
     for folder in (comma, semi):
-        assert main(["report", str(folder)]) == 0
+        assert main(["report", "--report", "none", str(folder)]) == 0
         said.append(capsys.readouterr().out)
     note = "runs.csv: not comma-separated: read with ';' as the separator"
     assert note not in said[0]  # the comma file is read without a word
@@ -168,7 +168,7 @@ def test_semicolon_csv_is_read_as_the_comma_one(tmp_path: Path,
         rows[1:] = [[";".join(row)] for row in rows[1:]]
     folder = _csv_copy(tmp_path, mixed)
     capsys.readouterr()
-    assert main(["report", str(folder)]) == 2
+    assert main(["report", "--report", "none", str(folder)]) == 2
     assert f"{folder / 'runs.csv'}:2: 1 cells, the header has" in capsys.readouterr().err
 
 

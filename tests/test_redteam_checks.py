@@ -249,6 +249,7 @@ def test_in_docker_a_later_check_still_runs_the_real_hidden_file(
     assert ("hidden_changed", HIDDEN) in {(f.kind, f.path) for f in found}
 
 
+@pytest.mark.slow  # the real CLI end to end; the attack and its control run above
 def test_end_to_end_the_record_names_the_rewritten_hidden_file(
         mini: Path, pytester: pytest.Pytester, edit: Edit, oracle: list[str]) -> None:
     """One run of the real CLI (oracle upstream) whose work holds the module above: the later

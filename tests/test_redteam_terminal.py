@@ -127,6 +127,7 @@ def test_scylla_report_and_compare_show_hostile_run_text_escaped(
     assert safe(table) in shown.out  # the same table, escaped
 
 
+@pytest.mark.slow  # the real CLI end to end; the attack and its control run above
 def test_a_hostile_agent_message_through_the_real_cli_is_escaped(
         mini: Path, pytester: pytest.Pytester, oracle: list[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
