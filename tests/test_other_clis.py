@@ -82,6 +82,8 @@ def _records(out: Path) -> dict[str, dict[str, Any]]:
             for p in out.glob("runs/*/run.json")}
 
 
+@pytest.mark.slow  # a session per CLI (~15-45 s); the default suite runs each CLI
+# in its hostile-agent test, the slow tier every shipped subtest under it
 def test_a_cli_runs_the_subtests_it_can_express(session: tuple[str, Path, str]) -> None:
     agent, root, said = session
     cli = CLIS[agent]
@@ -126,6 +128,8 @@ def _without(value: Any, dropped: str) -> Any:
     return value
 
 
+@pytest.mark.slow  # a session per CLI (~15-45 s); the default suite runs each CLI
+# in its hostile-agent test, the slow tier every shipped subtest under it
 def test_the_ablation_check_reads_a_real_request(session: tuple[str, Path, str]) -> None:
     """The first request of T1-01 (and of T0-02 where it runs) as the CLI sent it passes the
     check; the same request without the declared skill, the instructions file or the appended
