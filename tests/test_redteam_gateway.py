@@ -142,7 +142,7 @@ def test_parallel_calls_cannot_spend_past_the_run_budget(gateway: Gateway,
 def test_positive_control_without_the_reservation_ten_calls_overspend(
         gateway: Gateway, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # the check before this fix: only what was already spent counts
-    monkeypatch.setattr(limits, "admit", lambda spent, reserved, n, estimate, limit:
+    monkeypatch.setattr(limits, "admit", lambda spent, reserved, limit:
                         spent < limit)
     route, answers = _race(gateway, tmp_path)
     assert all(a.status_code == 200 for a in answers)

@@ -58,24 +58,20 @@ def worst_case_usd(model: str | None, request: dict[str, Any], body_bytes: int) 
             + output_cap(request) * price.output) / 1_000_000
 
 
-def admit(spent: float, reserved: float, in_flight: int, estimate: float,
-          limit: float) -> bool:
-    """Whether a call with worst-case cost `estimate` may go out: the budget must be left once
-    the calls in flight are counted at their worst case. A call alone (none in flight) goes while
-    anything of the budget is left, as a sequence of calls always did: it may overshoot the limit
-    by at most its own cost, which the reservation of parallel calls cannot multiply."""
-    if spent >= limit:
-        return False
-    if in_flight == 0:
-        return True
-    return spent + reserved + estimate <= limit
+def admit(spent: float, reserved: float, limit: float) -> bool:
+    """Whether a call may go out: the budget must be left once what is spent and the calls in
+    flight, at their worst case, are counted. The call itself may then overshoot the limit by at
+    most its own cost, as the last of a sequence of calls always could; parallel calls cannot
+    multiply that. (Requiring its own worst case to fit as well refused honest runs: a CLI
+    retrying a rate-limited call, or a side call beside the main one, at a worst case of
+    32,000 output tokens, leaves no room under a $2 budget.)"""
+    return spent + reserved < limit
 
 
 def reserve(route: Route, estimate: float) -> str | None:
     """Reserve the call's worst case of the run's budget (`admit`), or say why not."""
     with route.lock:
-        if admit(route.spent_usd, route.reserved_usd, route.in_flight, estimate,
-                 route.max_cost_usd):
+        if admit(route.spent_usd, route.reserved_usd, route.max_cost_usd):
             route.reserved_usd += estimate
             route.in_flight += 1
             return None
