@@ -27,7 +27,8 @@ class Kept:
 
     def __init__(self, path: Path, head: int = HEAD, tail: int = TAIL) -> None:
         self.path, self.head, self.tail = path, head, tail
-        self._file = open(path, "wb")  # noqa: SIM115 - closed by close()
+        # unbuffered: the file grows as the CLI writes (a user tails it; a test sees it start)
+        self._file = open(path, "wb", buffering=0)  # noqa: SIM115 - closed by close()
         self._written = 0  # bytes written to the head
         self._last: deque[bytes] = deque()
         self._last_size = 0
