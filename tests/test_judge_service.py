@@ -92,9 +92,12 @@ def test_the_service_answers_no_one_but_its_workers(
     service.use({"wrong token": f"{path}#{'0' * len(token)}", "no token": f"{path}#",
                  "not a gateway URL": svc.address}[how])
     url = "http://attacker.example/steal" if how == "not a gateway URL" else GATEWAY_URL
-    with pytest.raises(ConnectionError, match="closed without an answer"):
-        _ask(url)
+    result = JudgeResult(number=2, model="claude-sonnet-5", kind="anthropic")
+    assert not service.ask_remote(JudgeSpec(kind="anthropic", model="claude-sonnet-5"), PROMPT,
+                                  ITEMS, url, result)
     assert asked.calls == []  # the model was never asked
+    assert result.attempts == 0
+    assert not result.valid
     service.use(svc.address)  # positive control: the same call, as a worker makes it
     _ask()
     assert len(asked.calls) == 1
@@ -178,3 +181,22 @@ def test_xdist_workers_judge_through_the_controller_and_never_import_the_sdk(
     assert imported == [True, True]
     assert [[j["score"] for j in r["judges"]] for r in control] == \
         [[j["score"] for j in r["judges"]] for r in records]
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_service_that_dies_mid_call_leaves_the_worker_to_ask_itself(
+        running: tuple[service.JudgeService, Asked]) -> None:
+    """The controller killed while it asks (SIGKILL to pytest: its workers finish their run in
+    flight): the worker gets no answer, so it asks its judges itself from then on, and the run
+    gets its verdict instead of a judge_error (the call may have reached the model twice; the
+    worker's gateway route counts both)."""
+    svc, asked = running
+    asked.raises = SystemExit()  # the handler's thread ends without a word, as in a dying process
+    service.use(svc.address)
+    result = JudgeResult(number=1, model="m", kind="anthropic")
+    assert not service.ask_remote(JudgeSpec(kind="anthropic", model="m"), PROMPT, ITEMS,
+                                  GATEWAY_URL, result)
+    assert len(asked.calls) == 1  # it was asked
+    assert not service.remote()  # and this process asks itself from now on
+    assert result.errors == []
+    assert result.attempts == 0

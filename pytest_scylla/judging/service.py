@@ -103,7 +103,8 @@ def remote() -> bool:
 def ask_remote(spec: JudgeSpec, prompt: Prompt, items: Sequence[RubricItem], base_url: str,
                result: JudgeResult) -> bool:
     """Ask through the session's service and fill in `result` as an in-process ask would;
-    False when there is no service to reach (nothing was asked: the caller asks itself)."""
+    False when there is no service to reach, or it closed without an answer (its controller
+    was killed mid-call): the caller asks itself, so the run still gets its verdict."""
     if _address is None:
         return False
     path, _, token = _address.rpartition("#")
@@ -119,8 +120,9 @@ def ask_remote(spec: JudgeSpec, prompt: Prompt, items: Sequence[RubricItem], bas
         stream.write(json.dumps(request).encode() + b"\n")
         stream.flush()
         line = stream.readline()
-    if not line:  # asked, so never asked again here: the call may have reached the model
-        raise ConnectionError("the session's judge service closed without an answer")
+    if not line:  # the controller is gone (killed, or ending): this process asks from now on
+        use(None)  # the call may have reached the model; the route's ledger counts both
+        return False
     answer: dict[str, Any] = json.loads(line)
     for key in FILLED:
         setattr(result, key, answer["result"][key])
