@@ -42,6 +42,12 @@ def _session(mini: Path, out: Path, oracle: list[str], tmp: Path,
         start_new_session=True)
 
 
+def _alive_or_fail(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is not None:
+        said = proc.communicate()[0].decode(errors="replace")[-6000:]
+        pytest.fail(f"the session ended ({proc.returncode}) before it was killed:\n{said}")
+
+
 def _alive(group: int) -> list[int]:
     """Live (not zombie) processes of a process group."""
     found = []
@@ -115,10 +121,10 @@ def test_sigkill_at_random_moments_then_resume_gives_the_uninterrupted_exports(
         groups.append(proc.pid)
         deadline = time.monotonic() + 300
         while len(_records(out)) < target and time.monotonic() < deadline:
-            assert proc.poll() is None, "the session ended before it was killed"
+            _alive_or_fail(proc)
             time.sleep(0.05)
         time.sleep(rng.uniform(0, 1.5))  # somewhere in the next runs: agent, checks, judges
-        assert proc.poll() is None, "the session ended before it was killed"
+        _alive_or_fail(proc)
         if i % 2:  # SIGKILL to the whole session at once (a crash, the OOM killer)
             os.killpg(proc.pid, signal.SIGKILL)
         else:  # SIGKILL to pytest only: its workers finish their run in flight, then exit
