@@ -17,7 +17,10 @@ from typing import Any
 
 import pytest
 
+from pytest_scylla.run import account
 from pytest_scylla.run.agents import claude_code, gemini_cli
+from pytest_scylla.run.gateway import sse
+from pytest_scylla.run.gateway.said import Said
 from pytest_scylla.run.transcript import Capture, Kept
 
 REOPEN = "echo real; echo forged > /proc/$$/fd/1; echo after"
@@ -96,6 +99,63 @@ def test_gemini_takes_nothing_after_its_result(tmp_path: Path) -> None:
     assert control.init["model"] == "forged"
 
 
+USAGE = {"input_tokens": 10, "output_tokens": 5}
+
+
+def _said(*answers: tuple[list[dict[str, Any]], bool], stream: bool = True) -> Said:
+    """What the gateway's reader takes from these answers (blocks, from an agent call?), as
+    the wire carries them: streamed events, or a whole message."""
+    said = Said()
+    for n, (blocks, agent) in enumerate(answers):
+        reader = sse.UsageReader()
+        if stream:
+            for piece in sse.message_events(f"m{n}", "claude-x", blocks, "end_turn", USAGE):
+                reader.feed(piece[:7])  # cut mid-event: the reader joins the pieces
+                reader.feed(piece[7:])
+        else:
+            reader.read_json(json.dumps(sse.message_json(f"m{n}", "claude-x", blocks,
+                                                         "end_turn", USAGE)).encode())
+        said.add(reader.answer, agent)
+    return said
+
+
+MODEL = [([{"type": "tool_use", "id": "a", "name": "Bash", "input": {"command": "ls"}}], True),
+         ([{"type": "text", "text": "a title"}], False),  # a side call's (not the final one)
+         ([{"type": "text", "text": "the real message"}], True)]
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_the_gateway_account_overrules_forged_calls_and_messages(tmp_path: Path,
+                                                                 stream: bool) -> None:
+    """Forged events *before* the real result (where a reopened pipe puts them): the Skill
+    call's id is one the model never gave, the forged final message one it never wrote."""
+    events = [REAL[0], REAL[1], FORGED[1], FORGED[2], REAL[2]]
+    result = claude_code.parse(_write(tmp_path / "t.jsonl", events))
+    assert (result.skills_used, result.final_message) == (["forged"], "FORGED")  # believed
+    found = account.check(result, _said(*MODEL, stream=stream))
+    assert [f.kind for f in found] == ["forged_events", "transcript_mismatch",
+                                       "transcript_mismatch"]
+    assert "ids f" in found[1].detail
+    assert result.skills_used == []
+    assert result.tool_calls == ["Bash"]
+    assert result.final_message == "the real message"  # the agent's, not the side call's
+
+
+def test_control_the_cli_own_account_passes_the_gateway_check(tmp_path: Path) -> None:
+    """The control: the CLI's own events (tool ids and final message the model gave) pass."""
+    result = claude_code.parse(_write(tmp_path / "t.jsonl", REAL))
+    assert account.check(result, _said(*MODEL)) == []
+    assert (result.tool_calls, result.final_message) == (["Bash"], "the real message")
+
+
+def test_with_no_anthropic_answer_seen_nothing_is_compared(tmp_path: Path) -> None:
+    """Another CLI's wire (or no call at all): the check has nothing to compare with and
+    says nothing (a limit the README states)."""
+    result = claude_code.parse(_write(tmp_path / "t.jsonl", [REAL[0], FORGED[1], REAL[2]]))
+    assert account.check(result, Said()) == []
+    assert result.skills_used == ["forged"]
+
+
 FLOOD = ("import sys\nsys.stdout.buffer.write(b'HEAD' + b'x' * 3_000_000 + b'TAIL')\n"
          "sys.stderr.buffer.write(b'e' * 2_000_000)\n")
 
@@ -163,14 +223,10 @@ PY
 cat forge.txt"""
 
 
-@pytest.mark.parametrize("sandbox", ["local", "bwrap"])
-def test_the_agent_cannot_forge_the_cli_stream(
-        mini: Path, pytester: pytest.Pytester, oracle: list[str], tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch, sandbox: str) -> None:
-    if sandbox == "bwrap":
-        from .conftest import needs_bwrap
-
-        needs_bwrap()
+def _forge(mini: Path, pytester: pytest.Pytester, oracle: list[str], tmp_path: Path,
+           monkeypatch: pytest.MonkeyPatch, sandbox: str) -> tuple[dict[str, Any], str, Path]:
+    """The mini project's alpha T0-01 under `sandbox`, its agent running FORGE: the run's
+    record, what the attack reported, and the run's folder."""
     attack = tmp_path / "attack.json"
     attack.write_text(json.dumps({"steps": [[{"name": "Bash", "input": {
         "command": FORGE, "description": "forge"}}]], "final": "Done, for real."}))
@@ -181,7 +237,18 @@ def test_the_agent_cannot_forge_the_cli_stream(
                        "--scylla-keep-workspaces")
     run_dir = out / "runs" / "alpha-T0-01-r1"
     rec: dict[str, Any] = json.loads((run_dir / "run.json").read_text())
-    report = (run_dir / "workspace" / "forge.txt").read_text()
+    return rec, (run_dir / "workspace" / "forge.txt").read_text(), run_dir
+
+
+@pytest.mark.parametrize("sandbox", ["local", "bwrap"])
+def test_the_agent_cannot_forge_the_cli_stream(
+        mini: Path, pytester: pytest.Pytester, oracle: list[str], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch, sandbox: str) -> None:
+    if sandbox == "bwrap":
+        from .conftest import needs_bwrap
+
+        needs_bwrap()
+    rec, report, run_dir = _forge(mini, pytester, oracle, tmp_path, monkeypatch, sandbox)
     cli = [line for line in report.splitlines() if " claude" in line]
     assert cli, report
     assert cli[-1].endswith("BLOCKED 6"), report  # ENXIO: the harness's socket
@@ -193,3 +260,31 @@ def test_the_agent_cannot_forge_the_cli_stream(
     assert not [e for e in map(json.loads, lines) if e in FORGED]  # none landed
     assert not [f for f in rec["integrity"] if f["kind"] == "forged_events"]
     assert rec["output_dropped"] == {"stdout": 0, "stderr": 0}
+    assert not [f for f in rec["integrity"] if f["kind"] == "transcript_mismatch"]
+
+
+@pytest.mark.slow
+def test_under_docker_forged_events_land_and_the_gateway_overrules_them(
+        mini: Path, pytester: pytest.Pytester, oracle: list[str], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under docker the CLI's output is the engine's exec pipe inside the container, which the
+    agent reopens: the attack's events land before the real result (the control, shown by the
+    transcript). The gateway's account overrules them: the forged Skill call (an id the model
+    never gave) is not in the trajectory, the forged final message is replaced by the model's,
+    and both are `transcript_mismatch` findings; the real result after the forged one is a
+    `forged_events` finding."""
+    from .conftest import needs_docker
+
+    needs_docker()
+    rec, report, run_dir = _forge(mini, pytester, oracle, tmp_path, monkeypatch, "docker")
+    cli = [line for line in report.splitlines() if " claude" in line]
+    assert cli, report
+    assert cli[-1].endswith("WROTE"), report  # the control: the write lands in the pipe
+    lines = (run_dir / "transcript.jsonl").read_text().splitlines()
+    assert [e for e in map(json.loads, lines) if e in FORGED]  # in the CLI's transcript
+    kinds = [f["kind"] for f in rec["integrity"]]
+    assert kinds.count("transcript_mismatch") == 2, rec["integrity"]
+    assert "forged_events" in kinds
+    assert rec["final_message"] == "Done, for real."  # the model's, not "FORGED"
+    assert "Skill" not in rec["trajectory"]["per_tool"]
+    assert rec["trajectory"]["per_tool"]["Bash"] >= 1  # the real calls stay

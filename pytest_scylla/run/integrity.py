@@ -42,7 +42,8 @@ STDLIB = frozenset(n for n in sys.stdlib_module_names if not n.startswith("__"))
 @dataclass(frozen=True)
 class Finding:
     kind: str  # protected_path | hidden_path | hidden_changed | conftest | startup_file |
-    # shadowing_module | test_config | unchecked | unreadable
+    # shadowing_module | test_config | unchecked | unreadable; and of the CLI's own account
+    # (`run.account`): forged_events | transcript_mismatch
     path: str
     detail: str
 

@@ -24,6 +24,7 @@ from pytest_scylla.core.tempdirs import claim_private, release_private
 from pytest_scylla.formats.provenance import Conditions
 from pytest_scylla.judging import judge_run
 from pytest_scylla.run import (
+    account,
     agents,
     checks,
     hostile,
@@ -92,6 +93,7 @@ class Run:
         self.harness: Path | None = None  # the harness's own (its git copy), never sandboxed
         self.route: Route | None = None
         self.result = Result()
+        self.account: list[integrity.Finding] = []  # what `account.check` found in `result`
         self.timings: dict[str, float] = {}
         self.record: RunRecord = {}
         self.evidence: judge_run.Evidence | None = None
@@ -325,6 +327,7 @@ def _agent(run: Run, ov: overlay.Overlay, rec: RunRecord) -> tuple[Finished, str
     rt.gateway.close(route.key)
     run.timings["agent_s"] = finished.seconds
     run.result = result = rt.agent.parse(transcript)
+    run.account = account.check(result, route.said)  # the gateway's account wins
     with open(run.run_dir / "agent.stderr.txt", "rb") as err:
         err.seek(max(0, err.seek(0, 2) - 4096))  # the tail only, however much was written
         stderr_tail = err.read().decode(errors="replace")[-500:].strip()
@@ -354,10 +357,7 @@ def _inspect(run: Run, rec: RunRecord, ws: workspace.Workspace, ov: overlay.Over
     (run.run_dir / "files.txt").write_text("\n".join(files) + "\n", encoding="utf-8")
     check_began = time.monotonic()
     rec["integrity"] = [f.to_json() for f in integrity.secure(spec.case, ws.tree(), entries, cut)]
-    if run.result.after_result:  # written into the CLI's output after its final event
-        rec["integrity"].append(integrity.Finding(
-            "forged_events", "transcript.jsonl", f"{run.result.after_result} event(s) after the "
-            "CLI's result event, ignored").to_json())
+    rec["integrity"] += [f.to_json() for f in run.account]
     private = run.private
 
     def wrap(cmd: list[str]) -> list[str]:

@@ -45,6 +45,42 @@ class Result:
     skills_used: list[str] = field(default_factory=list)
     agents_used: list[str] = field(default_factory=list)
     mcp_used: list[str] = field(default_factory=list)
+    # the model's id of each tool call ("" where the CLI does not say), beside `tool_calls`,
+    # and of the calls that showed each component used ("skills:<name>"): what `forget` needs
+    tool_ids: list[str] = field(default_factory=list)
+    evidence: dict[str, list[str]] = field(default_factory=dict)
+
+    def called(self, name: str, call_id: str, limit: int) -> None:
+        """One tool call, in order (the first `limit` are kept)."""
+        if len(self.tool_calls) < limit:
+            self.tool_calls.append(name)
+            self.tool_ids.append(call_id)
+
+    def used(self, kind: str, name: str, call_id: str) -> None:
+        """A call that used a component (`kind`: skills, agents, mcp_servers)."""
+        found = {"skills": self.skills_used, "agents": self.agents_used,
+                 "mcp_servers": self.mcp_used}[kind]
+        if name not in found:
+            found.append(name)
+        ids = self.evidence.setdefault(f"{kind}:{name}", [])
+        if len(ids) < MAX_EVIDENCE:
+            ids.append(call_id)
+
+    def call_ids(self) -> list[str]:
+        """Every tool call id the transcript gave (the kept calls', and each component's)."""
+        return [*self.tool_ids, *(i for ids in self.evidence.values() for i in ids)]
+
+    def forget(self, ids: set[str]) -> None:
+        """Leave out the tool calls with these ids (the model never made them): from the
+        sequence, and each component that no other call showed used."""
+        known = self.tool_ids + [""] * (len(self.tool_calls) - len(self.tool_ids))
+        kept = [n for n, i in enumerate(known) if i not in ids]
+        self.tool_calls = [self.tool_calls[n] for n in kept]
+        self.tool_ids = [known[n] for n in kept]
+        for kind, found in (("skills", self.skills_used), ("agents", self.agents_used),
+                            ("mcp_servers", self.mcp_used)):
+            found[:] = [name for name in found
+                        if set(self.evidence.get(f"{kind}:{name}") or [""]) - ids]
 
     def trajectory(self, declared: dict[str, Any]) -> dict[str, Any]:
         """The run's trajectory, and for each skill, sub-agent and MCP server its subtest
@@ -76,7 +112,9 @@ def _plain(name: str) -> str:
     return "".join(c for c in name.lower() if c.isalnum())
 
 
-TRAJECTORY = ("tool_calls", "tool_errors", "skills_used", "agents_used", "mcp_used")
+TRAJECTORY = ("tool_calls", "tool_errors", "skills_used", "agents_used", "mcp_used",
+              "tool_ids", "evidence")
+MAX_EVIDENCE = 1000  # call ids kept per component
 
 
 class SetupError(RuntimeError):

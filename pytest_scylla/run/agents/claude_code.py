@@ -78,20 +78,15 @@ def _trajectory(event: dict[str, Any], result: Result, agents: dict[str, str]) -
             continue
         name, given = str(block.get("name") or "?"), block.get("input")
         given = given if isinstance(given, dict) else {}
-        if len(result.tool_calls) < MAX_TOOL_CALLS:
-            result.tool_calls.append(prefix + name)
+        call_id = str(block.get("id") or "")  # the model's (the gateway saw it: `said`)
+        result.called(prefix + name, call_id, MAX_TOOL_CALLS)
         if name == "Skill" and isinstance(given.get("skill"), str):
-            _once(result.skills_used, given["skill"])
+            result.used("skills", given["skill"], call_id)
         elif name in ("Agent", "Task") and isinstance(given.get("subagent_type"), str):
-            _once(result.agents_used, given["subagent_type"])
-            agents[str(block.get("id"))] = given["subagent_type"]
+            result.used("agents", given["subagent_type"], call_id)
+            agents[call_id] = given["subagent_type"]
         elif name.startswith("mcp__") and name.count("__") >= 2:
-            _once(result.mcp_used, name.split("__")[1])
-
-
-def _once(found: list[str], name: str) -> None:
-    if name not in found:
-        found.append(name)
+            result.used("mcp_servers", name.split("__")[1], call_id)
 
 
 def events(transcript: Path) -> Iterator[dict[str, Any]]:

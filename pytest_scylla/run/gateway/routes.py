@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_scylla.run.gateway import ablation, gemini_wire, oracle, replay
+from pytest_scylla.run.gateway.said import Said
 
 INFRA_STATUSES = frozenset({408, 429, 500, 502, 503, 504, 529})
 # What each upstream's clients may call (paths below the route); anything else is refused with
@@ -92,6 +93,7 @@ class Route:
     ablation: dict[str, Any] | None = None
     replay_diverged: str | None = None  # the first call the recording could not answer
     first_request: dict[str, Any] | None = None
+    said: Said = field(default_factory=Said)  # what the model said (its tool calls, its texts)
     usage: dict[str, dict[str, int]] = field(default_factory=dict)  # per model
     closed: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)

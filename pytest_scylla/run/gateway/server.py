@@ -32,6 +32,7 @@ from pytest_scylla.run.gateway.routes import (
     now,
     retry_after_seconds,
 )
+from pytest_scylla.run.gateway.sse import UsageReader
 
 DEFAULT_UPSTREAM = "https://api.anthropic.com"
 # the agent's model calls, whose first one the ablation check reads (by wire format)
@@ -246,6 +247,9 @@ class Gateway:
             result = self._answer(route, seq, path, query, request, body, client, start)
         finally:
             limits.release(route, estimate)
+        reader = result.pop("reader", None)
+        if isinstance(reader, UsageReader) and (result.get("status") or 0) < 300:
+            route.said.add(reader.answer, agent=entry["role"] == "main")
         self._log(route, {**entry, **result, "reserved_usd": round(estimate, 6),
                           "latency_s": result.get("latency_s",
                                                   round(time.monotonic() - start, 4))})
@@ -283,7 +287,12 @@ class Gateway:
         client.start_chunks(status, [("content-type", kind)])
         client.chunk(data)
         client.end_chunks()
-        result: dict[str, Any] = {"status": status, "replayed": recorded,
+        reader = UsageReader()  # what the recorded model said
+        if kind == "text/event-stream":
+            reader.feed(data)
+        else:
+            reader.read_json(data)
+        result: dict[str, Any] = {"status": status, "replayed": recorded, "reader": reader,
                                   "response_bytes": len(data)}
         if counted["usage"]:
             dollars = self.account(route, counted["model"], counted["usage"])

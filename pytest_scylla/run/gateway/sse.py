@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from pytest_scylla.run.gateway import gemini_wire
+from pytest_scylla.run.gateway.said import Answer
 
 USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_creation_input_tokens",
                 "cache_read_input_tokens")
@@ -62,6 +63,7 @@ class UsageReader:
         self.usage: dict[str, int] = {}
         self.stop_reason: str | None = None
         self.error: dict[str, Any] | None = None
+        self.answer = Answer()  # what the model said (Anthropic's wire), for `said.Said`
 
     def feed(self, chunk: bytes) -> None:
         # events end at a blank line; Google's streams end their lines with \r\n (a pair that a
@@ -92,6 +94,9 @@ class UsageReader:
             message = data.get("message", {})
             self.model = message.get("model")
             self._usage(message.get("usage"))
+            self.answer.event(data)
+        elif kind in ("content_block_start", "content_block_delta"):
+            self.answer.event(data)
         elif kind == "message_delta":
             self._usage(data.get("usage"))
             self.stop_reason = data.get("delta", {}).get("stop_reason") or self.stop_reason
@@ -169,6 +174,7 @@ class UsageReader:
         else:
             self.model = data.get("model")  # Anthropic's Messages
             self._usage(data.get("usage"))
+            self.answer.whole(data)
             self.stop_reason = data.get("stop_reason")
             if data.get("type") == "error":
                 self.error = data.get("error")

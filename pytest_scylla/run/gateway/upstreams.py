@@ -109,19 +109,23 @@ def from_oracle(gw: Gate, route: Route, path: str, request: dict[str, Any], body
     if gemini or path.endswith((openai_wire.PATH, "/responses")):  # priced as OpenAI and
         # Google bill: no cache writes
         usage = openai_wire.billed(usage)
+    reader = UsageReader()  # what the oracle said, read as a real upstream's answer is
     if stream:
         client.start_chunks(200, [("content-type", "text/event-stream"),
                                   ("cache-control", "no-cache")])
         for piece in pieces:
             first_byte = first_byte or time.monotonic()
             client.chunk(piece)
+            reader.feed(piece)
             size += len(piece)
         client.end_chunks()
     else:
         data = client.send_json(200, json.loads(b"".join(pieces)))
+        reader.read_json(data)
         first_byte, size = time.monotonic(), len(data)
     dollars = gw.account(route, model, usage)
-    return {"status": 200, "model": model, "usage": usage, "cost_usd": round(dollars, 6),
+    return {"status": 200, "reader": reader, "model": model, "usage": usage,
+            "cost_usd": round(dollars, 6),
             "stop_reason": reply.stop_reason, "response_bytes": size, **tries,
             "ttft_s": round((first_byte or time.monotonic()) - start, 4),
             "latency_s": round(time.monotonic() - start, 4)}
@@ -246,7 +250,7 @@ def forward(gw: Gate, route: Route, path: str, query: str, client: Client, body:
             return {"status": None, "error": detail, **tries,
                     "latency_s": round(time.monotonic() - start, 4)}
         break
-    result: dict[str, Any] = {"status": status, "response_bytes": size, **tries,
+    result: dict[str, Any] = {"status": status, "reader": reader, "response_bytes": size, **tries,
                               "latency_s": round(time.monotonic() - start, 4),
                               "ttft_s": round((first_byte or time.monotonic()) - start, 4)}
     if reader.usage:  # Gemini names the model in the path (its answer's modelVersion if sent)
