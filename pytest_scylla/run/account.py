@@ -14,9 +14,11 @@ from pytest_scylla.run.integrity import Finding
 SHOWN_IDS = 5  # ids named in a finding's detail
 
 
-def check(result: Result, said: Said) -> list[Finding]:
+def check(result: Result, said: Said, own_text: bool = True) -> list[Finding]:
     """Findings about `result`, which is corrected in place (its forged tool calls forgotten,
-    its final message the model's own)."""
+    its final message the model's own). `own_text`: whether the parsed final message is the
+    model's text as the CLI printed it (Claude Code's own adapter; one from a plugin may mark
+    or rewrite it, and is not compared)."""
     found = []
     if result.after_result:
         found.append(Finding("forged_events", "transcript.jsonl", f"{result.after_result} "
@@ -27,7 +29,7 @@ def check(result: Result, said: Said) -> list[Finding]:
         named = ", ".join(sorted(set(unsaid))[:SHOWN_IDS])
         found.append(Finding("transcript_mismatch", "transcript.jsonl", f"{len(set(unsaid))} "
                              f"tool call(s) the model never made, ignored (ids {named})"))
-    if result.found and result.subtype == "success" and not result.is_error:
+    if own_text and result.found and result.subtype == "success" and not result.is_error:
         own = said.final_text(result.final_message)
         if own is not None:
             found.append(Finding("transcript_mismatch", "transcript.jsonl",

@@ -34,7 +34,7 @@ from pytest_scylla.run import (
     source_checks,
     workspace,
 )
-from pytest_scylla.run.agents import Result, SetupError, overlay_for
+from pytest_scylla.run.agents import Result, SetupError, claude_code, overlay_for
 from pytest_scylla.run.baseline import delegates, expectation
 from pytest_scylla.run.gateway import Route, allowlist
 from pytest_scylla.run.gateway.oracle import Script, mode_for
@@ -327,7 +327,8 @@ def _agent(run: Run, ov: overlay.Overlay, rec: RunRecord) -> tuple[Finished, str
     rt.gateway.close(route.key)
     run.timings["agent_s"] = finished.seconds
     run.result = result = rt.agent.parse(transcript)
-    run.account = account.check(result, route.said)  # the gateway's account wins
+    # the gateway's account wins (the final message compared for Claude Code's own adapter)
+    run.account = account.check(result, route.said, rt.agent.name == claude_code.NAME)
     with open(run.run_dir / "agent.stderr.txt", "rb") as err:
         err.seek(max(0, err.seek(0, 2) - 4096))  # the tail only, however much was written
         stderr_tail = err.read().decode(errors="replace")[-500:].strip()

@@ -287,13 +287,9 @@ class Gateway:
         client.start_chunks(status, [("content-type", kind)])
         client.chunk(data)
         client.end_chunks()
-        reader = UsageReader()  # what the recorded model said
-        if kind == "text/event-stream":
-            reader.feed(data)
-        else:
-            reader.read_json(data)
-        result: dict[str, Any] = {"status": status, "replayed": recorded, "reader": reader,
-                                  "response_bytes": len(data)}
+        result: dict[str, Any] = {"status": status, "replayed": recorded, "response_bytes":
+                                  len(data), "reader": UsageReader.of(  # what the model said
+                                      data, kind == "text/event-stream")}
         if counted["usage"]:
             dollars = self.account(route, counted["model"], counted["usage"])
             result.update(counted, cost_usd=round(dollars, 6))

@@ -153,6 +153,16 @@ class UsageReader:
                 if isinstance(usage.get(key), int):
                     self.usage[key] = usage[key]
 
+    @classmethod
+    def of(cls, data: bytes, streamed: bool) -> UsageReader:
+        """A reader that has read a whole answer's bytes."""
+        reader = cls()
+        if streamed:
+            reader.feed(data)
+        else:
+            reader.read_json(data)
+        return reader
+
     def read_json(self, body: bytes) -> None:
         """A non-streamed response body (Gemini's streamGenerateContent without `alt=sse` is a
         JSON array of its chunks)."""
