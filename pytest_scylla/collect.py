@@ -47,17 +47,32 @@ def case_roots(config: pytest.Config) -> tuple[Path, ...]:
 
 
 def wanted(config: pytest.Config) -> bool:
-    """Whether this session evaluates anything: a --scylla-* option on the command line, or a
-    path it collects from that is, holds or lies in a case root. Otherwise the plugin stays
-    out of the way: no header, probes, folders or summary."""
+    """Whether this session evaluates: `--scylla-only`, another --scylla-* option on the
+    command line, or a path it collects from that is or lies in a case root (`pytest cases/`,
+    `testpaths = cases`). A path that only holds one (a bare `pytest` in a project with its own
+    tests) does not: the project's tests run, and the plugin stays out of the way (no probes,
+    folders or summary; `bystander` says in one line how to run the evaluations). Never under
+    `--scylla-skip`."""
+    if config.getoption("scylla_skip", False):
+        return False
     if any(str(arg).startswith("--scylla") for arg in config.invocation_params.args):
         return True
     roots = [r for r in case_roots(config) if r.is_dir()]
-    for arg in config.args:
-        target = (config.invocation_params.dir / str(arg).split("::")[0]).resolve()
-        if any(target == r or r in target.parents or target in r.parents for r in roots):
-            return True
-    return False
+    return any(target == r or r in target.parents
+               for target in _targets(config) for r in roots)
+
+
+def bystander(config: pytest.Config) -> tuple[Path, ...]:
+    """The case roots a session that does not evaluate would otherwise collect (a path it
+    collects from is, holds or lies in one): they are left out of its collection."""
+    roots = [r for r in case_roots(config) if r.is_dir()]
+    return tuple(r for r in roots if any(target == r or target in r.parents or r in
+                                         target.parents for target in _targets(config)))
+
+
+def _targets(config: pytest.Config) -> list[Path]:
+    return [(config.invocation_params.dir / str(arg).split("::")[0]).resolve()
+            for arg in config.args]
 
 MISNAMED = ("test.yml",)  # a case file under another name: the folder is still a case's
 # pytest's default `norecursedirs`: folders collection does not enter (validate neither)

@@ -209,6 +209,12 @@ def addoptions(parser: pytest.Parser) -> None:
              "case's reference solution), noop (does nothing), wrong (applies a broken change), "
              "mixed (one of the three per run, fixed by the run's key: varied results). "
              "Write it as --scylla-oracle=MODE or put it after the paths")
+    group.addoption("--scylla-only", dest="scylla_only", action="store_true", default=False,
+                    help="run the evaluations only: every other test collected is deselected "
+                         "(a bare `pytest` in a project with its own tests runs those only)")
+    group.addoption("--scylla-skip", dest="scylla_skip", action="store_true", default=False,
+                    help="run no evaluation, whatever the paths given: the plugin stays inert "
+                         "and the case folders are left out of collection")
     parser.addini("scylla_oracle", "[pytest-scylla] oracle mode: solution, noop, wrong, mixed or "
                   "empty",
                   default="")

@@ -12,6 +12,7 @@ import pytest
 
 from pytest_scylla import collect, options, settings
 from pytest_scylla.collect import ACTIVE_KEY
+from pytest_scylla.core.folders import shown
 from pytest_scylla.core.runspec import model_label
 from pytest_scylla.core.terminal import safe, scrub
 from pytest_scylla.formats.spec import CATEGORIES
@@ -59,8 +60,9 @@ def pytest_scylla_execute(spec: Any, runtime: Any, conditions: Any) -> Any:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
-    if not collect.wanted(config):
-        return  # inert: a session that evaluates nothing sees no trace of the plugin
+    if not collect.wanted(config):  # inert: a session that evaluates nothing sees no trace of
+        config.stash[BYSTANDER_KEY] = collect.bystander(config)  # the plugin but one header
+        return  # line, and the case folders it would collect are left out of its collection
     config.stash[ACTIVE_KEY] = collect.case_roots(config)
     from pytest_scylla import extensions
 
@@ -122,6 +124,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 SANDBOX_NOTE_KEY = pytest.StashKey[str]()
+BYSTANDER_KEY = pytest.StashKey[tuple[Path, ...]]()  # case roots a session does not evaluate
 HELD_KEY = pytest.StashKey[frozenset[Path]]()
 
 
@@ -252,8 +255,16 @@ class _Exit:
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """`--scylla-shard=I/N`: keep this shard's runs (by run key; other tests stay)."""
-    if ACTIVE_KEY not in config.stash or config.stash[settings.SETTINGS_KEY].shard is None:
+    """`--scylla-only`: the evaluations only. `--scylla-shard=I/N`: keep this shard's runs
+    (by run key; other tests stay)."""
+    if ACTIVE_KEY not in config.stash:
+        return
+    if config.getoption("scylla_only", False):
+        others = [item for item in items if not _evaluation(item)]
+        if others:
+            config.hook.pytest_deselected(items=others)
+            items[:] = [item for item in items if _evaluation(item)]
+    if config.stash[settings.SETTINGS_KEY].shard is None:
         return
     from pytest_scylla.operations.shard import share
 
@@ -269,6 +280,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = keep
 
 
+def _evaluation(item: pytest.Item) -> bool:
+    """A run item of a case, or a Python evaluation (`@pytest.mark.scylla`)."""
+    return collect.RUN_KEY in item.stash or item.get_closest_marker("scylla") is not None
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """A Python evaluation in a session that evaluates nothing (it lies outside the case
     roots): one clear error instead of missing fixtures."""
@@ -282,6 +298,15 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         "scylla_cases, or pass a --scylla-* option")
 
 
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """A session that does not evaluate leaves the case roots alone: their hidden tests,
+    solutions and sources, and the Python evaluations, are not the project's tests."""
+    roots = config.stash.get(BYSTANDER_KEY, ())
+    if roots and any(collection_path.resolve().is_relative_to(r) for r in roots):
+        return True
+    return None
+
+
 def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     roots = parent.config.stash.get(ACTIVE_KEY, ())
     if not any(path.resolve().is_relative_to(root) for root in roots):
@@ -291,7 +316,7 @@ def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Col
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
     if ACTIVE_KEY not in config.stash:
-        return []
+        return _bystander_line(config)
     s = config.stash[settings.SETTINGS_KEY]
     lines = [f"scylla: runs={s.runs} tiers={','.join(s.tiers) if s.tiers else 'all'} "
              f"subtests={','.join(s.subtests) if s.subtests else 'all'} "
@@ -307,6 +332,15 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
                  f"valid){' answered by the oracle: SIMULATED' if s.oracle else ''}")
     lines.append(f"scylla: results in {config.stash[EXPERIMENT_KEY]}")
     return lines
+
+
+def _bystander_line(config: pytest.Config) -> list[str]:
+    roots = config.stash.get(BYSTANDER_KEY, ())
+    if not roots:
+        return []
+    named = " ".join(shown(r, config.invocation_params.dir) + "/" for r in roots)
+    return [f"scylla: the evaluations in {named} are not run by this session; run them with "
+            f"`pytest {named.split()[0]}` or `pytest --scylla-only`"]
 
 
 @pytest.hookimpl(wrapper=True)

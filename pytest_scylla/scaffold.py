@@ -19,6 +19,26 @@ SMOKE = ("pytest cases -n 2 --scylla-oracle --scylla-out=reports/smoke --scylla-
 REAL = ("pytest cases -n 4 --scylla-runs=5 --scylla-out=reports/real --scylla-report=all "
         "--scylla-budget-usd=20 --junitxml=reports/real/junit.xml")
 
+# in a repository with tests of its own, `pytest -p no:scylla` (or pytest without the plugin)
+# must not collect the cases' payload or the Python evaluations as the project's tests
+CONFTEST = '''"""Written by `scylla init`. The case folders here hold hidden tests, reference
+solutions and sources that are not this project's tests, and Python evaluations that need
+pytest-scylla's fixtures: without the plugin (`pytest -p no:scylla`, or not installed) none of it
+is collected. With it, a session evaluates them only when asked (`pytest cases/`, or
+`pytest --scylla-only`)."""
+
+
+def pytest_ignore_collect(collection_path, config):
+    if not config.pluginmanager.has_plugin("scylla"):
+        return True
+    return None
+'''
+# where a folder's pytest configuration may already be (a pytest.ini written beside it would
+# take precedence over it, and change how the project's own tests run)
+PYTEST_CONFIGS = {"pytest.ini": "", "pytest.toml": "", ".pytest.ini": "", ".pytest.toml": "",
+                  "pyproject.toml": "[tool.pytest", "tox.ini": "[pytest]",
+                  "setup.cfg": "[tool:pytest]"}
+
 FILES = {
     "pytest.ini": """[pytest]
 # evaluations live under cases/ (pytest-scylla's scylla_cases default); T0-T6 come from the
@@ -26,6 +46,7 @@ FILES = {
 testpaths = cases
 """,
     ".gitignore": "reports/\n.pytest_cache/\n__pycache__/\n",
+    "cases/conftest.py": CONFTEST,
     f"{CASE}/test.yaml": """id: greet
 name: Greet by name
 description: Fix greet() so that it greets the person it is given.
@@ -167,12 +188,29 @@ evaluate:
 def init(folder: Path) -> list[str]:
     """Write the project into `folder` (made if missing); one line per file: made or kept."""
     lines = []
+    configured = existing_config(folder)
     for rel, text in FILES.items():
         path = folder / rel
         if path.exists():
             lines.append(f"kept    {rel} (exists; not overwritten)")
             continue
+        if rel == "pytest.ini" and configured is not None:
+            lines.append(f"skipped {rel} (the pytest configuration in {configured} stays the "
+                         "project's: its `pytest` runs its own tests; evaluations run with "
+                         "`pytest cases/` or `pytest --scylla-only`)")
+            continue
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
         lines.append(f"made    {rel}")
     return lines
+
+
+def existing_config(folder: Path) -> str | None:
+    """The file of `folder` that already holds a pytest configuration, or None."""
+    for name, section in PYTEST_CONFIGS.items():
+        path = folder / name
+        if not path.is_file():
+            continue
+        if not section or section in path.read_text(encoding="utf-8", errors="replace"):
+            return name
+    return None

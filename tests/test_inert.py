@@ -138,3 +138,40 @@ def test_this_repository_is_an_evaluation_project(tmp_path: Path) -> None:
                       "with --scylla-oracle (a SIMULATED model)"]
     assert "Traceback" not in done.stdout + done.stderr
     assert "1 error" in done.stdout  # the first run; the session stops there
+
+
+def test_evaluations_beside_a_projects_own_tests_run_only_when_asked(
+        project: Path, pytester: pytest.Pytester) -> None:
+    """A repository with its own suite (no `testpaths`) gets `scylla init`'s case, Python
+    evaluation and `cases/conftest.py`, its pytest configuration kept: a bare `pytest` runs the
+    project's tests and no evaluation (one header line says how), probing neither Docker nor
+    bubblewrap; `-p no:scylla` collects the project's tests only (the cases' hidden tests and
+    the evaluation would fail there); `--scylla-only` selects the evaluations only; `pytest
+    cases/` evaluates (the control)."""
+    from pytest_scylla.scaffold import init
+
+    pytester.makepyprojecttoml('[tool.pytest.ini_options]\naddopts = "-p no:cacheprovider"\n')
+    made = init(project)
+    assert any(line.startswith("skipped pytest.ini") for line in made), made
+    assert not (project / "pytest.ini").exists()
+    bare = pytester.runpytest_subprocess()
+    bare.assert_outcomes(passed=2, failed=1, skipped=1)  # the project's suite, and only it
+    said = [line for line in bare.stdout.lines if "scylla" in line and "plugins:" not in line]
+    assert said == ["scylla: the evaluations in cases/ are not run by this session; run them "
+                    "with `pytest cases/` or `pytest --scylla-only`"], said
+    assert not (project / "reports").exists()
+    assert not (project / "probes").exists()
+    assert not (project / "docker-probes").exists()
+    without = pytester.runpytest_subprocess("-p", "no:scylla")
+    without.assert_outcomes(passed=2, failed=1, skipped=1)
+    skip = pytester.runpytest_subprocess("cases", "--scylla-skip", "--co", "-q")
+    assert "greet" not in skip.stdout.str()  # the paths name the cases, the switch wins
+    only = pytester.runpytest_subprocess("--scylla-only", "--scylla-oracle", "--co", "-q")
+    ids = [line for line in only.stdout.lines if "::" in line]
+    assert ids, only.stdout.str()
+    assert all(line.startswith(("cases/greet/test.yaml::greet[", "cases/test_greet_eval.py::"))
+               for line in ids), ids
+    assert any(line.startswith("cases/test_greet_eval.py::") for line in ids), ids
+    only.stdout.fnmatch_lines(["*(4 deselected)*"])  # the project's four tests
+    asked = pytester.runpytest_subprocess("cases", "--scylla-oracle", "--co", "-q")
+    assert [line for line in asked.stdout.lines if "::" in line] == ids
