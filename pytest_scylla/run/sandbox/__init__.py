@@ -29,6 +29,7 @@ from typing import IO, Any
 
 from pytest_scylla.run.sandbox import limits as _limits
 from pytest_scylla.run.sandbox.hostpaths import system_paths as system_paths
+from pytest_scylla.run.sandbox.probe import bwrap_advice, bwrap_works
 
 INSIDE_PORT = 8787  # the bridge's port inside bwrap's private network namespace
 INSIDE_SOCKET_DIR = "/run/scylla"
@@ -308,20 +309,6 @@ class Bwrap(Sandbox):
         return args + list(argv)
 
 
-def bwrap_works() -> str | None:
-    """None when bubblewrap can start a sandbox here; else why not."""
-    if shutil.which("bwrap") is None:
-        return "bubblewrap (bwrap) is not installed"
-    probe = subprocess.run(["bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/usr",
-                            "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib",
-                            "/lib", "--symlink", "usr/lib64", "/lib64", "--proc", "/proc",
-                            "--dev", "/dev", "--", "/usr/bin/true"],
-                           capture_output=True, text=True, timeout=30)
-    if probe.returncode != 0:
-        return f"bubblewrap cannot create a sandbox here: {probe.stderr.strip()[:200]}"
-    return None
-
-
 def docker_unusable(image: str = "host") -> str | None:
     """None when a Docker engine answers and `image` is on it (for `host`: the host toolchain
     image a docker session imported, or `scylla image build --host`); else why not. Cheap where
@@ -359,8 +346,9 @@ def choose(kind: str, real_model: bool = False, image: str = "host",
            plugins: Mapping[str, type[Sandbox]] | None = None
            ) -> tuple[type[Sandbox], str | None]:
     """(sandbox class, note) for the `--scylla-sandbox` value (or a name of `plugins`). The
-    note says why `auto` chose what it chose, and warns when it found nothing that isolates.
-    `real_model`: a real model with the user's credential (`auto` never falls back to local)."""
+    note says why `auto` chose what it chose. `auto` never falls back to `local`, with a real
+    model (`real_model`: the user's credential) or with the oracle (its smoke test must fail
+    where the real run would): where nothing isolates, it stops and says what to do."""
     if kind in (plugins or {}):
         return (plugins or {})[kind], None
     if kind == "local":
@@ -380,17 +368,15 @@ def choose(kind: str, real_model: bool = False, image: str = "host",
                                f"cannot use it: {no_docker}")
     problem = bwrap_works()
     if kind == "bwrap" and problem:
-        raise SandboxError(f"--scylla-sandbox=bwrap: {problem}; install it (Debian/Ubuntu: "
-                           "apt-get install bubblewrap) or use --scylla-sandbox=local")
-    if problem and real_model:
+        raise SandboxError(f"--scylla-sandbox=bwrap: {problem}; to fix: {bwrap_advice(problem)}")
+    if problem:  # the oracle stops here too: a smoke job must fail where the real job would
+        why = ("this session calls a real model with your credential: an unisolated agent "
+               "could read it and everything else this user can" if real_model else
+               "a session with a real model would stop here, so this one does too")
         raise SandboxError(
-            f"--scylla-sandbox=auto: {problem}, and this session calls a real model with your "
-            "credential: an unisolated agent could read it and everything else this user can. "
-            "Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) or pass "
-            "--scylla-sandbox=local to accept that knowingly")
-    if problem:
-        return Sandbox, (f"sandbox=local (NOT isolated: {problem}; no docker: {no_docker}); "
-                         "the agent can write anywhere this user can")
+            f"--scylla-sandbox=auto: no sandbox isolates here (bubblewrap: {problem}; docker: "
+            f"{no_docker}), and {why}. To fix: {bwrap_advice(problem)}; or pass "
+            "--scylla-sandbox=local to run unisolated knowingly")
     if kind == "auto":
         return Bwrap, f"sandbox=bwrap (auto: bubblewrap works; no docker: {no_docker})"
     return Bwrap, None
