@@ -159,6 +159,7 @@ def _session(mini: Path, pytester: pytest.Pytester, oracle: list[str], out: str,
     return records, [json.loads(p.read_text()) for p in sorted(imports.iterdir())]
 
 
+@pytest.mark.slow  # its parts have their own tests here; every -n 2 session uses the service
 def test_xdist_workers_judge_through_the_controller_and_never_import_the_sdk(
         mini: Path, pytester: pytest.Pytester, oracle: list[str],
         monkeypatch: pytest.MonkeyPatch) -> None:

@@ -69,6 +69,7 @@ def _check_html(report: Path, profile: Path) -> None:
         browser.close()
 
 
+@pytest.mark.slow  # the model axis's collection and keys are tested above
 def test_two_models_end_to_end(mini: Path, pytester: pytest.Pytester, oracle: list[str],
                                capsys: pytest.CaptureFixture[str]) -> None:
     """Real CLI runs through the gateway per model: the oracle answers as the model asked for

@@ -49,8 +49,17 @@ def test_a_recorded_experiment_replays_to_the_same_exports(
         assert calls
         assert all(c["status"] == 200 and c["replayed"] >= 1 for c in calls), key
         assert rec["ablation"]["problems"] == []  # the live CLI's requests still checked
-    monkeypatch.delenv("SCYLLA_ORACLE_FAULT")
-    # tampered: one recorded request of T0-01 no longer what the CLI sends; T0-02 not recorded
+
+
+
+@pytest.mark.slow  # the replay itself is in the default suite; this records again (5 runs)
+def test_a_replay_that_diverges_from_its_recording_ends_the_run_as_infra_error(
+        mini: Path, pytester: pytest.Pytester, oracle: list[str]) -> None:
+    """Tampered: one recorded request of T0-01 no longer what the CLI sends; T0-02 not
+    recorded. Each of those runs is an infra_error naming the call; T1-01 replays."""
+    args = ["cases", *workers(0), *oracle, "--scylla-report=csv"]
+    pytester.runpytest(*args, "-k", SELECTION, "--scylla-record-bodies",
+                       f"--scylla-out={mini / 'rec'}").assert_outcomes(passed=2)
     shutil.copytree(mini / "rec", mini / "tampered")
     first = mini / "tampered" / "runs" / "alpha-T0-01-r1" / "bodies" / "0001.request.json"
     request = json.loads(first.read_text())
