@@ -72,7 +72,7 @@ def upstream(tmp_path: Path) -> tuple[Path, str, str]:
 def test_repo_source_holds_only_the_pinned_history(case: Case, tmp_path: Path,
                                                    upstream: tuple[Path, str, str]) -> None:
     repo, pinned, future = upstream
-    remote = replace(case, source=Source(repo=repo.as_uri(), commit=pinned))
+    remote = replace(case, source=Source(repo=repo.as_uri(), commit=pinned, url=repo.as_uri()))
     ws = create(remote, tmp_path / "ws", tmp_path / "cache", tmp_path / "h" / "ws")
     assert ws.base_commit == pinned
     assert git(["rev-parse", "HEAD"], ws.path).strip() == pinned
@@ -86,7 +86,7 @@ def test_mirror_is_shared_and_locked_across_concurrent_runs(
         case: Case, tmp_path: Path, upstream: tuple[Path, str, str],
         monkeypatch: pytest.MonkeyPatch) -> None:
     repo, pinned, _ = upstream
-    remote = replace(case, source=Source(repo=repo.as_uri(), commit=pinned))
+    remote = replace(case, source=Source(repo=repo.as_uri(), commit=pinned, url=repo.as_uri()))
     clones = []
     real_git = wsmod.git
 
@@ -108,6 +108,6 @@ def test_unknown_commit_is_a_clear_error(case: Case, tmp_path: Path,
                                          upstream: tuple[Path, str, str]) -> None:
     repo, _, _ = upstream
     missing = "0" * 40
-    remote = replace(case, source=Source(repo=repo.as_uri(), commit=missing))
+    remote = replace(case, source=Source(repo=repo.as_uri(), commit=missing, url=repo.as_uri()))
     with pytest.raises(WorkspaceError, match=f"commit {missing} not found in"):
         create(remote, tmp_path / "ws", tmp_path / "cache", tmp_path / "h" / "ws")

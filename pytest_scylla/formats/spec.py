@@ -9,7 +9,7 @@ import itertools
 import math
 import re
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
@@ -96,8 +96,32 @@ class Rubric:
 @dataclass(frozen=True)
 class Source:
     path: Path | None = None
-    repo: str | None = None
+    repo: str | None = None  # as written: a URL, an absolute path, or `self`
     commit: str | None = None
+    url: str | None = None  # where it is cloned from (`self`: this repository's root)
+
+
+SELF = "self"  # source.repo: the git repository the case file lives in
+REMOTE = re.compile(r"^[a-z][a-z0-9+.-]*://|^[^/\\:]+@[^/:]+:")  # scheme://..., user@host:path
+
+
+def source_url(doc: Document, repo: str, root: Path, problems: list[Problem]) -> str | None:
+    """Where `repo` is cloned from: a URL or absolute path as written, `self` resolved to the
+    root of the git repository holding the case (found by walking up to its `.git`, without
+    running git). A relative path would be read from the harness's cache folder: refused."""
+    if repo == SELF:
+        top = next((p for p in (root, *root.parents) if (p / ".git").exists()), None)
+        if top is None:
+            problems.append(doc.problem(("source", "repo"), f"repo: self, but no git repository "
+                                        f"holds {display(root)}; commit the case into one, or "
+                                        "name the repository's URL"))
+        return str(top) if top else None
+    if REMOTE.match(repo) or Path(repo).is_absolute():
+        return repo
+    problems.append(doc.problem(("source", "repo"), f"repo '{repo}' is a relative path, which "
+                                "would be read from the harness's cache folder; write `self` for "
+                                "the repository this case lives in, or a URL or absolute path"))
+    return None
 
 
 @dataclass(frozen=True)
@@ -255,6 +279,8 @@ def load_case(file: Path, rubrics_dir: Path, known_tiers: Collection[str] | None
                                     f"name '{root.name}'; make them equal"))
     raw_source = data["source"]
     source = Source(repo=raw_source.get("repo"), commit=raw_source.get("commit"))
+    if source.repo is not None:
+        source = replace(source, url=source_url(doc, source.repo, root, problems))
     if "path" in raw_source:
         source = Source(path=inside(doc, ("source", "path"), raw_source["path"], root, "dir",
                                     problems))

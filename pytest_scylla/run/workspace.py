@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_scylla.core.environ import credential_free
-from pytest_scylla.formats.spec import Case
+from pytest_scylla.formats.spec import SELF, Case
 from pytest_scylla.run import hostile
 
 GIT_IDENTITY = {
@@ -81,13 +81,20 @@ def _checkout(case: Case, dest: Path, cache_dir: Path) -> str:
         git(["commit", "-q", "--allow-empty", "--no-verify", "-m", f"{case.id}: task source"],
             dest)
         return git(["rev-parse", "HEAD"], dest).strip()
-    assert case.source.repo is not None
+    assert case.source.url is not None  # the repo as written, or `self` resolved
     assert case.source.commit is not None
-    mirror = ensure_mirror(case.source.repo, case.source.commit, cache_dir)
+    mirror = ensure_mirror(case.source.url, case.source.commit, cache_dir)
     git(["init", "-q"], dest)
     git(["fetch", "-q", "--no-tags", str(mirror), pin_ref(case.source.commit)], dest)
     git(["checkout", "-q", "-b", BRANCH, case.source.commit], dest)
     (dest / ".git" / "FETCH_HEAD").unlink(missing_ok=True)
+    if case.source.repo == SELF:  # the case's own folder at that commit: its hidden tests and
+        inner = case.root.resolve().relative_to(Path(case.source.url or "/").resolve())
+        if (dest / inner).exists():  # solution would be the agent's to read
+            raise WorkspaceError(f"source: repo: self at {case.source.commit[:12]} already holds "
+                                 f"this case's folder {inner}/ (its hidden tests and solution "
+                                 "would be in the agent's workspace); pin a commit from before "
+                                 "the case was added")
     return case.source.commit
 
 
