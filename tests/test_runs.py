@@ -311,6 +311,8 @@ def test_faults_end_in_the_right_outcome_and_keep_what_was_measured(
         assert len(rec["infra_events"]) == 2 * rec["api_calls"]
         assert rec["api_calls"] == 3  # the CLI's own two retries
         result.stdout.fnmatch_lines(["*infra_error*"])
+        # the tier's only run counts in no rate: said so, not a 0% like a model failure
+        result.stdout.fnmatch_lines(["T0 * 0 * no counted runs * - * - * $0.0000 * -"])
     if fault == "rate-limited":  # each agent call: a 429, then the gateway's retry succeeds
         main = [c for c in calls(out, "alpha-T0-01-r1") if c["role"] == "main"]
         assert main

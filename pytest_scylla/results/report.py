@@ -140,12 +140,13 @@ def tier_table(tables: Tables, where: Path) -> list[str]:
         front = best.get(tuple(str(s[k]) for k in keys[:-1]))
         mark = " <- frontier" if front and s["tier"] == front[0] else ""
         score = "-" if s["mean_score"] is None else f"{s['mean_score']:.2f}"
-        rate = f"{s['pass_rate']:.0%} [{s['ci_low']:.0%}, {s['ci_high']:.0%}]"
-        note = mark or (f"  {s['warning']}" if s["warning"] else "")
+        rate = (f"{s['pass_rate']:.0%} [{s['ci_low']:.0%}, {s['ci_high']:.0%}]" if s["n"]
+                else "no counted runs")  # every run an infra or judge error: no rate at all
+        note = mark or (f"  {s['warning']}" if s["warning"] and s["n"] else "")
         lines.append(f"{name:<{width}}{s['n']:>5}{rate:>24}{score:>7}"
                      f"{s['modal_grade'] or '-':>6}"
                      f"{'$' + format(s['mean_cost'], '.4f'):>10}"
-                     f"{metrics.fmt_cop(s['cop']):>10}"
+                     f"{metrics.fmt_cop(s['cop']) if s['n'] else '-':>10}"
                      f"{format(str(s['reward_hacks']) + '/' + str(s['n']), '>7') if hacked else ''}"
                      f"{note}")
     for key, word in ((models.AGENT_KEY, "agent"), (models.MODEL_KEY, "model")):
@@ -162,8 +163,11 @@ def tier_table(tables: Tables, where: Path) -> list[str]:
                  + " (infra_error and judge_error runs are not counted in pass rates)")
     agent = math.fsum(float(r["cost_usd"] or 0) for r in tables.runs)
     judges = math.fsum(float(r.get("judge_cost_usd") or 0) for r in tables.runs)
-    lines.append(f"spend: agent ${agent:.4f} + judges ${judges:.4f} = ${agent + judges:.4f}; "
-                 f"results: {where}")
+    simulated = bool(tables.runs) and all(r.get("simulated") in (True, "True")
+                                          for r in tables.runs)
+    lines.append(("spend (SIMULATED: the oracle's tokens priced as the models', no money "
+                  "spent)" if simulated else "spend") + f": agent ${agent:.4f} + judges "
+                 f"${judges:.4f} = ${agent + judges:.4f}; results: {where}")
     lines += [f"warning: {w}" for w in tables.warnings]
     return lines
 
