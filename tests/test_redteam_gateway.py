@@ -28,6 +28,7 @@ class _Vendor(http.server.BaseHTTPRequestHandler):
     seen: ClassVar[list[dict[str, Any]]] = []
     delay: ClassVar[float] = 0.0
     open: ClassVar[list[int]] = [0, 0]  # calls being answered now, the most at once
+    output: ClassVar[int | None] = None  # output tokens billed (None: the request's max_tokens)
 
     def log_message(self, *args: Any) -> None:
         pass
@@ -45,7 +46,8 @@ class _Vendor(http.server.BaseHTTPRequestHandler):
         if "max_tokens" not in request:  # as Anthropic's API answers it
             return self._answer(400, "application/json", b'{"type":"error","error":{'
                                 b'"type":"invalid_request_error","message":"max_tokens"}}')
-        usage = {"input_tokens": len(body) // 4, "output_tokens": int(request["max_tokens"])}
+        usage = {"input_tokens": len(body) // 4,
+                 "output_tokens": type(self).output or int(request["max_tokens"])}
         data = b"".join(sse.message_events("m", request["model"], [{"type": "text",
                                                                    "text": "ok"}],
                                            "end_turn", usage))
@@ -61,7 +63,7 @@ class _Vendor(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def gateway(monkeypatch: pytest.MonkeyPatch) -> Iterator[Gateway]:
-    _Vendor.seen, _Vendor.delay, _Vendor.open = [], 0.0, [0, 0]
+    _Vendor.seen, _Vendor.delay, _Vendor.open, _Vendor.output = [], 0.0, [0, 0], None
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Vendor)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -142,12 +144,47 @@ def test_parallel_calls_cannot_spend_past_the_run_budget(gateway: Gateway,
 def test_positive_control_without_the_reservation_ten_calls_overspend(
         gateway: Gateway, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # the check before this fix: only what was already spent counts
-    monkeypatch.setattr(limits, "admit", lambda spent, reserved, limit:
+    monkeypatch.setattr(limits, "admit", lambda spent, reserved, estimate, in_flight, limit:
                         spent < limit)
     route, answers = _race(gateway, tmp_path)
     assert all(a.status_code == 200 for a in answers)
     _settled(route)
     assert route.spent_usd >= 3 * route.max_cost_usd  # ten at once: over three times the limit
+
+
+def _honest(gw: Gateway, tmp_path: Path) -> tuple[Route, list[httpx.Response]]:
+    """Six calls at once whose worst cases (2,000 output tokens each) together overrun the
+    budget, though what they really cost (10 output tokens each) fits it many times over: a
+    CLI's side calls and parallel sub-agents."""
+    _Vendor.delay, _Vendor.output = 0.5, 10
+    request = {"model": MODEL, "max_tokens": 2000, "stream": True,
+               "messages": [{"role": "user", "content": "x" * 400}]}
+    worst = limits.worst_case_usd(MODEL, request, len(json.dumps(request)))
+    route = gw.open(Route(key="honest", log_path=tmp_path / "calls.jsonl", upstream="anthropic",
+                          max_cost_usd=2.5 * worst))
+    return route, _at_once(6, lambda: _call(gw, "honest", request))
+
+
+def test_honest_parallel_calls_near_the_budget_wait_their_turn(gateway: Gateway,
+                                                               tmp_path: Path) -> None:
+    """None is refused: those that would overrun the budget at their worst wait for a call in
+    flight to settle, so no more than two were ever in flight together."""
+    route, answers = _honest(gateway, tmp_path)
+    assert [a.status_code for a in answers] == [200] * 6
+    _settled(route)
+    assert not route.budget_exceeded
+    assert route.spent_usd <= route.max_cost_usd
+    assert _Vendor.open[1] <= 2  # 2.5 worst cases of budget: two at a time
+
+
+def test_control_refusing_instead_of_waiting_ends_honest_calls(
+        gateway: Gateway, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rule before: a call is refused once spent and reserved reach the budget."""
+    monkeypatch.setattr(limits, "admit", lambda spent, reserved, estimate, in_flight, limit:
+                        spent + reserved < limit)
+    route, answers = _honest(gateway, tmp_path)
+    assert sorted(a.status_code for a in answers) == [200, 200, 200, 400, 400, 400]
+    assert route.budget_exceeded
 
 
 def test_a_failed_call_gives_its_reservation_back(gateway: Gateway, tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
 """What the gateway accepts of a call before anything is read, recorded or forwarded: the body's
 stated size, how many calls a run may have open at once, and a worst-case reservation of the
 run's budget for each call in flight (so parallel calls cannot all pass one check of what was
-spent and then together spend several times the run's limit)."""
+spent and then together spend several times the run's limit: near the limit they wait their
+turn instead)."""
 
 from __future__ import annotations
 
@@ -58,32 +59,48 @@ def worst_case_usd(model: str | None, request: dict[str, Any], body_bytes: int) 
             + output_cap(request) * price.output) / 1_000_000
 
 
-def admit(spent: float, reserved: float, limit: float) -> bool:
-    """Whether a call may go out: the budget must be left once what is spent and the calls in
-    flight, at their worst case, are counted. The call itself may then overshoot the limit by at
-    most its own cost, as the last of a sequence of calls always could; parallel calls cannot
-    multiply that. (Requiring its own worst case to fit as well refused honest runs: a CLI
-    retrying a rate-limited call, or a side call beside the main one, at a worst case of
-    32,000 output tokens, leaves no room under a $2 budget.)"""
-    return spent + reserved < limit
+def admit(spent: float, reserved: float, estimate: float, in_flight: int, limit: float
+          ) -> bool | None:
+    """Whether a call may go out now (True), must wait for a call in flight to settle (None),
+    or is refused (False). Nothing goes out once the budget is spent. A call goes out alone
+    (nothing in flight: it may overshoot by its own cost, as the last of a sequence of calls
+    always could), or beside others while what is spent and every call in flight, at their
+    worst case, still fit the budget. Otherwise it waits: parallel calls are run one after
+    another near the end of a budget, never refused while budget is left (refusing them ended
+    honest runs: three of Claude Code's calls at their worst case of 32,000 output tokens
+    overrun a $1 budget), and never together spend past it."""
+    if spent >= limit:
+        return False
+    if in_flight == 0 or spent + reserved + estimate <= limit:
+        return True
+    return None
 
 
 def reserve(route: Route, estimate: float) -> str | None:
-    """Reserve the call's worst case of the run's budget (`admit`), or say why not."""
-    with route.lock:
-        if admit(route.spent_usd, route.reserved_usd, route.max_cost_usd):
+    """Reserve the call's worst case of the run's budget (`admit`, waiting for the calls in
+    flight where it says so), or say why not."""
+    with route.settled:
+        while (verdict := admit(route.spent_usd, route.reserved_usd, estimate,
+                                route.in_flight, route.max_cost_usd)) is None:
+            if route.closed.is_set():
+                break
+            route.settled.wait(1.0)  # woken when a call settles (`release`)
+        if verdict:
             route.reserved_usd += estimate
             route.in_flight += 1
             return None
+        if verdict is None:
+            return "pytest-scylla: the run ended while this call waited for its budget"
         route.budget_exceeded = True
-        return (f"pytest-scylla: this run's budget of ${route.max_cost_usd:.2f} is spent or "
-                f"reserved (${route.spent_usd:.4f} spent, ${route.reserved_usd:.4f} held by "
+        return (f"pytest-scylla: this run's budget of ${route.max_cost_usd:.2f} is spent "
+                f"(${route.spent_usd:.4f} spent, ${route.reserved_usd:.4f} held by "
                 f"{route.in_flight} calls in flight, this call may cost up to "
                 f"${estimate:.4f}); no further model calls")
 
 
 def release(route: Route, estimate: float) -> None:
     """The call settled (answered or failed): its real cost is in `spent_usd` (or nothing)."""
-    with route.lock:
+    with route.settled:
         route.reserved_usd -= estimate
         route.in_flight -= 1
+        route.settled.notify_all()

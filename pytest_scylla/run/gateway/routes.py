@@ -97,6 +97,10 @@ class Route:
     usage: dict[str, dict[str, int]] = field(default_factory=dict)  # per model
     closed: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    settled: threading.Condition = field(init=False)  # on `lock`: a call in flight settled
+
+    def __post_init__(self) -> None:
+        self.settled = threading.Condition(self.lock)
 
     def ablation_failed(self) -> bool:
         return self.ablation is not None and bool(self.ablation.get("problems"))
