@@ -8,6 +8,7 @@ import fcntl
 import functools
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -255,3 +256,11 @@ def shipped_session(agent: str, base: Path, cache: str, everything: bool = False
                 cwd=ROOT, capture_output=True, text=True, timeout=3600)
             said.write_text(done.stdout[-20000:])
     return shared / name, said.read_text(), cases
+
+
+def default_sigint() -> None:
+    """For a session a test interrupts with SIGINT (as Ctrl-C does): the signal's default
+    action, whatever this process inherited. A test run started in the background by a
+    non-interactive shell (`pytest ... &`) has SIGINT ignored, which its children inherit, and
+    Python then never raises KeyboardInterrupt: the interrupted session would run on."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # (exec keeps an ignored signal ignored)

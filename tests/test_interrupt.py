@@ -21,7 +21,7 @@ import pytest
 
 from pytest_scylla.run.runner import NOT_JUDGED
 
-from .conftest import MINI_ITEMS, export_rows, workers
+from .conftest import MINI_ITEMS, default_sigint, export_rows, workers
 
 RUNS = 4  # runs per cell: the mini project's 12 items x 4 = 48 runs
 ITEMS = len(MINI_ITEMS)
@@ -39,7 +39,7 @@ def _session(mini: Path, out: Path, oracle: list[str], tmp: Path,
          "--scylla-oracle=mixed", f"--scylla-runs={RUNS}", f"--scylla-out={out}",
          "-p", "no:randomly", "--scylla-progress=0", "--scylla-report=md,json,csv"],
         cwd=mini, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        start_new_session=True)
+        start_new_session=True, preexec_fn=default_sigint)
 
 
 def _alive_or_fail(proc: subprocess.Popen[bytes]) -> None:

@@ -30,7 +30,7 @@ import pytest
 
 from pytest_scylla.cli import main
 
-from .conftest import FIXTURES, workers
+from .conftest import FIXTURES, default_sigint, workers
 
 SELECTION = "alpha and (T0-00 or T0-01)"
 KEYS = ("alpha-T0-00-r1", "alpha-T0-01-r1")
@@ -410,7 +410,7 @@ def test_ctrl_c_records_the_run_in_flight_as_interrupted(mini: Path,
          *NO_HYPOTHESIS, "--scylla-oracle", f"--scylla-cache-dir={campaign.cache}",
          f"--scylla-out={out}", "--scylla-progress=0"],
         cwd=mini, env=_environment(tmp, SCYLLA_ORACLE_FAULT="stall"), stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, start_new_session=True)
+        stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=default_sigint)
     try:
         transcript = out / "runs" / key / "transcript.jsonl"
         deadline = time.monotonic() + 60
