@@ -32,6 +32,7 @@ def _costs(browser: Browser) -> list[float]:
         ".map(function (c) { return c.getAttribute('data-v'); })")]
 
 
+@pytest.mark.slow  # the report loads in chromium without errors in the default suite
 def test_a_readers_path_through_the_report(mini: Path, pytester: pytest.Pytester,
                                            oracle: list[str], edit: object,
                                            tmp_path: Path) -> None:

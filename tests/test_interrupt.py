@@ -170,9 +170,9 @@ def test_sigkill_at_random_moments_then_resume_gives_the_uninterrupted_exports(
     assert not list(out.glob("runs/*/workspace"))
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("n", [2, 0])
-@pytest.mark.each_sandbox
+@pytest.mark.slow  # at 0 and 2 workers, and under docker at 2 (its -n 0 path is the same code)
+@pytest.mark.parametrize(("sandbox_kind", "n"), [("default", 2), ("default", 0), ("docker", 2)],
+                         indirect=["sandbox_kind"])
 def test_ctrl_c_writes_a_partial_report_and_leaves_nothing_behind(
         mini: Path, oracle: list[str], tmp_path: Path, n: int) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="scy-"))  # short: the gateway's unix socket lives here

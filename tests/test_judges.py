@@ -60,7 +60,7 @@ def test_every_judge_answers_through_the_sdk_and_the_run_is_scored_in_code(
     assert {json.loads(c)["model"] for c in calls} == {j["judge_model"] for j in rec["judges"]}
 
 
-@pytest.mark.parametrize("n", [0, 2])
+@pytest.mark.parametrize("n", [0, pytest.param(2, marks=pytest.mark.slow)])
 def test_a_malformed_verdict_is_retried_and_an_invalid_judge_leaves_two(
         mini: Path, pytester: pytest.Pytester, oracle: list[str],
         monkeypatch: pytest.MonkeyPatch, n: int) -> None:

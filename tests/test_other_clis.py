@@ -345,7 +345,10 @@ echo probed"""
 
 
 @pytest.mark.parametrize(("agent", "sandbox"), [  # the positive control (local) once: what
-    *((agent, "bwrap") for agent in sorted(CLIS)), ("codex", "local")])  # it shows is the host's
+    # it shows is the host's; Codex in the default suite, the others in the slow tier (each
+    # CLI's own session runs there too)
+    *(pytest.param(agent, "bwrap", marks=() if agent == "codex" else pytest.mark.slow)
+      for agent in sorted(CLIS)), ("codex", "local")])
 def test_a_hostile_agent_of_another_cli_stays_in_its_sandbox(
         tmp_path: Path, oracle: list[str], sandbox: str, agent: str) -> None:
     """The red-team attack through the CLI's own shell tool: under bubblewrap it cannot read

@@ -22,6 +22,7 @@ def _records(out: Path) -> dict[str, dict[str, Any]]:
     return {p.parent.name: json.loads(p.read_text()) for p in out.glob("runs/*/run.json")}
 
 
+@pytest.mark.slow  # (about 25 s: two sessions of the mini project's runs)
 @pytest.mark.each_sandbox
 def test_an_adaptive_panel_asks_the_strongest_judge_only_when_the_others_disagree(
         mini: Path, pytester: pytest.Pytester, oracle: list[str],
