@@ -88,10 +88,10 @@ def test_scylla_init_then_pytest_passes_with_the_packaged_tiers(venv: Path,
     assert f" {len(tiers) + 2} passed" in done.stdout, done.stdout[-1000:]
     site = next(venv.glob("lib/python*/site-packages/pytest_scylla"))
     for folder in ("tiers", "rubrics"):  # the packaged tier set and rubrics, whole
-        shipped = {p.relative_to(ROOT / folder): p.read_bytes()
-                   for p in (ROOT / folder).rglob("*") if p.is_file()}
-        packaged = {p.relative_to(site / folder): p.read_bytes()
-                    for p in (site / folder).rglob("*") if p.is_file()}
+        shipped = {p.relative_to(ROOT / folder): p.read_bytes() for p in (ROOT / folder).rglob("*")
+                   if p.is_file() and "__pycache__" not in p.parts}
+        packaged = {p.relative_to(site / folder): p.read_bytes() for p in (site / folder).rglob("*")
+                    if p.is_file() and "__pycache__" not in p.parts}  # (pip compiles them)
         assert packaged == shipped, folder
 
 

@@ -234,6 +234,7 @@ class Gateway:
             return
         limit = self.limited
         if limit is not None and limit[0] > time.time():
+            limits.release(route, estimate)  # (held, a waiting call of the run would wait on)
             wait = limit[0] - time.time()
             message = (f"pytest-scylla gateway: upstream usage limit ({limit[1]}); it resets in "
                        f"{wait:.0f}s and new runs are paused until then")
