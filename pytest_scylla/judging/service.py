@@ -34,6 +34,14 @@ FILLED = ("valid", "attempts", "errors", "verdict", "usage", "cost_usd", "respon
 _address: str | None = None  # this worker's service, "<socket>#<token>", from its controller
 
 
+class ServiceGone(BaseException):
+    """The session's judge service closed mid-call: its controller was killed, or the session
+    is ending. Not one judge's error (the panel lets it through): the run is left "not judged
+    yet", as for any interruption, and the next session asks its judges, as an uninterrupted
+    one would have. (Asking again here would make the run's verdict cost what a second call on
+    the same route costs, not what its judging costs.)"""
+
+
 class _Server(socketserver.ThreadingUnixStreamServer):
     daemon_threads = True
     token = ""
@@ -103,8 +111,8 @@ def remote() -> bool:
 def ask_remote(spec: JudgeSpec, prompt: Prompt, items: Sequence[RubricItem], base_url: str,
                result: JudgeResult) -> bool:
     """Ask through the session's service and fill in `result` as an in-process ask would;
-    False when there is no service to reach, or it closed without an answer (its controller
-    was killed mid-call): the caller asks itself, so the run still gets its verdict."""
+    False when there is no service to reach (nothing was asked: the caller asks itself).
+    Raises ServiceGone when it closed without an answer (the call may have been made)."""
     if _address is None:
         return False
     path, _, token = _address.rpartition("#")
@@ -120,9 +128,8 @@ def ask_remote(spec: JudgeSpec, prompt: Prompt, items: Sequence[RubricItem], bas
         stream.write(json.dumps(request).encode() + b"\n")
         stream.flush()
         line = stream.readline()
-    if not line:  # the controller is gone (killed, or ending): this process asks from now on
-        use(None)  # the call may have reached the model; the route's ledger counts both
-        return False
+    if not line:  # the controller is gone (killed, or ending)
+        raise ServiceGone("the session's judge service closed without an answer")
     answer: dict[str, Any] = json.loads(line)
     for key in FILLED:
         setattr(result, key, answer["result"][key])
