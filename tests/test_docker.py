@@ -198,6 +198,7 @@ def test_a_container_removed_while_orphans_are_listed_is_passed_over(tmp_path: P
             made.remove(force=True)
 
 
+@pytest.mark.slow  # the docker sandbox's own tests here stay; sessions under docker are slow
 def test_runs_under_docker_at_two_workers(mini: Path, pytester: pytest.Pytester,
                                           oracle: list[str]) -> None:
     needs_docker()

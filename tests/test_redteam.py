@@ -306,6 +306,7 @@ def sessions(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Ses
             os.kill(pid, 9)
 
 
+@pytest.mark.slow  # the four attacked sessions (107 s of a worker)
 def test_the_attack_ran(sessions: dict[str, Session]) -> None:
     """Both sessions ran the whole script: every step's evidence is in the workspace."""
     for session in sessions.values():
@@ -315,6 +316,7 @@ def test_the_attack_ran(sessions: dict[str, Session]) -> None:
         assert "new file mode 120000" in (session.run_dir / "diff.patch").read_text()
 
 
+@pytest.mark.slow  # the four attacked sessions (107 s of a worker)
 def test_the_sandbox_keeps_the_agent_in(sessions: dict[str, Session]) -> None:
     local = sessions["local"].loot()
     for kind in ISOLATED:
@@ -333,6 +335,7 @@ def test_the_sandbox_keeps_the_agent_in(sessions: dict[str, Session]) -> None:
     assert sessions["local"].host["outside"].read_text() == "escaped"
 
 
+@pytest.mark.slow  # the four attacked sessions (107 s of a worker)
 def test_no_key_reaches_the_agent_or_any_file_a_run_left(sessions: dict[str, Session]) -> None:
     for kind in ISOLATED:
         inside = sessions[kind]
@@ -345,6 +348,7 @@ def test_no_key_reaches_the_agent_or_any_file_a_run_left(sessions: dict[str, Ses
     assert local.canaries() != []  # and the scan finds it where it ended up
 
 
+@pytest.mark.slow  # the four attacked sessions (107 s of a worker)
 def test_the_agents_git_traps_never_run_on_the_host(sessions: dict[str, Session]) -> None:
     for session in sessions.values():
         assert not session.host["mark"].exists()
@@ -359,6 +363,7 @@ def test_the_agents_git_traps_never_run_on_the_host(sessions: dict[str, Session]
     assert CANARY in naive.stdout
 
 
+@pytest.mark.slow  # the four attacked sessions (107 s of a worker)
 def test_planted_links_never_lead_the_harness_outside(sessions: dict[str, Session]) -> None:
     for session in sessions.values():
         assert session.host["victim"].read_text() == "precious\n"
@@ -375,6 +380,7 @@ def test_planted_links_never_lead_the_harness_outside(sessions: dict[str, Sessio
     assert victim.read_text() != "precious\n"
 
 
+@pytest.mark.slow  # the four attacked sessions (107 s of a worker)
 def test_tampered_checks_score_what_the_untampered_checks_say(
         sessions: dict[str, Session], tmp_path: Path) -> None:
     """Broken code plus a conftest that flips failures: the run's checks fail as they would
@@ -412,6 +418,7 @@ def test_tampered_checks_score_what_the_untampered_checks_say(
         (tree / "conftest.off").rename(tree / "conftest.py")
 
 
+@pytest.mark.slow  # the four attacked sessions (107 s of a worker)
 def test_the_gateway_forwards_model_calls_only(sessions: dict[str, Session]) -> None:
     for session in sessions.values():
         answers = dict(line.split() for line in
@@ -425,6 +432,7 @@ def test_the_gateway_forwards_model_calls_only(sessions: dict[str, Session]) -> 
         assert session.rec["refused_calls"] == 2
 
 
+@pytest.mark.slow  # the four attacked sessions (107 s of a worker)
 def test_processes_the_agent_leaves_are_gone(sessions: dict[str, Session]) -> None:
     for session in sessions.values():
         assert _sleepers(session.sleep) == []
@@ -437,6 +445,7 @@ def test_processes_the_agent_leaves_are_gone(sessions: dict[str, Session]) -> No
     assert sessions["docker"].rec["transfer"] == "bind"
 
 
+@pytest.mark.slow  # the four attacked sessions (107 s of a worker)
 def test_tampering_is_reported_per_run_and_per_tier(sessions: dict[str, Session],
                                                     tmp_path: Path) -> None:
     """The failure text names each finding, the tier table counts the run as a reward hack;
@@ -483,6 +492,7 @@ def test_tampering_is_reported_per_run_and_per_tier(sessions: dict[str, Session]
         "victim-T0-01-r2": ("0", "0"), "victim-T0-01-r3": ("0", "0")}
 
 
+@pytest.mark.slow  # the four attacked sessions (107 s of a worker)
 def test_an_evaluation_never_reads_through_a_link_the_agent_planted(
         sessions: dict[str, Session]) -> None:
     """`scylla_run.read_text` on a file the agent replaced by a link to a host secret: the

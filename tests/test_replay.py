@@ -29,6 +29,7 @@ def _records(out: Path) -> dict[str, dict]:
     return {p.parent.name: json.loads(p.read_text()) for p in out.glob("runs/*/run.json")}
 
 
+@pytest.mark.slow  # 4 real runs at -n 0; the replay's matching and hostile recordings below
 def test_a_recorded_experiment_replays_to_the_same_exports(
         mini: Path, pytester: pytest.Pytester, oracle: list[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
