@@ -516,6 +516,7 @@ def test_a_judge_kind_from_a_plugin_sits_on_the_panel(mini: Path, pytester: pyte
     assert ("/chat/completions", "tiny") in {(c["endpoint"], c["model"]) for c in calls}
 
 
+@pytest.mark.slow  # (12 s of a worker)
 def test_judging_leaves_no_connection_open(mini: Path, pytester: pytest.Pytester,
                                            oracle: list[str]) -> None:
     """A session in this process (as the slow tier's in-process sessions are): the judges'

@@ -122,6 +122,7 @@ def test_import_of_the_papers_dryrun_reproduces_its_exports(
     assert "no T<k>/<subtest>/run_NN/run_result.json here" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # the report loads in chromium in the default suite
 def test_html_and_markdown_reports_are_self_contained(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "dryrun"

@@ -82,7 +82,7 @@ def test_every_run_has_a_record_and_a_call_log_with_usage(mini: Path, pytester: 
     assert "WebFetch" not in alpha["ablation"]["observed"]["tools"]
 
 
-@pytest.mark.parametrize(("mode", "n"), [("noop", 0),
+@pytest.mark.parametrize(("mode", "n"), [pytest.param("noop", 0, marks=pytest.mark.slow),
                                        pytest.param("wrong", 2, marks=pytest.mark.slow)])
 @pytest.mark.each_sandbox
 def test_noop_and_wrong_oracles_fail_as_judged_runs(mini: Path, pytester: pytest.Pytester,
