@@ -536,3 +536,33 @@ def test_the_chat_completions_relay_reads_usage_from_the_last_chunk() -> None:
         reader.feed(piece)
     assert (reader.model, reader.stop_reason) == ("gpt-5", "stop")
     assert reader.usage == counts
+
+
+@pytest.mark.slow  # a run per CLI with a server that waits 3 s (~15-30 s each)
+@pytest.mark.parametrize("agent", ["claude-code", *sorted(CLIS)])
+def test_a_slow_starting_mcp_server_is_in_the_first_request(
+        tmp_path: Path, oracle: list[str], agent: str) -> None:
+    """A declared MCP server that takes seconds to start (a loaded machine, a heavy server) is
+    in the run's first request under every CLI: the adapter makes the CLI wait for it. Codex
+    gives an optional server one second, then leaves it out without a word; it voided a T2-09
+    run that way under CI's load until its servers were marked required."""
+    if agent in CLIS:
+        _needs(agent)
+    needs_bwrap()
+    root = tmp_path / "p"
+    shutil.copytree(FIXTURES / "mini", root)
+    (root / "tiers" / "mcp" / "slow.json").write_text(json.dumps({
+        "description": "the notes server, three seconds late", "command": "sh",
+        "args": ["-c", 'sleep 3; exec python3 "$0"', "${SERVER_DIR}/servers/notes.py"],
+        "files": ["servers/notes.py"]}))
+    (root / "tiers" / "T2.yaml").write_text(
+        "tier: T2\nname: Tools\nsubtests:\n  01-slow:\n    description: a slow server\n"
+        "    mcp_servers: [slow]\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "cases", "-k", "alpha and T2", "-p", "no:xdist",
+         "-p", "no:cacheprovider", *oracle, f"--scylla-agent={agent}",
+         f"--scylla-out={tmp_path / 'out'}"],
+        cwd=root, capture_output=True, text=True, timeout=600)
+    rec = json.loads((tmp_path / "out" / "runs" / "alpha-T2-01-r1" / "run.json").read_text())
+    assert (rec["outcome"], rec["ablation"]["problems"]) == ("pass", []), done.stdout[-3000:]
+    assert len(rec["ablation"]["observed"]["mcp_servers"]) == 1  # as the CLI names it

@@ -78,7 +78,10 @@ def apply(sub: Subtest, tiers: TierSet, workspace: Path, run_dir: Path,
     args: list[str] = []
     for name, server in servers.items():
         entry = {k: server[k] for k in ("command", "args", "env") if server.get(k)}
-        args += ["-c", f"mcp_servers.{name}={_toml({**entry, 'startup_timeout_sec': 60})}"]
+        # required: Codex otherwise gives a server one second to start, then leaves its tools
+        # out of the turn without a word (a loaded machine voided T2-09 that way)
+        args += ["-c", f"mcp_servers.{name}="
+                 f"{_toml({**entry, 'startup_timeout_sec': 60, 'required': True})}"]
     prompt = sub.system_prompt
     if prompt is not None and prompt.file is not None and prompt.mode == "replace":
         target = run_dir / "instructions.md"
