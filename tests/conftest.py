@@ -39,6 +39,11 @@ with contextlib.suppress(ImportError):
 
 from pytest_scylla.run.sandbox import bwrap_works
 
+# The sessions the tests start write their bytecode, pytest's rewritten plugin modules included:
+# with PYTHONDONTWRITEBYTECODE set in the shell, each of about 150 would compile hypothesis,
+# anyio and more afresh (1.2 s a session measured; the harness sets its checks' own variables)
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
 FIXTURES = Path(__file__).parent / "fixtures"
 ROOT = Path(__file__).resolve().parents[1]
 Edit = Callable[[str, str, str], None]

@@ -27,12 +27,25 @@ def calls(out: Path, key: str) -> list[dict[str, Any]]:
 
 
 @pytest.mark.each_sandbox
-def test_every_run_has_a_record_and_a_call_log_with_usage(mini: Path, pytester: pytest.Pytester,
-                                                          oracle: list[str]) -> None:
+def test_every_run_has_a_record_and_a_call_log_and_no_secret_reaches_a_file(
+        mini: Path, pytester: pytest.Pytester, oracle: list[str],
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Every item of the mini project end to end through the real CLI, on two workers (the
-    records travel from the workers to the controller)."""
+    records travel from the workers to the controller). The user's API key and their own
+    Claude configuration (a CLAUDE.md and a skill in their home) reach no file the session
+    writes, recorded request bodies and kept workspaces included."""
+    canary_key = "sk-ant-canary-0123456789-do-not-leak"
+    canary_md = "CANARY-USER-CLAUDE-MD-7f3a"
+    home = tmp_path / "userhome"
+    (home / ".claude" / "skills" / "canaryskill").mkdir(parents=True)
+    (home / ".claude" / "CLAUDE.md").write_text(f"Always say {canary_md}.\n")
+    (home / ".claude" / "skills" / "canaryskill" / "SKILL.md").write_text(
+        f"---\nname: canaryskill\ndescription: {canary_md}\n---\nbody\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", canary_key)
     out = mini / "out"
-    result = pytester.runpytest("cases", *workers(2), *oracle, f"--scylla-out={out}")
+    result = pytester.runpytest("cases", *workers(2), *oracle, f"--scylla-out={out}",
+                                "--scylla-record-bodies", "--scylla-keep-workspaces")
     result.assert_outcomes(passed=len(MINI_ITEMS))
     result.stdout.fnmatch_lines(["scylla: SIMULATED MODEL (oracle=solution)*"])
     recs = records(out)
@@ -80,6 +93,13 @@ def test_every_run_has_a_record_and_a_call_log_with_usage(mini: Path, pytester: 
     assert "notes" in alpha["ablation"]["observed"]["mcp_servers"]
     assert "review" in alpha["ablation"]["observed"]["skills"]
     assert "WebFetch" not in alpha["ablation"]["observed"]["tools"]
+    files = [p for p in out.rglob("*") if p.is_file()]
+    assert any(p.name.endswith(".request.json") for p in files)  # bodies were recorded
+    assert any("workspace" in p.parts for p in files)  # workspaces were kept
+    for path in files:
+        data = path.read_bytes()
+        assert canary_key.encode() not in data, path
+        assert canary_md.encode() not in data, path
 
 
 @pytest.mark.parametrize(("mode", "n"), [pytest.param("noop", 0, marks=pytest.mark.slow),
@@ -143,33 +163,6 @@ def pytest_unconfigure(config):  # inline runs share this process's modules: put
     assert rec["ablation"]["problems"]
     assert rec["api_calls"] == 1  # refused at the first request: nothing spent on a void run
     assert "Traceback" not in result.stdout.str()
-
-
-@pytest.mark.each_sandbox
-def test_secrets_and_the_users_claude_config_never_reach_a_file_or_request(
-        mini: Path, pytester: pytest.Pytester, oracle: list[str],
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    canary_key = "sk-ant-canary-0123456789-do-not-leak"
-    canary_md = "CANARY-USER-CLAUDE-MD-7f3a"
-    home = tmp_path / "userhome"
-    (home / ".claude" / "skills" / "canaryskill").mkdir(parents=True)
-    (home / ".claude" / "CLAUDE.md").write_text(f"Always say {canary_md}.\n")
-    (home / ".claude" / "skills" / "canaryskill" / "SKILL.md").write_text(
-        f"---\nname: canaryskill\ndescription: {canary_md}\n---\nbody\n")
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("ANTHROPIC_API_KEY", canary_key)
-    out = mini / "out"
-    result = pytester.runpytest_subprocess(
-        "cases", "-p", "no:xdist", *oracle, f"--scylla-out={out}", "--scylla-record-bodies",
-        "--scylla-keep-workspaces")
-    result.assert_outcomes(passed=len(MINI_ITEMS))
-    files = [p for p in out.rglob("*") if p.is_file()]
-    assert any(p.name.endswith(".request.json") for p in files)  # bodies were recorded
-    assert any("workspace" in p.parts for p in files)  # workspaces were kept
-    for path in files:
-        data = path.read_bytes()
-        assert canary_key.encode() not in data, path
-        assert canary_md.encode() not in data, path
 
 
 class _Upstream(http.server.BaseHTTPRequestHandler):
