@@ -1,6 +1,6 @@
 """The `scylla` command: `validate` checks cases, tiers and rubrics without running anything;
 `report`, `compare`, `matrix`, `import` and `plan` work on stored experiments; `init` starts a
-project; `image build` makes the docker sandbox's images."""
+project; `image` manages the docker sandbox's images and `sandbox` checks a sandbox works."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pytest_scylla import __version__
+from pytest_scylla import __version__, sandbox_cli
 from pytest_scylla.collect import case_file_problem, case_files, duplicate_id
 from pytest_scylla.core.folders import write_problem
 from pytest_scylla.core.terminal import echo
@@ -123,53 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
     pln.add_argument("pytest_args", nargs=argparse.REMAINDER, metavar="PYTEST ARGS",
                      help="the pytest arguments of the session to plan, e.g. cases/ -n 4 "
                           "--scylla-runs=10 --scylla-out=reports/main")
-    img = sub.add_parser("image", help="the docker sandbox's images (--scylla-sandbox=docker)")
-    img_sub = img.add_subparsers(dest="image_command", metavar="ACTION", required=True)
-    bld = img_sub.add_parser(
-        "build", help="build the agent image (the pinned Claude Code CLI, git, Python, Node) "
-        "from the package's Dockerfile, or with --host set up the host toolchain image")
-    bld.add_argument("--base", default=None, metavar="IMAGE",
-                     help="the image to build on, e.g. one with a case's toolchain; Debian-like "
-                          "(apt-get) (default: debian:bookworm-slim)")
-    bld.add_argument("--tag", default=None, help="the new image's name (default: "
-                     "scylla-agent:<CLI version>); use it with --scylla-image=<tag>")
-    bld.add_argument("--cli-version", default=None, metavar="VERSION",
-                     help="the Claude Code version to install (default: the pinned one)")
-    bld.add_argument("--ca-bundle", type=Path, default=None, metavar="FILE",
-                     help="CA certificates the build trusts for its downloads (behind a "
-                          "TLS-inspecting proxy), e.g. /etc/ssl/certs/ca-certificates.crt")
-    bld.add_argument("--host", action="store_true",
-                     help="only set up the host toolchain image (no download): an empty image "
-                          "into which this machine's system and CLI are bound read-only")
+    sandbox_cli.add_parsers(sub)
     return parser
-
-
-def _image(args: argparse.Namespace) -> int:
-    from pytest_scylla.run.agents.claude_code import PINNED_VERSION
-    from pytest_scylla.run.sandbox import SandboxError, images
-
-    if args.ca_bundle is not None and not args.ca_bundle.is_file():
-        echo(f"scylla image build: --ca-bundle {args.ca_bundle}: not a file; expected a PEM "
-              "file of CA certificates", file=sys.stderr)
-        return 2
-    try:
-        if args.host:
-            if args.base or args.tag or args.cli_version or args.ca_bundle:
-                echo("scylla image build: --host takes no other option (the host image has "
-                      "no base, tag or CLI of its own)", file=sys.stderr)
-                return 2
-            echo(f"host toolchain image ready: {images.host()} (--scylla-image=host, the "
-                  "default)")
-            return 0
-        tag, image_id = images.build(base=args.base or images.DEFAULT_BASE, tag=args.tag,
-                                     cli_version=args.cli_version or PINNED_VERSION,
-                                     ca_bundle=args.ca_bundle)
-    except SandboxError as exc:
-        echo(f"scylla image build: {exc}", file=sys.stderr)
-        return 1
-    echo(f"built {tag} ({image_id}); run with: pytest cases/ --scylla-sandbox=docker "
-          f"--scylla-image={tag}")
-    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -232,7 +187,9 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"rebuild with: scylla report {args.dest}")
         return 0
     if args.command == "image":
-        return _image(args)
+        return sandbox_cli.image(args)
+    if args.command == "sandbox":
+        return sandbox_cli.sandbox(args)
     parser.error(f"unknown command {args.command}")
 
 

@@ -12,12 +12,20 @@ from pytest_scylla import __version__
 from pytest_scylla.run.agents.claude_code import PINNED_VERSION
 
 CASE = "cases/greet"
-INSTALL = (f'pip install "pytest-scylla=={__version__}" && '
+REQUIREMENTS = "requirements-scylla.txt"
+INSTALL = (f"pip install -r {REQUIREMENTS} && "
            f"npm install -g @anthropic-ai/claude-code@{PINNED_VERSION}")
 SMOKE = ("pytest cases -n 2 --scylla-oracle --scylla-out=reports/smoke --scylla-report=all "
          "--junitxml=reports/smoke/junit.xml")
-REAL = ("pytest cases -n 4 --scylla-runs=5 --scylla-out=reports/real --scylla-report=all "
-        "--scylla-budget-usd=20 --junitxml=reports/real/junit.xml")
+# the real job's selection and budget agree: 9 cells (the greet case in six subtests, its
+# Python evaluation in the three of them its tiers have) x 5 runs x the case's $0.40 limit is
+# $18 of agent spend at most, inside $25 with the judges (`scylla plan` says so in the job)
+REAL_SELECTION = ("--scylla-runs=5 --scylla-subtests=T0-01,T0-12,T1-08,T2-09,T5-09,T6-01 "
+                  "--scylla-budget-usd=25")
+REAL = (f"pytest cases -n 4 {REAL_SELECTION} --scylla-out=reports/real --scylla-report=all "
+        "--junitxml=reports/real/junit.xml")
+PLAN = f"scylla plan cases {REAL_SELECTION} --scylla-out=reports/real"
+DOCKER_IMAGE = f"scylla-agent:{PINNED_VERSION}"
 
 # in a repository with tests of its own, `pytest -p no:scylla` (or pytest without the plugin)
 # must not collect the cases' payload or the Python evaluations as the project's tests
@@ -58,7 +66,7 @@ rubric: python-change
 hidden: hidden
 solution: solution
 timeout_seconds: 300
-max_cost_usd: 1.0
+max_cost_usd: 0.40
 checks:
   - name: hidden-tests
     description: The hidden tests pass.
@@ -97,22 +105,35 @@ def test_greet_keeps_its_default(scylla_run, scylla_verdict):
     assert 'name: str = "World"' in source, "the default argument was dropped"
     assert scylla_run.checks_passed, [f"{c.name}: {c.reason}" for c in scylla_run.checks]
     assert "greet.py" in scylla_run.diff
-    assert scylla_run.cost_usd is not None and scylla_run.cost_usd < 1.0
+    assert scylla_run.cost_usd is not None and scylla_run.cost_usd < 0.40
     # the judge panel is asked here, in the test body, when its verdict is first used
     assert scylla_verdict.score >= 0.6, scylla_verdict.table()
 ''',
+    REQUIREMENTS: f"""# What CI installs. pytest-scylla is not on a public index yet: if yours does
+# not have it, replace the next line with where your team keeps it, e.g. a wheel committed here
+# (./wheels/pytest_scylla-{__version__}-py3-none-any.whl) or a git URL
+# (pytest-scylla @ git+https://<your host>/<group>/pytest-scylla@v{__version__}).
+pytest-scylla=={__version__}
+""",
     ".github/workflows/scylla.yml": f"""name: scylla
 on:
   push:
+    branches: [main]
   pull_request:
   schedule:
     - cron: "17 3 * * 1"
   workflow_dispatch:
+permissions:
+  contents: read
+concurrency:
+  group: scylla-${{{{ github.workflow }}}}-${{{{ github.ref }}}}
+  cancel-in-progress: true
 jobs:
   smoke:
     # every change: the oracle (a simulated model, no key) proves cases and pipeline work
     if: github.event_name == 'push' || github.event_name == 'pull_request'
-    runs-on: ubuntu-latest
+    runs-on: ubuntu-24.04
+    timeout-minutes: 30
     steps:
       - uses: actions/checkout@v4
       - uses: actions/setup-python@v5
@@ -121,9 +142,16 @@ jobs:
       - uses: actions/setup-node@v4
         with:
           node-version: "20"
-      - run: sudo apt-get update && sudo apt-get install -y bubblewrap
       - run: {INSTALL}
-      - run: {SMOKE}
+      - name: sandbox
+        # ubuntu-24.04 restricts unprivileged user namespaces (AppArmor), which bubblewrap
+        # needs: allowed on this throwaway VM; `scylla sandbox` fails the job, saying why,
+        # when bubblewrap still cannot isolate a run
+        run: |
+          sudo apt-get update && sudo apt-get install -y bubblewrap
+          sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0
+          scylla sandbox bwrap
+      - run: {SMOKE} --scylla-sandbox=bwrap
       - uses: actions/upload-artifact@v4
         if: always()
         with:
@@ -132,7 +160,8 @@ jobs:
   evaluate:
     # weekly or by hand: the real model, the key from the repository's secrets
     if: github.event_name == 'schedule' || github.event_name == 'workflow_dispatch'
-    runs-on: ubuntu-latest
+    runs-on: ubuntu-24.04
+    timeout-minutes: 240
     steps:
       - uses: actions/checkout@v4
       - uses: actions/setup-python@v5
@@ -141,9 +170,14 @@ jobs:
       - uses: actions/setup-node@v4
         with:
           node-version: "20"
-      - run: sudo apt-get update && sudo apt-get install -y bubblewrap
       - run: {INSTALL}
-      - run: {REAL}
+      - name: sandbox
+        run: |
+          sudo apt-get update && sudo apt-get install -y bubblewrap
+          sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0
+          scylla sandbox bwrap
+      - run: {PLAN}
+      - run: {REAL} --scylla-sandbox=bwrap
         env:
           ANTHROPIC_API_KEY: ${{{{ secrets.ANTHROPIC_API_KEY }}}}
       - uses: actions/upload-artifact@v4
@@ -152,18 +186,40 @@ jobs:
           name: scylla-evaluation
           path: reports/real
 """,
-    ".gitlab-ci.yml": f"""default:
+    ".gitlab-ci.yml": f"""# One pipeline per change: a merge request's, else the branch's
+# (never both), and the scheduled or hand-started ones.
+workflow:
+  rules:
+    - if: $CI_PIPELINE_SOURCE == "merge_request_event"
+    - if: $CI_COMMIT_BRANCH && $CI_OPEN_MERGE_REQUESTS
+      when: never
+    - if: $CI_COMMIT_BRANCH
+    - if: $CI_PIPELINE_SOURCE == "schedule" || $CI_PIPELINE_SOURCE == "web"
+
+# The Docker executor's job container cannot make the user namespaces bubblewrap needs: the
+# runs go to containers on a Docker-in-Docker service (a privileged runner, as GitLab.com's
+# are), their folders copied in and out (a remote engine), in the agent image built here.
+variables:
+  DOCKER_HOST: tcp://docker:2375
+  DOCKER_TLS_CERTDIR: ""
+
+default:
   image: python:3.11
+  services:
+    - docker:27-dind
+  timeout: 30m
   before_script:
-    - apt-get update && apt-get install -y bubblewrap nodejs npm
+    - apt-get update && apt-get install -y nodejs npm
     - {INSTALL}
+    - scylla image build
+    - scylla sandbox docker --image {DOCKER_IMAGE}
 
 smoke:
   # every change: the oracle (a simulated model, no key)
   rules:
     - if: $CI_PIPELINE_SOURCE == "push" || $CI_PIPELINE_SOURCE == "merge_request_event"
   script:
-    - {SMOKE}
+    - {SMOKE} --scylla-sandbox=docker --scylla-image={DOCKER_IMAGE}
   artifacts:
     when: always
     paths: [reports/smoke]
@@ -174,8 +230,10 @@ evaluate:
   # scheduled or started by hand: the real model; set ANTHROPIC_API_KEY as a masked variable
   rules:
     - if: $CI_PIPELINE_SOURCE == "schedule" || $CI_PIPELINE_SOURCE == "web"
+  timeout: 4h
   script:
-    - {REAL}
+    - {PLAN}
+    - {REAL} --scylla-sandbox=docker --scylla-image={DOCKER_IMAGE}
   artifacts:
     when: always
     paths: [reports/real]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -318,3 +319,67 @@ def test_waiting_on_the_cli_works_past_file_number_1023() -> None:
         for fd in held:
             os.close(fd)
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_scylla_sandbox_says_which_one_works_or_why_none_with_exit_1(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+        ) -> None:
+    """`scylla sandbox KIND`, a CI step before a session: exit 0 naming the sandbox where it
+    works; where bubblewrap is blocked (AppArmor's words) or no engine answers, exit 1 with the
+    reason and the fix."""
+    from pytest_scylla.cli import main
+
+    needs_bwrap()
+    assert main(["sandbox", "bwrap"]) == 0
+    assert capsys.readouterr().out == "sandbox bwrap works here\n"
+    printed, advice = BLOCKED["apparmor"]
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "bwrap").write_text(f"#!/bin/sh\necho '{printed}' >&2\nexit 1\n")
+    (fake / "bwrap").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    for kind in ("bwrap", "auto", "docker"):
+        assert main(["sandbox", kind]) == 1, kind
+        said = capsys.readouterr().err
+        assert said.startswith("scylla sandbox: --scylla-sandbox="), said
+        if kind != "docker":
+            assert printed in said
+            assert advice in said
+        else:
+            assert "no Docker engine answers" in said
+            assert "scylla image build --host" in said
+
+
+def test_scylla_image_list_and_rm_touch_only_the_images_it_made(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`scylla image list` shows the host image under each of its tags; `rm` removes a tag of
+    one of ours and refuses any other image, removing nothing; `scylla sandbox docker` of an
+    image the engine lacks names the build command."""
+    from pytest_scylla.cli import main
+    from pytest_scylla.run.sandbox import docker_engine
+
+    from .conftest import needs_docker
+
+    needs_docker()
+    engine = docker_engine.client()
+    docker_engine.ensure_image(engine)
+    engine.images.get(docker_engine.IMAGE).tag("scylla-host", "rm-test")
+    try:
+        assert main(["image", "list"]) == 0
+        listed = capsys.readouterr().out
+        assert "scylla-host:rm-test" in listed
+        assert docker_engine.IMAGE in listed
+        assert main(["image", "rm", "scylla-host:rm-test", "debian:bookworm-slim"]) == 2
+        assert "debian:bookworm-slim: not an image pytest-scylla made" in capsys.readouterr().err
+        assert docker_engine.image_present(engine, "scylla-host:rm-test")  # nothing removed
+        assert main(["image", "rm", "scylla-host:rm-test"]) == 0
+        assert not docker_engine.image_present(engine, "scylla-host:rm-test")
+        assert docker_engine.image_present(engine, docker_engine.IMAGE)  # its other tag stays
+        assert main(["sandbox", "docker"]) == 0
+        assert main(["sandbox", "docker", "--image", "scylla-absent:0"]) == 1
+        assert "`scylla image build --tag scylla-absent:0`" in capsys.readouterr().err
+    finally:
+        with contextlib.suppress(Exception):
+            engine.images.remove("scylla-host:rm-test")
+        engine.close()

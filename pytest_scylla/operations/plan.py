@@ -94,19 +94,31 @@ def estimate(specs: list[Any], out: Path, model: str, oracle: str | None, fresh:
     for tier in sorted(rows, key=lambda t: (len(t), t)):
         r = rows[tier]
         lines.append(f"{tier:<6}{r['runs']:>6}{r['stored']:>8}{r['runs'] - r['stored']:>8}"
-                     f"{'$' + format(r['cost'], '.2f'):>12}{_time(r['seconds'] / workers):>11}")
-    lines.append(f"total: {total['runs']} runs, {total['stored']} stored in {out} "
-                 f"(reused), {to_run} to {'re-score' if rejudge else 'run'}: about "
-                 f"${total['cost']:.2f} and {_time(total['seconds'] / workers)} on {workers} "
-                 f"worker(s), from {len(past)} stored runs of history")
+                     f"{_dollars(r):>12}{_time(r['seconds'] / workers):>11}")
+    known = to_run - total["unknown"]
+    lines.append(f"total: {total['runs']} runs, {total['stored']} stored in {out}"
+                 f"{' (reused)' if total['stored'] else ''}, {to_run} to "
+                 f"{'re-score' if rejudge else 'run'}: " + (
+                     f"about ${total['cost']:.2f} and {_time(total['seconds'] / workers)} "
+                     f"for {known} on {workers} worker(s), from {len(past)} stored runs of "
+                     "history" if known else "no estimate (no stored runs of history)"))
     if total["unknown"]:
-        lines.append(f"no history for {total['unknown']} runs: not in the estimate; their "
-                     f"per-run limits (max_cost_usd) add up to ${unknown_cap:.2f}")
+        lines.append(f"no history for {total['unknown']} runs (? above): not estimated; "
+                     f"their per-run limits (max_cost_usd) add up to ${unknown_cap:.2f} of "
+                     "agent spend at most, judges not included")
     if budget is not None:
         verdict = "fits" if total["cost"] + (unknown_cap if total["unknown"] else 0) <= budget \
             else "may not fit: later runs would be skipped"
-        lines.append(f"budget ${budget:.2f}: the estimate {verdict}")
+        lines.append(f"budget ${budget:.2f}: the estimate {verdict}" + (
+            " (the runs without history counted at their limits)" if total["unknown"] else ""))
     return lines
+
+
+def _dollars(row: dict[str, Any]) -> str:
+    """A tier's estimated cost; `?` for what has no history (never a made-up $0.00)."""
+    if not row["unknown"]:
+        return f"${row['cost']:.2f}"
+    return "?" if row["unknown"] == row["runs"] - row["stored"] else f"${row['cost']:.2f} + ?"
 
 
 def _time(seconds: float) -> str:

@@ -8,15 +8,17 @@ downloaded), which also makes `--scylla-sandbox=auto` choose docker.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pytest_scylla.run.agents.claude_code import PINNED_VERSION
 from pytest_scylla.run.sandbox import SandboxError
-from pytest_scylla.run.sandbox.docker_engine import HOST, client, ensure_image
+from pytest_scylla.run.sandbox.docker_engine import HOST, IMAGE, client, ensure_image
 
 DOCKERFILE = Path(__file__).resolve().parents[2] / "images" / "Dockerfile"
 DEFAULT_BASE = "debian:bookworm-slim"
@@ -77,9 +79,48 @@ def _follow(chunk: dict[str, Any], tail: list[str], say: Callable[[str], None]) 
     return str(aux["ID"]) if "ID" in aux else None
 
 
+@dataclass(frozen=True)
+class Made:
+    """An image pytest-scylla made on the engine: an agent image or the host toolchain image."""
+
+    tag: str
+    id: str
+    size_mb: float
+    cli_version: str  # the agent image's Claude Code; the host image's is this machine's
+
+
+def made() -> list[Made]:
+    """The images pytest-scylla made on the engine (by its label, or the host image's name)."""
+    engine = client()
+    try:
+        found = engine.images.list(filters={"label": "io.scylla.image"})
+        with contextlib.suppress(Exception):
+            found.append(engine.images.get(IMAGE))
+        out = []
+        for image in found:
+            labels = (image.attrs.get("Config") or {}).get("Labels") or {}
+            version = labels.get("io.scylla.cli-version") or "(this machine's, bound)"
+            for tag in image.tags or [f"<untagged {image.short_id}>"]:
+                out.append(Made(tag, str(image.id), image.attrs.get("Size", 0) / 1e6, version))
+        return sorted(set(out), key=lambda m: m.tag)
+    finally:
+        engine.close()
+
+
+def remove(tag: str) -> None:
+    """Remove the tag `tag` (the image too once no tag is left); SandboxError when it fails."""
+    engine = client()
+    try:
+        engine.images.remove(tag)
+    except Exception as exc:  # in use by a container, gone meanwhile
+        raise SandboxError(f"{tag}: {exc}") from None
+    finally:
+        engine.close()
+
+
 def host() -> str:
     """The host toolchain image on the engine (imported from a tar of empty folders)."""
     return str(ensure_image(client()))
 
 
-__all__ = ["DEFAULT_BASE", "HOST", "build", "default_tag", "host"]
+__all__ = ["DEFAULT_BASE", "HOST", "Made", "build", "default_tag", "host", "made", "remove"]
