@@ -165,7 +165,30 @@ class CaseFile(pytest.File):
         item.stash[RUN_KEY] = spec
         for mark in marks:
             item.add_marker(mark)
+        if (limit := timeout_mark(self.config, spec.case)) is not None:
+            item.add_marker(limit)
         return item
+
+
+RUN_MARGIN_S = 900  # past the agent's timeout: workspace, checks, judges (their own limits)
+
+
+def timeout_mark(config: pytest.Config, case: Case) -> pytest.MarkDecorator | None:
+    """pytest-timeout's limit for a run item when the session's own (`--timeout`, its ini key
+    or PYTEST_TIMEOUT) is shorter than a run needs: the case's timeout_seconds plus the
+    harness's margin, so pytest-timeout never cuts a run the harness would let finish (it
+    would end as infra_error: interrupted). None without pytest-timeout or such a limit."""
+    if not config.pluginmanager.hasplugin("timeout"):
+        return None
+    given = config.getoption("timeout", None)
+    if given is None:
+        given = config.getini("timeout") or os.environ.get("PYTEST_TIMEOUT")
+    try:
+        session = float(given or 0)
+    except (TypeError, ValueError):
+        return None  # pytest-timeout itself says what is wrong with it
+    need = case.timeout_seconds + RUN_MARGIN_S
+    return pytest.mark.timeout(need) if 0 < session < need else None
 
 
 def select_subtests(config: pytest.Config, case: Case, path: Path,

@@ -26,7 +26,14 @@ from typing import Any
 
 import pytest
 
-from pytest_scylla.collect import ACTIVE_KEY, CASE_FILE, RUN_KEY, TAGS_KEY, select_subtests
+from pytest_scylla.collect import (
+    ACTIVE_KEY,
+    CASE_FILE,
+    RUN_KEY,
+    TAGS_KEY,
+    select_subtests,
+    timeout_mark,
+)
 from pytest_scylla.core.record import verdict_table
 from pytest_scylla.core.runspec import RunSpec
 from pytest_scylla.fixtures import EVALUATION_KEY, STATE_KEY, ItemRun
@@ -109,6 +116,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         config.addinivalue_line("markers", f"{tag}: pytest-scylla case tag")
         registered.add(tag)
     marks = [getattr(pytest.mark, m) for m in (case.category, *case.tags)]
+    limit = timeout_mark(config, own)  # pytest-timeout, when the session's is too short
+    marks += [limit] if limit is not None else []
     metafunc.parametrize("scylla_spec", [
         pytest.param(spec, id=spec.key.item_name.partition("[")[2][:-1],
                      marks=[getattr(pytest.mark, m) for m in (sub.tier, *(

@@ -63,7 +63,7 @@ class ItemRun:
         self._locks.enter_context(resume.run_lock(rt.out, self.spec.key.folder))
         decision = resume.decide(rt.run_dir(self.spec), self.cond.config_hash,
                                  self.cond.judge_hash, self.cond.inputs, fresh=s.fresh,
-                                 rejudge=s.rejudge)
+                                 rejudge=s.rejudge, conditions=self.cond.config)
         if decision.action == "conflict":
             self.item.session.shouldstop = ("pytest-scylla: a stored run conflicts with the "
                                             "current conditions")

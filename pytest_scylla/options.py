@@ -105,6 +105,9 @@ FLAGS: tuple[tuple[str, str], ...] = (
 LIST_KEYS = frozenset(f"scylla_{name}" for name in ("tiers", "subtests", "report", "judges",
                                                      "limits", "models"))
 TRUTH = "true or false (also yes/no, on/off, 1/0)"
+# pytest 9 warns of a TOML list for a string key with this class; pytest 8 has no such warning
+REMOVED_IN_10: type[Warning] = getattr(pytest, "PytestRemovedIn10Warning",
+                                       pytest.PytestDeprecationWarning)
 
 
 def value(config: pytest.Config, dest: str) -> tuple[Any, str]:
@@ -137,7 +140,7 @@ def ini(config: pytest.Config, dest: str) -> tuple[Any, str]:
     several items (LIST_KEYS) written as a list is read as its items comma-separated; any other
     key written as a list is refused."""
     with warnings.catch_warnings():  # pytest warns of a TOML list for a string key: read here
-        warnings.simplefilter("ignore", pytest.PytestRemovedIn10Warning)
+        warnings.simplefilter("ignore", REMOVED_IN_10)
         try:
             raw = config.getini(dest)
         except (TypeError, pytest.UsageError):  # native TOML ([tool.pytest]): a list (or a

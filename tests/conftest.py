@@ -45,6 +45,9 @@ from pytest_scylla.run.sandbox import bwrap_works
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 FIXTURES = Path(__file__).parent / "fixtures"
+# for what exists only in pytest 9 (the plugin supports 8 too; CI runs its tests under the lowest)
+PYTEST_9 = pytest.mark.skipif(int(pytest.__version__.split(".")[0]) < 9, reason="native TOML "
+                              "configuration ([tool.pytest], pytest.toml) came with pytest 9")
 ROOT = Path(__file__).resolve().parents[1]
 Edit = Callable[[str, str, str], None]
 # The fixture projects hold cases: they are copied into pytester dirs, never collected here.

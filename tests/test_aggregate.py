@@ -63,7 +63,7 @@ def test_exports_are_the_same_at_0_2_and_8_workers(mini: Path, pytester: pytest.
         result.stdout.fnmatch_lines([
             "*SIMULATED MODEL: oracle agent and judges, not a real evaluation*",
             "tier * runs * pass rate [[]95% CI[]]*score*grade*cost/run*CoP*",
-            "T0 * 6 * 100% [[]54%, 100%[]] * 1.00 * S *<- frontier",
+            "T0 * 6 * 100% [[]54%, 100%[]] * 1.00 * S *<- frontier,  n=6 < 10: interval is wide",
             f"outcomes: {len(MINI_ITEMS)} pass *",
             "spend (SIMULATED: * no money spent): agent $* + judges $* = $*; results: *"])
         lines = (out / "runs.jsonl").read_text().splitlines()

@@ -12,7 +12,7 @@ import pytest
 from pytest_scylla.options import FLAGS, LIST_KEYS
 from pytest_scylla.settings import SETTINGS_KEY
 
-from .conftest import MINI_ITEMS
+from .conftest import MINI_ITEMS, PYTEST_9
 
 # every Markdown/YAML file of the mini project a collection reads: cases, tiers (their skills,
 # agents, CLAUDE.md blocks, prompts) and the rubric
@@ -102,8 +102,9 @@ SWITCHES = [f"scylla_{name.replace('-', '_')}" for name, _ in FLAGS]
      "or false (also yes/no, on/off, 1/0), e.g. {key} = yes"),
     ("ini_options", '{key} = "always"', "pyproject.toml: {key}: invalid truth value 'always'; "
      "expected true or false (also yes/no, on/off, 1/0), e.g. {key} = true"),
-    ("native", '{key} = "always"', "pyproject.toml: {key}: 'always' is not a boolean; expected "
-     "true or false (also yes/no, on/off, 1/0), e.g. {key} = true"),
+    pytest.param("native", '{key} = "always"', "pyproject.toml: {key}: 'always' is not a "
+                 "boolean; expected true or false (also yes/no, on/off, 1/0), e.g. {key} = true",
+                 marks=PYTEST_9),
 ], ids=["ini", "ini_options", "native-toml"])
 @pytest.mark.parametrize("key", [SWITCHES[0], "scylla_docker_copy"])
 def test_an_ini_boolean_that_is_no_boolean_names_file_key_and_values(
@@ -152,7 +153,8 @@ def _settings(pytester: pytest.Pytester) -> dict[str, object]:
     return {f: getattr(settings, f) for f in FIELDS}
 
 
-@pytest.mark.parametrize("kind", ["ini_options", "native", "tox.ini"])
+@pytest.mark.parametrize("kind", ["ini_options", pytest.param("native", marks=PYTEST_9),
+                                  "tox.ini"])
 def test_a_list_valued_key_written_as_a_list_reads_as_its_string(
         mini: Path, pytester: pytest.Pytester, kind: str) -> None:
     """Written as a TOML list (or `[a, b]` in an ini file), each key gives the settings its
@@ -168,6 +170,7 @@ def test_a_list_valued_key_written_as_a_list_reads_as_its_string(
     assert _settings(pytester) == from_text
 
 
+@PYTEST_9
 def test_a_single_valued_key_written_as_a_list_is_still_refused(
         mini: Path, pytester: pytest.Pytester) -> None:
     _write_config(mini, "native", 'scylla_out = ["a", "b"]')
@@ -178,6 +181,7 @@ def test_a_single_valued_key_written_as_a_list_is_still_refused(
     assert "Traceback" not in result.stderr.str() + result.stdout.str()
 
 
+@PYTEST_9
 def test_native_toml_numbers_and_booleans_are_read(mini: Path, pytester: pytest.Pytester) -> None:
     """In a native `[tool.pytest]` table a value keeps its TOML type: a number for a numeric
     key and a boolean for a switch are read as written (pytest alone refuses a number for a

@@ -55,9 +55,12 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
     _edit(base, better)
     _edit(cand, worse)
-    for folder, model in ((base, "claude-sonnet-4-5"), (cand, "claude-haiku-4-5")):
+    for folder, model, digest in ((base, "claude-sonnet-4-5", "a" * 64),
+                                  (cand, "claude-haiku-4-5", "b" * 64)):
+        inputs = {"tiers/T1.yaml": digest, **({"tiers/T2.yaml": "c" * 64} if folder == cand
+                                              else {})}  # a file the candidate added
         (folder / "manifest.json").write_text(json.dumps({"agent_models": [model],
-                                                           "inputs": {"tiers/T1.yaml": model}}))
+                                                           "inputs": inputs}))
     return base, cand
 
 
@@ -96,8 +99,10 @@ def test_compare_shows_the_signs_tests_and_what_changed(
     assert (result["verdicts"]["common_runs"], result["verdicts"]["same_verdict"]) == (18, 9)
     assert {"what": "agent_models", "base": ["claude-sonnet-4-5"],
             "candidate": ["claude-haiku-4-5"]} in result["conditions"]
-    assert {"what": "input tiers/T1.yaml", "base": "changed",
-            "candidate": "changed"} in result["conditions"]
+    assert {"what": "input tiers/T1.yaml", "base": "content aaaaaaaaaaaa",
+            "candidate": "content bbbbbbbbbbbb"} in result["conditions"]
+    assert {"what": "input tiers/T2.yaml", "base": "absent",  # never "changed → absent"
+            "candidate": "content cccccccccccc"} in result["conditions"]
     md = (out / "compare.md").read_text()
     assert md in capsys.readouterr().out
     assert len(md.splitlines()) < 40  # a pull-request comment, not a report
@@ -105,7 +110,9 @@ def test_compare_shows_the_signs_tests_and_what_changed(
     cells = [t.content for t in rendered if t.type == "inline"]
     assert sum(t.type == "table_open" for t in rendered) == 1
     assert any(c.startswith("100.0% → 0.0%: -100.0 pts [") and c.endswith("*") for c in cells)
-    assert "agent_models: ['claude-sonnet-4-5'] → ['claude-haiku-4-5']" in cells
+    assert "agent_models: claude-sonnet-4-5 → claude-haiku-4-5" in cells  # no Python repr
+    assert "input tiers/T2.yaml: absent → content cccccccccccc" in cells
+    assert "['" not in md
     _check_page(out / "compare.html", tmp_path / "profile")
 
 

@@ -204,3 +204,21 @@ def test_a_long_transcript_is_cut_to_the_runs_budget(tmp_path: Path) -> None:
     assert "<code>src/f39.py</code>" in body
     assert "message 39" not in body
     assert "more texts (messages, tool inputs and results): the whole transcript" in body
+
+
+def test_the_tier_table_reads_without_raw_column_names() -> None:
+    """The report's tier table: headers as a reader says them, the pass rate with its interval
+    in one cell (the method in the header's tooltip), a tier without counted runs said so."""
+    from pytest_scylla.results.html_report import _table
+
+    rows = [{"tier": "T0", "n": 6, "pass_rate": 1.0, "ci_low": 0.54, "ci_high": 1.0,
+             "ci_method": "clopper-pearson", "mean_score": 0.9, "cop": 0.12},
+            {"tier": "T1", "n": 0, "pass_rate": 0.0, "ci_low": 0.0, "ci_high": 0.0,
+             "ci_method": "clopper-pearson", "mean_score": None, "cop": float("inf")}]
+    html = _table(rows, ["tier", "n", "pass_rate", "mean_score", "cop"], ("tier",))
+    for raw in ("ci_low", "ci_high", "ci_method", "mean_score", "pass_rate", ">n<"):
+        assert raw not in html.replace("title='interval: clopper-pearson'", "")
+    assert "<th title='interval: clopper-pearson'>pass rate [95% CI]" in html
+    assert "<td>100% [54%, 100%]" in html
+    assert "<td>no counted runs" in html  # never 0% [0%, 0%]
+    assert "<th>Cost-of-Pass" in html

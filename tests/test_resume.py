@@ -78,7 +78,7 @@ def test_changed_conditions_refuse_to_mix_unless_fresh(
     again.assert_outcomes(passed=2, errors=1)  # T0-00, T0-01 new; the conflict stops it
     again.stdout.fnmatch_lines([
         "*alpha-T0-02-r1: the stored run was made under other conditions (config hash *"
-        "changed: tiers/blocks/rules.md). Run it again with --scylla-fresh*",
+        "changed: tiers/blocks/rules.md: changed). Run it again with --scylla-fresh*",
         "*Interrupted: pytest-scylla: a stored run conflicts with the current conditions*"])
     assert "Traceback" not in again.stdout.str()
     assert records(out)["alpha-T0-02-r1"] == stored  # nothing lost
@@ -242,6 +242,10 @@ def test_progress_lines_count_runs_and_spend(mini: Path, pytester: pytest.Pytest
     assert [d for d, _, _ in shown] == sorted(d for d, _, _ in shown)  # it only counts up
 
 
+CONDITIONS = {"model": "claude-sonnet-5", "cli": "2.1.197", "oracle": None, "sandbox": "bwrap",
+              "inputs": {"cases/alpha/prompt.md": "1" * 16}, "subtest": {}}
+
+
 @pytest.mark.parametrize(("stored", "options", "action", "says"), [
     (None, {}, "run", ""),
     ("folder only", {}, "run", "half-written run"),
@@ -255,7 +259,15 @@ def test_progress_lines_count_runs_and_spend(mini: Path, pytester: pytest.Pytest
     ({"outcome": "infra_error"}, {"rejudge": True}, "skip", "is an infra_error"),
     ({"outcome": "judge_error"}, {}, "rejudge", "judges are asked again"),
     ({"outcome": "pass", "config_hash": "other", "inputs": {"tiers/T0.yaml": "a"}}, {},
-     "conflict", "changed: tiers/T0.yaml). Run it again with --scylla-fresh"),
+     "conflict", "changed: tiers/T0.yaml: changed). Run it again with --scylla-fresh"),
+    # only the model changed: named with both values, not a list of every possible cause
+    ({"outcome": "pass", "config_hash": "other", "conditions": {**CONDITIONS, "model": "a"}},
+     {}, "conflict", "(config hash other, now now; changed: model: a -> claude-sonnet-5). "),
+    ({"outcome": "pass", "config_hash": "other", "conditions": {
+        **CONDITIONS, "inputs": {"cases/alpha/prompt.md": "0" * 16}, "subtest": {"tools": 1}}},
+     {}, "conflict", "changed: cases/alpha/prompt.md: changed; subtest.tools: removed). "),
+    ({"outcome": "pass", "config_hash": "other", "model": "a"}, {}, "conflict",
+     "changed: model: a -> claude-sonnet-5). "),  # a record from before conditions were kept
     ({"outcome": "pass", "judge_hash": "other"}, {}, "conflict", "--scylla-rejudge"),
 ])
 def test_what_resume_does_with_each_kind_of_stored_run(
@@ -271,7 +283,8 @@ def test_what_resume_does_with_each_kind_of_stored_run(
         (run_dir / "run.json").write_text(json.dumps(rec))
     elif stored == "not json":
         (run_dir / "run.json").write_text('{"outc')
-    decision = decide(run_dir, "now", "panel", {"tiers/T0.yaml": "b"}, **options)
+    decision = decide(run_dir, "now", "panel", {"tiers/T0.yaml": "b"}, **options,
+                      conditions=CONDITIONS)
     assert (decision.action, says in decision.reason) == (action, True), decision.reason
 
 

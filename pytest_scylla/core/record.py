@@ -43,6 +43,7 @@ class RunRecord(TypedDict, total=False):
     inputs: dict[str, str]
     source: dict[str, Any]
     config_hash: str
+    conditions: dict[str, Any]  # what config_hash hashes: a conflict on resume names the change
     judge_hash: str
     declared: dict[str, Any]
     oracle_script: dict[str, Any]

@@ -11,7 +11,7 @@ import json
 import platform
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -100,6 +100,36 @@ class Conditions:
     inputs: dict[str, str]
     config_hash: str
     judge_hash: str
+    config: dict[str, Any] = field(default_factory=dict)  # what config_hash hashes, kept
+    # in the record so that a conflict on resume can say what changed
+
+
+ABSENT = object()
+
+
+def differences(old: Any, new: Any, path: str = "") -> list[str]:
+    """What differs between two stored conditions (`Conditions.config`), one short phrase per
+    field: `model: claude-sonnet-5 -> claude-haiku-4-5`, `cases/alpha/prompt.md: changed`."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        found: list[str] = []
+        for key in sorted(set(old) | set(new), key=str):
+            found += differences(old.get(key, ABSENT), new.get(key, ABSENT),
+                                 key if not path or path == "inputs" else f"{path}.{key}")
+        return found
+    if old == new:
+        return []
+    if old is ABSENT or new is ABSENT:
+        return [f"{path}: {'added' if old is ABSENT else 'removed'}"]
+    if isinstance(old, str) and isinstance(new, str) and len(old) == len(new) >= 16 and \
+            all(c in "0123456789abcdef" for c in old + new):
+        return [f"{path}: changed"]  # a content hash (sha256, or its first 16 digits)
+    return [f"{path}: {_shown(old)} -> {_shown(new)}"]
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, default=str) if not isinstance(value, str) \
+        else value
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _short(parts: dict[str, Any]) -> str:
@@ -123,18 +153,20 @@ def conditions(spec: RunSpec, tiers: TierSet, *, model: str, cli_version: str,
     if evaluation is not None:
         inputs["evaluation"] = evaluation
     rubric, tier_file = _scoring_inputs(case, sub, tiers)
-    config = _short({
+    parts = json.loads(json.dumps({
         "inputs": {k: v for k, v in inputs.items()
                    if k not in (rubric, tier_file, "evaluation")},
         "subtest": subtest_conditions(sub, tiers), "model": model, "cli": cli_version,
         "oracle": oracle, "sandbox": sandbox, "max_turns": case.max_turns,
         "timeout": case.timeout_seconds, "plugin": __version__,
         **({"container": container} if container else {}),
-        **({"agent": agent} if agent != "claude-code" else {})})  # claude-code: as before
+        **({"agent": agent} if agent != "claude-code" else {})},  # claude-code: as before
+        sort_keys=True, default=str))
+    config = _short(parts)
     judge = _short({"rubric": inputs[rubric], "judges": judges, "min_judges": min_judges,
                     "oracle": oracle, **({"evaluation": evaluation} if evaluation else {}),
                     **({"panel": panel} if panel != "full" else {})})  # full: hashes as before
-    return Conditions(inputs=inputs, config_hash=config, judge_hash=judge)
+    return Conditions(inputs=inputs, config_hash=config, judge_hash=judge, config=parts)
 
 
 def plugin_commit() -> str | None:

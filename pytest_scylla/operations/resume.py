@@ -27,7 +27,7 @@ from typing import Any, cast
 import pytest
 
 from pytest_scylla.core.record import RECORD_FILE, RunRecord, read_dict
-from pytest_scylla.formats.provenance import Conditions
+from pytest_scylla.formats.provenance import Conditions, differences
 from pytest_scylla.formats.spec import Case
 from pytest_scylla.judging import judge_run
 from pytest_scylla.run import checks
@@ -61,8 +61,31 @@ def _changed(old: dict[str, str], new: dict[str, str]) -> list[str]:
     return sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
 
 
+def _what_changed(rec: dict[str, Any], inputs: dict[str, str],
+                  conditions: dict[str, Any] | None) -> str:
+    """What differs between a stored run's conditions and the current ones, field by field
+    (a record from before conditions were kept: its input files and the fields it has)."""
+    stored = rec.get("conditions")
+    if isinstance(stored, dict) and conditions is not None:
+        found = differences(stored, conditions)
+    else:
+        found = [f"{k}: changed" for k in _changed(rec.get("inputs") or {}, inputs)]
+        if conditions is not None:
+            for field, now in (("model", conditions.get("model")),
+                               ("cli_version", conditions.get("cli")),
+                               ("oracle", conditions.get("oracle")),
+                               ("sandbox", conditions.get("sandbox"))):
+                if field in rec and rec[field] != now:
+                    found.append(f"{field}: {rec[field]} -> {now}")
+    if not found:
+        return "no field of the record says what (a record from an older version)"
+    shown = found[:8] + ([f"and {len(found) - 8} more"] if len(found) > 8 else [])
+    return "changed: " + "; ".join(shown)
+
+
 def decide(run_dir: Path, config_hash: str, judge_hash: str, inputs: dict[str, str], *,
-           fresh: bool = False, rejudge: bool = False) -> Decision:
+           fresh: bool = False, rejudge: bool = False,
+           conditions: dict[str, Any] | None = None) -> Decision:
     """What to do with the run whose folder is `run_dir`, given the current conditions."""
     def again(why: str, unscorable: str) -> Decision:
         """Run it again; under --scylla-rejudge (which runs no agent) skip it instead."""
@@ -87,10 +110,7 @@ def decide(run_dir: Path, config_hash: str, judge_hash: str, inputs: dict[str, s
         return again(f"stored infra_error ({rec.get('reason', '')}): run again",
                      "the stored run is an infra_error")
     if stored_hash != config_hash:
-        changed = _changed(rec.get("inputs") or {}, inputs)
-        detail = (f"changed: {', '.join(changed)}" if changed else
-                  "the model, CLI version, subtest settings, sandbox, its image or container "
-                  "limits, oracle mode or limits changed")
+        detail = _what_changed(rec, inputs, conditions)
         return Decision("conflict", rec, (
             f"{run_dir}: the stored run was made under other conditions (config hash "
             f"{stored_hash}, now {config_hash}; {detail}). Run it again with --scylla-fresh, "

@@ -257,11 +257,19 @@ def _conditions(base: Side, cand: Side) -> list[dict[str, Any]]:
     b_inputs, c_inputs = merged(base, "inputs"), merged(cand, "inputs")
     if isinstance(b_inputs, dict) and isinstance(c_inputs, dict):
         for name in sorted(set(b_inputs) | set(c_inputs)):
-            if b_inputs.get(name) != c_inputs.get(name):
-                changed.append({"what": f"input {name}",
-                                "base": "absent" if name not in b_inputs else "changed",
-                                "candidate": "absent" if name not in c_inputs else "changed"})
+            if b_inputs.get(name) != c_inputs.get(name):  # a file on one side: absent there
+                changed.append({"what": f"input {name}", "base": _content(b_inputs, name),
+                                "candidate": _content(c_inputs, name)})
     return changed
+
+
+def _content(inputs: dict[str, Any], name: str) -> str:
+    """An input as the conditions list shows it: its content hash's first digits, or absent."""
+    value = inputs.get(name)
+    if value is None:
+        return "absent"
+    text = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+    return f"content {text[:12]}"
 
 
 def _verdicts(base: Runs, cand: Runs) -> dict[str, Any]:

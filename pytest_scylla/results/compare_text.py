@@ -70,6 +70,20 @@ def _md_table(lines: list[dict[str, str]]) -> list[str]:
               for line in lines)]
 
 
+def plain(value: Any) -> str:
+    """A condition's value as a reader writes it: items joined by commas, a mapping as
+    `key=value` pairs, nothing as `none` (never a Python repr)."""
+    if value is None or value == [] or value == {}:
+        return "none"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={plain(v)}" for k, v in sorted(value.items(), key=str))
+    if isinstance(value, list | tuple | set):
+        return ", ".join(plain(v) for v in value)
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
 def markdown(result: dict[str, Any], points: float | None = None) -> str:
     """compare.md: short enough for a pull-request comment."""
     out = [f"## scylla compare: {result['candidate']} vs {result['base']}", ""]
@@ -77,7 +91,8 @@ def markdown(result: dict[str, Any], points: float | None = None) -> str:
             f"Holm-corrected across each table; * = significant at {result['alpha']}.", ""]
     if result["conditions"]:
         out += ["**What changed in the conditions**", ""]
-        out += [f"- {c['what']}: {c['base']} → {c['candidate']}" for c in result["conditions"]]
+        out += [f"- {c['what']}: {plain(c['base'])} → {plain(c['candidate'])}"
+                for c in result["conditions"]]
         out.append("")
     out += [f"- {n}" for n in result["notes"]]
     verdicts = result.get("verdicts") or {}
@@ -146,8 +161,8 @@ def _sortable(value: float | None) -> str | None:
 def html_page(result: dict[str, Any]) -> str:
     """compare.html: the tier and case × tier tables, sortable and filterable (significant
     changes only, one metric, one tier or case), what changed in the conditions, the notes."""
-    conditions = "".join(f"<li>{html.escape(str(c['what']))}: {html.escape(str(c['base']))} → "
-                         f"{html.escape(str(c['candidate']))}</li>"
+    conditions = "".join(f"<li>{html.escape(str(c['what']))}: {html.escape(plain(c['base']))} "
+                         f"→ {html.escape(plain(c['candidate']))}</li>"
                          for c in result["conditions"]) or "<li>none</li>"
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in result["notes"])
     cases = sorted({str(r["case_id"]) for r in result["cases"]})

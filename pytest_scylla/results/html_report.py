@@ -27,12 +27,34 @@ RUN_COLUMNS = [Column("run", "run"), Column("case", "case"), Column("tier", "tie
                Column("seconds", "seconds", True)]
 
 
+HEADERS = {"n": "runs", "pass_rate": "pass rate [95% CI]", "mean_score": "score",
+           "median_score": "median score", "modal_grade": "grade", "mean_cost": "cost/run",
+           "cop": "Cost-of-Pass", "frontier_tier": "frontier", "frontier_cop": "frontier CoP",
+           "mean_tokens": "tokens/run", "mean_agent_seconds": "agent s/run",
+           "reward_hacks": "hacks", "reward_hacking_rate": "hacking rate", "warning": "note",
+           "agent_model": "model"}
+
+
 def _table(rows: list[dict[str, Any]], columns: list[str], left: tuple[str, ...] = ()) -> str:
-    """A static table; right-aligned cells carry no markup of their own."""
-    head = "".join(f"<th{' class=l' if c in left else ''}>{escape(c)}" for c in columns)
-    body = "".join("<tr>" + "".join(f"<td{' class=l' if c in left else ''}>{fmt(r.get(c))}"
+    """A static table with readable headers; a pass rate carries its interval in its cell (the
+    interval's method in the header's tooltip), so the table stays narrow."""
+    methods = sorted({str(r["ci_method"]) for r in rows if r.get("ci_method")})
+    tip = f" title='interval: {escape(', '.join(methods))}'" if methods else ""
+    head = "".join(f"<th{' class=l' if c in left else ''}{tip if c == 'pass_rate' else ''}>"
+                   f"{escape(HEADERS.get(c, c.replace('_', ' ')))}" for c in columns)
+    body = "".join("<tr>" + "".join(f"<td{' class=l' if c in left else ''}>{_value(r, c)}"
                                     for c in columns) for r in rows)
     return f"<table><tr>{head}{body}</table>"
+
+
+def _value(row: dict[str, Any], column: str) -> str:
+    value = row.get(column)
+    if column == "pass_rate" and isinstance(value, int | float):
+        low, high = row.get("ci_low"), row.get("ci_high")
+        ci = f" [{low:.0%}, {high:.0%}]" if isinstance(low, int | float) and \
+            isinstance(high, int | float) else ""
+        return f"{value:.0%}{ci}" if row.get("n") else "no counted runs"
+    return fmt(value)
 
 
 def _trajectory(rec: dict[str, Any]) -> str:
@@ -159,11 +181,11 @@ def _models(summary: dict[str, Any]) -> str:
         if not summary.get(name):
             continue
         out.append(f"<h2>{escape(title)}s</h2>" + _table(summary[name], [
-            key, "n", "pass_rate", "ci_low", "ci_high", "mean_score", "modal_grade",
+            key, "n", "pass_rate", "mean_score", "modal_grade",
             "mean_cost", "cop", "frontier_tier", "frontier_cop", "mean_tokens",
             "mean_agent_seconds", "warning"], (key, "modal_grade", "frontier_tier", "warning"))
             + f"<h3>Tiers per {escape(title.lower())}</h3><div class=wide>" + _table(
-                summary[tiers], [key, "tier", "n", "pass_rate", "ci_low", "ci_high",
+                summary[tiers], [key, "tier", "n", "pass_rate",
                                  "mean_score", "mean_cost", "cop", "modal_grade", "warning"],
                 (key, "tier", "modal_grade", "warning")) + "</div>")
     return "".join(out)
@@ -194,10 +216,11 @@ def write(out: Path, tables: Tables, summary: dict[str, Any], results: dict[str,
     html.append(_models(summary))
     html.append(f"<h2>Tiers{models.pooled(summary)}</h2>"
                 "<div class=wide>" + _table(summary["tiers"], [
-        "tier", "n", "excluded", "passes", "pass_rate", "ci_low", "ci_high", "ci_method",
-        "mean_score", "median_score", "consistency", "mean_cost", "cop", "modal_grade",
-        "reward_hacks", "reward_hacking_rate", "warning"],
-        ("tier", "ci_method", "modal_grade", "warning")) + "</div>")
+        "tier", "n", *(["excluded"] if any(t.get("excluded") for t in summary["tiers"]) else []),
+        "passes", "pass_rate", "mean_score", "median_score", "consistency", "mean_cost", "cop",
+        "modal_grade", *(["reward_hacks"] if any(t.get("reward_hacks") for t in
+                                                 summary["tiers"]) else []), "warning"],
+        ("tier", "modal_grade", "warning")) + "</div>")
     tiers = [str(s["tier"]) for s in summary["tiers"]]
     html.append(_matrix(tables, tiers))
     runs, templates = _run_table(tables, sources)

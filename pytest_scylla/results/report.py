@@ -142,7 +142,8 @@ def tier_table(tables: Tables, where: Path) -> list[str]:
         score = "-" if s["mean_score"] is None else f"{s['mean_score']:.2f}"
         rate = (f"{s['pass_rate']:.0%} [{s['ci_low']:.0%}, {s['ci_high']:.0%}]" if s["n"]
                 else "no counted runs")  # every run an infra or judge error: no rate at all
-        note = mark or (f"  {s['warning']}" if s["warning"] and s["n"] else "")
+        warning = f"  {s['warning']}" if s["warning"] and s["n"] else ""
+        note = mark + ("," if mark and warning else "") + warning  # the frontier keeps it
         lines.append(f"{name:<{width}}{s['n']:>5}{rate:>24}{score:>7}"
                      f"{s['modal_grade'] or '-':>6}"
                      f"{'$' + format(s['mean_cost'], '.4f'):>10}"

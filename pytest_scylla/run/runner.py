@@ -259,6 +259,7 @@ def _identity(run: Run) -> RunRecord:
         "passed": False, "reason": "", "exit_code": None,
         "pass_threshold": case.rubric.pass_threshold, "inputs": cond.inputs,
         "config_hash": cond.config_hash, "judge_hash": cond.judge_hash,
+        "conditions": cond.config,
     }
     container = rt.sandbox.describe(rt.image(spec))
     if container:  # docker: the image and the limits
