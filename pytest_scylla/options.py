@@ -72,7 +72,8 @@ OPTIONS: tuple[tuple[str, str, str, str], ...] = (
      "spend would pass it no new run starts (those are skipped, saying why); runs in flight "
      "finish (default: no budget)", "USD", ""),
     ("max-run-cost", "every run's own cost limit in dollars, instead of each case's "
-     "max_cost_usd", "USD", ""),
+     "max_cost_usd (default: each case's max_cost_usd; $2.00 for a case that sets none)",
+     "USD", ""),
     ("retries", "attempts the gateway makes on a 408/429/5xx/529 answer or a lost connection "
      "before the run is an infra_error (default 4)", "N", "4"),
     ("retry-wait", "most seconds the gateway waits on one call's retries; a longer retry-after "
@@ -143,8 +144,18 @@ def ini(config: pytest.Config, dest: str) -> tuple[Any, str]:
         warnings.simplefilter("ignore", REMOVED_IN_10)
         try:
             raw = config.getini(dest)
-        except (TypeError, pytest.UsageError):  # native TOML ([tool.pytest]): a list (or a
-            # number) for a string key (pytest 9.2 raises the TypeError as a UsageError)
+        except (TypeError, ValueError, pytest.UsageError) as exc:  # native TOML
+            # ([tool.pytest]): a list (or a number) for a string key (pytest 9.2 raises the
+            # TypeError as a UsageError); or a number key whose value is no number
+            name = dest.removeprefix("scylla_").replace("_", "-")
+            if TYPED_INI and name in TYPED and not (
+                    _in_toml(config) and isinstance(_native_toml(config, dest), list)):
+                cause = exc.__cause__ if isinstance(exc, pytest.UsageError) and \
+                    exc.__cause__ else exc
+                raise pytest.UsageError(
+                    f"{_origin(config, dest)}: {cause}; expected "
+                    f"{'a whole number' if TYPED[name] == 'int' else 'a number'}, e.g. "
+                    f"{dest} = {'3' if TYPED[name] == 'int' else '60'}") from None
             if not _in_toml(config):
                 raise
             raw = _native_toml(config, dest)
@@ -193,18 +204,51 @@ def as_list(raw: Any) -> tuple[str, ...] | None:
     return items or None
 
 
+# `pytest --help` shows the options in these groups, in this order
+GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "scylla": ("pytest-scylla: what runs (evaluate agentic coding CLIs)", (
+        "oracle", "only", "skip", "runs", "tiers", "subtests", "agent", "model", "models",
+        "shard", "plan")),
+    "scylla-results": ("pytest-scylla: results and resuming", (
+        "out", "label", "report", "fresh", "rejudge", "keep-workspaces", "record-bodies",
+        "replay", "progress")),
+    "scylla-isolation": ("pytest-scylla: sandbox and limits", (
+        "sandbox", "image", "limits", "docker-copy", "cli")),
+    "scylla-judging": ("pytest-scylla: judges", ("judges", "min-judges", "panel")),
+    "scylla-spend": ("pytest-scylla: spend and faults", (
+        "budget-usd", "max-run-cost", "retries", "retry-wait", "max-pause")),
+    "scylla-inputs": ("pytest-scylla: where inputs are", (
+        "tiers-dir", "packaged-tiers", "rubrics-dir", "cache-dir")),
+}
+# ini keys read as numbers (pytest 8.4 and later say so in --help); the others are strings
+# (an empty value, as for --scylla-budget-usd, means "not set")
+TYPED = {"runs": "int", "min-judges": "int", "retries": "int", "retry-wait": "float",
+         "max-pause": "float"}
+TYPED_INI = pytest.version_tuple[:2] >= (8, 4)
+
+
+def _group(parser: pytest.Parser, name: str) -> Any:
+    found = next(g for g, (_, names) in GROUPS.items() if name in names)
+    return parser.getgroup(found, GROUPS[found][0])
+
+
 def addoptions(parser: pytest.Parser) -> None:
-    group = parser.getgroup("scylla", "pytest-scylla: evaluate agentic coding CLIs")
+    for key in GROUPS:  # made in order, so --help lists them so
+        parser.getgroup(key, GROUPS[key][0])
     for name, help_text, metavar, default in OPTIONS:
         dest = f"scylla_{name.replace('-', '_')}"
-        group.addoption(f"--scylla-{name}", dest=dest, metavar=metavar, default=None,
-                        help=help_text)
-        parser.addini(dest, f"[pytest-scylla] {help_text}", default=default)
+        _group(parser, name).addoption(f"--scylla-{name}", dest=dest, metavar=metavar,
+                                       default=None, help=help_text)
+        kind = TYPED.get(name) if TYPED_INI else None
+        parser.addini(dest, f"[pytest-scylla] {help_text}", type=kind or "string",  # type: ignore[arg-type]
+                      default=(int(default) if kind == "int" else float(default)) if kind
+                      else default)
     for name, help_text in FLAGS:
         dest = f"scylla_{name.replace('-', '_')}"
-        group.addoption(f"--scylla-{name}", dest=dest, action="store_true", default=None,
-                        help=help_text)
+        _group(parser, name).addoption(f"--scylla-{name}", dest=dest, action="store_true",
+                                       default=None, help=help_text)
         parser.addini(dest, f"[pytest-scylla] {help_text}", type="bool", default=False)
+    group = _group(parser, "oracle")
     group.addoption(
         "--scylla-oracle", dest="scylla_oracle", nargs="?", const="solution", default=None,
         choices=ORACLE_MODES, metavar="MODE",

@@ -72,6 +72,34 @@ def test_pytest_help_lists_every_scylla_option(pytester: pytest.Pytester) -> Non
     # the case roots (an ini key only)
     assert ini == sorted([*(o[2:].replace("-", "_") for o in options
                             if o not in ("--scylla-only", "--scylla-skip")), "scylla_cases"])
+    # in six groups, each option in one, in the order a reader looks for them
+    from pytest_scylla.options import GROUPS
+
+    text = result.stdout.str()
+    titles = [text.index(f"\n{title}:\n") for title, _ in GROUPS.values()]
+    assert titles == sorted(titles)
+    grouped = sorted(f"--scylla-{n}" for _, names in GROUPS.values() for n in names)
+    assert grouped == options
+    for (title, names), end in zip(GROUPS.values(), [*titles[1:], len(text)], strict=True):
+        block = text[text.index(f"\n{title}:\n"):end]
+        assert all(f"--scylla-{n}" in block for n in names), title
+    if pytest.version_tuple[:2] >= (8, 4):  # number keys say so (pytest 8.4 types ini keys)
+        assert re.search(r"^  scylla_runs \(int\):", text, re.M)
+        assert re.search(r"^  scylla_retry_wait \(float\):", text, re.M)
+    assert "$2.00 for a case that sets none" in text  # --scylla-max-run-cost's default
+
+
+def test_a_number_ini_key_that_is_no_number_names_file_key_and_fix(
+        pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nscylla_runs = many\n")
+    (pytester.path / "cases").mkdir()
+    result = pytester.runpytest("cases", "--co")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    said = result.stderr.str()
+    assert "tox.ini: scylla_runs" in said  # the file and the key
+    assert "'many'" in said
+    assert "e.g. scylla_runs = 3" in said or "e.g. --scylla-runs" in said  # the fix
+    assert "Traceback" not in said
 
 
 def test_scylla_command_help() -> None:
