@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, cast
 import pytest
 
 from pytest_scylla.collect import JUNIT_PROPERTIES, RUN_KEY, runtime
-from pytest_scylla.core.record import RunRecord
+from pytest_scylla.core.record import REPORT_PROPERTY, RunRecord
 from pytest_scylla.core.runspec import RunSpec
 from pytest_scylla.core.terminal import safe
 from pytest_scylla.run.sandbox import SandboxError
@@ -141,7 +141,7 @@ class ItemRun:
             return
         self.reported = True
         rec = json.loads(json.dumps(self.record))
-        self.item.user_properties.append(("scylla_run", rec))
+        self.item.user_properties.append((REPORT_PROPERTY, rec))
         for name in JUNIT_PROPERTIES:
             self.item.user_properties.append((f"scylla_{name}", rec.get(name)))
 

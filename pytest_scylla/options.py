@@ -240,7 +240,8 @@ def addoptions(parser: pytest.Parser) -> None:
         _group(parser, name).addoption(f"--scylla-{name}", dest=dest, metavar=metavar,
                                        default=None, help=help_text)
         kind = TYPED.get(name) if TYPED_INI else None
-        parser.addini(dest, f"[pytest-scylla] {help_text}", type=kind or "string",  # type: ignore[arg-type]
+        ini_type: Any = kind or "string"  # "int"/"float": pytest 8.4's, unknown to 8.0's stubs
+        parser.addini(dest, f"[pytest-scylla] {help_text}", type=ini_type,
                       default=(int(default) if kind == "int" else float(default)) if kind
                       else default)
     for name, help_text in FLAGS:

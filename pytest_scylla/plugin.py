@@ -13,6 +13,7 @@ import pytest
 from pytest_scylla import collect, options, settings
 from pytest_scylla.collect import ACTIVE_KEY
 from pytest_scylla.core.folders import shown
+from pytest_scylla.core.record import bound_report, of_report
 from pytest_scylla.core.runspec import model_label
 from pytest_scylla.core.terminal import safe, scrub
 from pytest_scylla.formats.spec import CATEGORIES
@@ -344,6 +345,14 @@ def _bystander_line(config: pytest.Config) -> list[str]:
 
 
 @pytest.hookimpl(wrapper=True)
+def pytest_runtest_logreport(report: pytest.TestReport) -> Generator[None, None, None]:
+    """Before anyone reads a report: its whole run record moves to `report.scylla_record` (the
+    session's own readers use it), its JUnit property to a short summary."""
+    bound_report(report)
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
                               ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     """What pytest prints of a run item (its failure or error text, a skip reason, captured
@@ -362,8 +371,8 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config
     panel could not score (judged in the test body) is an ERROR like other harness failures."""
     if report.when != "call":
         return None
-    rec = dict(report.user_properties).get("scylla_run")
-    if not isinstance(rec, dict):
+    rec = of_report(report)
+    if rec is None:
         return None
     if report.failed and rec.get("outcome") == "judge_error":  # the panel, not the model
         return "error", "E", ("ERROR (judge_error)", {"red": True})

@@ -480,7 +480,8 @@ def test_x_stops_after_the_first_failing_run_and_junitxml_has_each_run(
     assert "FAIL check readme" in (failure.text or "")
     for case, key in zip(cases, ["alpha-T0-01-r1", "beta-T0-01-r1"], strict=True):
         [record] = [p.get("value") for p in case.iter("property") if p.get("name") == "scylla_run"]
-        assert f"'run_key': '{key}'" in (record or "")
+        assert json.loads(record or "{}")["run_key"] == key  # a summary, not the record
+        assert len(record or "") < 1000
         rec = records(out)[key]
         props = {p.get("name"): p.get("value") for p in case.iter("property")}
         assert {n: props[f"scylla_{n}"] for n in ("tier", "subtest", "outcome", "score", "grade",

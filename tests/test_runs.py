@@ -351,18 +351,25 @@ def pytest_configure(config):
 def pytest_runtest_logreport(report):
     if report.when == "call" and not hasattr(CONFIG[0], "workerinput"):  # the controller
         with open("seen.jsonl", "a") as f:
-            f.write(json.dumps(dict(report.user_properties)["scylla_run"]) + "\n")
+            f.write(json.dumps(report.scylla_record) + "\n")
+            f.write(dict(report.user_properties)["scylla_run"] + "\n")  # what JUnit writes
 """)
     out = mini / "out"
     result = pytester.runpytest("cases", "-k", "alpha and T0", *workers(2), *oracle,
                                 f"--scylla-out={out}")
     result.assert_outcomes(passed=3)
-    seen = [json.loads(line) for line in (mini / "seen.jsonl").read_text().splitlines()]
+    lines = [json.loads(line) for line in (mini / "seen.jsonl").read_text().splitlines()]
+    seen, summaries = lines[::2], lines[1::2]
     on_disk = records(out)
     assert len(on_disk) == 3
     assert sorted(r["run_key"] for r in seen) == sorted(on_disk)
-    for rec in seen:
-        assert rec == on_disk[rec["run_key"]]
+    for rec, summary in zip(seen, summaries, strict=True):
+        assert rec == on_disk[rec["run_key"]]  # the whole record, at report.scylla_record
+        # the JUnit property: a bounded summary pointing at the whole record
+        assert len(json.dumps(summary)) < 1000 < len(json.dumps(rec))
+        assert summary["record"] == f"runs/{rec['run_key']}/run.json"
+        assert {k: summary[k] for k in ("run_key", "outcome", "score", "cost_usd")} == {
+            k: rec[k] for k in ("run_key", "outcome", "score", "cost_usd")}
 
 
 @pytest.mark.parametrize(("args", "env", "message"), [

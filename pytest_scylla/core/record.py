@@ -177,3 +177,33 @@ def verdict_table(rec: RunRecord) -> str:
                  f"agent {rec['timings'].get('agent_s')}s"
                  f"{'  [SIMULATED MODEL]' if rec.get('simulated') else ''}")
     return "\n".join(lines)
+
+
+REPORT_PROPERTY = "scylla_run"  # the run's record on its pytest reports (crosses from workers)
+SUMMARY_FIELDS = ("run_key", "tier", "subtest", "outcome", "passed", "score", "grade",
+                  "cost_usd", "cached")
+
+
+def of_report(report: Any) -> dict[str, Any] | None:
+    """The whole run record a pytest report carries (see `bound_report`), or None."""
+    whole = getattr(report, "scylla_record", None)
+    if isinstance(whole, dict):
+        return whole
+    found = dict(report.user_properties).get(REPORT_PROPERTY)
+    return found if isinstance(found, dict) else None
+
+
+def bound_report(report: Any) -> None:
+    """Keep the whole record on the report as an attribute and leave in its user properties
+    (what JUnit XML writes, a property per test) a summary of a few hundred bytes: the main
+    fields, the reason cut to 300 characters and where the whole record is."""
+    rec = of_report(report)
+    if rec is None:
+        return
+    report.scylla_record = rec
+    summary = {k: rec.get(k) for k in SUMMARY_FIELDS if k in rec}
+    reason = str(rec.get("reason") or "")
+    summary["reason"] = reason if len(reason) <= 300 else reason[:297] + "..."
+    summary["record"] = f"runs/{rec.get('run_key')}/{RECORD_FILE}"
+    report.user_properties = [(k, json.dumps(summary) if k == REPORT_PROPERTY else v)
+                              for k, v in report.user_properties]

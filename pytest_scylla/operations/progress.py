@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from pytest_scylla import settings
+from pytest_scylla.core.record import of_report
 from pytest_scylla.core.runspec import is_run_item
 from pytest_scylla.core.terminal import safe
 from pytest_scylla.operations.ledger import Ledger
@@ -68,8 +69,7 @@ class Progress:
         if not finished or not is_run_item(report.nodeid):
             return
         self.done += 1
-        rec: dict[str, Any] | None = dict(report.user_properties).get(  # type: ignore[assignment]
-            "scylla_run")
+        rec = of_report(report)
         if report.skipped:
             self.skipped += 1
         if rec is not None:

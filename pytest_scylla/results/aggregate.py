@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pytest_scylla.core.record import read_dict
+from pytest_scylla.core.record import of_report, read_dict
 from pytest_scylla.core.runspec import RunKey, is_run_item
 from pytest_scylla.core.terminal import safe
 from pytest_scylla.core.warm import import_soon
@@ -93,8 +93,7 @@ class Aggregator:
             handle.write(json.dumps(rec, separators=(",", ":")) + "\n")
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        props = dict(report.user_properties)
-        rec: dict[str, Any] | None = props.get("scylla_run")  # type: ignore[assignment]
+        rec = of_report(report)
         if report.skipped and report.when == "setup" and is_run_item(report.nodeid):
             reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else ""
             self.skips[str(reason).removeprefix("Skipped: ").split(":")[0]] += 1
