@@ -123,6 +123,12 @@ def build_parser() -> argparse.ArgumentParser:
     pln.add_argument("pytest_args", nargs=argparse.REMAINDER, metavar="PYTEST ARGS",
                      help="the pytest arguments of the session to plan, e.g. cases/ -n 4 "
                           "--scylla-runs=10 --scylla-out=reports/main")
+    chk = sub.add_parser("check-case", help="check that each case tells a solved task from an "
+                         "unsolved one: an oracle run (the reference solution, through the real "
+                         "CLI and sandbox) passes every check, and the untouched source fails one "
+                         "(no real model, nothing spent); exit code 1 when a case does not")
+    chk.add_argument("cases", nargs="*", type=Path, metavar="CASE",
+                     help="case folders, or folders above them (default: cases)")
     sandbox_cli.add_parsers(sub)
     return parser
 
@@ -186,6 +192,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         echo(f"imported {count} runs from {args.src} into {args.dest}; "
               f"rebuild with: scylla report {args.dest}")
         return 0
+    if args.command == "check-case":
+        from pytest_scylla.case_check import check_cases
+
+        return check_cases(args.cases, [])
     if args.command == "image":
         return sandbox_cli.image(args)
     if args.command == "sandbox":
