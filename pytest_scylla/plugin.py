@@ -65,6 +65,11 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[BYSTANDER_KEY] = collect.bystander(config)  # the plugin but one header
         return  # line, and the case folders it would collect are left out of its collection
     config.stash[ACTIVE_KEY] = collect.case_roots(config)
+    if config.getoption("scylla_only", False) and \
+            config.args_source != pytest.Config.ArgsSource.ARGS:
+        # no paths given: the evaluations wherever they are, even where testpaths (the
+        # project's own tests) never reach them
+        config.args = [str(r) for r in config.stash[ACTIVE_KEY] if r.is_dir()] or config.args
     from pytest_scylla import extensions
 
     try:
@@ -336,7 +341,10 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 
 def _bystander_line(config: pytest.Config) -> list[str]:
-    roots = config.stash.get(BYSTANDER_KEY, ())
+    """One line where the project has evaluations this session leaves out (collected paths
+    that hold them, or case roots its testpaths never reach); none where it has none."""
+    roots = config.stash.get(BYSTANDER_KEY, ()) or tuple(
+        r for r in collect.case_roots(config) if r.is_dir() and collect.case_files(r))
     if not roots:
         return []
     named = " ".join(shown(r, config.invocation_params.dir) + "/" for r in roots)

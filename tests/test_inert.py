@@ -107,7 +107,10 @@ def test_cases_under_the_roots_are_evaluations_and_elsewhere_are_not(
     (project / "docker-probes").unlink()
     suite = pytester.runpytest_subprocess("-p", "no:cacheprovider", "tests")
     suite.assert_outcomes(passed=2, failed=1, skipped=1)
-    assert "scylla" not in "\n".join(_normal(suite.stdout.str()))
+    # its only trace: the one line that says how to run the evaluations it left out
+    assert [line for line in _normal(suite.stdout.str()) if "scylla" in line] == [
+        "scylla: the evaluations in cases/ are not run by this session; run them with "
+        "`pytest cases/` or `pytest --scylla-only`"]
     assert not (project / "probes").exists()
     assert not (project / "docker-probes").exists()
     # another root: `cases/` is then an ordinary folder, `evals/` holds the evaluations
@@ -172,6 +175,63 @@ def test_evaluations_beside_a_projects_own_tests_run_only_when_asked(
     assert all(line.startswith(("cases/greet/test.yaml::greet[", "cases/test_greet_eval.py::"))
                for line in ids), ids
     assert any(line.startswith("cases/test_greet_eval.py::") for line in ids), ids
-    only.stdout.fnmatch_lines(["*(4 deselected)*"])  # the project's four tests
+    # with paths that hold the project's tests too, those are collected and deselected
+    both = pytester.runpytest_subprocess(".", "--scylla-only", "--scylla-oracle", "--co", "-q")
+    assert [line for line in both.stdout.lines if "::" in line] == ids
+    both.stdout.fnmatch_lines(["*(4 deselected)*"])  # the project's four tests
     asked = pytester.runpytest_subprocess("cases", "--scylla-oracle", "--co", "-q")
     assert [line for line in asked.stdout.lines if "::" in line] == ids
+
+
+PLUGGY = ("pluggy==1.5.0 --hash=sha256:"
+          "2cffa88e94fdc978c4c574f15f9e59b7f4201d439195c3715ca9e2486f1d0cf1")
+
+
+def test_a_real_projects_own_suite_beside_scylla_init(tmp_path: Path) -> None:
+    """pluggy 1.5.0's own source and test suite (its sdist from PyPI, pinned by hash; its
+    tox.ini makes every warning an error) with `scylla init .` run in it: a bare `pytest` with
+    no key runs its 109 tests, no evaluation, and says in one line how to run them; `-p
+    no:scylla` runs the same 109; `--scylla-only` collects only the evaluations."""
+    import subprocess
+    import sys
+    import tarfile
+
+    from pytest_scylla.cli import main
+
+    from .conftest import require
+
+    (tmp_path / "req.txt").write_text(PLUGGY + "\n")
+    got = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps",
+                          "--no-binary", ":all:", "--require-hashes", "-r", "req.txt", "-d",
+                          "dl"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    require(None if got.returncode == 0 else f"pip could not download pluggy's sdist: "
+            f"{got.stderr[-300:]}")
+    with tarfile.open(tmp_path / "dl" / "pluggy-1.5.0.tar.gz") as sdist:
+        sdist.extractall(tmp_path, filter="data")
+    project = tmp_path / "pluggy-1.5.0"
+    (project / "testing" / "benchmark.py").unlink()  # needs pytest-benchmark, not installed
+    assert main(["init", str(project)]) == 0
+    assert not (project / "pytest.ini").exists()  # tox.ini's [pytest] stays the project's
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")
+           and k not in ("PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER")}
+
+    def pytest_in(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                               *args], cwd=project, env=env, capture_output=True, text=True,
+                              timeout=300)
+
+    bare = pytest_in()
+    assert bare.returncode == 0, bare.stdout[-3000:]
+    assert re.search(r"^109 passed", bare.stdout.splitlines()[-1].strip("= ")), bare.stdout
+    hints = [line for line in bare.stdout.splitlines() if line.startswith("scylla:")]
+    assert hints == ["scylla: the evaluations in cases/ are not run by this session; run them "
+                     "with `pytest cases/` or `pytest --scylla-only`"]
+    assert not (project / "reports").exists()
+    without = pytest_in("-p", "no:scylla")
+    assert without.returncode == 0, without.stdout[-3000:]
+    assert "109 passed" in without.stdout
+    only = pytest_in("--scylla-only", "--collect-only", "-q")
+    listed = [line for line in only.stdout.splitlines() if "::" in line]
+    assert listed, only.stdout[-3000:]
+    assert all(line.startswith("cases/") for line in listed)
+    assert not any("testing/" in line for line in listed)
