@@ -216,8 +216,8 @@ def needs_docker() -> None:
 # The shipped sessions' cases. The whole matrix (every CLI on every case, ~1,000 runs) is the
 # `campaign` tier (`-m campaign`, for a scheduled job); the slow tier samples it: every CLI on
 # test-001 (the support matrix and test-001's own test read those runs), and Claude Code on one
-# more case, rotating with the commit (a case is ~60 runs: 3-10 minutes of a 2-core machine per
-# CLI, Claude Code's the shortest after Codex's; so one extra case per CI run, not one per CLI).
+# more case in one tier, both rotating with the commit (a case is ~60 runs: 3-10 minutes of a
+# 2-core machine per CLI; so a case's tier per CI run, not a case per CLI).
 SHIPPED_CASES = sorted(p.parent.name for p in (ROOT / "cases").glob("*/test.yaml"))
 SHIPPED_AGENTS = ["claude-code", "codex", "gemini-cli", "opencode"]
 
@@ -228,24 +228,31 @@ def _commit() -> str:
     return done.stdout.strip() if done.returncode == 0 else "0"
 
 
-def sampled_cases(agent: str, commit: str | None = None) -> list[str]:
-    """The cases of `agent`'s shipped session in the slow tier: test-001, and for Claude Code
-    one more, rotating with the commit (`SCYLLA_TEST_ROTATION=<n>` picks it instead)."""
+SHIPPED_TIERS = [f"T{i}" for i in range(7)]
+
+
+def sampled_cases(agent: str, commit: str | None = None) -> dict[str, str | None]:
+    """The cases of `agent`'s shipped session in the slow tier, each with the one tier it runs
+    in (None: every tier): test-001 in every tier, and for Claude Code one more case in one
+    tier, both rotating with the commit (`SCYLLA_TEST_ROTATION=<n>` picks them instead)."""
     first, others = SHIPPED_CASES[0], SHIPPED_CASES[1:]
     seed = int(os.environ.get("SCYLLA_TEST_ROTATION")
                or str(int((commit or _commit())[:8] or "0", 16)))
     if not others or agent != SHIPPED_AGENTS[0]:
-        return [first]
-    return [first, others[seed % len(others)]]
+        return {first: None}
+    return {first: None, others[seed % len(others)]: SHIPPED_TIERS[
+        seed // len(others) % len(SHIPPED_TIERS)]}
 
 
 def shipped_session(agent: str, base: Path, cache: str, everything: bool = False
-                    ) -> tuple[Path, str, list[str]]:
+                    ) -> tuple[Path, str, dict[str, str | None]]:
     """`pytest cases/<...> --scylla-oracle --scylla-agent=<agent> -n 2` from the project root
-    (under bubblewrap) over the slow tier's sample of cases, or every case (`everything`): its
-    experiment folder, output and cases, made once per test run even when xdist workers share it."""
+    (under bubblewrap) over the slow tier's sample of cases and tiers, or every case in every
+    tier (`everything`): its experiment folder, output and {case: its tier, None for all},
+    made once per test run even when xdist workers share it."""
     needs_bwrap()
-    cases = SHIPPED_CASES if everything else sampled_cases(agent)
+    cases = dict.fromkeys(SHIPPED_CASES) if everything else sampled_cases(agent)
+    only = " or ".join(f"({c} and {t})" if t else c for c, t in cases.items())
     name = f"{agent}-all" if everything else agent
     shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "shipped"
     shared.mkdir(exist_ok=True)
@@ -260,7 +267,8 @@ def shipped_session(agent: str, base: Path, cache: str, everything: bool = False
                  # Code's harness time per run 1.07 s against docker's 1.59 s), and one judge
                  # (the sandboxes and panels have their own tests; these are about the CLIs)
                  "--scylla-sandbox=bwrap", "--scylla-judges=claude-haiku-4-5",
-                 "--scylla-min-judges=1", "-n", "2", f"--scylla-out={shared / name}"],
+                 "--scylla-min-judges=1", "-n", "2", f"--scylla-out={shared / name}",
+                 "-k", only],
                 cwd=ROOT, capture_output=True, text=True, timeout=3600)
             said.write_text(done.stdout[-20000:])
     return shared / name, said.read_text(), cases

@@ -28,7 +28,7 @@ ITEMS = len(MINI_ITEMS)
 
 
 def _session(mini: Path, out: Path, oracle: list[str], tmp: Path,
-             n: int = 2) -> subprocess.Popen[bytes]:
+             n: int = 2, runs: int = RUNS) -> subprocess.Popen[bytes]:
     """`pytest cases/ --scylla-oracle=mixed -n 2 --scylla-runs=4` as a user starts it, in its
     own process group (so the test can find every process it left behind)."""
     env = {**os.environ, "TMPDIR": str(tmp)}
@@ -36,7 +36,7 @@ def _session(mini: Path, out: Path, oracle: list[str], tmp: Path,
     env.pop("PYTEST_XDIST_WORKER", None)
     return subprocess.Popen(
         [sys.executable, "-m", "pytest", "cases", *workers(n), oracle[1],
-         "--scylla-oracle=mixed", f"--scylla-runs={RUNS}", f"--scylla-out={out}",
+         "--scylla-oracle=mixed", f"--scylla-runs={runs}", f"--scylla-out={out}",
          "-p", "no:randomly", "--scylla-progress=0", "--scylla-report=md,json,csv"],
         cwd=mini, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         start_new_session=True, preexec_fn=default_sigint)
@@ -104,8 +104,11 @@ def _differences(out: Path, reference: Path) -> dict[str, Any]:
 def test_sigkill_at_random_moments_then_resume_gives_the_uninterrupted_exports(
         mini: Path, oracle: list[str], tmp_path: Path, sandbox_kind: str) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="scy-"))  # short: the gateway's unix socket lives here
+    # 48 runs and ten kills under the default sandbox; 24 and four under docker (what is
+    # docker's own, the containers a kill leaves, shows in the first)
+    runs, kills = (2, 4) if sandbox_kind == "docker" else (RUNS, 10)
     reference = mini / "straight" / "exp"
-    proc = _session(mini, reference, oracle, tmp)
+    proc = _session(mini, reference, oracle, tmp, runs=runs)
     output = proc.communicate(timeout=600)[0].decode()
     assert proc.returncode == 1, output  # mixed: some runs fail
     assert re.search(r"\b\d+ failed, \d+ passed in", output), output
@@ -115,11 +118,9 @@ def test_sigkill_at_random_moments_then_resume_gives_the_uninterrupted_exports(
     seen: dict[str, dict[str, Any]] = {}  # every finished run seen after a kill: must stay
     agents: dict[str, str] = {}  # runs seen between agent and judges: when their agent began
     groups = []
-    # ten kills under the default sandbox; four under docker (about 35 s each there: what is
-    # docker's own, the containers a kill leaves, shows in the first)
-    for i in range(4 if sandbox_kind == "docker" else 10):
+    for i in range(kills):
         target = len(_records(out)) + rng.randint(1, 2)
-        proc = _session(mini, out, oracle, tmp)
+        proc = _session(mini, out, oracle, tmp, runs=runs)
         groups.append(proc.pid)
         deadline = time.monotonic() + 300
         while len(_records(out)) < target and time.monotonic() < deadline:
@@ -139,17 +140,17 @@ def test_sigkill_at_random_moments_then_resume_gives_the_uninterrupted_exports(
                 assert seen.setdefault(key, rec) == rec, f"{key} was run or judged again"
             if key in agents and rec["outcome"] != "infra_error":
                 assert rec["started_at"] == agents[key], f"{key}: its agent was run again"
-    assert len(seen) < ITEMS * RUNS  # the experiment was not complete before the resume
+    assert len(seen) < ITEMS * runs  # the experiment was not complete before the resume
     for group in groups:  # stale workers finish their run in flight, then exit by themselves
         assert _wait_gone(group) == [], group
 
-    proc = _session(mini, out, oracle, tmp)
+    proc = _session(mini, out, oracle, tmp, runs=runs)
     output = proc.communicate(timeout=600)[0].decode()
     assert proc.returncode == 1, output
     assert "Traceback" not in output
     assert _wait_gone(proc.pid) == []  # no worker, CLI or sandbox is left running
     records = _records(out)
-    assert len(records) == ITEMS * RUNS
+    assert len(records) == ITEMS * runs
     for key, rec in seen.items():
         assert records[key] == rec, f"{key} was run or judged again"
     for key, rec in records.items():
@@ -167,7 +168,7 @@ def test_sigkill_at_random_moments_then_resume_gives_the_uninterrupted_exports(
             (name, _differences(out, reference))
     summary = json.loads((out / "summary.json").read_text())
     assert summary["partial"] is None
-    assert summary["runs"] == ITEMS * RUNS
+    assert summary["runs"] == ITEMS * runs
     assert list(tmp.glob("scylla-*")) == []  # the killed runs' and gateways' folders: cleaned
     assert not list(out.glob("runs/*/workspace"))
 
@@ -179,7 +180,8 @@ def test_ctrl_c_writes_a_partial_report_and_leaves_nothing_behind(
         mini: Path, oracle: list[str], tmp_path: Path, n: int) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="scy-"))  # short: the gateway's unix socket lives here
     out = mini / "exp"
-    proc = _session(mini, out, oracle, tmp, n)
+    runs = 2  # 24 runs: the interrupt comes after 4, the resume does the rest
+    proc = _session(mini, out, oracle, tmp, n, runs=runs)
     deadline = time.monotonic() + 300
     while len(_records(out)) < 4 and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.1)
@@ -191,13 +193,13 @@ def test_ctrl_c_writes_a_partial_report_and_leaves_nothing_behind(
     summary = json.loads((out / "summary.json").read_text())
     assert summary["partial"].startswith("interrupted")
     records = _records(out)
-    assert 4 <= len(records) < ITEMS * RUNS
+    assert 4 <= len(records) < ITEMS * runs
     assert summary["runs"] == len(records)
     assert _wait_gone(proc.pid, 10) == []  # no CLI, sandbox or worker left running
     assert list(tmp.glob("scylla-run-*")) == []  # no workspace left (a gateway's empty
     # socket folder may outlive a worker that is still stopping: the next start removes it)
     # and the same command again finishes the experiment, reusing what was done
-    again = _session(mini, out, oracle, tmp)
+    again = _session(mini, out, oracle, tmp, runs=runs)
     text = again.communicate(timeout=600)[0].decode()
     assert "reused from disk" in text, text
-    assert len(_records(out)) == ITEMS * RUNS
+    assert len(_records(out)) == ITEMS * runs

@@ -1,7 +1,7 @@
 """A synthetic experiment — 7 tiers x 3 cases x N runs x 3 judges of the real CLI against the
 oracle in `mixed` mode (each run solves, botches or skips the task as its key decides) — gives
 the same exports at -n 0 and at -n 4: every CSV and JSON file equal apart from timings. The slow
-tier runs 3 runs a cell (63 runs, twice); the campaign tier the size of a small study, 10 (210)."""
+tier runs 2 runs a cell (42 runs, twice); the campaign tier the size of a small study, 10 (210)."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def synthetic(mini: Path) -> Path:
     return mini
 
 
-@pytest.mark.parametrize("runs", [pytest.param(3, marks=pytest.mark.slow),
+@pytest.mark.parametrize("runs", [pytest.param(2, marks=pytest.mark.slow),
                                   pytest.param(10, marks=pytest.mark.campaign)])
 def test_a_synthetic_experiment_exports_the_same_at_0_and_4_workers(
         synthetic: Path, pytester: pytest.Pytester, oracle: list[str], runs: int) -> None:
