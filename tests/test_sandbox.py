@@ -120,19 +120,27 @@ BLOCKED = {  # what bubblewrap prints where the kernel refuses it, and the advic
 }
 
 
+def _blocked(where: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, rest: str
+             ) -> tuple[str, str]:
+    """A bubblewrap first on PATH that fails as the kernel makes it fail `where`, and no Docker
+    engine: (what it prints, the advice expected)."""
+    printed, advice = BLOCKED[where]
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "bwrap").write_text(f"#!/bin/sh\necho '{printed}' >&2\nexit 1\n")
+    (fake / "bwrap").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}{os.pathsep}{rest}")
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    return printed, advice
+
+
 @pytest.mark.parametrize("where", sorted(BLOCKED))
 def test_a_blocked_bubblewrap_says_what_blocks_it_and_what_to_do(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path, where: str) -> None:
     """Installed but refused by the kernel (GitHub's Ubuntu 24.04 runners, GitLab's Docker
     executor): the message quotes bubblewrap and gives that case's fix, not "install it"; the
     control: the same probe with a bubblewrap that works chooses bwrap."""
-    printed, advice = BLOCKED[where]
-    fake = tmp_path / "bin"
-    fake.mkdir()
-    (fake / "bwrap").write_text(f"#!/bin/sh\necho '{printed}' >&2\nexit 1\n")
-    (fake / "bwrap").chmod(0o755)
-    monkeypatch.setenv("PATH", f"{fake}{os.pathsep}/usr/bin{os.pathsep}/bin")
-    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    printed, advice = _blocked(where, monkeypatch, tmp_path, f"/usr/bin{os.pathsep}/bin")
     for kind in ("bwrap", "auto"):
         with pytest.raises(SandboxError) as stopped:
             choose(kind)
@@ -332,13 +340,7 @@ def test_scylla_sandbox_says_which_one_works_or_why_none_with_exit_1(
     needs_bwrap()
     assert main(["sandbox", "bwrap"]) == 0
     assert capsys.readouterr().out == "sandbox bwrap works here\n"
-    printed, advice = BLOCKED["apparmor"]
-    fake = tmp_path / "bin"
-    fake.mkdir()
-    (fake / "bwrap").write_text(f"#!/bin/sh\necho '{printed}' >&2\nexit 1\n")
-    (fake / "bwrap").chmod(0o755)
-    monkeypatch.setenv("PATH", f"{fake}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    printed, advice = _blocked("apparmor", monkeypatch, tmp_path, os.environ["PATH"])
     for kind in ("bwrap", "auto", "docker"):
         assert main(["sandbox", kind]) == 1, kind
         said = capsys.readouterr().err
