@@ -15,8 +15,9 @@ import pytest
 
 from pytest_scylla.agent_settings import agent_settings
 from pytest_scylla.core.folders import read_problem, write_problem
+from pytest_scylla.core.tiers import TIER_NAME
 from pytest_scylla.formats import PACKAGED
-from pytest_scylla.formats.tiers import TIER_NAME, Subtest, TierSet, tier_files
+from pytest_scylla.formats.tiers import Subtest, TierSet, tier_files
 from pytest_scylla.formats.yamlmarks import display
 from pytest_scylla.judging.judges import JudgeSpec, JudgeSpecError
 from pytest_scylla.judging.judges import parse as parse_judge

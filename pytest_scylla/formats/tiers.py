@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 import yaml
 
+from pytest_scylla.core.tiers import TIER_NAME, tier_key
 from pytest_scylla.formats import PACKAGED
 from pytest_scylla.formats.spec import inside
 from pytest_scylla.formats.yamlmarks import (
@@ -35,7 +36,6 @@ from pytest_scylla.formats.yamlmarks import (
     validate,
 )
 
-TIER_NAME = re.compile(r"^T(\d+)$")
 FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?)\n---[ \t]*(?:\n|\Z)", re.DOTALL)
 
 ResourceKind = Literal["claude_md", "skills", "agents", "mcp_servers"]
@@ -86,11 +86,6 @@ class Tier:
     subtests: tuple[Subtest, ...]
 
 
-def tier_index(name: str) -> int:
-    match = TIER_NAME.match(name)
-    return int(match.group(1)) if match else 1 << 30
-
-
 def tier_files(tiers_dir: Path | Sequence[Path]) -> dict[str, Path]:
     """The tier files of a folder (or of layered folders, the first winning by name), keyed and
     sorted by tier name (T0, T1, ..., T10)."""
@@ -98,7 +93,7 @@ def tier_files(tiers_dir: Path | Sequence[Path]) -> dict[str, Path]:
     for folder in reversed([tiers_dir] if isinstance(tiers_dir, Path) else list(tiers_dir)):
         if folder.is_dir():
             found.update({p.stem: p for p in folder.glob("T*.yaml") if TIER_NAME.match(p.stem)})
-    return dict(sorted(found.items(), key=lambda kv: tier_index(kv[0])))
+    return dict(sorted(found.items(), key=lambda kv: tier_key(kv[0])))
 
 
 def tier_sources(dirs: Sequence[Path]) -> dict[str, str]:
@@ -143,7 +138,7 @@ class TierSet:
 
     @property
     def names(self) -> list[str]:
-        return sorted({*self.tiers, *self.errors}, key=tier_index)
+        return sorted({*self.tiers, *self.errors}, key=tier_key)
 
     # -- loading --------------------------------------------------------------------------
 

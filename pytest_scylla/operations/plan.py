@@ -11,6 +11,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from pytest_scylla.core.tiers import tier_key
 from pytest_scylla.operations import resume
 from pytest_scylla.results.inputs import ReportInputError
 from pytest_scylla.results.tables import read_records
@@ -91,7 +92,7 @@ def estimate(specs: list[Any], out: Path, model: str, oracle: str | None, fresh:
                                                  "nothing real" if oracle else ""),
              f"{'tier':<6}{'runs':>6}{'stored':>8}{'to run':>8}{'est. cost':>12}"
              f"{'est. time':>11}"]
-    for tier in sorted(rows, key=lambda t: (len(t), t)):
+    for tier in sorted(rows, key=tier_key):
         r = rows[tier]
         lines.append(f"{tier:<6}{r['runs']:>6}{r['stored']:>8}{r['runs'] - r['stored']:>8}"
                      f"{_dollars(r):>12}{_time(r['seconds'] / workers):>11}")

@@ -11,6 +11,7 @@ import statistics
 import warnings
 from typing import Any
 
+from pytest_scylla.core.tiers import tier_key
 from pytest_scylla.results import metrics
 
 RESAMPLES = 999
@@ -108,7 +109,7 @@ def utilisation(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     any(used[kind].values()))
     rows = []
     for (tier, kind), flags in sorted(counts.items(),
-                                      key=lambda kv: (metrics.tier_order(kv[0][0]), kv[0][1])):
+                                      key=lambda kv: (tier_key(kv[0][0]), kv[0][1])):
         share = sum(flags) / len(flags)
         rows.append({"tier": tier, "kind": KINDS[kind], "runs": len(flags), "used": sum(flags),
                      "share": share,
@@ -118,4 +119,4 @@ def utilisation(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _order(subtest: str) -> tuple[tuple[int, str], str]:
     tier, _, rest = subtest.partition("-")
-    return metrics.tier_order(tier), rest
+    return tier_key(tier), rest

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_scylla.core.tiers import tier_key
 from pytest_scylla.results import metrics, models
 from pytest_scylla.results.inputs import ReportInputError
 from pytest_scylla.results.tables import Tables, load
@@ -193,7 +194,7 @@ def _rows(base: Runs, cand: Runs, keys: tuple[str, ...]) -> list[dict[str, Any]]
             group = tuple(str(r.get(k)) for k in keys)
             groups.setdefault(group, ([], []))[side].append(r)
     rows = []
-    for group in sorted(groups, key=lambda g: (metrics.tier_order(g[-1]), g)):
+    for group in sorted(groups, key=lambda g: (tier_key(g[-1]), g)):
         b, c = groups[group]
         paired = bool(b) and set(_units(b)) == set(_units(c)) and len(b) >= 2
         for metric in METRICS:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pytest_scylla.core.tiers import tier_key
 from pytest_scylla.results.stats import judge_pairs
 from pytest_scylla.results.tables import Tables
 
@@ -206,7 +207,7 @@ def judge_scores(tables: Tables, summary: Summary, folder: Path) -> str | None:
     if frame is None:
         return None
     fig, ax = _axes(7, 3.4)
-    tiers = sorted(frame["tier"].astype(str).unique(), key=lambda t: (len(t), t))
+    tiers = sorted(frame["tier"].astype(str).unique(), key=tier_key)
     # seaborn's own use of a deprecated matplotlib argument
     with warnings.catch_warnings(action="ignore", category=DeprecationWarning):
         sns.boxplot(data=frame, x="tier", y="judge_score", hue="judge_model", ax=ax,

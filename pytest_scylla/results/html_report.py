@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from pytest_scylla.core.tiers import tier_key
 from pytest_scylla.results import html_transcript, metrics, models, text_tables
 from pytest_scylla.results.html_parts import Column, Row, cell, filters, fmt, page, tool_table
 from pytest_scylla.results.tables import Tables
@@ -160,7 +161,7 @@ def _run_table(tables: Tables, sources: dict[str, Path]) -> tuple[str, list[str]
 
     def values(field: str) -> list[str]:
         return sorted({str(r.get(field)) for r in tables.runs},
-                      key=metrics.tier_order if field == "tier" else str)
+                      key=tier_key if field == "tier" else str)
 
     selects = {models.NAMES[k]: (models.NAMES[k], values(k)) for k in axes}
     controls = filters("runs", {**selects, "tier": ("tier", values("tier")),

@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from pytest_scylla.core.tiers import tier_key
 from pytest_scylla.results.stats import pass_at_k, pass_hat_k
 
 SMALL_N = 10  # below this many runs a rate's interval is wide: say so
@@ -174,7 +175,7 @@ def group_summary(rows: Iterable[dict[str, Any]], keys: Sequence[str] = ("tier",
     for row in rows:
         groups.setdefault(tuple(str(row[k]) for k in keys), []).append(row)
     out = []
-    for name in sorted(groups, key=lambda v: tuple(tier_order(x) if k == "tier" else (0, x)
+    for name in sorted(groups, key=lambda v: tuple(tier_key(x) if k == "tier" else (0, x)
                                                    for k, x in zip(keys, v, strict=True))):
         runs = groups[name]
         counted = [r for r in runs if r["outcome"] in COUNTED]
@@ -250,11 +251,6 @@ def frontier(summary: Sequence[dict[str, Any]], key: str = "tier") -> tuple[str,
     """(group, CoP) with the lowest finite CoP; None when nothing passed anywhere."""
     best = min(((s["cop"], s[key]) for s in summary if math.isfinite(s["cop"])), default=None)
     return (best[1], best[0]) if best else None
-
-
-def tier_order(name: str) -> tuple[int, str]:
-    digits = "".join(c for c in name if c.isdigit())
-    return (int(digits) if name.startswith("T") and digits else 10_000, name)
 
 
 def fmt_cop(value: float) -> str:

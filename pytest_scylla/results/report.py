@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_scylla.core.record import write_json
+from pytest_scylla.core.tiers import tier_key
 from pytest_scylla.formats.spec import DEFAULT_PASS_THRESHOLD
 from pytest_scylla.results import ablation, metrics, models, stats, text_tables
 from pytest_scylla.results.tables import Tables
@@ -29,7 +30,7 @@ SUBTEST_COLUMNS = [  # the paper's subtests.csv, then ours
 
 def _tier_tests(counted: list[dict[str, Any]]) -> dict[str, Any]:
     """The tiers against each other on score, pass and cost."""
-    order = sorted({str(r["tier"]) for r in counted}, key=metrics.tier_order)
+    order = sorted({str(r["tier"]) for r in counted}, key=tier_key)
     out: dict[str, Any] = {"omnibus": [], "pairwise": []}
     for metric in ("score", "passed", "cost_usd"):
         groups = {t: sorted(float(r[metric]) for r in counted if r["tier"] == t
@@ -183,7 +184,7 @@ def _row_order(row: dict[str, Any]) -> tuple[Any, ...]:
             return 0
 
     return (str(row.get("experiment") or ""), str(row.get("case_id") or ""),
-            metrics.tier_order(str(row.get("tier") or "")), str(row.get("subtest") or ""),
+            tier_key(str(row.get("tier") or "")), str(row.get("subtest") or ""),
             whole(row.get("run_number")), whole(row.get("judge_number")))
 
 

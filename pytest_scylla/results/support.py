@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from pytest_scylla.core.tiers import tier_key
 from pytest_scylla.formats.tiers import Subtest, SystemPrompt, TierSet
 from pytest_scylla.run.agents import unsupported
 
@@ -102,7 +103,7 @@ def matrix(records: Iterable[dict[str, Any]], adapters: dict[str, Any]) -> str:
     for rec in (r for rs in by_agent.values() for r in rs):
         tiers.setdefault(str(rec["tier"]), set()).add(str(rec["subtest"]))
     lines += ["", "| tier | " + " | ".join(agents) + " |", "|---" * (len(agents) + 1) + "|"]
-    for tier in sorted(tiers, key=lambda t: int(t[1:]) if t[1:].isdigit() else 99):
+    for tier in sorted(tiers, key=tier_key):
         cells = []
         for agent in agents:
             ok = {r["subtest"] for r in by_agent[agent] if r["tier"] == tier
