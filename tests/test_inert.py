@@ -190,7 +190,8 @@ PLUGGY = ("pluggy==1.5.0 --hash=sha256:"
 def test_a_real_projects_own_suite_beside_scylla_init(tmp_path: Path) -> None:
     """pluggy 1.5.0's own source and test suite (its sdist from PyPI, pinned by hash; its
     tox.ini makes every warning an error) with `scylla init .` run in it: a bare `pytest` with
-    no key runs its 109 tests, no evaluation, and says in one line how to run them; `-p
+    no key runs its 109 tests (on its own source), no evaluation, and says in one line how to
+    run them; `-p
     no:scylla` runs the same 109; `--scylla-only` collects only the evaluations."""
     import subprocess
     import sys
@@ -214,6 +215,8 @@ def test_a_real_projects_own_suite_beside_scylla_init(tmp_path: Path) -> None:
     assert not (project / "pytest.ini").exists()  # tox.ini's [pytest] stays the project's
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")
            and k not in ("PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER")}
+    env["PYTHONPATH"] = str(project / "src")  # its tests test its own code, not the pluggy
+    # installed here (pytest itself runs on it then too, as in pluggy's own CI)
 
     def pytest_in(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
