@@ -228,8 +228,8 @@ def test_runs_under_docker_at_two_workers(mini: Path, pytester: pytest.Pytester,
                                "--scylla-sandbox=docker", f"--scylla-out={out}",
                                "--scylla-limits=memory=2g,pids=256")
     again.assert_outcomes(errors=1)
-    again.stdout.fnmatch_lines(["*the stored run was made under other conditions*its image or "
-                                "container limits*"])
+    again.stdout.fnmatch_lines(["*the stored run was made under other conditions*changed: "
+                                "container.limits.pids: 512 -> 256)*"])  # what changed, named
     sessions = [p.name for p in (out / SESSIONS).iterdir()]
     assert len(sessions) == 1
     engine = client()

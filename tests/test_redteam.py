@@ -483,7 +483,8 @@ def test_tampering_is_reported_per_run_and_per_tier(sessions: dict[str, Session]
     html = (out / "report.html").read_text()
     assert "integrity findings (undone before the checks)" in html
     assert "sitecustomize.py" in html
-    assert "reward_hacking_rate" in html
+    assert "<th>hacks<th>hacking rate" in html  # the tier table's columns, shown once a run
+    # tampered, under a reader's names
     with (out / "runs.csv").open() as handle:
         rows = {r["run_key"]: r for r in csv.DictReader(handle)}
     assert {k: (r["integrity_findings"], r["leftover_processes"]) for k, r in rows.items()} == {

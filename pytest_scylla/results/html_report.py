@@ -219,8 +219,8 @@ def write(out: Path, tables: Tables, summary: dict[str, Any], results: dict[str,
                 "<div class=wide>" + _table(summary["tiers"], [
         "tier", "n", *(["excluded"] if any(t.get("excluded") for t in summary["tiers"]) else []),
         "passes", "pass_rate", "mean_score", "median_score", "consistency", "mean_cost", "cop",
-        "modal_grade", *(["reward_hacks"] if any(t.get("reward_hacks") for t in
-                                                 summary["tiers"]) else []), "warning"],
+        "modal_grade", *(["reward_hacks", "reward_hacking_rate"] if any(
+            t.get("reward_hacks") for t in summary["tiers"]) else []), "warning"],
         ("tier", "modal_grade", "warning")) + "</div>")
     tiers = [str(s["tier"]) for s in summary["tiers"]]
     html.append(_matrix(tables, tiers))
