@@ -15,7 +15,6 @@ from typing import Any
 
 from pytest_scylla.collect import case_files
 from pytest_scylla.core.terminal import echo, safe
-from pytest_scylla.formats.yamlmarks import SpecError
 
 
 def check_cases(given: list[Path], pytest_args: list[str]) -> int:
@@ -75,7 +74,7 @@ def _case_id(file: Path) -> str:
 
     try:
         data = yaml.safe_load(file.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError, SpecError):
+    except (OSError, yaml.YAMLError):
         return file.parent.name
     return str(data.get("id", file.parent.name)) if isinstance(data, dict) else file.parent.name
 
