@@ -39,11 +39,11 @@ from pytest_scylla.core.runspec import RunSpec  # noqa: E402
 from pytest_scylla.formats.spec import load_case  # noqa: E402
 from pytest_scylla.formats.tiers import TierSet  # noqa: E402
 from pytest_scylla.judging.judges import DEFAULT_JUDGES, parse  # noqa: E402
-from pytest_scylla.run import runner  # noqa: E402
+from pytest_scylla.operations import runner  # noqa: E402
+from pytest_scylla.operations.runtime import build  # noqa: E402
 from pytest_scylla.run.agents import claude_code  # noqa: E402
 from pytest_scylla.run.gateway import Gateway, Route, sse  # noqa: E402
 from pytest_scylla.run.gateway.oracle import Script  # noqa: E402
-from pytest_scylla.run.runtime import build  # noqa: E402
 from pytest_scylla.settings import Settings  # noqa: E402
 
 

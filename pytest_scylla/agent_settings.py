@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from pytest_scylla.core.runspec import model_label
-from pytest_scylla.options import DEFAULT_MODEL
-from pytest_scylla.options import as_list as _list
-from pytest_scylla.options import value as _value
+from pytest_scylla.option_values import as_list as _list
+from pytest_scylla.option_values import value as _value
+from pytest_scylla.options import DEFAULTS
 
 
 def agent_settings(config: pytest.Config) -> dict[str, Any]:
@@ -25,11 +25,12 @@ def _model(config: pytest.Config, adapter: Any) -> str:
     means nothing to another vendor's CLI)."""
     raw, origin = _value(config, "scylla_model")
     default = getattr(adapter, "default_model", None)
-    if default and config.getoption("scylla_model") is None and raw == DEFAULT_MODEL:
+    if default and config.getoption("scylla_model") is None and raw == DEFAULTS["model"]:
         return str(default)
     model = str(raw).strip()
     if not model or any(c.isspace() for c in model):
-        raise pytest.UsageError(f"{origin}={raw!r}: expected a model id such as {DEFAULT_MODEL}")
+        said = f"expected a model id such as {DEFAULTS['model']}"
+        raise pytest.UsageError(f"{origin}={raw!r}: {said}")
     return model
 
 
@@ -46,12 +47,10 @@ def _agent(config: pytest.Config) -> str:
 
 
 def adapters(config: pytest.Config) -> dict[str, Any]:
-    """The registered adapters (`run.agents.Agent`) by name, the first registered winning."""
-    found: dict[str, Any] = {}
-    for listed in config.hook.pytest_scylla_agents(config=config):
-        for adapter in listed or ():
-            found.setdefault(adapter.name, adapter)
-    return found
+    """The registered adapters (`run.agents.Agent`) by name (see `extensions.agents`)."""
+    from pytest_scylla.extensions import agents
+
+    return agents(config)
 
 
 def _models(config: pytest.Config) -> tuple[str, ...]:

@@ -25,7 +25,7 @@ from pytest_scylla.run.agents import unsupported
 from pytest_scylla.settings import SETTINGS_KEY, tierset
 
 if TYPE_CHECKING:
-    from pytest_scylla.run.runtime import Runtime
+    from pytest_scylla.operations.runtime import Runtime
 
 CASE_FILE = "test.yaml"
 
@@ -244,7 +244,7 @@ class RunItem(pytest.Function):
 def runtime(item: pytest.Item) -> Runtime:
     """The process's runtime (gateway, sandbox, CLI, baseline), made on first use. A setup
     problem (no CLI, no credential, no sandbox) fails every run with one clear message."""
-    from pytest_scylla.run.runtime import SETUP_ERRORS
+    from pytest_scylla.operations.runtime import SETUP_ERRORS
 
     config = item.config
     if RUNTIME_KEY not in config.stash:

@@ -37,7 +37,8 @@ from pytest_scylla.collect import (
 from pytest_scylla.core.record import verdict_table
 from pytest_scylla.core.runspec import RunSpec
 from pytest_scylla.fixtures import EVALUATION_KEY, STATE_KEY, ItemRun
-from pytest_scylla.formats.spec import load_case
+from pytest_scylla.formats.spec import Case, load_case
+from pytest_scylla.formats.tiers import Subtest
 from pytest_scylla.formats.yamlmarks import SpecError
 from pytest_scylla.settings import SETTINGS_KEY, tierset
 
@@ -87,34 +88,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     config, function = metafunc.config, metafunc.function
     where = f"{metafunc.definition.nodeid}"
     name, only = _arguments(marker, where)
-    if "scylla_run" not in metafunc.fixturenames:  # scylla_verdict brings it too
-        raise _problem(where, "the function does not take the agent's run; take "
-                              "`scylla_run` (and `scylla_verdict` for the judges' score)")
-    if not NAME.match(function.__name__):
-        raise _problem(where, f"{function.__name__!r} cannot name a run (letters, digits, "
-                              "'_', '.', '-')")
-    owners = config.stash.setdefault(OWNERS, {})
-    owner = owners.setdefault(function.__name__, where.split("::")[0])
-    if owner != where.split("::")[0]:
-        raise _problem(where, f"an evaluation named {function.__name__!r} is already defined "
-                              f"in {owner}; names key the runs: rename one")
+    _check_function(metafunc, where)
     settings = config.stash[SETTINGS_KEY]
     folder = find_case(config, name, metafunc.definition.path, where)
-    try:
-        case = load_case(folder / CASE_FILE, settings.rubrics_dir, tierset(config).names)
-        if only:
-            unknown = sorted(set(only) - set(tierset(config).names))
-            if unknown:
-                raise _problem(where, f"tiers {unknown} are not tier files; known: "
-                                      f"{', '.join(tierset(config).names)}")
-        subtests = select_subtests(config, case, folder / CASE_FILE, only)
-    except SpecError as exc:
-        raise pytest.Collector.CollectError(str(exc)) from None
+    case, subtests = _load(config, folder, only, where)
     own = dataclasses.replace(case, id=function.__name__)
-    registered = config.stash.setdefault(TAGS_KEY, set())
-    for tag in set(case.tags) - registered:
-        config.addinivalue_line("markers", f"{tag}: pytest-scylla case tag")
-        registered.add(tag)
+    _register_tags(config, case)
     marks = [getattr(pytest.mark, m) for m in (case.category, *case.tags)]
     limit = timeout_mark(config, own)  # pytest-timeout, when the session's is too short
     marks += [limit] if limit is not None else []
@@ -125,6 +104,47 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         for sub in subtests for run in range(1, settings.runs + 1)
         for model in settings.models or ("",)
         for spec in (RunSpec(own, sub, run, model),)])
+
+
+def _check_function(metafunc: pytest.Metafunc, where: str) -> None:
+    """The marked function takes the agent's run, and its name can key runs (once)."""
+    function = metafunc.function
+    if "scylla_run" not in metafunc.fixturenames:  # scylla_verdict brings it too
+        raise _problem(where, "the function does not take the agent's run; take "
+                              "`scylla_run` (and `scylla_verdict` for the judges' score)")
+    if not NAME.match(function.__name__):
+        raise _problem(where, f"{function.__name__!r} cannot name a run (letters, digits, "
+                              "'_', '.', '-')")
+    owners = metafunc.config.stash.setdefault(OWNERS, {})
+    owner = owners.setdefault(function.__name__, where.split("::")[0])
+    if owner != where.split("::")[0]:
+        raise _problem(where, f"an evaluation named {function.__name__!r} is already defined "
+                              f"in {owner}; names key the runs: rename one")
+
+
+def _load(config: pytest.Config, folder: Path, only: list[str] | None, where: str
+          ) -> tuple[Case, list[Subtest]]:
+    """The named case and its subtests selected (of the marker's tiers, if it names some)."""
+    settings = config.stash[SETTINGS_KEY]
+    try:
+        case = load_case(folder / CASE_FILE, settings.rubrics_dir, tierset(config).names)
+        if only:
+            unknown = sorted(set(only) - set(tierset(config).names))
+            if unknown:
+                raise _problem(where, f"tiers {unknown} are not tier files; known: "
+                                      f"{', '.join(tierset(config).names)}")
+        subtests = select_subtests(config, case, folder / CASE_FILE, only)
+    except SpecError as exc:
+        raise pytest.Collector.CollectError(str(exc)) from None
+    return case, subtests
+
+
+def _register_tags(config: pytest.Config, case: Case) -> None:
+    """The case's tags as pytest markers (each registered once)."""
+    registered = config.stash.setdefault(TAGS_KEY, set())
+    for tag in set(case.tags) - registered:
+        config.addinivalue_line("markers", f"{tag}: pytest-scylla case tag")
+        registered.add(tag)
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:

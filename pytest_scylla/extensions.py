@@ -1,22 +1,25 @@
-"""What other packages add through pytest-scylla's hooks (`hookspecs.py`), outside the pytest
-plugin's own registration: the entry-point group `pytest_scylla` names modules that implement
-`pytest_scylla_*` hooks. A pytest session registers them as plugins (beside `pytest11`
-entry points and conftest.py files); the `scylla` command, which runs without pytest, reads
-their report writers from them."""
+"""What plugins offer through pytest-scylla's hooks (`hookspecs.py`), gathered by the one
+registry rule (`core.registry`: a name is offered once) — agents, sandboxes, judge kinds and
+report writers, the built-in ones offered by `pytest_scylla.plugin` through the same hooks —
+and the entry-point group `pytest_scylla`, whose modules implement `pytest_scylla_*` hooks. A
+pytest session registers those modules as plugins (beside `pytest11` entry points and
+conftest.py files); the `scylla` command, which runs without pytest, reads their report
+writers from them."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pytest_scylla.core.registry import RegistryError, gather
+
 GROUP = "pytest_scylla"
-# a report writer: (experiment folder, tables, summary, statistical results) -> None; it writes
-# its own files into the folder
-Writer = Callable[[Path, Any, dict[str, Any], dict[str, Any]], None]
+BUILT_IN = "pytest-scylla (built in)"
+Writer = Callable[..., None]  # `pytest_scylla.api.Writer`: writer(ReportInput)
 WRITERS_KEY = pytest.StashKey[dict[str, Writer]]()
+GATHERED_KEY = pytest.StashKey[dict[str, dict[str, Any]]]()
 
 
 class ExtensionError(RuntimeError):
@@ -45,16 +48,53 @@ def register(config: pytest.Config) -> None:
             config.pluginmanager.register(module, f"{GROUP}:{getattr(module, '__name__', '')}")
 
 
-def _checked(offered: list[dict[str, Writer] | None], builtin: tuple[str, ...]
+def _offers(config: pytest.Config, hook: str) -> list[tuple[str, Any]]:
+    """(plugin name, what it offers) for each implementation of an offering hook, in the order
+    the plugins registered (the built-in plugin's first)."""
+    return [(impl.plugin_name, impl.function(config=config))
+            for impl in getattr(config.hook, hook).get_hookimpls()
+            if not (impl.hookwrapper or getattr(impl, "wrapper", False))]
+
+
+def _gathered(config: pytest.Config, hook: str, kind: str,
+              named: Callable[[Any], Any]) -> dict[str, Any]:
+    """Everything the session's plugins offer through `hook`, by name (asked once)."""
+    cache = config.stash.setdefault(GATHERED_KEY, {})
+    if hook not in cache:
+        try:
+            cache[hook] = gather(kind, [(who, named(offered or {}))
+                                        for who, offered in _offers(config, hook)])
+        except RegistryError as exc:
+            raise pytest.UsageError(str(exc)) from None
+    return cache[hook]
+
+
+def agents(config: pytest.Config) -> dict[str, Any]:
+    """The agent CLI adapters (`pytest_scylla.api.Agent`) by name."""
+    return _gathered(config, "pytest_scylla_agents", "agent",
+                     lambda listed: [(adapter.name, adapter) for adapter in listed])
+
+
+def sandboxes(config: pytest.Config) -> dict[str, Any]:
+    """The sandboxes (subclasses of `pytest_scylla.api.Sandbox`) by name."""
+    return _gathered(config, "pytest_scylla_sandboxes", "sandbox", dict.items)
+
+
+def judge_kinds(config: pytest.Config) -> dict[str, Any]:
+    """The judge kinds (`pytest_scylla.api.JudgeKind`) by name."""
+    return _gathered(config, "pytest_scylla_judge_kinds", "judge kind", dict.items)
+
+
+def _checked(offered: list[tuple[str, dict[str, Writer] | None]], builtin: tuple[str, ...]
              ) -> dict[str, Writer]:
-    found: dict[str, Writer] = {}
-    for writers in offered:
-        for name, writer in (writers or {}).items():
-            if name in builtin or name in ("all", "none"):
-                raise ExtensionError(f"a plugin offers a report named '{name}', which is a "
-                                     "built-in one; give it another name")
-            found[name] = writer
-    return found
+    """The plugins' report writers; the built-in reports (written by `results.report`) hold
+    their names."""
+    try:
+        found = gather("report", [(BUILT_IN, [(name, None) for name in builtin]),
+                                  *((who, (writers or {}).items()) for who, writers in offered)])
+    except RegistryError as exc:
+        raise ExtensionError(str(exc)) from None
+    return {name: writer for name, writer in found.items() if writer is not None}
 
 
 def report_writers(config: pytest.Config | None, builtin: tuple[str, ...]) -> dict[str, Writer]:
@@ -64,7 +104,8 @@ def report_writers(config: pytest.Config | None, builtin: tuple[str, ...]) -> di
     if config is not None:  # asked once per session (the options' check, then the exports)
         if WRITERS_KEY not in config.stash:
             config.stash[WRITERS_KEY] = _checked(
-                config.hook.pytest_scylla_report_writers(config=config), builtin)
+                _offers(config, "pytest_scylla_report_writers"), builtin)
         return config.stash[WRITERS_KEY]
-    return _checked([hook(config=None) for hook in (
-        getattr(m, "pytest_scylla_report_writers", None) for m in modules()) if hook], builtin)
+    return _checked([(f"{GROUP}:{getattr(m, '__name__', '')}",
+                      m.pytest_scylla_report_writers(config=None))
+                     for m in modules() if hasattr(m, "pytest_scylla_report_writers")], builtin)

@@ -31,8 +31,8 @@ from pytest_scylla.run.view import AgentRun, Verdict, Workspace
 
 if TYPE_CHECKING:
     from pytest_scylla.formats.provenance import Conditions
-    from pytest_scylla.run.runner import Run
-    from pytest_scylla.run.runtime import Runtime
+    from pytest_scylla.operations.runner import Run
+    from pytest_scylla.operations.runtime import Runtime
 
 STATE_KEY = pytest.StashKey["ItemRun"]()
 EVALUATION_KEY = pytest.StashKey[str]()  # a Python evaluation's source hash (evaluation.py)

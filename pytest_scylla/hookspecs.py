@@ -14,46 +14,49 @@ import pytest
 
 if TYPE_CHECKING:
     from pytest_scylla.core.runspec import RunSpec
-    from pytest_scylla.extensions import Writer
     from pytest_scylla.formats.provenance import Conditions
     from pytest_scylla.judging.judges import JudgeKind
+    from pytest_scylla.operations.runner import Run
+    from pytest_scylla.operations.runtime import Runtime
+    from pytest_scylla.results.report_input import Writer
     from pytest_scylla.run.agents import Agent
-    from pytest_scylla.run.runner import Run
-    from pytest_scylla.run.runtime import Runtime
     from pytest_scylla.run.sandbox import Sandbox
 
 @pytest.hookspec
 def pytest_scylla_agents(config: pytest.Config) -> list[Agent] | None:
-    """The agent CLI adapters this plugin offers (`run.agents.Agent`), each selectable with
-    `--scylla-agent=<name>`; every plugin's are collected (the built-in: claude-code)."""
+    """The agent CLI adapters this plugin offers (`api.Agent`), each selectable with
+    `--scylla-agent=<name>`; every plugin's are gathered (built in: claude-code, codex,
+    gemini-cli, opencode). A name is offered once (`core.registry`)."""
 
 
 @pytest.hookspec
 def pytest_scylla_judge_kinds(config: pytest.Config) -> dict[str, JudgeKind] | None:
-    """Judge kinds this plugin adds (`judging.judges.JudgeKind`), by the name
-    `--scylla-judges=<kind>:<model>` spells them with; every plugin's are collected. The
-    built-in kinds (anthropic, openai, gemini, claude-cli) cannot be replaced."""
+    """Judge kinds this plugin offers (`api.JudgeKind`), by the name
+    `--scylla-judges=<kind>:<model>` spells them with; every plugin's are gathered (built in:
+    anthropic, openai, gemini, claude-cli). A name is offered once (`core.registry`)."""
 
 
 @pytest.hookspec
 def pytest_scylla_sandboxes(config: pytest.Config) -> dict[str, type[Sandbox]] | None:
-    """Sandboxes this plugin adds (subclasses of `run.sandbox.Sandbox`), by the name
-    `--scylla-sandbox=<name>` selects them with; every plugin's are collected. The built-in
-    names (auto, local, bwrap, docker) cannot be taken."""
+    """Sandboxes this plugin offers (subclasses of `api.Sandbox`), by the name
+    `--scylla-sandbox=<name>` selects them with; every plugin's are gathered (built in: local,
+    bwrap, docker; `auto` chooses). A name is offered once (`core.registry`)."""
 
 
 @pytest.hookspec
 def pytest_scylla_report_writers(config: pytest.Config | None) -> dict[str, Writer] | None:
     """Reports this plugin adds, by the name `--scylla-report` (and `scylla report --report`)
-    selects them with: `writer(folder, tables, summary, statistical_results)` writes its own
-    files into the experiment folder. `config` is None when the `scylla` command asks (it
-    reads the modules of the `pytest_scylla` entry-point group)."""
+    selects them with: `writer(report)` writes its own files into `report.folder` (an
+    `api.ReportInput`); the built-in reports (terminal, html, md, json, csv) hold their
+    names. `config` is None when the `scylla` command asks (it reads the modules of the
+    `pytest_scylla` entry-point group)."""
 
 
 @pytest.hookspec(firstresult=True)
 def pytest_scylla_runtime(config: pytest.Config) -> Runtime | None:
     """Set up what every run of this process shares (gateway, sandbox, CLI); called once per
-    process, at its first run. Raise one of `run.runtime.SETUP_ERRORS` for a setup problem."""
+    process, at its first run. Raise one of `operations.runtime.SETUP_ERRORS` for a setup
+    problem."""
 
 
 @pytest.hookspec(firstresult=True)

@@ -1,271 +1,325 @@
-"""The `--scylla-*` options and their `scylla_*` ini keys: names, help texts and defaults."""
+"""The `--scylla-*` options and their `scylla_*` ini keys, each declared once (`OPTIONS`): its
+name, help group, value kind, choices, default and help text. `pytest --help`, the ini keys,
+the defaults of `settings.Settings` and the README's table of options are made from them."""
 
 from __future__ import annotations
 
-import json
-import warnings
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
 
-from pytest_scylla.core.folders import shown
 from pytest_scylla.judging.judges import DEFAULT_JUDGES
+from pytest_scylla.run.sandbox.limits import DEFAULT_LIMITS
 
-ORACLE_MODES = ("solution", "noop", "wrong", "mixed")
-DEFAULT_MODEL = "claude-sonnet-5"
-
-# (name, help, metavar, default as an ini string)
-OPTIONS: tuple[tuple[str, str, str, str], ...] = (
-    ("runs", "runs per case x tier-subtest cell (default 1)", "N", "1"),
-    ("tiers", "only these tiers, comma-separated, e.g. T0,T5 (default: all)", "TIERS", ""),
-    ("subtests", "only these subtests, comma-separated: 02, 02-core, T5-02 (default: all)",
-     "SUBTESTS", ""),
-    ("out", "experiment folder for results (default: reports/<timestamp>-<label>/)", "DIR", ""),
-    ("label", "the experiment's name in its default folder (default: the model id, or "
-     "oracle-<mode> under --scylla-oracle)", "NAME", ""),
-    ("report", "reports to write: terminal,html,md,json,csv, one a plugin adds, all or none "
-     "(default terminal)",
-     "FORMATS", "terminal"),
-    ("tiers-dir", "folder of tier files T0.yaml ... (default: <rootdir>/tiers)", "DIR", ""),
-    ("packaged-tiers", "the package's T0-T6: auto (used when the project has no tiers folder), "
-     "under (the project's tiers laid over them: same name replaces, new names add) or off "
-     "(default auto)", "MODE", "auto"),
-    ("rubrics-dir", "folder of shared rubrics (default: <rootdir>/rubrics)", "DIR", ""),
-    ("shard", "run only share I of N of the selected runs (CI matrix jobs, Kubernetes Indexed "
-     "Jobs): runs are split by their key, so the N shards partition the selection exactly; "
-     "merge the shards' folders with `scylla report` (default: all)", "I/N", ""),
-    ("agent", "the agent CLI adapter: claude-code, codex, gemini-cli, opencode, or one a plugin "
-     "adds through the pytest_scylla_agents hook (default claude-code)", "NAME", "claude-code"),
-    ("model", f"model id the agent runs with unless a subtest sets one (default {DEFAULT_MODEL})",
-     "MODEL", DEFAULT_MODEL),
-    ("models", "a model axis: every run once per model, comma-separated model ids, e.g. "
-     "claude-sonnet-5,claude-haiku-4-5; the model ends the run's id (-k haiku), is a marker and "
-     "a column of every table, and overrides a subtest's model (default: no axis, --scylla-model)",
-     "MODELS", ""),
-    ("sandbox", "how the agent and checks are isolated: auto (docker when an engine answers "
-     "and the image is on it, else bwrap if it works, else local), bwrap, docker (a container "
-     "per run, docker SDK) or local (default auto)", "KIND", "auto"),
-    ("image", "the Docker image of every run under the docker sandbox, unless its case names "
-     "one (image:): host (an empty image with this machine's system, Python and agent CLI "
-     "bound read-only) or an image on the engine that has the agent CLI, git and Python (make "
-     "one with `scylla image build`); never pulled (default host)", "IMAGE", "host"),
-    ("limits", "each run's limits under docker and bwrap (bwrap: a cgroup; /tmp a quarter of "
-     "the memory): memory, cpus, pids (default "
-     "memory=4g,cpus=2,pids=1024)", "LIST", "memory=4g,cpus=2,pids=1024"),
-    ("cli", "the Claude Code executable (default: claude on PATH)", "PATH", ""),
-    ("judges", "the judge panel, comma-separated: model ids (Anthropic, through the gateway), "
-     "claude-cli:<model>, gemini:<model> (Google's Gemini API, GEMINI_API_KEY) or "
-     f"openai:<model>@<base-url> (default: {','.join(DEFAULT_JUDGES)})",
-     "JUDGES", ",".join(DEFAULT_JUDGES)),
-    ("min-judges", "valid judges a verdict needs, else judge_error (default 2, at most the "
-     "panel size)", "N", "2"),
-    ("panel", "how the panel is asked: full (every judge at once) or adaptive (the cheaper "
-     "judges first, the most expensive one only when their verdicts differ by more than 0.15, "
-     "straddle the pass line or are too few) (default full)", "MODE", "full"),
-    ("replay", "answer every model call (agents and judges) from an experiment recorded with "
-     "--scylla-record-bodies in DIR, matched by run and call order: offline and deterministic; "
-     "a request that differs from the recording ends its run as infra_error (default: off)",
-     "DIR", ""),
-    ("cache-dir", "shared cache for repo mirrors, MCP packages and CLI baselines "
-     "(default: $XDG_CACHE_HOME/pytest-scylla or ~/.cache/pytest-scylla)", "DIR", ""),
-    ("budget-usd", "session budget in dollars, agents and judges together: once the session's "
-     "spend would pass it no new run starts (those are skipped, saying why); runs in flight "
-     "finish (default: no budget)", "USD", ""),
-    ("max-run-cost", "every run's own cost limit in dollars, instead of each case's "
-     "max_cost_usd (default: each case's max_cost_usd; $2.00 for a case that sets none)",
-     "USD", ""),
-    ("retries", "attempts the gateway makes on a 408/429/5xx/529 answer or a lost connection "
-     "before the run is an infra_error (default 4)", "N", "4"),
-    ("retry-wait", "most seconds the gateway waits on one call's retries; a longer retry-after "
-     "(a usage-window limit) pauses new runs instead (default 120)", "SECONDS", "120"),
-    ("max-pause", "longest pause for a usage-window limit; beyond it the remaining runs are "
-     "skipped (default 21600 = 6 h)", "SECONDS", "21600"),
-    ("progress", "seconds between progress lines (runs done/total, passes, spend, ETA); 0 turns "
-     "them off (default 10 on a terminal, 60 otherwise)", "SECONDS", ""),
-)
-# (name, help): on/off switches
-FLAGS: tuple[tuple[str, str], ...] = (
-    ("keep-workspaces", "keep each run's workspace in its run folder (default: removed; the "
-     "diff and file list are always kept)"),
-    ("record-bodies", "also store every model request and response body in the run folder "
-     "(bodies/, the judges' in bodies/judge<n>/): what --scylla-replay re-runs"),
-    ("fresh", "run again the runs already stored in --scylla-out (by default they are reused, "
-     "and a stored run made under other conditions stops the session)"),
-    ("rejudge", "re-score the runs stored in --scylla-out with the current rubric and judge "
-     "panel; no agent runs"),
-    ("docker-copy", "docker: copy each run's folder (workspace, HOME) into its container and "
-     "back through the engine's API, and reach the gateway through a relay, instead of bind "
-     "mounts (always so on a remote engine); what comes back is extracted as hostile data"),
-    ("plan", "print how many runs the selection has and what they should cost and take (from "
-     "stored history), then stop without running anything"),
-)
-
-
-# keys whose value holds several items: one string of them comma-separated, or a list (a TOML
-# list, or `[a, b]` in an ini file), as pytest's own list-valued keys may be written
-LIST_KEYS = frozenset(f"scylla_{name}" for name in ("tiers", "subtests", "report", "judges",
-                                                     "limits", "models"))
-TRUTH = "true or false (also yes/no, on/off, 1/0)"
-# pytest 9 warns of a TOML list for a string key with this class; pytest 8 has no such warning
-REMOVED_IN_10: type[Warning] = getattr(pytest, "PytestRemovedIn10Warning",
-                                       pytest.PytestDeprecationWarning)
-
-
-def value(config: pytest.Config, dest: str) -> tuple[Any, str]:
-    """(value, where it came from) with CLI over ini."""
-    cli = config.getoption(dest)
-    if cli is not None:
-        return cli, f"--{dest.replace('_', '-')}"
-    return ini(config, dest)
-
-
-def flag(config: pytest.Config, dest: str) -> bool:
-    """An on/off switch: its `--scylla-*` flag, else its ini key. An ini value that is not a
-    boolean is a usage error naming the file, the key and the values allowed."""
-    if config.getoption(dest):
-        return True
-    try:
-        return bool(config.getini(dest))
-    except (ValueError, TypeError, pytest.UsageError) as exc:  # "invalid truth value 'always'"
-        # (pytest 9.2 raises it as a UsageError from the ValueError or TypeError; 9.0 bare)
-        cause = exc.__cause__ if isinstance(exc, pytest.UsageError) and exc.__cause__ else exc
-        origin = _origin(config, dest)
-        said = f"{_native_toml(config, dest)!r} is not a boolean" \
-            if isinstance(cause, TypeError) else str(cause)
-        raise pytest.UsageError(f"{origin}: {said}; expected {TRUTH}, e.g. {dest} = "
-                                f"{'true' if _in_toml(config) else 'yes'}") from None
-
-
-def ini(config: pytest.Config, dest: str) -> tuple[Any, str]:
-    """A string ini key's (value, where it came from: `-o key`, or `<file>: key`). A key of
-    several items (LIST_KEYS) written as a list is read as its items comma-separated; any other
-    key written as a list is refused."""
-    with warnings.catch_warnings():  # pytest warns of a TOML list for a string key: read here
-        warnings.simplefilter("ignore", REMOVED_IN_10)
-        try:
-            raw = config.getini(dest)
-        except (TypeError, ValueError, pytest.UsageError) as exc:  # native TOML
-            # ([tool.pytest]): a list (or a number) for a string key (pytest 9.2 raises the
-            # TypeError as a UsageError); or a number key whose value is no number
-            name = dest.removeprefix("scylla_").replace("_", "-")
-            if TYPED_INI and name in TYPED and not (
-                    _in_toml(config) and isinstance(_native_toml(config, dest), list)):
-                cause = exc.__cause__ if isinstance(exc, pytest.UsageError) and \
-                    exc.__cause__ else exc
-                raise pytest.UsageError(
-                    f"{_origin(config, dest)}: {cause}; expected "
-                    f"{'a whole number' if TYPED[name] == 'int' else 'a number'}, e.g. "
-                    f"{dest} = {'3' if TYPED[name] == 'int' else '60'}") from None
-            if not _in_toml(config):
-                raise
-            raw = _native_toml(config, dest)
-    origin = _origin(config, dest)
-    text = raw.strip() if isinstance(raw, str) else ""
-    bracketed = dest in LIST_KEYS and text.startswith("[") and text.endswith("]")
-    if not isinstance(raw, list) and not bracketed:
-        return raw if isinstance(raw, str) else str(raw), origin
-    if dest not in LIST_KEYS:
-        raise pytest.UsageError(f"{origin}: {json.dumps(raw) if isinstance(raw, list) else text}"
-                                " is a list; expected one value")
-    items = [str(x) for x in raw] if isinstance(raw, list) else \
-        [x.strip().strip("'\"") for x in text[1:-1].split(",")]
-    return ",".join(x.strip() for x in items if x.strip()), origin
-
-
-def _origin(config: pytest.Config, dest: str) -> str:
-    """Where an ini key's value came from: `-o key`, or `<file>: key`."""
-    overrides = config.getoption("override_ini") or ()
-    if any(str(o).partition("=")[0].strip() == dest for o in overrides):
-        return f"-o {dest}"
-    if config.inipath is not None:
-        return f"{shown(config.inipath, config.invocation_params.dir)}: {dest}"
-    return dest
-
-
-def _in_toml(config: pytest.Config) -> bool:
-    return config.inipath is not None and config.inipath.suffix == ".toml"
-
-
-def _native_toml(config: pytest.Config, dest: str) -> Any:
-    """A key's value as written in a native TOML table (`[tool.pytest]` of pyproject.toml,
-    `[pytest]` of pytest.toml), where pytest refuses a value of another type than the key's."""
-    import tomllib
-
-    assert config.inipath is not None  # a TypeError comes only from a TOML file
-    data = tomllib.loads(config.inipath.read_text(encoding="utf-8"))
-    table = data.get("pytest", {}) if config.inipath.name != "pyproject.toml" else \
-        data.get("tool", {}).get("pytest", {})
-    return table.get(dest)
-
-
-def as_list(raw: Any) -> tuple[str, ...] | None:
-    """A comma- (or line-) separated value as a tuple of its items; None when empty."""
-    items = tuple(x.strip() for x in str(raw).replace("\n", ",").split(",") if x.strip())
-    return items or None
-
-
-# `pytest --help` shows the options in these groups, in this order
-GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "scylla": ("pytest-scylla: what runs (evaluate agentic coding CLIs)", (
-        "oracle", "only", "skip", "runs", "tiers", "subtests", "agent", "model", "models",
-        "shard", "plan")),
-    "scylla-results": ("pytest-scylla: results and resuming", (
-        "out", "label", "report", "fresh", "rejudge", "keep-workspaces", "record-bodies",
-        "replay", "progress")),
-    "scylla-isolation": ("pytest-scylla: sandbox and limits", (
-        "sandbox", "image", "limits", "docker-copy", "cli")),
-    "scylla-judging": ("pytest-scylla: judges", ("judges", "min-judges", "panel")),
-    "scylla-spend": ("pytest-scylla: spend and faults", (
-        "budget-usd", "max-run-cost", "retries", "retry-wait", "max-pause")),
-    "scylla-inputs": ("pytest-scylla: where inputs are", (
-        "tiers-dir", "packaged-tiers", "rubrics-dir", "cache-dir")),
-}
-# ini keys read as numbers (pytest 8.4 and later say so in --help); the others are strings
-# (an empty value, as for --scylla-budget-usd, means "not set")
-TYPED = {"runs": "int", "min-judges": "int", "retries": "int", "retry-wait": "float",
-         "max-pause": "float"}
+# ini keys read as numbers say so in --help from pytest 8.4 on; before it every key is a string
 TYPED_INI = pytest.version_tuple[:2] >= (8, 4)
 
 
-def _group(parser: pytest.Parser, name: str) -> Any:
-    found = next(g for g, (_, names) in GROUPS.items() if name in names)
-    return parser.getgroup(found, GROUPS[found][0])
+def _text(value: Any) -> str:
+    """A default as written on the command line or in the ini file ("" for none)."""
+    if value is None or value is False:
+        return ""
+    if isinstance(value, tuple):
+        return ",".join(map(_text, value))
+    return f"{value:g}" if isinstance(value, int | float) else str(value)
+
+
+def _limits_text(limits: tuple[int, float, int]) -> str:
+    memory, cpus, pids = limits
+    units = ((30, "g"), (20, "m"), (10, "k"), (0, ""))
+    shift, unit = next((s, u) for s, u in units if memory % (1 << s) == 0)
+    return f"memory={memory >> shift}{unit},cpus={cpus:g},pids={pids}"
+
+
+@dataclass(frozen=True)
+class Option:
+    """`--scylla-<name>` and its ini key `scylla_<name>` (dashes as underscores)."""
+
+    name: str
+    group: str  # a key of GROUPS
+    metavar: str = ""  # the value's placeholder in --help (none for a switch)
+    default: Any = None  # the setting when neither the command line nor the ini sets it
+    # str, int, float, list (items comma-separated, or a list in the ini file), flag (a switch
+    # with an ini key), switch (the command line's only) or optional (a value or choices[0])
+    kind: str = "str"
+    choices: tuple[str, ...] = ()  # the values allowed (checked by the settings that read it)
+    show: Callable[[Any], str] = _text  # the default as written
+    help: str = ""  # "{default}" in it reads as the default
+
+    def with_help(self, text: str) -> Option:
+        return replace(self, help=text)
+
+    @property
+    def field(self) -> str:
+        """Its `Settings` field (and the rest of its ini key)."""
+        return self.name.replace("-", "_")
+
+    @property
+    def dest(self) -> str:
+        return f"scylla_{self.field}"
+
+    @property
+    def shown(self) -> str:
+        return self.show(self.default)
+
+    @property
+    def text(self) -> str:
+        """Its help text, the default written in."""
+        return self.help.replace("{default}", self.shown)
+
+    @property
+    def ini_default(self) -> Any:
+        if self.kind == "flag":
+            return bool(self.default)
+        if self.kind in ("int", "float") and TYPED_INI:
+            return self.default
+        return self.shown
+
+
+# `pytest --help` shows the options in these groups, in this order
+TITLES = {
+    "scylla": "pytest-scylla: what runs (evaluate agentic coding CLIs)",
+    "scylla-results": "pytest-scylla: results and resuming",
+    "scylla-isolation": "pytest-scylla: sandbox and limits",
+    "scylla-judging": "pytest-scylla: judges",
+    "scylla-spend": "pytest-scylla: spend and faults",
+    "scylla-inputs": "pytest-scylla: where inputs are",
+}
+_WHAT, _RESULTS, _ISOLATION, _JUDGING, _SPEND, _INPUTS = TITLES
+
+OPTIONS: tuple[Option, ...] = (
+    Option(
+        "oracle", _WHAT, "MODE", None, "optional", ("solution", "noop", "wrong", "mixed")
+    ).with_help(
+        "offline SIMULATED model instead of a real one: solution (default: applies the "
+        "case's reference solution), noop (does nothing), wrong (applies a broken change), "
+        "mixed (one of the three per run, fixed by the run's key: varied results)"
+    ),
+    Option("only", _WHAT, default=False, kind="switch").with_help(
+        "run the evaluations only: every other test collected is deselected "
+        "(a bare `pytest` in a project with its own tests runs those only)"
+    ),
+    Option("skip", _WHAT, default=False, kind="switch").with_help(
+        "run no evaluation, whatever the paths given: the plugin stays inert "
+        "and the case folders are left out of collection"
+    ),
+    Option("runs", _WHAT, "N", 1, "int").with_help(
+        "runs per case x tier-subtest cell (default {default})"
+    ),
+    Option("tiers", _WHAT, "TIERS", None, "list").with_help(
+        "only these tiers, comma-separated, e.g. T0,T5 (default: all)"
+    ),
+    Option("subtests", _WHAT, "SUBTESTS", None, "list").with_help(
+        "only these subtests, comma-separated: 02, 02-core, T5-02 (default: all)"
+    ),
+    Option("agent", _WHAT, "NAME", "claude-code").with_help(
+        "the agent CLI adapter: claude-code, codex, gemini-cli, opencode, or one a plugin "
+        "adds through the pytest_scylla_agents hook (default {default})"
+    ),
+    Option("model", _WHAT, "MODEL", "claude-sonnet-5").with_help(
+        "model id the agent runs with unless a subtest sets one (default {default})"
+    ),
+    Option("models", _WHAT, "MODELS", (), "list").with_help(
+        "a model axis: every run once per model, comma-separated model ids, e.g. "
+        "claude-sonnet-5,claude-haiku-4-5; the model ends the run's id (-k haiku), is a "
+        "marker and a column of every table, and overrides a subtest's model (default: no "
+        "axis, --scylla-model)"
+    ),
+    Option("shard", _WHAT, "I/N").with_help(
+        "run only share I of N of the selected runs (CI matrix jobs, Kubernetes Indexed "
+        "Jobs): runs are split by their key, so the N shards partition the selection "
+        "exactly; merge the shards' folders with `scylla report` (default: all)"
+    ),
+    Option("plan", _WHAT, default=False, kind="flag").with_help(
+        "print how many runs the selection has and what they should cost and take (from "
+        "stored history), then stop without running anything"
+    ),
+    Option("out", _RESULTS, "DIR").with_help(
+        "experiment folder for results (default: reports/<timestamp>-<label>/)"
+    ),
+    Option("label", _RESULTS, "NAME", "").with_help(
+        "the experiment's name in its default folder (default: the model id, or "
+        "oracle-<mode> under --scylla-oracle)"
+    ),
+    Option(
+        "report",
+        _RESULTS,
+        "FORMATS",
+        ("terminal",),
+        "list",
+        ("terminal", "html", "md", "json", "csv"),
+    ).with_help(
+        "reports to write: terminal,html,md,json,csv, one a plugin adds, all or none "
+        "(default {default})"
+    ),
+    Option("fresh", _RESULTS, default=False, kind="flag").with_help(
+        "run again the runs already stored in --scylla-out (by default they are reused, "
+        "and a stored run made under other conditions stops the session)"
+    ),
+    Option("rejudge", _RESULTS, default=False, kind="flag").with_help(
+        "re-score the runs stored in --scylla-out with the current rubric and judge "
+        "panel; no agent runs"
+    ),
+    Option("keep-workspaces", _RESULTS, default=False, kind="flag").with_help(
+        "keep each run's workspace in its run folder (default: removed; the diff and "
+        "file list are always kept)"
+    ),
+    Option("record-bodies", _RESULTS, default=False, kind="flag").with_help(
+        "also store every model request and response body in the run folder (bodies/, "
+        "the judges' in bodies/judge<n>/): what --scylla-replay re-runs"
+    ),
+    Option("replay", _RESULTS, "DIR").with_help(
+        "answer every model call (agents and judges) from an experiment recorded with "
+        "--scylla-record-bodies in DIR, matched by run and call order: offline and "
+        "deterministic; a request that differs from the recording ends its run as "
+        "infra_error (default: off)"
+    ),
+    Option("progress", _RESULTS, "SECONDS").with_help(
+        "seconds between progress lines (runs done/total, passes, spend, ETA); 0 turns "
+        "them off (default 10 on a terminal, 60 otherwise)"
+    ),
+    Option(
+        "sandbox", _ISOLATION, "KIND", "auto", choices=("auto", "local", "bwrap", "docker")
+    ).with_help(
+        "how the agent and checks are isolated: auto (docker when an engine answers "
+        "and the image is on it, else bwrap if it works, else local), bwrap, docker (a "
+        "container per run, docker SDK) or local (default {default})"
+    ),
+    Option("image", _ISOLATION, "IMAGE", "host").with_help(
+        "the Docker image of every run under the docker sandbox, unless its case names "
+        "one (image:): host (an empty image with this machine's system, Python and agent "
+        "CLI bound read-only) or an image on the engine that has the agent CLI, git and "
+        "Python (make one with `scylla image build`); never pulled (default {default})"
+    ),
+    Option("limits", _ISOLATION, "LIST", DEFAULT_LIMITS, "list", show=_limits_text).with_help(
+        "each run's limits under docker and bwrap (bwrap: a cgroup; /tmp a quarter of "
+        "the memory): memory, cpus, pids (default {default})"
+    ),
+    Option("docker-copy", _ISOLATION, default=False, kind="flag").with_help(
+        "docker: copy each run's folder (workspace, HOME) into its container and back "
+        "through the engine's API, and reach the gateway through a relay, instead of "
+        "bind mounts (always so on a remote engine); what comes back is extracted as "
+        "hostile data"
+    ),
+    Option("cli", _ISOLATION, "PATH").with_help(
+        "the Claude Code executable (default: claude on PATH)"
+    ),
+    Option("judges", _JUDGING, "JUDGES", DEFAULT_JUDGES, "list").with_help(
+        "the judge panel, comma-separated: model ids (Anthropic, through the gateway), "
+        "claude-cli:<model>, gemini:<model> (Google's Gemini API, GEMINI_API_KEY) or "
+        "openai:<model>@<base-url> (default: {default})"
+    ),
+    Option("min-judges", _JUDGING, "N", 2, "int").with_help(
+        "valid judges a verdict needs, else judge_error (default {default}, at most the panel size)"
+    ),
+    Option("panel", _JUDGING, "MODE", "full", choices=("full", "adaptive")).with_help(
+        "how the panel is asked: full (every judge at once) or adaptive (the cheaper "
+        "judges first, the most expensive one only when their verdicts differ by more "
+        "than 0.15, straddle the pass line or are too few) (default {default})"
+    ),
+    Option("budget-usd", _SPEND, "USD").with_help(
+        "session budget in dollars, agents and judges together: once the session's "
+        "spend would pass it no new run starts (those are skipped, saying why); runs in "
+        "flight finish (default: no budget)"
+    ),
+    Option("max-run-cost", _SPEND, "USD").with_help(
+        "every run's own cost limit in dollars, instead of each case's max_cost_usd "
+        "(default: each case's max_cost_usd; $2.00 for a case that sets none)"
+    ),
+    Option("retries", _SPEND, "N", 4, "int").with_help(
+        "attempts the gateway makes on a 408/429/5xx/529 answer or a lost connection "
+        "before the run is an infra_error (default {default})"
+    ),
+    Option("retry-wait", _SPEND, "SECONDS", 120.0, "float").with_help(
+        "most seconds the gateway waits on one call's retries; a longer retry-after "
+        "(a usage-window limit) pauses new runs instead (default {default})"
+    ),
+    Option("max-pause", _SPEND, "SECONDS", 21600.0, "float").with_help(
+        "longest pause for a usage-window limit; beyond it the remaining runs are "
+        "skipped (default {default} = 6 h)"
+    ),
+    Option("tiers-dir", _INPUTS, "DIR").with_help(
+        "folder of tier files T0.yaml ... (default: <rootdir>/tiers)"
+    ),
+    Option("packaged-tiers", _INPUTS, "MODE", "auto", choices=("auto", "under", "off")).with_help(
+        "the package's T0-T6: auto (used when the project has no tiers folder), under "
+        "(the project's tiers laid over them: same name replaces, new names add) or off "
+        "(default {default})"
+    ),
+    Option("rubrics-dir", _INPUTS, "DIR").with_help(
+        "folder of shared rubrics (default: <rootdir>/rubrics)"
+    ),
+    Option("cache-dir", _INPUTS, "DIR").with_help(
+        "shared cache for repo mirrors, MCP packages and CLI baselines "
+        "(default: $XDG_CACHE_HOME/pytest-scylla or ~/.cache/pytest-scylla)"
+    ),
+)
+BY_NAME = {o.name: o for o in OPTIONS}
+BY_DEST = {o.dest: o for o in OPTIONS}
+DEFAULTS: dict[str, Any] = {o.field: o.default for o in OPTIONS}  # by `Settings` field
+# group key -> (title, its options' names), in --help's order
+GROUPS = {k: (t, tuple(o.name for o in OPTIONS if o.group == k)) for k, t in TITLES.items()}
+# keys whose value holds several items: one string of them comma-separated, or a list (a TOML
+# list, or `[a, b]` in an ini file), as pytest's own list-valued keys may be written
+LIST_KEYS = frozenset(o.dest for o in OPTIONS if o.kind == "list")
+ORACLE_MODES = BY_NAME["oracle"].choices
+
+
+def one_of(choices: tuple[str, ...]) -> str:
+    """`a, b or c`."""
+    return f"{', '.join(choices[:-1])} or {choices[-1]}"
 
 
 def addoptions(parser: pytest.Parser) -> None:
-    for key in GROUPS:  # made in order, so --help lists them so
-        parser.getgroup(key, GROUPS[key][0])
-    for name, help_text, metavar, default in OPTIONS:
-        dest = f"scylla_{name.replace('-', '_')}"
-        _group(parser, name).addoption(f"--scylla-{name}", dest=dest, metavar=metavar,
-                                       default=None, help=help_text)
-        kind = TYPED.get(name) if TYPED_INI else None
-        ini_type: Any = kind or "string"  # "int"/"float": pytest 8.4's, unknown to 8.0's stubs
-        parser.addini(dest, f"[pytest-scylla] {help_text}", type=ini_type,
-                      default=(int(default) if kind == "int" else float(default)) if kind
-                      else default)
-    for name, help_text in FLAGS:
-        dest = f"scylla_{name.replace('-', '_')}"
-        _group(parser, name).addoption(f"--scylla-{name}", dest=dest, action="store_true",
-                                       default=None, help=help_text)
-        parser.addini(dest, f"[pytest-scylla] {help_text}", type="bool", default=False)
-    group = _group(parser, "oracle")
-    group.addoption(
-        "--scylla-oracle", dest="scylla_oracle", nargs="?", const="solution", default=None,
-        choices=ORACLE_MODES, metavar="MODE",
-        help="offline SIMULATED model instead of a real one: solution (default: applies the "
-             "case's reference solution), noop (does nothing), wrong (applies a broken change), "
-             "mixed (one of the three per run, fixed by the run's key: varied results). "
-             "Write it as --scylla-oracle=MODE or put it after the paths")
-    group.addoption("--scylla-only", dest="scylla_only", action="store_true", default=False,
-                    help="run the evaluations only: every other test collected is deselected "
-                         "(a bare `pytest` in a project with its own tests runs those only)")
-    group.addoption("--scylla-skip", dest="scylla_skip", action="store_true", default=False,
-                    help="run no evaluation, whatever the paths given: the plugin stays inert "
-                         "and the case folders are left out of collection")
-    parser.addini("scylla_oracle", "[pytest-scylla] oracle mode: solution, noop, wrong, mixed or "
-                  "empty",
-                  default="")
-    parser.addini("scylla_cases", "[pytest-scylla] folders (relative to the ini file) whose case "
-                  "folders are collected as evaluations (default: cases)", type="linelist",
-                  default=["cases"])
+    groups = {key: parser.getgroup(key, title) for key, title in TITLES.items()}  # in order
+    for o in OPTIONS:
+        args: dict[str, Any] = {"dest": o.dest, "default": None, "help": o.text}
+        if o.kind in ("flag", "switch"):  # a switch's default is False, a flag's in its ini key
+            args.update(action="store_true", default=None if o.kind == "flag" else o.default)
+        else:
+            args["metavar"] = o.metavar
+        if o.kind == "optional":  # a bare --scylla-oracle would read the path after it
+            note = f". Write it as --scylla-{o.name}={o.metavar} or put it after the paths"
+            args.update(nargs="?", const=o.choices[0], choices=o.choices, help=o.text + note)
+        groups[o.group].addoption(f"--scylla-{o.name}", **args)
+        if o.kind != "switch":
+            typed = o.kind in ("int", "float") and TYPED_INI  # 8.4's, unknown to 8.0's stubs
+            kind: Any = "bool" if o.kind == "flag" else o.kind if typed else "string"
+            parser.addini(o.dest, f"[pytest-scylla] {o.text}", type=kind, default=o.ini_default)
+    parser.addini(
+        "scylla_cases",
+        "[pytest-scylla] folders (relative to the ini file) whose case "
+        "folders are collected as evaluations (default: cases)",
+        type="linelist",
+        default=["cases"],
+    )
+
+
+def markdown_table() -> str:
+    """The README's table of options: one per --help group (a test keeps the README equal)."""
+    out: list[str] = []
+    for title, names in GROUPS.values():
+        head = title.removeprefix("pytest-scylla: ")
+        out += [f"**{head}**", "", "| option | meaning | default |", "|---|---|---|"]
+        out += [*(_row(BY_NAME[name]) for name in names), ""]
+    return "\n".join(out)
+
+
+def _row(o: Option) -> str:
+    """`| --scylla-NAME=METAVAR | help | default |`, the default taken from the help's end."""
+    usage = f"--scylla-{o.name}"
+    if o.metavar:
+        usage += f"[={o.metavar}]" if o.kind == "optional" else f"={o.metavar}"
+    match = re.fullmatch(r"(.*?)(?: \(default:? (.*)\))?", o.text, re.DOTALL)
+    assert match is not None  # the first group matches any text
+    meaning, said = match[1], match[2] or "off"
+    default = f"`{said}`" if said == o.shown else _cell(said)
+    return f"| `{usage}` | {_cell(meaning)} | {default} |"
+
+
+def _cell(text: str) -> str:
+    """Text in a markdown table's cell, as written (no HTML tag, no column break)."""
+    return text.replace("<", "\\<").replace("|", "\\|")

@@ -12,12 +12,12 @@ import pytest
 
 from pytest_scylla import collect, options, settings
 from pytest_scylla.collect import ACTIVE_KEY
-from pytest_scylla.core.folders import shown
 from pytest_scylla.core.record import bound_report, of_report
 from pytest_scylla.core.runspec import model_label
 from pytest_scylla.core.terminal import safe, scrub
 from pytest_scylla.formats.spec import CATEGORIES
 from pytest_scylla.formats.tiers import tier_files
+from pytest_scylla.header import BYSTANDER_KEY, bystander_line, header_lines, sandbox_line
 from pytest_scylla.sandbox_settings import plugin_sandboxes
 from pytest_scylla.settings import EXPERIMENT_KEY, SESSION_KEY
 
@@ -39,11 +39,25 @@ def pytest_scylla_agents(config: pytest.Config) -> list[Any]:
     return [claude_code.ADAPTER, codex.ADAPTER, gemini_cli.ADAPTER, opencode.ADAPTER]
 
 
+def pytest_scylla_sandboxes(config: pytest.Config) -> dict[str, Any]:
+    """The built-in sandboxes: local, bwrap, docker."""
+    from pytest_scylla.run.sandbox import builtin
+
+    return builtin()
+
+
+def pytest_scylla_judge_kinds(config: pytest.Config) -> dict[str, Any]:
+    """The built-in judge kinds: anthropic, openai, gemini, claude-cli."""
+    from pytest_scylla.judging.judges import BUILTIN_KINDS
+
+    return dict(BUILTIN_KINDS)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_scylla_runtime(config: pytest.Config) -> Any:
     """The built-in runtime: gateway, sandbox and the real CLI (its baseline measured)."""
     from pytest_scylla.agent_settings import adapters
-    from pytest_scylla.run.runtime import build
+    from pytest_scylla.operations.runtime import build
 
     chosen = config.stash[settings.SETTINGS_KEY]
     return build(chosen, config.stash[EXPERIMENT_KEY], config.stash[SESSION_KEY],
@@ -54,7 +68,7 @@ def pytest_scylla_runtime(config: pytest.Config) -> Any:
 @pytest.hookimpl(trylast=True)
 def pytest_scylla_execute(spec: Any, runtime: Any, conditions: Any) -> Any:
     """The built-in runner: the real agent in its sandbox, checks, judges."""
-    from pytest_scylla.run.runner import execute
+    from pytest_scylla.operations.runner import execute
 
     return execute(spec, runtime, conditions)
 
@@ -79,15 +93,34 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_scylla.core.tempdirs import claimed
 
     config.stash[HELD_KEY] = claimed()  # private folders this process held before the session
-    config.stash[settings.SETTINGS_KEY] = settings.resolve(config)
     worker = getattr(config, "workerinput", None)
+    config.stash[settings.SETTINGS_KEY] = _settings(config, worker)
+    _register(config)
+    config.stash[EXPERIMENT_KEY] = settings.experiment_dir(config)
+    if worker and "scylla_session" in worker:
+        config.stash[SESSION_KEY] = worker["scylla_session"]
+    else:
+        from pytest_scylla.operations.ledger import new_session_id
+
+        config.stash[SESSION_KEY] = new_session_id()
+    _session_plugins(config, worker)
+
+
+def _settings(config: pytest.Config, worker: dict[str, Any] | None) -> settings.Settings:
+    """The session's settings; an xdist worker's sandbox is the one its controller's `auto`
+    chose, and its Anthropic judges are asked through the controller's judge service."""
+    resolved = settings.resolve(config)
     if worker and "scylla_sandbox" in worker:  # what the controller's `auto` chose
-        config.stash[settings.SETTINGS_KEY] = replace(config.stash[settings.SETTINGS_KEY],
-                                                      sandbox=worker["scylla_sandbox"])
+        resolved = replace(resolved, sandbox=worker["scylla_sandbox"])
     if worker and worker.get("scylla_judge_service"):  # the controller asks its SDK judges
         from pytest_scylla.judging import service
 
         service.use(worker["scylla_judge_service"])
+    return resolved
+
+
+def _register(config: pytest.Config) -> None:
+    """An evaluating session's markers, fixtures and hooks."""
     config.addinivalue_line("markers", "scylla(case, tiers=None): a pytest-scylla evaluation "
                             "run; on a test function, a Python evaluation of that case's task")
     from pytest_scylla import evaluation, fixtures
@@ -102,13 +135,10 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{category}: cases of category {category}")
     for model in config.stash[settings.SETTINGS_KEY].models:
         config.addinivalue_line("markers", f"{model_label(model)}: runs of agent model {model}")
-    config.stash[EXPERIMENT_KEY] = settings.experiment_dir(config)
-    if worker and "scylla_session" in worker:
-        config.stash[SESSION_KEY] = worker["scylla_session"]
-    else:
-        from pytest_scylla.operations.ledger import new_session_id
 
-        config.stash[SESSION_KEY] = new_session_id()
+
+def _session_plugins(config: pytest.Config, worker: dict[str, Any] | None) -> None:
+    """The plan (under --scylla-plan), the controller's aggregation and progress, xdist's hooks."""
     s = config.stash[settings.SETTINGS_KEY]
     if s.plan:  # nothing runs: collect, then print the plan (xdist stays out of it)
         workers = getattr(config.option, "numprocesses", None)
@@ -123,52 +153,13 @@ def pytest_configure(config: pytest.Config) -> None:
         writers = report_writers(config, settings.REPORT_FORMATS)  # checked in resolve
         config.pluginmanager.register(Aggregator(config.stash[EXPERIMENT_KEY], s, writers),
                                       "scylla-aggregate")
-        config.pluginmanager.register(Progress(config, config.stash[EXPERIMENT_KEY],
+        config.pluginmanager.register(Progress(config, s, config.stash[EXPERIMENT_KEY],
                                                config.stash[SESSION_KEY]), "scylla-progress")
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistHooks(config), "scylla-xdist")
 
 
-SANDBOX_NOTE_KEY = pytest.StashKey[str]()
-BYSTANDER_KEY = pytest.StashKey[tuple[Path, ...]]()  # case roots a session does not evaluate
 HELD_KEY = pytest.StashKey[frozenset[Path]]()
-
-
-def sandbox_line(config: pytest.Config) -> str:
-    """The header's sandbox line. `auto` is decided here, once, by the controller: the settings
-    then name the sandbox it chose, and xdist workers are handed that choice."""
-    if SANDBOX_NOTE_KEY in config.stash:
-        return config.stash[SANDBOX_NOTE_KEY]
-    from pytest_scylla.run.sandbox import SandboxError, choose
-
-    s = config.stash[settings.SETTINGS_KEY]
-    try:
-        kind, note = choose(s.sandbox, real_model=s.oracle is None, image=s.image,
-                            plugins=plugin_sandboxes(config))
-        config.stash[settings.SETTINGS_KEY] = replace(s, sandbox=kind.name)
-        line = f"scylla: {note}" if note else f"scylla: sandbox={kind.name}"
-        if kind.name == "docker":
-            line += f" image={s.image}"
-        elif s.docker_copy:  # only `auto` gets here: an explicit bwrap or local is refused
-            line += "; --scylla-docker-copy does not apply (no container)"
-    except SandboxError as exc:
-        line = f"scylla: sandbox problem: {exc}"
-    config.stash[SANDBOX_NOTE_KEY] = line
-    return line
-
-
-def limits_line(sandbox: str, limits: tuple[int, float, int]) -> str | None:
-    """The header's limits line: what the chosen sandbox limits, and what it cannot."""
-    from pytest_scylla.run.sandbox.limits import Limits, summary
-
-    if sandbox == "bwrap":
-        return "scylla: " + summary(Limits(*limits))
-    if sandbox == "local":
-        return "scylla: limits: none (local: processes, memory, /tmp and CPU are unbounded)"
-    if sandbox == "docker":
-        return (f"scylla: limits: memory={limits[0] >> 20}m, cpus={limits[1]:g}, "
-                f"pids={limits[2]} (container)")
-    return None
 
 
 class _Plan:
@@ -322,34 +313,8 @@ def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Col
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
     if ACTIVE_KEY not in config.stash:
-        return _bystander_line(config)
-    s = config.stash[settings.SETTINGS_KEY]
-    lines = [f"scylla: runs={s.runs} tiers={','.join(s.tiers) if s.tiers else 'all'} "
-             f"subtests={','.join(s.subtests) if s.subtests else 'all'} "
-             f"tiers-dir={' over '.join(map(str, s.tier_dirs))}"]
-    if s.oracle:
-        lines.append(f"scylla: SIMULATED MODEL (oracle={s.oracle}): no real model is called")
-    else:
-        lines.append(f"scylla: model={s.model} via the Anthropic API (real spend)")
-    lines.append(sandbox_line(config))
-    chosen = config.stash[settings.SETTINGS_KEY]  # auto resolved by sandbox_line
-    lines += filter(None, [limits_line(chosen.sandbox, chosen.limits)])
-    lines.append(f"scylla: judges={','.join(j.label for j in s.judges)} (min {s.min_judges} "
-                 f"valid){' answered by the oracle: SIMULATED' if s.oracle else ''}")
-    lines.append(f"scylla: results in {config.stash[EXPERIMENT_KEY]}")
-    return lines
-
-
-def _bystander_line(config: pytest.Config) -> list[str]:
-    """One line where the project has evaluations this session leaves out (collected paths
-    that hold them, or case roots its testpaths never reach); none where it has none."""
-    roots = config.stash.get(BYSTANDER_KEY, ()) or tuple(
-        r for r in collect.case_roots(config) if r.is_dir() and collect.case_files(r))
-    if not roots:
-        return []
-    named = " ".join(shown(r, config.invocation_params.dir) + "/" for r in roots)
-    return [f"scylla: the evaluations in {named} are not run by this session; run them with "
-            f"`pytest {named.split()[0]}` or `pytest --scylla-only`"]
+        return bystander_line(config)
+    return header_lines(config)
 
 
 @pytest.hookimpl(wrapper=True)

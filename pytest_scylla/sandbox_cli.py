@@ -17,6 +17,17 @@ def add_parsers(sub: Any) -> None:
     """The `image` and `sandbox` commands on the `scylla` parser's subparsers."""
     img = sub.add_parser("image", help="the docker sandbox's images (--scylla-sandbox=docker)")
     img_sub = img.add_subparsers(dest="image_command", metavar="ACTION", required=True)
+    _add_build_parser(img_sub)
+    img_sub.add_parser("list", help="the images pytest-scylla made on the Docker engine: tag, "
+                       "id, size, Claude Code version")
+    rm = img_sub.add_parser("rm", help="remove images pytest-scylla made (never another "
+                            "image: use docker rmi for those)")
+    rm.add_argument("tags", nargs="+", metavar="TAG", help="as `scylla image list` shows them")
+    _add_sandbox_parser(sub)
+
+
+def _add_build_parser(img_sub: Any) -> None:
+    """`scylla image build` and its options."""
     bld = img_sub.add_parser(
         "build", help="build the agent image (the pinned Claude Code CLI, git, Python, Node) "
         "from the package's Dockerfile, or with --host set up the host toolchain image")
@@ -33,11 +44,10 @@ def add_parsers(sub: Any) -> None:
     bld.add_argument("--host", action="store_true",
                      help="only set up the host toolchain image (no download): an empty image "
                           "into which this machine's system and CLI are bound read-only")
-    img_sub.add_parser("list", help="the images pytest-scylla made on the Docker engine: tag, "
-                       "id, size, Claude Code version")
-    rm = img_sub.add_parser("rm", help="remove images pytest-scylla made (never another "
-                            "image: use docker rmi for those)")
-    rm.add_argument("tags", nargs="+", metavar="TAG", help="as `scylla image list` shows them")
+
+
+def _add_sandbox_parser(sub: Any) -> None:
+    """`scylla sandbox [KIND] [--image IMAGE]`."""
     box = sub.add_parser("sandbox", help="check that a sandbox works here before a session "
                          "counts on it (a CI step): says which one a session would use, or "
                          "why none can and what to do; exit code 1 when it cannot")

@@ -9,13 +9,12 @@ from typing import Any
 
 import pytest
 
-from pytest_scylla.options import as_list as _list
-from pytest_scylla.options import flag
-from pytest_scylla.options import value as _value
+from pytest_scylla.option_values import as_list as _list
+from pytest_scylla.option_values import flag
+from pytest_scylla.option_values import value as _value
+from pytest_scylla.options import BY_NAME, DEFAULTS
 
-SANDBOXES = ("auto", "local", "bwrap", "docker")
 IMAGE_REF = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@-]*$")
-DEFAULT_LIMITS = (4 << 30, 2.0, 1024)  # a run's (docker, bwrap): memory bytes, cpus, pids
 
 
 def sandbox_settings(config: pytest.Config) -> dict[str, Any]:
@@ -25,42 +24,37 @@ def sandbox_settings(config: pytest.Config) -> dict[str, Any]:
     if copy and sandbox in ("bwrap", "local"):
         raise pytest.UsageError(f"--scylla-docker-copy is for --scylla-sandbox=docker (or "
                                 f"auto); this session uses --scylla-sandbox={sandbox}")
-    return {"sandbox": sandbox, "image": _image(config), "limits": _container_limits(config),
-            "docker_copy": copy}
+    return {"sandbox": sandbox, "image": _image(config, sandbox),
+            "limits": _container_limits(config), "docker_copy": copy}
 
 
 def plugin_sandboxes(config: pytest.Config) -> dict[str, Any]:
-    """The sandboxes plugins add (`pytest_scylla_sandboxes`), by name: subclasses of
-    `run.sandbox.Sandbox`. A plugin cannot take a built-in name."""
-    found: dict[str, Any] = {}
-    for offered in config.hook.pytest_scylla_sandboxes(config=config):
-        for name, kind in (offered or {}).items():
-            if name in SANDBOXES:
-                raise pytest.UsageError(f"a plugin offers a sandbox named '{name}', which is "
-                                        "a built-in one; give it another name")
-            found[name] = kind
-    return found
+    """Every sandbox by name, the built-in ones and those plugins add (`extensions.sandboxes`):
+    subclasses of `run.sandbox.Sandbox`."""
+    from pytest_scylla.extensions import sandboxes
+
+    return sandboxes(config)
 
 
 def _sandbox(config: pytest.Config) -> str:
     raw, origin = _value(config, "scylla_sandbox")
-    sandbox = str(raw).strip() or "auto"
-    known = (*SANDBOXES, *plugin_sandboxes(config))
+    sandbox = str(raw).strip() or DEFAULTS["sandbox"]
+    known = ("auto", *plugin_sandboxes(config))
     if sandbox not in known:
         raise pytest.UsageError(f"{origin}: unknown sandbox '{sandbox}'; choose from "
                                 f"{', '.join(known)}")
     return sandbox
 
 
-def _image(config: pytest.Config) -> str:
+def _image(config: pytest.Config, sandbox: str) -> str:
     raw, origin = _value(config, "scylla_image")
-    image = str(raw).strip() or "host"
+    image = str(raw).strip() or DEFAULTS["image"]
     if not IMAGE_REF.match(image):
         raise pytest.UsageError(f"{origin}={raw!r}: expected host or an image reference such "
                                 "as scylla-agent:2.1.197 or registry.example/team/agent@sha256:...")
-    if image != "host" and _sandbox(config) in ("bwrap", "local"):
+    if image != "host" and sandbox in ("bwrap", "local"):
         raise pytest.UsageError(f"{origin}={image}: images are for --scylla-sandbox=docker (or "
-                                f"auto); this session uses --scylla-sandbox={_sandbox(config)}")
+                                f"auto); this session uses --scylla-sandbox={sandbox}")
     return image
 
 
@@ -70,8 +64,8 @@ LIMIT_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 def _container_limits(config: pytest.Config) -> tuple[int, float, int]:
     """`memory=4g,cpus=2,pids=1024` (any of them; the others keep their defaults)."""
     raw, origin = _value(config, "scylla_limits")
-    memory, cpus, pids = DEFAULT_LIMITS
-    hint = "expected e.g. memory=4g,cpus=2,pids=1024 (memory in bytes or with k, m or g)"
+    memory, cpus, pids = DEFAULTS["limits"]
+    hint = f"expected e.g. {BY_NAME['limits'].shown} (memory in bytes or with k, m or g)"
     for part in _list(raw) or ():
         name, _, value = part.partition("=")
         name, value = name.strip().lower(), value.strip().lower()

@@ -14,68 +14,67 @@ from typing import Any
 import pytest
 
 from pytest_scylla.agent_settings import agent_settings
-from pytest_scylla.core.folders import read_problem, write_problem
-from pytest_scylla.core.tiers import TIER_NAME
-from pytest_scylla.formats import PACKAGED
-from pytest_scylla.formats.tiers import Subtest, TierSet, tier_files
-from pytest_scylla.formats.yamlmarks import display
+from pytest_scylla.formats.tiers import Subtest, TierSet
 from pytest_scylla.judging.judges import JudgeSpec, JudgeSpecError
 from pytest_scylla.judging.judges import parse as parse_judge
-from pytest_scylla.options import DEFAULT_MODEL, ORACLE_MODES
-from pytest_scylla.options import as_list as _list
-from pytest_scylla.options import flag as _flag
-from pytest_scylla.options import ini as _ini
-from pytest_scylla.options import value as _value
-from pytest_scylla.sandbox_settings import DEFAULT_LIMITS, sandbox_settings
+from pytest_scylla.option_values import as_list as _list
+from pytest_scylla.option_values import flag as _flag
+from pytest_scylla.option_values import folder as _folder
+from pytest_scylla.option_values import value as _value
+from pytest_scylla.options import BY_NAME, ORACLE_MODES, one_of
+from pytest_scylla.options import DEFAULTS as D
+from pytest_scylla.sandbox_settings import sandbox_settings
+from pytest_scylla.selection_settings import check_subtests, matches, selection_settings
 
-REPORT_FORMATS = ("terminal", "html", "md", "json", "csv")
+REPORT_FORMATS = BY_NAME["report"].choices
 LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-SUBTEST_SELECTOR = re.compile(r"^(?:(T\d+)-)?(\d{2})(?:-([a-z0-9][a-z0-9-]*))?$")
 MAX_RUNS = 1000
 
 @dataclass(frozen=True)
 class Settings:
-    runs: int = 1
-    tiers: tuple[str, ...] | None = None
-    subtests: tuple[str, ...] | None = None
-    out: Path | None = None
-    label: str = ""
-    report: tuple[str, ...] = ("terminal",)
-    oracle: str | None = None
-    tiers_dir: Path = Path("tiers")
+    """The options' values; a field's default is its option's declared one (`options`)."""
+
+    runs: int = D["runs"]
+    tiers: tuple[str, ...] | None = D["tiers"]
+    subtests: tuple[str, ...] | None = D["subtests"]
+    out: Path | None = D["out"]
+    label: str = D["label"]
+    report: tuple[str, ...] = D["report"]
+    oracle: str | None = D["oracle"]
+    tiers_dir: Path = Path("tiers")  # resolved: <rootdir>/tiers unless set
     tier_dirs: tuple[Path, ...] = ()  # the layered tier folders, the first winning
-    rubrics_dir: Path = Path("rubrics")
-    model: str = DEFAULT_MODEL
-    models: tuple[str, ...] = ()  # the model axis (empty: none)
-    agent: str = "claude-code"  # the adapter's name (checked against the registered ones)
-    sandbox: str = "auto"
-    image: str = "host"  # the docker sandbox's image (a case's own image: wins)
-    limits: tuple[int, float, int] = DEFAULT_LIMITS  # docker: memory bytes, cpus, pids
-    docker_copy: bool = False  # docker: the run's folder by copy, not a bind mount
-    cli: str | None = None
-    cache_dir: Path = Path(".cache")
-    keep_workspaces: bool = False
-    record_bodies: bool = False
-    replay: Path | None = None  # an experiment recorded with bodies: its answers are replayed
-    judges: tuple[JudgeSpec, ...] = ()
-    min_judges: int = 2
-    panel: str = "full"  # or adaptive (judging/judge_run.py)
-    budget_usd: float | None = None
-    max_run_cost: float | None = None
-    retries: int = 4
-    retry_wait: float = 120.0
-    max_pause: float = 21600.0
-    progress: float | None = None  # None: by terminal kind
-    fresh: bool = False
-    rejudge: bool = False
-    plan: bool = False
-    shard: tuple[int, int] | None = None  # (index from 1, count)
+    rubrics_dir: Path = Path("rubrics")  # resolved: <rootdir>/rubrics unless set
+    model: str = D["model"]
+    models: tuple[str, ...] = D["models"]  # the model axis (empty: none)
+    agent: str = D["agent"]  # the adapter's name (checked against the registered ones)
+    sandbox: str = D["sandbox"]
+    image: str = D["image"]  # the docker sandbox's image (a case's own image: wins)
+    limits: tuple[int, float, int] = D["limits"]  # docker: memory bytes, cpus, pids
+    docker_copy: bool = D["docker_copy"]  # docker: the run's folder by copy, not a bind mount
+    cli: str | None = D["cli"]
+    cache_dir: Path = Path(".cache")  # resolved: default_cache_dir() unless set
+    keep_workspaces: bool = D["keep_workspaces"]
+    record_bodies: bool = D["record_bodies"]
+    replay: Path | None = D["replay"]  # an experiment recorded with bodies: its answers replayed
+    judges: tuple[JudgeSpec, ...] = tuple(parse_judge(j) for j in D["judges"])
+    min_judges: int = D["min_judges"]
+    panel: str = D["panel"]  # or adaptive (judging/judge_run.py)
+    budget_usd: float | None = D["budget_usd"]
+    max_run_cost: float | None = D["max_run_cost"]
+    retries: int = D["retries"]
+    retry_wait: float = D["retry_wait"]
+    max_pause: float = D["max_pause"]
+    progress: float | None = D["progress"]  # None: by terminal kind
+    fresh: bool = D["fresh"]
+    rejudge: bool = D["rejudge"]
+    plan: bool = D["plan"]
+    shard: tuple[int, int] | None = D["shard"]  # (index from 1, count)
 
     def selects_tier(self, tier: str) -> bool:
         return self.tiers is None or tier in self.tiers
 
     def selects_subtest(self, sub: Subtest) -> bool:
-        return self.subtests is None or any(_matches(s, sub) for s in self.subtests)
+        return self.subtests is None or any(matches(s, sub) for s in self.subtests)
 
 
 SETTINGS_KEY = pytest.StashKey[Settings]()
@@ -84,39 +83,9 @@ EXPERIMENT_KEY = pytest.StashKey[Path]()  # the experiment folder, the same in e
 SESSION_KEY = pytest.StashKey[str]()  # the session's id, the same on the controller and workers
 
 
-def _matches(selector: str, sub: Subtest) -> bool:
-    match = SUBTEST_SELECTOR.match(selector)
-    assert match, selector
-    tier, number, words = match.groups()
-    return ((tier is None or tier == sub.tier) and number == sub.number
-            and (words is None or f"{number}-{words}" == sub.name))
-
-
-def _folder(config: pytest.Config, dest: str, holding: str | None = None) -> Path | None:
-    """A folder option, None when not set: the CLI's relative to the invocation folder, the
-    ini's to the ini file's. It must be a folder of `holding` (read) or, without `holding`, one
-    this session can write (the probe left to the controller)."""
-    cli = config.getoption(dest)
-    raw, origin = (cli, f"--{dest.replace('_', '-')}") if cli else _ini(config, dest)
-    text = str(raw or "")
-    if not text:
-        return None
-    here = config.invocation_params.dir
-    base = here if cli else config.inipath.parent if config.inipath else config.rootpath
-    path = (base / text).resolve()
-    problem = write_problem(path, here, probe=not hasattr(config, "workerinput")) \
-        if holding is None else read_problem(path, here, holding)
-    if problem:
-        raise pytest.UsageError(f"{origin}={raw!r}: {problem}")
-    return path
-
-
 def resolve(config: pytest.Config) -> Settings:
     """Read and check every scylla option once; a bad value is a `pytest.UsageError`."""
-    tiers_dir = _folder(config, "scylla_tiers_dir", "tier files (T0.yaml ...)") or \
-        config.rootpath / "tiers"
-    tier_dirs = _tier_layers(config, tiers_dir)
-    tiers, (subtests, subtests_origin) = _tiers(config, tier_dirs), _subtests(config)
+    selection, subtests_origin = selection_settings(config)
     judges, min_judges = _judges(config)
     flags: dict[str, Any] = {
         name: _flag(config, f"scylla_{name}")
@@ -130,10 +99,9 @@ def resolve(config: pytest.Config) -> Settings:
         raise pytest.UsageError("--scylla-fresh and --scylla-rejudge exclude each other: fresh "
                                 "re-runs the agents, rejudge only re-scores stored runs")
     settings = Settings(
-        runs=_runs(config), tiers=tiers, subtests=subtests,
+        runs=_runs(config), **selection,
         out=_folder(config, "scylla_out"), label=_label(config),
-        report=_report(config), oracle=_oracle(config), tiers_dir=tier_dirs[0],
-        tier_dirs=tier_dirs,
+        report=_report(config), oracle=_oracle(config),
         rubrics_dir=_folder(config, "scylla_rubrics_dir", "shared rubrics (<name>.yaml)") or
         config.rootpath / "rubrics",
         **agent_settings(config),
@@ -143,10 +111,11 @@ def resolve(config: pytest.Config) -> Settings:
         replay=replay,
         judges=judges, min_judges=min_judges, panel=_panel(config), shard=_shard(config),
         **_limits(config), **flags)
-    if subtests is not None:
+    if settings.subtests is not None:
         # Checking that each selector matches something needs the tiers: parse them now, once.
-        config.stash[TIERSET_KEY] = TierSet(tier_dirs)
-        _check_subtests_exist(config.stash[TIERSET_KEY], settings, subtests_origin)
+        config.stash[TIERSET_KEY] = TierSet(settings.tier_dirs)
+        check_subtests(config.stash[TIERSET_KEY], settings.tiers, settings.subtests,
+                       subtests_origin)
     return settings
 
 
@@ -161,47 +130,6 @@ def _runs(config: pytest.Config) -> int:
         raise pytest.UsageError(f"{origin}={runs}: runs per cell must be between 1 and "
                                 f"{MAX_RUNS}, e.g. --scylla-runs=10")
     return runs
-
-
-def _tier_layers(config: pytest.Config, tiers_dir: Path) -> tuple[Path, ...]:
-    """The tier folders, first winning: the project's, the package's, or the one over the
-    other (`--scylla-packaged-tiers`)."""
-    raw, origin = _value(config, "scylla_packaged_tiers")
-    mode = str(raw).strip() or "auto"
-    if mode not in ("auto", "under", "off"):
-        raise pytest.UsageError(f"{origin}={mode!r}: expected auto, under or off")
-    named = bool(config.getoption("scylla_tiers_dir") or _ini(config, "scylla_tiers_dir")[0])
-    if mode == "under" and tiers_dir.resolve() != PACKAGED.resolve():
-        return (tiers_dir, PACKAGED)
-    if mode == "auto" and not named and not tiers_dir.is_dir():
-        return (PACKAGED,)
-    return (tiers_dir,)
-
-
-def _tiers(config: pytest.Config, tiers_dir: tuple[Path, ...]) -> tuple[str, ...] | None:
-    raw, origin = _value(config, "scylla_tiers")
-    tiers = _list(raw)
-    if tiers is not None:
-        known = list(tier_files(tiers_dir))
-        for tier in tiers:
-            if not TIER_NAME.match(tier):
-                raise pytest.UsageError(f"{origin}: '{tier}' is not a tier name; expected names "
-                                        "such as T0 or T5, comma-separated")
-            if tier not in known:
-                raise pytest.UsageError(
-                    f"{origin}: unknown tier '{tier}'; tiers in {display(tiers_dir[0])}: "
-                    f"{', '.join(known) or 'none (no T*.yaml files there)'}")
-    return tiers
-
-
-def _subtests(config: pytest.Config) -> tuple[tuple[str, ...] | None, str]:
-    raw, origin = _value(config, "scylla_subtests")
-    subtests = _list(raw)
-    for selector in subtests or ():
-        if not SUBTEST_SELECTOR.match(selector):
-            raise pytest.UsageError(f"{origin}: '{selector}' is not a subtest selector; "
-                                    "expected e.g. 02, 02-core or T5-02")
-    return subtests, origin
 
 
 def _report(config: pytest.Config) -> tuple[str, ...]:
@@ -269,44 +197,32 @@ def _shard(config: pytest.Config) -> tuple[int, int] | None:
 def _judges(config: pytest.Config) -> tuple[tuple[JudgeSpec, ...], int]:
     """The panel and how many valid judges a verdict needs (at most the panel's size)."""
     raw, origin = _value(config, "scylla_judges")
-    plugins: dict[str, Any] = {}  # the judge kinds plugins add
-    for offered in config.hook.pytest_scylla_judge_kinds(config=config):
-        plugins.update(offered or {})
+    from pytest_scylla.extensions import judge_kinds
+
+    kinds = judge_kinds(config)  # the built-in ones and those plugins add
     try:
-        judges = tuple(parse_judge(e, plugins) for e in _list(raw) or ())
+        judges = tuple(parse_judge(e, kinds) for e in _list(raw) or ())
     except JudgeSpecError as exc:
         raise pytest.UsageError(f"{origin}: {exc}") from None
     if not judges:
         raise pytest.UsageError(f"{origin}: the panel needs at least one judge, e.g. "
                                 "--scylla-judges=claude-sonnet-5")
-    raw, origin = _value(config, "scylla_min_judges")
-    try:
-        min_judges = int(str(raw))
-    except ValueError:
-        min_judges = 0
-    if min_judges < 1:
-        raise pytest.UsageError(f"{origin}={raw!r}: expected a whole number of judges >= 1")
+    min_judges = _whole(config, "scylla_min_judges", 1, math.inf, "a whole number of judges >= 1")
     return judges, min(min_judges, len(judges))
 
 
 def _panel(config: pytest.Config) -> str:
     raw, origin = _value(config, "scylla_panel")
     mode = str(raw).strip()
-    if mode not in ("full", "adaptive"):
-        raise pytest.UsageError(f"{origin}={raw!r}: expected full or adaptive")
+    if mode not in BY_NAME["panel"].choices:
+        raise pytest.UsageError(f"{origin}={raw!r}: expected {one_of(BY_NAME['panel'].choices)}")
     return mode
 
 
 def _limits(config: pytest.Config) -> dict[str, Any]:
     """Budgets, retries, pauses and the progress interval."""
-    raw, origin = _value(config, "scylla_retries")
-    try:
-        retries = int(str(raw))
-    except ValueError:
-        retries = 0
-    if not 1 <= retries <= 20:
-        raise pytest.UsageError(f"{origin}={raw!r}: expected a number of attempts from 1 to 20, "
-                                "e.g. --scylla-retries=4")
+    retries = _whole(config, "scylla_retries", 1, 20,
+                     "a number of attempts from 1 to 20, e.g. --scylla-retries=4")
     retry_wait = _number(config, "scylla_retry_wait", "seconds", "--scylla-retry-wait=120")
     max_pause = _number(config, "scylla_max_pause", "seconds", "--scylla-max-pause=3600")
     return {
@@ -314,9 +230,21 @@ def _limits(config: pytest.Config) -> dict[str, Any]:
                               positive=True),
         "max_run_cost": _number(config, "scylla_max_run_cost", "dollars",
                                 "--scylla-max-run-cost=2.5", positive=True),
-        "retries": retries, "retry_wait": 120.0 if retry_wait is None else retry_wait,
-        "max_pause": 21600.0 if max_pause is None else max_pause,
+        "retries": retries, "retry_wait": D["retry_wait"] if retry_wait is None else retry_wait,
+        "max_pause": D["max_pause"] if max_pause is None else max_pause,
         "progress": _number(config, "scylla_progress", "seconds", "--scylla-progress=30")}
+
+
+def _whole(config: pytest.Config, dest: str, low: int, high: float, expected: str) -> int:
+    """A whole number from `low` to `high`."""
+    raw, origin = _value(config, dest)
+    try:
+        number = int(str(raw))
+    except ValueError:
+        number = low - 1
+    if not low <= number <= high:
+        raise pytest.UsageError(f"{origin}={raw!r}: expected {expected}")
+    return number
 
 
 def _number(config: pytest.Config, dest: str, unit: str, example: str,
@@ -366,11 +294,3 @@ def tierset(config: pytest.Config) -> TierSet:
         config.stash[TIERSET_KEY] = TierSet(config.stash[SETTINGS_KEY].tier_dirs)
     return config.stash[TIERSET_KEY]
 
-
-def _check_subtests_exist(tiers: TierSet, settings: Settings, origin: str) -> None:
-    subs = [s for t in tiers.tiers.values() if settings.selects_tier(t.name) for s in t.subtests]
-    for selector in settings.subtests or ():
-        if tiers.tiers and not any(_matches(selector, s) for s in subs):
-            raise pytest.UsageError(
-                f"{origin}: '{selector}' matches no subtest of the selected tiers; "
-                f"known: {', '.join(f'{s.tier}-{s.name}' for s in subs)}")

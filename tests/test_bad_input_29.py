@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_scylla.options import FLAGS, LIST_KEYS
+from pytest_scylla.options import LIST_KEYS, OPTIONS
 from pytest_scylla.settings import SETTINGS_KEY
 
 from .conftest import MINI_ITEMS, PYTEST_9
@@ -94,7 +94,7 @@ def _toml(kind: str, key: str, value: str) -> str | list[str]:
     return value.split() if key == "addopts" and kind == "native" else value
 
 
-SWITCHES = [f"scylla_{name.replace('-', '_')}" for name, _ in FLAGS]
+SWITCHES = [o.dest for o in OPTIONS if o.kind == "flag"]
 
 
 @pytest.mark.parametrize(("kind", "written", "message"), [

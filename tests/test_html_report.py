@@ -209,7 +209,7 @@ def test_a_long_transcript_is_cut_to_the_runs_budget(tmp_path: Path) -> None:
 def test_the_tier_table_reads_without_raw_column_names() -> None:
     """The report's tier table: headers as a reader says them, the pass rate with its interval
     in one cell (the method in the header's tooltip), a tier without counted runs said so."""
-    from pytest_scylla.results.html_report import _table
+    from pytest_scylla.results.html_parts import static_table as _table
 
     rows = [{"tier": "T0", "n": 6, "pass_rate": 1.0, "ci_low": 0.54, "ci_high": 1.0,
              "ci_method": "clopper-pearson", "mean_score": 0.9, "cop": 0.12},

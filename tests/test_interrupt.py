@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from pytest_scylla.run.runner import NOT_JUDGED
+from pytest_scylla.operations.runner import NOT_JUDGED
 
 from .conftest import MINI_ITEMS, default_sigint, export_rows, workers
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pytest_scylla.formats.spec import RubricItem
+from pytest_scylla.formats.rubric import RubricItem
 from pytest_scylla.judging import service
 from pytest_scylla.judging.judges import JudgeResult, JudgeSpec
 from pytest_scylla.judging.prompt import Prompt

@@ -448,8 +448,8 @@ def test_a_session_stops_at_its_start_without_its_judges_credential(
     """Real judges without their vendor's key stop the session before any run (not a
     judge_error per run later); with the key, setup goes past that check (the control)."""
     from pytest_scylla.formats.tiers import TierSet
+    from pytest_scylla.operations.runtime import build
     from pytest_scylla.run.gateway.routes import UpstreamSetupError
-    from pytest_scylla.run.runtime import build
     from pytest_scylla.settings import Settings
 
     for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY"):

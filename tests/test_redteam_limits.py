@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pytest_scylla.run.sandbox import Bwrap, Sandbox, base_env, bwrap_works, limits
-from pytest_scylla.sandbox_settings import DEFAULT_LIMITS
+from pytest_scylla.run.sandbox.limits import DEFAULT_LIMITS
 
 pytestmark = pytest.mark.skipif(bwrap_works() is not None, reason=f"bwrap: {bwrap_works()}")
 needs_cgroups = pytest.mark.skipif(
@@ -131,7 +131,7 @@ def test_what_cannot_be_limited_is_said(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_the_local_sandbox_says_it_limits_nothing() -> None:
-    from pytest_scylla.plugin import limits_line
+    from pytest_scylla.header import limits_line
 
     assert "unbounded" in str(limits_line("local", DEFAULT_LIMITS))
     assert str(limits_line("bwrap", DEFAULT_LIMITS)).startswith("scylla: limits: ")

@@ -268,25 +268,39 @@ def test_latex_tables_render_infinity_and_escape_text() -> None:
     assert "n=2 \\textless{} 10" in t0
 
 
-WRITER = '''
-def write(folder, tables, summary, results):
-    (folder / "runs.txt").write_text(f"{summary['runs']} runs, {len(tables.runs)} rows\\n")
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def _example(name: str) -> str:
+    """A code block of the README's extension section, as a plugin author copies it."""
+    text = README.read_text(encoding="utf-8")
+    block = text.split(f"<!-- example: {name} -->\n```python\n", 1)[1]
+    return block.split("```\n", 1)[0]
+
+
+# the README's report writer, and a count of how often a session asks for it
+WRITER = _example("report-writer") + '''
+
+_offered = pytest_scylla_report_writers
 
 
 def pytest_scylla_report_writers(config):
     if config is not None:  # a session: how often it asks
         with open(config.rootpath / "asked.txt", "a") as asked:
             asked.write("asked\\n")
-    return {"txt": write}
+    return _offered(config)
 '''
 
 
 def test_a_report_writer_from_a_plugin_or_an_entry_point(
         mini: Path, pytester: pytest.Pytester, oracle: list[str], tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """A plugin's `pytest_scylla_report_writers` adds a report `--scylla-report` names; a
-    package of the `pytest_scylla` entry-point group adds it to `scylla report` too. Without
-    them the name is refused (the controls)."""
+    """The README's report writer (importing only `pytest_scylla.api`): as a `conftest.py` it
+    adds a report `--scylla-report` names; as a package of the `pytest_scylla` entry-point
+    group it adds it to `scylla report` too. Without them the name is refused (the controls)."""
+    assert "from pytest_scylla.api import" in WRITER
+    assert [line for line in WRITER.splitlines() if line.startswith(("from pytest_scylla",
+            "import pytest_scylla"))] == ["from pytest_scylla.api import ReportInput, Writer"]
     out = mini / "out"
     refused = pytester.runpytest("cases", "--co", "-p", "no:xdist", "--scylla-report=txt")
     assert refused.ret == pytest.ExitCode.USAGE_ERROR
@@ -295,7 +309,7 @@ def test_a_report_writer_from_a_plugin_or_an_entry_point(
     done = pytester.runpytest("cases", "-k", "alpha and T0-01", "-p", "no:xdist", *oracle,
                               "--scylla-report=terminal,txt", f"--scylla-out={out}")
     done.assert_outcomes(passed=1)
-    assert (out / "runs.txt").read_text() == "1 runs, 1 rows\n"
+    assert (out / "runs.txt").read_text() == "1 runs, 1 passed\n"
     assert (mini / "asked.txt").read_text() == "asked\n"  # once per session
     (mini / "conftest.py").unlink()
     (out / "runs.txt").unlink()
@@ -309,8 +323,8 @@ def test_a_report_writer_from_a_plugin_or_an_entry_point(
         "[pytest_scylla]\ntoy = toy_writer\n")
     monkeypatch.syspath_prepend(str(site))
     assert main(["report", str(out), "--report", "txt"]) == 0
-    assert (out / "runs.txt").read_text() == "1 runs, 1 rows\n"
+    assert (out / "runs.txt").read_text() == "1 runs, 1 passed\n"
     again = pytester.runpytest("cases", "-k", "alpha and T0-01", "-p", "no:xdist", *oracle,
                                "--scylla-report=txt", f"--scylla-out={mini / 'out2'}")
     again.assert_outcomes(passed=1)  # the session registers the group's modules as plugins
-    assert (mini / "out2" / "runs.txt").read_text() == "1 runs, 1 rows\n"
+    assert (mini / "out2" / "runs.txt").read_text() == "1 runs, 1 passed\n"

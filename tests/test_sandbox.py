@@ -177,7 +177,7 @@ def test_bwrap_binds_a_cli_install_not_the_folder_around_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gateway: Gateway) -> None:
     """The CLI's own files are visible in the sandbox (it runs), the rest of ~/.local is not."""
     needs_bwrap()
-    from pytest_scylla.run import sandbox as sandbox_mod
+    from pytest_scylla.run.sandbox import bwrap as sandbox_mod
 
     made = _fake_installs(tmp_path)
     monkeypatch.setenv("PATH", f"{made['local'] / 'bin'}:{tmp_path / 'npm' / 'bin'}:"

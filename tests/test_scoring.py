@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_scylla.formats.spec import Category, Rubric, RubricItem
+from pytest_scylla.formats.rubric import Category, Rubric, RubricItem
 from pytest_scylla.judging import scoring
 
 DRYRUN = Path(__file__).parent / "fixtures" / "dryrun"

@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_scylla.formats.spec import CATEGORIES, Case, load_case, load_rubric
-from pytest_scylla.formats.tiers import TierSet, check_resource
+from pytest_scylla.formats.resources import check_resource
+from pytest_scylla.formats.rubric import load_rubric
+from pytest_scylla.formats.spec import CATEGORIES, Case, load_case
+from pytest_scylla.formats.tiers import TierSet
 from pytest_scylla.run.checks import run_checks
 
 ROOT = Path(__file__).resolve().parents[1]

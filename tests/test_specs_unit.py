@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_scylla.formats.spec import load_rubric
+from pytest_scylla.formats.rubric import load_rubric
 from pytest_scylla.formats.tiers import SystemPrompt, TierSet
 from pytest_scylla.formats.yamlmarks import SpecError, load_yaml
 

@@ -24,13 +24,25 @@ def _modules() -> dict[str, Path]:
     return found
 
 
-def import_graph(modules: dict[str, Path]) -> dict[str, set[str]]:
-    """module -> the package modules it imports, at any depth of its code."""
+def _type_only(tree: ast.Module) -> set[int]:
+    """The ids of the import nodes inside `if TYPE_CHECKING:` blocks (never executed)."""
+    return {id(node) for block in ast.walk(tree) if isinstance(block, ast.If)
+            and ast.unparse(block.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
+            for stmt in block.body for node in ast.walk(stmt)}
+
+
+def import_graph(modules: dict[str, Path], *, annotations: bool = True) -> dict[str, set[str]]:
+    """module -> the package modules it imports, at any depth of its code (lazy imports in
+    functions too); without `annotations`, leaving out the `if TYPE_CHECKING:` ones."""
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         edges: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        skip = set() if annotations else _type_only(tree)
+        for node in ast.walk(tree):
+            if id(node) in skip:
+                continue
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom):
@@ -79,3 +91,44 @@ def test_modules_and_functions_stay_short() -> None:
                     long_functions.append(f"{name}.{node.name}: {length} lines")
     assert long_modules == [], f"split these modules (over {MAX_MODULE_LINES} lines)"
     assert long_functions == [], f"split these functions (over {MAX_FUNCTION_LINES} lines)"
+
+
+# Each package imports only those below it (`judging` and `results` stand side by side and do
+# not import each other); the pytest face is the package's top-level modules. `if TYPE_CHECKING:`
+# imports are exempt: an annotation names a type that a caller passes in, it loads nothing.
+LAYERS = {"core": 0, "formats": 1, "run": 2, "judging": 3, "results": 3, "operations": 4}
+FACE = 5
+
+
+def _layer(module: str) -> tuple[int, str]:
+    parts = module.split(".")
+    package = parts[1] if len(parts) > 2 or (len(parts) == 2 and parts[1] in LAYERS) else ""
+    return LAYERS.get(package, FACE), package
+
+
+def layer_breaches(graph: dict[str, set[str]]) -> list[str]:
+    breaches = []
+    for module, imported in graph.items():
+        level, package = _layer(module)
+        for target in imported:
+            t_level, t_package = _layer(target)
+            if t_level > level or (t_level == level < FACE and t_package != package):
+                breaches.append(f"{module} imports {target}")
+    return sorted(breaches)
+
+
+def test_packages_import_only_the_layers_below() -> None:
+    assert layer_breaches(import_graph(_modules(), annotations=False)) == [], (
+        "core <- formats <- run <- judging, results <- operations <- the pytest face: move the "
+        "shared thing down (usually into core/) or pass it in")
+
+
+def test_the_layer_check_finds_an_upward_import() -> None:
+    """Positive control: a lazy import of the pytest face from core, and one sideways from
+    judging into results, are both reported."""
+    graph = import_graph(_modules(), annotations=False)
+    graph["pytest_scylla.core.tiers"] = {"pytest_scylla.settings"}
+    graph["pytest_scylla.judging.panel"] = {"pytest_scylla.results.metrics"}
+    breaches = layer_breaches(graph)
+    assert "pytest_scylla.core.tiers imports pytest_scylla.settings" in breaches
+    assert "pytest_scylla.judging.panel imports pytest_scylla.results.metrics" in breaches

@@ -207,3 +207,13 @@ def bound_report(report: Any) -> None:
     summary["record"] = f"runs/{rec.get('run_key')}/{RECORD_FILE}"
     report.user_properties = [(k, json.dumps(summary) if k == REPORT_PROPERTY else v)
                               for k, v in report.user_properties]
+
+
+def stored_records(out: Path) -> dict[str, dict[str, Any]]:
+    """Every complete run record in an experiment folder, by run key."""
+    found = {}
+    for path in sorted(out.glob(f"runs/*/{RECORD_FILE}")):
+        rec = read_dict(path)
+        if rec.get("run_key"):
+            found[rec["run_key"]] = rec
+    return found

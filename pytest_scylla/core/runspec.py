@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from pytest_scylla.formats.spec import Case
-from pytest_scylla.formats.tiers import Subtest
+if TYPE_CHECKING:
+    from pytest_scylla.formats.spec import Case
+    from pytest_scylla.formats.tiers import Subtest
 
 ITEM_NAME = re.compile(r"(?P<case>[^\[/:]+)\[(?P<tier>T\d+)-(?P<number>\d{2})-r(?P<run>\d+)"
                        r"(?:-(?P<model>[A-Za-z0-9._-]+))?\]$")

@@ -191,21 +191,49 @@ def manifest(records: list[dict[str, Any]], options: dict[str, Any] | None = Non
              sources: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The experiment's manifest from its run records. `options` are the session's; `sources`
     the manifests of the folders a `scylla report` merged."""
+    inputs = _input_digests(records)
+    return {
+        "written_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "plugin_version": __version__, "plugin_commit": plugin_commit(),
+        "python": sys.version.split()[0], "platform": platform.platform(),
+        **_what_ran(records),
+        "prices_as_of": pricing.PRICES_AS_OF,
+        "prices_usd_per_mtok": {m: {"input": i, "output": o}
+                                for m, (i, o) in pricing.PRICES.items()},
+        "inputs": {n: sorted(d)[0] if len(d) == 1 else sorted(d) for n, d in
+                   sorted(inputs.items())},
+        "inputs_changed_between_runs": sorted(n for n, d in inputs.items() if len(d) > 1),
+        "source_commits": _source_commits(records),
+        "config_hashes": dict(sorted((r["run_key"], r.get("config_hash")) for r in records)),
+        "options": options or {},
+        "merged_from": sources or [],
+    }
+
+
+def _input_digests(records: list[dict[str, Any]]) -> dict[str, set[str]]:
+    """Every digest each input file had across the runs."""
     inputs: dict[str, set[str]] = {}
-    commits: dict[str, set[str]] = {}
     for rec in records:
         for name, digest in (rec.get("inputs") or {}).items():
             inputs.setdefault(name, set()).add(digest)
+    return inputs
+
+
+def _source_commits(records: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """Per case, the `repo@commit`s its runs' sources started from."""
+    commits: dict[str, set[str]] = {}
+    for rec in records:
         src = rec.get("source") or {}
         if rec.get("case") and (src.get("commit") or src.get("base_commit")):
             commits.setdefault(rec["case"], set()).add(
                 f"{src.get('repo') or src.get('path') or 'local'}@"
                 f"{src.get('commit') or src.get('base_commit')}")
-    changed = sorted(n for n, d in inputs.items() if len(d) > 1)
+    return {c: sorted(v) for c, v in sorted(commits.items())}
+
+
+def _what_ran(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The CLI versions, agents, models, sandboxes, images and oracle modes the runs used."""
     return {
-        "written_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "plugin_version": __version__, "plugin_commit": plugin_commit(),
-        "python": sys.version.split()[0], "platform": platform.platform(),
         "cli_versions": sorted({r["cli_version"] for r in records if r.get("cli_version")}),
         "agents": sorted({r["agent"] for r in records if r.get("agent")}),
         "agent_models": sorted({r["model"] for r in records if r.get("model")}),
@@ -216,14 +244,4 @@ def manifest(records: list[dict[str, Any]], options: dict[str, Any] | None = Non
             {(str(i.get("ref")), str(i.get("id"))) for i in (r.get("image") for r in records)
              if isinstance(i, dict)})],
         "oracle_modes": sorted({r["oracle"] for r in records if r.get("oracle")}),
-        "prices_as_of": pricing.PRICES_AS_OF,
-        "prices_usd_per_mtok": {m: {"input": i, "output": o}
-                                for m, (i, o) in pricing.PRICES.items()},
-        "inputs": {n: sorted(d)[0] if len(d) == 1 else sorted(d) for n, d in
-                   sorted(inputs.items())},
-        "inputs_changed_between_runs": changed,
-        "source_commits": {c: sorted(v) for c, v in sorted(commits.items())},
-        "config_hashes": dict(sorted((r["run_key"], r.get("config_hash")) for r in records)),
-        "options": options or {},
-        "merged_from": sources or [],
     }

@@ -1,20 +1,19 @@
-"""Cases and rubrics: frozen dataclasses, loaded from YAML and validated (schema, then meaning).
+"""Cases: frozen dataclasses, loaded from YAML and validated (schema, then meaning); their
+rubrics are `formats.rubric`'s.
 
 Loading is pure: it reads files and nothing else (no git, no network, no processes).
 """
 
 from __future__ import annotations
 
-import itertools
-import math
 import re
 from collections.abc import Collection
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
 from pytest_scylla.formats import PACKAGED_RUBRICS
+from pytest_scylla.formats.rubric import Rubric, load_rubric
 from pytest_scylla.formats.yamlmarks import (
     Document,
     Problem,
@@ -29,11 +28,6 @@ DEFAULT_TIMEOUT_SECONDS = 600
 DEFAULT_MAX_COST_USD = 2.0
 DEFAULT_MAX_TURNS = 50
 DEFAULT_CHECK_TIMEOUT_SECONDS = 60
-DEFAULT_PASS_THRESHOLD = 0.60
-# The paper's grade scale (Table 3): the lowest score of each grade.
-DEFAULT_GRADE_SCALE: tuple[tuple[str, float], ...] = (
-    ("S", 1.0), ("A", 0.80), ("B", 0.60), ("C", 0.40), ("D", 0.20), ("F", 0.0))
-WEIGHT_TOLERANCE = 1e-6
 # The paper's workflow categories (Table 15); each is also a pytest marker.
 CATEGORIES = ("build-system", "ci-cd", "bug-fixing", "new-feature", "refactoring",
               "optimization", "review", "documentation", "issue-filing")
@@ -49,48 +43,6 @@ class Check:
     expect_stdout: tuple[Literal["exact", "contains", "regex"], str] | None = None
     timeout_seconds: int = DEFAULT_CHECK_TIMEOUT_SECONDS
     description: str = ""
-
-
-@dataclass(frozen=True)
-class RubricItem:
-    id: str
-    category: str
-    description: str
-    points: float
-    kind: Literal["judge", "check"] = "judge"
-    check: str | None = None
-    required: bool = False
-    na_condition: str | None = None
-    line: int = 1
-
-
-@dataclass(frozen=True)
-class Category:
-    name: str
-    weight: float
-    items: tuple[RubricItem, ...]
-    description: str = ""
-    scoring_type: str | None = None
-
-
-@dataclass(frozen=True)
-class Rubric:
-    path: Path
-    name: str
-    categories: tuple[Category, ...]
-    pass_threshold: float = DEFAULT_PASS_THRESHOLD
-    grade_scale: tuple[tuple[str, float], ...] = DEFAULT_GRADE_SCALE
-
-    @property
-    def items(self) -> tuple[RubricItem, ...]:
-        return tuple(item for cat in self.categories for item in cat.items)
-
-    def grade(self, score: float) -> str:
-        """The grade of a score: the first grade whose threshold the score reaches."""
-        for grade, threshold in self.grade_scale:
-            if score >= threshold - 1e-12:
-                return grade
-        return self.grade_scale[-1][0]
 
 
 @dataclass(frozen=True)
@@ -150,67 +102,6 @@ class Case:
     protected: tuple[str, ...] = ()  # globs restored from the pinned commit before the checks
     image: str | None = None  # the Docker image the case's runs use (docker sandbox)
     milestones: tuple[str, ...] = ()  # check names in the order the task reaches them (R_Prog)
-
-
-def load_rubric(path: Path) -> Rubric:
-    """Load and validate a rubric file (cached per file version)."""
-    stat = path.stat() if path.is_file() else None
-    version = (stat.st_mtime_ns, stat.st_size) if stat else (0, 0)
-    return _load_rubric(path.resolve(), *version)
-
-
-@lru_cache(maxsize=256)
-def _load_rubric(path: Path, _mtime: int, _size: int) -> Rubric:
-    doc = load_yaml(path)
-    validate(doc, "rubric")
-    data = doc.data
-    problems: list[Problem] = []
-    categories: list[Category] = []
-    seen: dict[str, int] = {}
-    for name, cat in data["categories"].items():
-        if not cat["items"]:
-            problems.append(doc.problem(("categories", name), f"category '{name}' has no items; "
-                                        "add at least one item or remove the category"))
-        items = []
-        for i, raw in enumerate(cat["items"]):
-            where = ("categories", name, "items", i)
-            line = doc.line(where)
-            if raw["id"] in seen:
-                problems.append(doc.problem(where, f"duplicate item id '{raw['id']}' (first at "
-                                            f"line {seen[raw['id']]}); item ids must be unique"))
-            seen.setdefault(raw["id"], line)
-            kind = raw.get("kind", "judge")
-            if kind == "check" and "check" not in raw:
-                problems.append(doc.problem(where, f"item '{raw['id']}' has kind: check but no "
-                                            "'check:' naming the case check that scores it"))
-            if kind != "check" and "check" in raw:
-                problems.append(doc.problem((*where, "check"), f"item '{raw['id']}' names a "
-                                            "check but is not kind: check; add 'kind: check'"))
-            items.append(RubricItem(
-                id=raw["id"], category=name, description=raw["description"],
-                points=float(raw["points"]), kind=kind, check=raw.get("check"),
-                required=raw.get("required", False), na_condition=raw.get("na_condition"),
-                line=line))
-        categories.append(Category(name=name, weight=float(cat["weight"]), items=tuple(items),
-                                   description=cat.get("description", ""),
-                                   scoring_type=cat.get("scoring_type")))
-    total = sum(c.weight for c in categories)
-    if not math.isclose(total, 1.0, abs_tol=WEIGHT_TOLERANCE):
-        listing = ", ".join(f"{c.name} {c.weight:g}" for c in categories)
-        problems.append(doc.problem(("categories",), f"category weights sum to {total:g}, not 1 "
-                                    f"({listing}); adjust them so they add up to 1"))
-    grading = data.get("grading", {})
-    scale = DEFAULT_GRADE_SCALE
-    if "grade_scale" in grading:
-        scale = tuple((g, float(grading["grade_scale"][g])) for g in "SABCDF")
-        if any(a[1] < b[1] for a, b in itertools.pairwise(scale)):
-            problems.append(doc.problem(("grading", "grade_scale"), "grade_scale must not "
-                                        "increase from S to F (S >= A >= B >= C >= D >= F)"))
-    if problems:
-        raise SpecError(problems)
-    return Rubric(path=path, name=data.get("name", path.stem), categories=tuple(categories),
-                  pass_threshold=float(grading.get("pass_threshold", DEFAULT_PASS_THRESHOLD)),
-                  grade_scale=scale)
 
 
 def inside(doc: Document, where: tuple[str | int, ...], rel: str, root: Path,
@@ -277,62 +168,20 @@ def load_case(file: Path, rubrics_dir: Path, known_tiers: Collection[str] | None
     if data["id"] != root.name:
         problems.append(doc.problem(("id",), f"id '{data['id']}' differs from the case folder "
                                     f"name '{root.name}'; make them equal"))
-    raw_source = data["source"]
-    source = Source(repo=raw_source.get("repo"), commit=raw_source.get("commit"))
-    if source.repo is not None:
-        source = replace(source, url=source_url(doc, source.repo, root, problems))
-    if "path" in raw_source:
-        source = Source(path=inside(doc, ("source", "path"), raw_source["path"], root, "dir",
-                                    problems))
-    prompt = inside(doc, ("prompt",), data["prompt"], root, "file", problems)
-    try:
-        if prompt is not None and not read_text(prompt).strip():
-            problems.append(doc.problem(("prompt",), f"prompt file {display(prompt)} is empty; "
-                                        "write the task the agent is given"))
-    except SpecError as exc:  # not UTF-8, or a control character: named where it is
-        problems.extend(exc.problems)
-    hidden = (inside(doc, ("hidden",), data["hidden"], root, "dir", problems)
-              if "hidden" in data else None)
-    solution = (inside(doc, ("solution",), data["solution"], root, "any", problems)
-                if "solution" in data else None)
+    source = _source(doc, root, problems)
+    prompt = _prompt(doc, root, problems)
+    hidden = _optional_path(doc, "hidden", root, "dir", problems)
+    solution = _optional_path(doc, "solution", root, "any", problems)
     checks = tuple(_check(raw) for raw in data["checks"])
-    names: dict[str, int] = {}
-    for i, check in enumerate(checks):
-        if check.name in names:
-            problems.append(doc.problem(("checks", i), f"duplicate check name '{check.name}' "
-                                        f"(first at line {names[check.name]})"))
-        names.setdefault(check.name, doc.line(("checks", i)))
-        if check.expect_stdout and check.expect_stdout[0] == "regex":
-            try:
-                re.compile(check.expect_stdout[1], re.MULTILINE)
-            except re.error as exc:  # found now, not after the agent has run
-                problems.append(doc.problem(("checks", i, "expect_stdout", "regex"),
-                                            f"the regex does not compile: {exc.msg} at "
-                                            f"position {exc.pos}; fix the pattern"))
-    if source.path is not None:  # the agent gets a copy of the source: nothing it must not see
-        for what, path in (("the hidden tests", hidden), ("the solution", solution),
-                           ("the case file", file)):
-            if path is not None and path.resolve().is_relative_to(source.path.resolve()):
-                problems.append(doc.problem(("source", "path"), f"source.path "
-                                            f"'{raw_source['path']}' contains {what} "
-                                            f"({display(path)}), which the agent must not "
-                                            "see; point it at a folder with the code only"))
-    for i, name in enumerate(data.get("milestones", [])):
-        if name not in names:
-            problems.append(doc.problem(("milestones", i), f"milestone '{name}' is not one of "
-                                        f"the case's checks: {', '.join(names)}"))
+    names = _check_names(doc, checks, problems)
+    if source.path is not None:
+        _validate_source_folder(doc, source.path, hidden, solution, problems)
+    _validate_milestones(doc, names, problems)
     if known_tiers is not None:
-        for i, tier in enumerate(data.get("tiers", [])):
-            if tier not in known_tiers:
-                problems.append(doc.problem(("tiers", i), f"unknown tier '{tier}'; known tiers: "
-                                            f"{', '.join(known_tiers) or 'none'}"))
+        _validate_tiers(doc, known_tiers, problems)
     rubric = _rubric_for(doc, data["rubric"], root, rubrics_dir, problems)
     if rubric is not None:
-        for item in rubric.items:
-            if item.check is not None and item.check not in names:
-                problems.append(Problem(rubric.path, item.line, f"item '{item.id}' names check "
-                                        f"'{item.check}', which {display(file)} does not define;"
-                                        f" its checks: {', '.join(names)}"))
+        _validate_item_checks(rubric, file, names, problems)
     if problems:
         raise SpecError(problems)
     assert prompt is not None
@@ -348,3 +197,91 @@ def load_case(file: Path, rubrics_dir: Path, known_tiers: Collection[str] | None
         tiers=tuple(data["tiers"]) if "tiers" in data else None,
         protected=tuple(data.get("protected", ())), image=data.get("image"),
         milestones=tuple(data.get("milestones", ())))
+
+
+def _source(doc: Document, root: Path, problems: list[Problem]) -> Source:
+    """Where the agent starts from: a repository at a commit, or a folder inside the case."""
+    raw = doc.data["source"]
+    source = Source(repo=raw.get("repo"), commit=raw.get("commit"))
+    if source.repo is not None:
+        source = replace(source, url=source_url(doc, source.repo, root, problems))
+    if "path" in raw:
+        source = Source(path=inside(doc, ("source", "path"), raw["path"], root, "dir", problems))
+    return source
+
+
+def _prompt(doc: Document, root: Path, problems: list[Problem]) -> Path | None:
+    """The prompt file: inside the case, readable as text and not empty."""
+    prompt = inside(doc, ("prompt",), doc.data["prompt"], root, "file", problems)
+    try:
+        if prompt is not None and not read_text(prompt).strip():
+            problems.append(doc.problem(("prompt",), f"prompt file {display(prompt)} is empty; "
+                                        "write the task the agent is given"))
+    except SpecError as exc:  # not UTF-8, or a control character: named where it is
+        problems.extend(exc.problems)
+    return prompt
+
+
+def _optional_path(doc: Document, key: str, root: Path, want: Literal["file", "dir", "any"],
+                   problems: list[Problem]) -> Path | None:
+    """The path under `key` resolved inside the case, when the case gives one."""
+    return inside(doc, (key,), doc.data[key], root, want, problems) if key in doc.data else None
+
+
+def _check_names(
+    doc: Document, checks: tuple[Check, ...], problems: list[Problem]
+) -> dict[str, int]:
+    """Each check's name and line; a name used twice or a regex that does not compile is a
+    problem."""
+    names: dict[str, int] = {}
+    for i, check in enumerate(checks):
+        if check.name in names:
+            problems.append(doc.problem(("checks", i), f"duplicate check name '{check.name}' "
+                                        f"(first at line {names[check.name]})"))
+        names.setdefault(check.name, doc.line(("checks", i)))
+        if check.expect_stdout and check.expect_stdout[0] == "regex":
+            try:
+                re.compile(check.expect_stdout[1], re.MULTILINE)
+            except re.error as exc:  # found now, not after the agent has run
+                problems.append(doc.problem(("checks", i, "expect_stdout", "regex"),
+                                            f"the regex does not compile: {exc.msg} at "
+                                            f"position {exc.pos}; fix the pattern"))
+    return names
+
+
+def _validate_source_folder(doc: Document, folder: Path, hidden: Path | None,
+                            solution: Path | None, problems: list[Problem]) -> None:
+    """The agent gets a copy of the source folder: it must hold nothing the agent must not see."""
+    for what, path in (("the hidden tests", hidden), ("the solution", solution),
+                       ("the case file", doc.path)):
+        if path is not None and path.resolve().is_relative_to(folder.resolve()):
+            problems.append(doc.problem(("source", "path"), f"source.path "
+                                        f"'{doc.data['source']['path']}' contains {what} "
+                                        f"({display(path)}), which the agent must not "
+                                        "see; point it at a folder with the code only"))
+
+
+def _validate_milestones(doc: Document, names: dict[str, int], problems: list[Problem]) -> None:
+    """Every milestone must name one of the case's checks."""
+    for i, name in enumerate(doc.data.get("milestones", [])):
+        if name not in names:
+            problems.append(doc.problem(("milestones", i), f"milestone '{name}' is not one of "
+                                        f"the case's checks: {', '.join(names)}"))
+
+
+def _validate_tiers(doc: Document, known_tiers: Collection[str], problems: list[Problem]) -> None:
+    """Every tier the case lists must be a known one."""
+    for i, tier in enumerate(doc.data.get("tiers", [])):
+        if tier not in known_tiers:
+            problems.append(doc.problem(("tiers", i), f"unknown tier '{tier}'; known tiers: "
+                                        f"{', '.join(known_tiers) or 'none'}"))
+
+
+def _validate_item_checks(rubric: Rubric, file: Path, names: dict[str, int],
+                          problems: list[Problem]) -> None:
+    """Every check a rubric item names must be one the case defines."""
+    for item in rubric.items:
+        if item.check is not None and item.check not in names:
+            problems.append(Problem(rubric.path, item.line, f"item '{item.id}' names check "
+                                    f"'{item.check}', which {display(file)} does not define;"
+                                    f" its checks: {', '.join(names)}"))

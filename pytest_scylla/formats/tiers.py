@@ -13,32 +13,16 @@ skills, agents and MCP servers found before the packaged ones.
 from __future__ import annotations
 
 import functools
-import json
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-
 from pytest_scylla.core.tiers import TIER_NAME, tier_key
 from pytest_scylla.formats import PACKAGED
+from pytest_scylla.formats.resources import ResourceKind, check_resource, front_matter
 from pytest_scylla.formats.spec import inside
-from pytest_scylla.formats.yamlmarks import (
-    Document,
-    Problem,
-    SpecError,
-    check_value,
-    display,
-    load_yaml,
-    read_text,
-    validate,
-)
-
-FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?)\n---[ \t]*(?:\n|\Z)", re.DOTALL)
-
-ResourceKind = Literal["claude_md", "skills", "agents", "mcp_servers"]
+from pytest_scylla.formats.yamlmarks import Document, Problem, SpecError, load_yaml, validate
 
 
 @dataclass(frozen=True)
@@ -293,20 +277,6 @@ def _problem_at(sub: Subtest, key: str) -> Any:
     return make
 
 
-def front_matter(path: Path) -> tuple[dict[str, Any] | None, int, str]:
-    """(front matter mapping or None, number of lines it spans, body) of a Markdown file."""
-    text = read_text(path)
-    match = FRONT_MATTER.match(text)
-    if not match:
-        return None, 0, text
-    try:
-        meta = yaml.safe_load(match.group(1))
-    except yaml.YAMLError:
-        meta = "invalid"
-    span = match.group(0).count("\n")
-    return (meta if isinstance(meta, dict) else {"__invalid__": True}), span, text[match.end():]
-
-
 def agent_tools(tiers: TierSet, name: str) -> tuple[str, ...] | None:
     """The Claude Code tools a tier's sub-agent lists (`tools:` of its front matter; None: it
     lists none and has every tool)."""
@@ -322,51 +292,3 @@ def lead_agents(tiers: TierSet, names: Sequence[str]) -> list[str]:
     """Of the sub-agents `names`, the orchestrators: those whose tools include Agent (they
     call sub-agents of their own)."""
     return [a for a in names if "Agent" in (agent_tools(tiers, a) or ())]
-
-
-def check_resource(kind: ResourceKind, name: str, path: Path) -> list[Problem]:
-    """Problems with one resource file; `line=None` problems mean the file is missing."""
-    where = display(path)
-    if not path.is_file():
-        label = {"claude_md": "CLAUDE.md block", "skills": "skill", "agents": "agent",
-                 "mcp_servers": "MCP server"}[kind]
-        return [Problem(path, None, f"unknown {label} '{name}': expected the file {where}")]
-    try:
-        text = read_text(path)  # what it holds is checked once readable as text
-    except SpecError as exc:
-        return list(exc.problems)
-    except OSError as exc:
-        return [Problem(path, None, f"cannot read the file: {exc.strerror or exc}")]
-    if kind == "mcp_servers":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            return [Problem(path, exc.lineno, f"invalid JSON: {exc.msg}")]
-        try:
-            check_value(data, "mcp", path)
-        except SpecError as exc:
-            return [replace(p, line=1) for p in exc.problems]
-        problems = []
-        for rel in data.get("files", []):
-            target = (path.parent / rel).resolve()
-            if not target.is_relative_to(path.parent.resolve()) or not target.is_file():
-                problems.append(Problem(path, 1, f"'files' entry '{rel}' must be a file "
-                                        f"inside {display(path.parent)}"))
-        return problems
-    if kind == "claude_md":
-        if not text.strip():
-            return [Problem(path, 1, "the block is empty; write its guidance or remove it")]
-        return []
-    meta, span, body = front_matter(path)
-    required = ("name", "description")
-    if meta is None or "__invalid__" in meta:
-        return [Problem(path, 1, "expected YAML front matter between '---' lines with "
-                        f"{' and '.join(required)}")]
-    problems = [Problem(path, 1, f"front matter lacks '{key}'") for key in required
-                if not isinstance(meta.get(key), str) or not meta[key].strip()]
-    if meta.get("name") not in (None, name):
-        problems.append(Problem(path, 2, f"front matter name '{meta['name']}' differs from "
-                                f"'{name}'; make them equal"))
-    if not body.strip():
-        problems.append(Problem(path, span + 1, "no instructions after the front matter"))
-    return problems

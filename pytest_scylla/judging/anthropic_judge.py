@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pytest_scylla.core import pricing
-from pytest_scylla.formats.spec import RubricItem
+from pytest_scylla.formats.rubric import RubricItem
 from pytest_scylla.judging import service, verdict
 from pytest_scylla.judging.judges import MAX_ATTEMPTS, JudgeResult, JudgeSpec
 from pytest_scylla.judging.prompt import Prompt
@@ -71,9 +71,7 @@ class SharedClient:
 
 def _converse(client: Any, spec: JudgeSpec, prompt: Prompt, items: Sequence[RubricItem],
               result: JudgeResult) -> None:
-    messages: list[dict[str, Any]] = [{"role": "user", "content": [
-        {"type": "text", "text": prompt.prefix, "cache_control": {"type": "ephemeral"}},
-        {"type": "text", "text": prompt.material}]}]
+    messages: list[dict[str, Any]] = [_question(prompt)]
     create: Any = client.messages.create  # plain dicts, as the API documents them
     for _ in range(MAX_ATTEMPTS):
         result.attempts += 1
@@ -90,10 +88,22 @@ def _converse(client: Any, spec: JudgeSpec, prompt: Prompt, items: Sequence[Rubr
             result.valid, result.verdict = True, dict(call.input)
             return
         result.errors.append("; ".join(found))
-        messages.append({"role": "assistant",
-                         "content": [b.model_dump(exclude_none=True) for b in response.content]})
-        feedback = ("The verdict was not accepted: " + "; ".join(found)
-                    + ". Call submit_verdict again with a complete, valid verdict.")
-        messages.append({"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": call.id, "is_error": True,
-             "content": feedback}] if call is not None else feedback})
+        messages += _rejection(response, call, found)
+
+
+def _question(prompt: Prompt) -> dict[str, Any]:
+    """The first message: the cacheable prefix (task and rubric), then the run's material."""
+    return {"role": "user", "content": [
+        {"type": "text", "text": prompt.prefix, "cache_control": {"type": "ephemeral"}},
+        {"type": "text", "text": prompt.material}]}
+
+
+def _rejection(response: Any, call: Any, found: list[str]) -> list[dict[str, Any]]:
+    """The judge's rejected answer and the reply that asks for a valid verdict again."""
+    feedback = ("The verdict was not accepted: " + "; ".join(found)
+                + ". Call submit_verdict again with a complete, valid verdict.")
+    return [{"role": "assistant",
+             "content": [b.model_dump(exclude_none=True) for b in response.content]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": call.id, "is_error": True,
+                 "content": feedback}] if call is not None else feedback}]

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pytest_scylla.core import pricing
-from pytest_scylla.formats.spec import RubricItem
+from pytest_scylla.formats.rubric import RubricItem
 from pytest_scylla.judging import verdict
 from pytest_scylla.judging.judges import MAX_ATTEMPTS, JudgeResult, JudgeSpec
 from pytest_scylla.judging.prompt import Prompt

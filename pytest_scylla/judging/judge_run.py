@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_scylla.core import pricing
 from pytest_scylla.core.record import RunRecord
-from pytest_scylla.formats.spec import Case, RubricItem
+from pytest_scylla.formats.rubric import RubricItem
+from pytest_scylla.formats.spec import Case
 from pytest_scylla.judging import prompt as judge_prompt
 from pytest_scylla.judging import scoring
 from pytest_scylla.judging.judges import JudgeResult, JudgeSpec
@@ -23,7 +24,7 @@ from pytest_scylla.run.gateway.oracle import Script
 from pytest_scylla.run.gateway.replay import recorded
 
 if TYPE_CHECKING:
-    from pytest_scylla.run.runtime import Runtime
+    from pytest_scylla.operations.runtime import Runtime
 
 
 @dataclass(frozen=True)
@@ -72,39 +73,79 @@ def judge(case: Case, key: str, run_dir: Path, rt: Runtime, evidence: Evidence) 
     Check items come from the checks; a rubric without judge items needs no panel."""
     began = time.monotonic()
     items = [i for i in case.rubric.items if i.kind == "judge"]
-    results = evidence.checks
     from_checks = {r["id"]: r["achieved"] for r in evidence.check_rows(case)}
     panel: list[JudgeResult] = []
     adaptive: dict[str, Any] | None = None
     if items:
-        prompt = judge_prompt.build(case, items, evidence.final_message, evidence.diff,
-                                    evidence.files, [r.to_json() for r in results])
-        script = (Script(mode="judge", workspace=run_dir, files=(),
-                         verdict=oracle_verdict(items, results)) if rt.settings.oracle else None)
-        routes: list[Route] = []
+        panel, adaptive = _ask_panel(case, key, run_dir, rt, evidence, items, from_checks)
+    verdicts, valid = _verdicts(case, from_checks, panel)
+    if not items:
+        valid = [scoring.score(case.rubric, from_checks)]
+    need = _judges_needed(rt) if items else 1
+    out: RunRecord = {
+        "judges": verdicts, "valid_judges": len(valid), "min_judges": need,
+        "judge_cost_usd": round(sum(r.cost_usd for r in panel), 6),
+        "judge_duration_seconds": round(time.monotonic() - began, 3),
+        "judge_tokens": pricing.token_totals({r.model: r.usage for r in panel}),
+        "consensus": None}
+    if adaptive is not None:
+        out["panel"] = adaptive
+    if len(valid) >= need:
+        panel_verdict = scoring.consensus(case.rubric, valid)
+        out["consensus"] = asdict(panel_verdict)
+        out.update({"score": panel_verdict.score, "impl_rate": panel_verdict.impl_rate,
+                    "grade": panel_verdict.grade})
+    return out
 
-        def base_url(number: int, spec: JudgeSpec) -> str:
-            upstream, upstream_url = upstream_of(spec, bool(rt.settings.oracle))
-            route = rt.gateway.open(Route(
-                key=f"{key}-judge{number}-{secrets.token_hex(8)}",
-                log_path=run_dir / "judge_calls.jsonl", script=script, upstream=upstream,
-                upstream_url=upstream_url,
-                pass_auth=spec.upstream[1],
-                bodies_dir=run_dir / "bodies" / f"judge{number}"
-                if rt.settings.record_bodies else None,
-                replay=recorded(rt.settings.replay, run_dir.name, "bodies", f"judge{number}")))
-            routes.append(route)
-            return rt.gateway.base_url(route.key)
 
-        need = max(1, min(rt.settings.min_judges, len(rt.settings.judges)))
-        try:
-            panel, adaptive = _ask(rt.settings.judges, rt.settings.panel, need, case,
-                                   lambda specs, numbers: run_panel(specs, prompt, items,
-                                                                    base_url, numbers),
-                                   lambda result: _scored(case, from_checks, result))
-        finally:
-            for route in routes:
-                rt.gateway.close(route.key)
+def _judges_needed(rt: Runtime) -> int:
+    """How many valid verdicts a judged run needs: the minimum asked, at most the panel's size."""
+    return max(1, min(rt.settings.min_judges, len(rt.settings.judges)))
+
+
+def _ask_panel(case: Case, key: str, run_dir: Path, rt: Runtime, evidence: Evidence,
+               items: list[RubricItem], from_checks: dict[str, Any]
+               ) -> tuple[list[JudgeResult], dict[str, Any] | None]:
+    """The panel's answers (see `_ask`), each judge through a gateway route of its own."""
+    results = evidence.checks
+    prompt = judge_prompt.build(case, items, evidence.final_message, evidence.diff,
+                                evidence.files, [r.to_json() for r in results])
+    script = (Script(mode="judge", workspace=run_dir, files=(),
+                     verdict=oracle_verdict(items, results)) if rt.settings.oracle else None)
+    routes: list[Route] = []
+    base_url = _route_opener(key, run_dir, rt, script, routes)
+    try:
+        return _ask(rt.settings.judges, rt.settings.panel, _judges_needed(rt), case,
+                    lambda specs, numbers: run_panel(specs, prompt, items, base_url, numbers),
+                    lambda result: _scored(case, from_checks, result))
+    finally:
+        for route in routes:
+            rt.gateway.close(route.key)
+
+
+def _route_opener(key: str, run_dir: Path, rt: Runtime, script: Script | None,
+                  routes: list[Route]) -> Callable[[int, JudgeSpec], str]:
+    """The URL a judge calls: a gateway route opened for it (and kept in `routes` to close)."""
+    def base_url(number: int, spec: JudgeSpec) -> str:
+        upstream, upstream_url = upstream_of(spec, bool(rt.settings.oracle))
+        route = rt.gateway.open(Route(
+            key=f"{key}-judge{number}-{secrets.token_hex(8)}",
+            log_path=run_dir / "judge_calls.jsonl", script=script, upstream=upstream,
+            upstream_url=upstream_url,
+            pass_auth=spec.upstream[1],
+            bodies_dir=run_dir / "bodies" / f"judge{number}"
+            if rt.settings.record_bodies else None,
+            replay=recorded(rt.settings.replay, run_dir.name, "bodies", f"judge{number}")))
+        routes.append(route)
+        return rt.gateway.base_url(route.key)
+
+    return base_url
+
+
+def _verdicts(case: Case, from_checks: dict[str, Any],
+              panel: list[JudgeResult]) -> tuple[list[dict[str, Any]], list[Any]]:
+    """Each judge's entry for the record (scored when its verdict is valid), and the scores of
+    the valid verdicts."""
     verdicts = []
     for result in panel:
         entry = result.to_json()
@@ -120,23 +161,7 @@ def judge(case: Case, key: str, run_dir: Path, rt: Runtime, evidence: Evidence) 
             entry["_scored"] = scored
         verdicts.append(entry)
     valid = [v.pop("_scored") for v in verdicts if "_scored" in v]
-    if not items:
-        valid = [scoring.score(case.rubric, from_checks)]
-    need = max(1, min(rt.settings.min_judges, len(rt.settings.judges))) if items else 1
-    out: RunRecord = {
-        "judges": verdicts, "valid_judges": len(valid), "min_judges": need,
-        "judge_cost_usd": round(sum(r.cost_usd for r in panel), 6),
-        "judge_duration_seconds": round(time.monotonic() - began, 3),
-        "judge_tokens": pricing.token_totals({r.model: r.usage for r in panel}),
-        "consensus": None}
-    if adaptive is not None:
-        out["panel"] = adaptive
-    if len(valid) >= need:
-        panel_verdict = scoring.consensus(case.rubric, valid)
-        out["consensus"] = asdict(panel_verdict)
-        out.update({"score": panel_verdict.score, "impl_rate": panel_verdict.impl_rate,
-                    "grade": panel_verdict.grade})
-    return out
+    return verdicts, valid
 
 
 ADAPTIVE_SPREAD = 0.15  # the cheaper judges' scores may differ by this much and still stand
@@ -176,14 +201,3 @@ def _ask(judges: tuple[JudgeSpec, ...], mode: str, need: int, case: Case,
                    "strongest": strongest[1].label,
                    "skipped": [] if reason else [strongest[1].label]}
 
-
-def judged_reason(rec: RunRecord, threshold: float) -> str:
-    """Why a judged run failed: the consensus below the threshold, required items unmet."""
-    verdict = rec.get("consensus") or {}
-    parts = []
-    if verdict["score"] < threshold:
-        parts.append(f"consensus {verdict['score']:.2f} (grade {verdict['grade']}) is below "
-                     f"the pass threshold {threshold:.2f}")
-    if verdict["unmet_required"]:
-        parts.append(f"required items not met: {', '.join(verdict['unmet_required'])}")
-    return "; ".join(parts)

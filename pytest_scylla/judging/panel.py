@@ -7,8 +7,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from pytest_scylla.formats.spec import RubricItem
-from pytest_scylla.judging import anthropic_judge, claude_cli_judge, gemini_judge, openai_judge
+from pytest_scylla.formats.rubric import RubricItem
 from pytest_scylla.judging.judges import JudgeResult, JudgeSpec
 from pytest_scylla.judging.prompt import Prompt
 
@@ -20,14 +19,11 @@ def run_panel(specs: Sequence[JudgeSpec], prompt: Prompt, items: Sequence[Rubric
               numbers: Sequence[int] | None = None) -> list[JudgeResult]:
     """Ask every judge at once; each result says whether its verdict is valid. `numbers` are
     the judges' numbers in the whole panel (default 1, 2, ...: a part of it keeps its own)."""
-    askers: dict[str, Asker] = {"anthropic": anthropic_judge.ask, "openai": openai_judge.ask,
-                                "gemini": gemini_judge.ask, "claude-cli": claude_cli_judge.ask}
-
     def one(number: int, spec: JudgeSpec) -> JudgeResult:
         result = JudgeResult(number=number, model=spec.model, kind=spec.kind)
         began = time.monotonic()
         try:
-            ask = spec.handler.ask if spec.handler is not None else askers[spec.kind]
+            ask: Asker = spec.judge_kind.asker()
             ask(spec, prompt, items, base_url(number, spec), result)
         except Exception as exc:  # a judge that breaks is an invalid judge, not a crash
             result.errors.append(f"{type(exc).__name__}: {exc}")

@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_scylla.formats.spec import Case, RubricItem
+from pytest_scylla.formats.rubric import RubricItem
+from pytest_scylla.formats.spec import Case
 
 DIFF_LIMIT = 60_000  # characters of diff shown (head and tail)
 MESSAGE_LIMIT = 20_000  # characters of the agent's final message shown

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from pytest_scylla.formats.spec import Rubric
+from pytest_scylla.formats.rubric import Rubric
 
 NA = "N/A"
 EPSILON = 1e-9

@@ -23,7 +23,7 @@ from typing import Any
 
 from pytest_scylla.core.tempdirs import claim_private, release_private
 from pytest_scylla.core.warm import import_soon
-from pytest_scylla.formats.spec import RubricItem
+from pytest_scylla.formats.rubric import RubricItem
 from pytest_scylla.judging.judges import JudgeResult, JudgeSpec
 from pytest_scylla.judging.prompt import Prompt
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pytest_scylla.formats.spec import RubricItem
+from pytest_scylla.formats.rubric import RubricItem
 
 TOOL_NAME = "submit_verdict"
 NA = "N/A"

@@ -11,12 +11,13 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from pytest_scylla.core.record import stored_records
 from pytest_scylla.core.tiers import tier_key
-from pytest_scylla.operations import resume
 from pytest_scylla.results.inputs import ReportInputError
 from pytest_scylla.results.tables import read_records
 
 Sample = tuple[float, float]  # (dollars incl. judges, seconds)
+Pool = dict[tuple[Any, int, Any], list[Sample]]  # (model, level, its key): samples
 
 
 def history(out: Path, simulated: bool) -> list[dict[str, Any]]:
@@ -50,14 +51,32 @@ def estimate(specs: list[Any], out: Path, model: str, oracle: str | None, fresh:
              rejudge: bool, workers: int, budget: float | None) -> list[str]:
     """The plan's lines. `specs` are the collected items' RunSpecs (case, subtest, run, and
     model on a model axis); a real run is estimated from its own model's history only."""
-    stored = {} if fresh else resume.stored_records(out)
+    stored = {} if fresh else stored_records(out)
     past = history(out, simulated=oracle is not None)
-    # (model, level, its key): a real run's history is its model's (oracle runs: one pool)
-    pooled: dict[tuple[Any, int, Any], list[Sample]] = defaultdict(list)
+    pooled = _pool(past, model, oracle)
+    rows, unknown_cap = _tier_rows(specs, stored, pooled, model, oracle, rejudge)
+    total = {k: sum(r[k] for r in rows.values()) for k in ("runs", "stored", "cost", "seconds",
+                                                           "unknown")}
+    return [*_table(rows, oracle, workers),
+            _total_line(total, out, rejudge, workers, len(past)),
+            *_unknown_and_budget_lines(total, unknown_cap, budget)]
+
+
+def _pool(past: list[dict[str, Any]], model: str, oracle: str | None) -> Pool:
+    """The history's samples by (model, level, its key): a real run's history is its model's
+    (oracle runs: one pool)."""
+    pooled: Pool = defaultdict(list)
     for rec in past:
         used = None if oracle else rec.get("model") or model
         for level, place in enumerate(_levels(rec.get("case"), rec.get("tier"))):
             pooled[used, level, place].append(_sample(rec))
+    return pooled
+
+
+def _tier_rows(specs: list[Any], stored: dict[str, dict[str, Any]], pooled: Pool, model: str,
+               oracle: str | None, rejudge: bool) -> tuple[dict[str, dict[str, Any]], float]:
+    """Per tier, its runs, how many are stored, and the estimated cost and time of the rest;
+    and the summed cost limits of the runs without history."""
     rows: dict[str, dict[str, Any]] = {}
     unknown_cap = 0.0
     for spec in specs:
@@ -79,15 +98,24 @@ def estimate(specs: list[Any], out: Path, model: str, oracle: str | None, fresh:
         if samples is None:
             row["unknown"] += 1
             unknown_cap += spec.case.max_cost_usd
-        elif rejudge:  # judges only: the stored run's judge cost is the best guess
-            row["cost"] += float((old or {}).get("judge_cost_usd") or 0)
-            row["seconds"] += float((old or {}).get("judge_duration_seconds") or 0)
         else:
-            row["cost"] += statistics.fmean(c for c, _ in samples)
-            row["seconds"] += statistics.fmean(t for _, t in samples)
-    total = {k: sum(r[k] for r in rows.values()) for k in ("runs", "stored", "cost", "seconds",
-                                                           "unknown")}
-    to_run = total["runs"] - total["stored"]
+            _add_estimate(row, samples, old, rejudge)
+    return rows, unknown_cap
+
+
+def _add_estimate(row: dict[str, Any], samples: list[Sample], old: dict[str, Any] | None,
+                  rejudge: bool) -> None:
+    """One run's estimated cost and time, added to its tier's row."""
+    if rejudge:  # judges only: the stored run's judge cost is the best guess
+        row["cost"] += float((old or {}).get("judge_cost_usd") or 0)
+        row["seconds"] += float((old or {}).get("judge_duration_seconds") or 0)
+    else:
+        row["cost"] += statistics.fmean(c for c, _ in samples)
+        row["seconds"] += statistics.fmean(t for _, t in samples)
+
+
+def _table(rows: dict[str, dict[str, Any]], oracle: str | None, workers: int) -> list[str]:
+    """The plan's title and its table: a line per tier."""
     lines = ["scylla plan (nothing has run)" + (" -- SIMULATED MODEL: oracle runs cost "
                                                  "nothing real" if oracle else ""),
              f"{'tier':<6}{'runs':>6}{'stored':>8}{'to run':>8}{'est. cost':>12}"
@@ -96,13 +124,27 @@ def estimate(specs: list[Any], out: Path, model: str, oracle: str | None, fresh:
         r = rows[tier]
         lines.append(f"{tier:<6}{r['runs']:>6}{r['stored']:>8}{r['runs'] - r['stored']:>8}"
                      f"{_dollars(r):>12}{_time(r['seconds'] / workers):>11}")
+    return lines
+
+
+def _total_line(total: dict[str, Any], out: Path, rejudge: bool, workers: int,
+                history_runs: int) -> str:
+    """The totals: runs, stored ones, and the estimate for those with history."""
+    to_run = total["runs"] - total["stored"]
     known = to_run - total["unknown"]
-    lines.append(f"total: {total['runs']} runs, {total['stored']} stored in {out}"
-                 f"{' (reused)' if total['stored'] else ''}, {to_run} to "
-                 f"{'re-score' if rejudge else 'run'}: " + (
-                     f"about ${total['cost']:.2f} and {_time(total['seconds'] / workers)} "
-                     f"for {known} on {workers} worker(s), from {len(past)} stored runs of "
-                     "history" if known else "no estimate (no stored runs of history)"))
+    return (f"total: {total['runs']} runs, {total['stored']} stored in {out}"
+            f"{' (reused)' if total['stored'] else ''}, {to_run} to "
+            f"{'re-score' if rejudge else 'run'}: " + (
+                f"about ${total['cost']:.2f} and {_time(total['seconds'] / workers)} "
+                f"for {known} on {workers} worker(s), from {history_runs} stored runs of "
+                "history" if known else "no estimate (no stored runs of history)"))
+
+
+def _unknown_and_budget_lines(total: dict[str, Any], unknown_cap: float,
+                              budget: float | None) -> list[str]:
+    """What the runs without history may cost at most, and whether the estimate fits the
+    budget."""
+    lines = []
     if total["unknown"]:
         lines.append(f"no history for {total['unknown']} runs (? above): not estimated; "
                      f"their per-run limits (max_cost_usd) add up to ${unknown_cap:.2f} of "

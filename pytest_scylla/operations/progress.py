@@ -14,15 +14,17 @@ import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_scylla import settings
 from pytest_scylla.core.record import of_report
 from pytest_scylla.core.runspec import is_run_item
 from pytest_scylla.core.terminal import safe
 from pytest_scylla.operations.ledger import Ledger
+
+if TYPE_CHECKING:
+    from pytest_scylla.settings import Settings
 
 TTY_INTERVAL, LOG_INTERVAL = 10.0, 60.0
 
@@ -35,9 +37,8 @@ def _duration(value: float) -> str:
 
 
 class Progress:
-    def __init__(self, config: pytest.Config, out: Path, session_id: str) -> None:
+    def __init__(self, config: pytest.Config, s: Settings, out: Path, session_id: str) -> None:
         self.config = config
-        s = config.stash[settings.SETTINGS_KEY]
         self.budget = s.budget_usd
         tty = config.get_terminal_writer().hasmarkup if config.pluginmanager.get_plugin(
             "terminalreporter") else False

@@ -26,13 +26,13 @@ from typing import Any, cast
 
 import pytest
 
-from pytest_scylla.core.record import RECORD_FILE, RunRecord, read_dict
+from pytest_scylla.core.record import RECORD_FILE, RunRecord
 from pytest_scylla.formats.provenance import Conditions, differences
 from pytest_scylla.formats.spec import Case
 from pytest_scylla.judging import judge_run
+from pytest_scylla.operations.runner import timestamp
+from pytest_scylla.operations.runtime import Runtime
 from pytest_scylla.run import checks
-from pytest_scylla.run.runner import timestamp
-from pytest_scylla.run.runtime import Runtime
 
 LOCKS = ".locks"
 
@@ -87,34 +87,51 @@ def decide(run_dir: Path, config_hash: str, judge_hash: str, inputs: dict[str, s
            fresh: bool = False, rejudge: bool = False,
            conditions: dict[str, Any] | None = None) -> Decision:
     """What to do with the run whose folder is `run_dir`, given the current conditions."""
-    def again(why: str, unscorable: str) -> Decision:
-        """Run it again; under --scylla-rejudge (which runs no agent) skip it instead."""
-        if rejudge:
-            return Decision("skip", None, f"--scylla-rejudge: {unscorable}, so there is nothing "
-                                          "to re-score (run it without the option)")
-        return Decision("run", None, why)
-
     path = run_dir / RECORD_FILE
     if not path.is_file():
         why = "half-written run (killed mid-way): run again" if run_dir.exists() else ""
-        return again(why, "this run is not stored")
+        return _again(why, "this run is not stored", rejudge)
     try:
         rec = json.loads(path.read_text(encoding="utf-8"))
     except ValueError:
-        return again(f"{path}: unreadable record: run again", f"{path} is unreadable")
+        return _again(f"{path}: unreadable record: run again", f"{path} is unreadable", rejudge)
     if fresh:
         return Decision("run", None, "--scylla-fresh: run again")
+    return (_config_decision(run_dir, rec, config_hash, inputs, rejudge, conditions)
+            or _judging_decision(run_dir, rec, judge_hash, rejudge))
+
+
+def _again(why: str, unscorable: str, rejudge: bool) -> Decision:
+    """Run it again; under --scylla-rejudge (which runs no agent) skip it instead."""
+    if rejudge:
+        return Decision("skip", None, f"--scylla-rejudge: {unscorable}, so there is nothing "
+                                      "to re-score (run it without the option)")
+    return Decision("run", None, why)
+
+
+def _config_decision(run_dir: Path, rec: dict[str, Any], config_hash: str,
+                     inputs: dict[str, str], rejudge: bool,
+                     conditions: dict[str, Any] | None) -> Decision | None:
+    """A void stored run runs again, one made under other conditions is a conflict; None for a
+    run of the current conditions."""
     stored_hash = rec.get("config_hash")
     if rec.get("outcome") == "infra_error" and stored_hash in (None, config_hash):
         # a void run has nothing worth scoring
-        return again(f"stored infra_error ({rec.get('reason', '')}): run again",
-                     "the stored run is an infra_error")
+        return _again(f"stored infra_error ({rec.get('reason', '')}): run again",
+                      "the stored run is an infra_error", rejudge)
     if stored_hash != config_hash:
         detail = _what_changed(rec, inputs, conditions)
         return Decision("conflict", rec, (
             f"{run_dir}: the stored run was made under other conditions (config hash "
             f"{stored_hash}, now {config_hash}; {detail}). Run it again with --scylla-fresh, "
             "or write to a new --scylla-out folder"))
+    return None
+
+
+def _judging_decision(run_dir: Path, rec: dict[str, Any], judge_hash: str,
+                      rejudge: bool) -> Decision:
+    """A stored run of the current conditions: reused, re-scored, or a conflict when the rubric
+    or panel changed since it was scored."""
     if rejudge:
         return Decision("rejudge", rec)
     if rec.get("outcome") == "judge_error":  # the agent's work stands; only the panel failed
@@ -126,15 +143,6 @@ def decide(run_dir: Path, config_hash: str, judge_hash: str, inputs: dict[str, s
             "again with --scylla-fresh"))
     return Decision("cached", rec)
 
-
-def stored_records(out: Path) -> dict[str, dict[str, Any]]:
-    """Every complete run record in an experiment folder, by run key."""
-    found = {}
-    for path in sorted(out.glob(f"runs/*/{RECORD_FILE}")):
-        rec = read_dict(path)
-        if rec.get("run_key"):
-            found[rec["run_key"]] = rec
-    return found
 
 
 def wait_out_pause(rt: Runtime, say: Callable[[str], None]) -> None:

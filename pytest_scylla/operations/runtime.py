@@ -8,7 +8,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_scylla.core.runspec import RunSpec
 from pytest_scylla.core.tempdirs import clean_stale
@@ -36,7 +36,9 @@ from pytest_scylla.run.sandbox import (
     hide_environment,
     system_paths,
 )
-from pytest_scylla.settings import Settings
+
+if TYPE_CHECKING:
+    from pytest_scylla.settings import Settings
 
 # what `build` raises for a setup problem (no CLI, no credential, no sandbox, no disk)
 SETUP_ERRORS = (SetupError, UpstreamSetupError, SandboxError, OSError)
@@ -118,18 +120,12 @@ def build(settings: Settings, out: Path, session_id: str, tiers: TierSet,
     """Set up the gateway, sandbox and CLI for this process, and measure the CLI's baseline so
     that a CLI that cannot run fails here, once. Raises one of `SETUP_ERRORS`."""
     clean_stale()  # run folders of processes that are gone (a killed session)
-    if settings.oracle is None and settings.replay is None:  # the CLI's vendor credential,
-        (getattr(agent, "check_credential", None) or credential_headers)()
-        # and the judges' (a missing one stops the session here, not each run's judging)
-        upstreams = {j.upstream[0] for j in settings.judges if not j.upstream[1]}
-        if "anthropic" in upstreams:
-            credential_headers()
-        if "gemini" in upstreams:
-            gemini_credential(who="the gemini: judges")
+    if settings.oracle is None and settings.replay is None:
+        _check_credentials(settings, agent)
     cli = agent.find_cli(settings.cli)
     cli_version = agent.version(cli)
     kind, _note = choose(settings.sandbox, real_model=settings.oracle is None,
-                         image=settings.image, plugins=sandboxes)
+                         image=settings.image, sandboxes=sandboxes)
     if kind is Sandbox and settings.oracle is None:
         hide_environment()
     (settings.cache_dir / "npm").mkdir(parents=True, exist_ok=True)
@@ -138,9 +134,7 @@ def build(settings: Settings, out: Path, session_id: str, tiers: TierSet,
         ledger = Ledger(out, session_id)
         gateway.retry = RetryPolicy(attempts=settings.retries, max_wait=settings.retry_wait,
                                     on_long_limit=ledger.pause)
-        extra: dict[str, Any] = ({"image": settings.image, "limits": settings.limits,
-                                  "copy": settings.docker_copy} if kind.name == "docker" else
-                                 {"limits": settings.limits} if kind is Bwrap else {})
+        extra = _sandbox_options(kind, settings)
         # bwrap shows the links and what they link to read-only; elsewhere no bytecode is read
         pyc = bytecode.prefix(SYSTEM_TOPS + system_paths()) if kind.name == "bwrap" else None
         rt = Runtime(settings=settings, out=out, tiers=tiers, gateway=gateway,
@@ -157,3 +151,22 @@ def build(settings: Settings, out: Path, session_id: str, tiers: TierSet,
         import_soon("anthropic")  # a slow first import (~1 s), made while the first run's
         # agent works, not in its judging (a worker's controller imports it for all of them)
     return rt
+
+
+def _check_credentials(settings: Settings, agent: Agent) -> None:
+    """The CLI's vendor credential, and the judges' (a missing one stops the session here,
+    not each run's judging)."""
+    (getattr(agent, "check_credential", None) or credential_headers)()
+    upstreams = {j.upstream[0] for j in settings.judges if not j.upstream[1]}
+    if "anthropic" in upstreams:
+        credential_headers()
+    if "gemini" in upstreams:
+        gemini_credential(who="the gemini: judges")
+
+
+def _sandbox_options(kind: type[Sandbox], settings: Settings) -> dict[str, Any]:
+    """The settings the chosen sandbox class takes beyond the gateway and what it shows."""
+    if kind.name == "docker":
+        return {"image": settings.image, "limits": settings.limits,
+                "copy": settings.docker_copy}
+    return {"limits": settings.limits} if kind is Bwrap else {}

@@ -11,13 +11,12 @@ from typing import Any
 
 import pytest
 
-from pytest_scylla.core.record import of_report, read_dict
+from pytest_scylla.core.record import of_report, read_dict, stored_records
 from pytest_scylla.core.runspec import RunKey, is_run_item
 from pytest_scylla.core.terminal import safe
 from pytest_scylla.core.warm import import_soon
 from pytest_scylla.formats import provenance
 from pytest_scylla.formats.tiers import tier_sources
-from pytest_scylla.operations import resume
 from pytest_scylla.results import report
 from pytest_scylla.results.tables import RUNS_FILE, Tables
 
@@ -62,7 +61,7 @@ class Aggregator:
         self.writers = writers or {}  # reports plugins add (extensions.report_writers)
         # runs already in the folder (a resumed experiment): part of every report
         self.stored = {} if settings.plan else {**earlier_rows(out),
-                                                **resume.stored_records(out)}
+                                                **stored_records(out)}
         self.records: dict[str, dict[str, Any]] = {}  # this session's
         self.skips: Counter[str] = Counter()
         self.failure = ""
@@ -151,7 +150,7 @@ class Aggregator:
         if exitstatus == pytest.ExitCode.INTERRUPTED:
             self.partial = "interrupted: the session stopped before every run finished"
             # runs that a worker recorded while it was being stopped, whose reports never came
-            self.stored.update({k: r for k, r in resume.stored_records(self.out).items()
+            self.stored.update({k: r for k, r in stored_records(self.out).items()
                                 if k not in self.records})
         elif self.skips:
             self.partial = "not every run was run: " + ", ".join(

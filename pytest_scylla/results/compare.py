@@ -19,6 +19,7 @@ from typing import Any
 
 from pytest_scylla.core.tiers import tier_key
 from pytest_scylla.results import metrics, models
+from pytest_scylla.results.compare_conditions import conditions
 from pytest_scylla.results.inputs import ReportInputError
 from pytest_scylla.results.tables import Tables, load
 
@@ -223,56 +224,6 @@ def _holm(rows: list[dict[str, Any]]) -> None:
             r["p_holm"], r["significant"] = float(p), bool(significant)
 
 
-def _conditions(base: Side, cand: Side) -> list[dict[str, Any]]:
-    """What differs between the two sides' manifests: models, CLI versions, sandboxes, images,
-    oracle modes, and the inputs (cases, tiers, rubrics) by content hash."""
-    def merged(side: Side, key: str) -> Any:
-        values: list[Any] = []
-        for manifest in side.manifests:
-            value = manifest.get(key)
-            if isinstance(value, dict):
-                values.append(value)
-            elif isinstance(value, list):
-                values.extend(v for v in value if v not in values)
-            elif value is not None and value not in values:
-                values.append(value)
-        if values and all(isinstance(v, dict) for v in values):
-            out: dict[str, Any] = {}
-            for v in values:
-                out.update(v)
-            return out
-        return values
-
-    changed = []
-    for key in ("agents", "agent_models", "judge_models", "cli_versions", "sandboxes", "images",
-                "oracle_modes", "plugin_version"):
-        b, c = merged(base, key), merged(cand, key)
-        if b != c:
-            changed.append({"what": key, "base": b, "candidate": c})
-    b_options, c_options = merged(base, "options"), merged(cand, "options")
-    if isinstance(b_options, dict) and isinstance(c_options, dict):
-        for name in sorted((set(b_options) | set(c_options)) - {"label", "report"}):
-            if b_options.get(name) != c_options.get(name):
-                changed.append({"what": f"option {name}", "base": b_options.get(name),
-                                "candidate": c_options.get(name)})
-    b_inputs, c_inputs = merged(base, "inputs"), merged(cand, "inputs")
-    if isinstance(b_inputs, dict) and isinstance(c_inputs, dict):
-        for name in sorted(set(b_inputs) | set(c_inputs)):
-            if b_inputs.get(name) != c_inputs.get(name):  # a file on one side: absent there
-                changed.append({"what": f"input {name}", "base": _content(b_inputs, name),
-                                "candidate": _content(c_inputs, name)})
-    return changed
-
-
-def _content(inputs: dict[str, Any], name: str) -> str:
-    """An input as the conditions list shows it: its content hash's first digits, or absent."""
-    value = inputs.get(name)
-    if value is None:
-        return "absent"
-    text = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
-    return f"content {text[:12]}"
-
-
 def _verdicts(base: Runs, cand: Runs) -> dict[str, Any]:
     """The runs both sides have (same run key: the same case, subtest and run number) — e.g.
     one experiment judged by a full panel and by an adaptive one — how often their verdicts
@@ -328,7 +279,8 @@ def compare(base_dirs: Sequence[Path], cand_dirs: Sequence[Path],
         notes.append(f"both sides vary the {' and the '.join(AXIS_WORDS[k] for k in axis)}: "
                      "each is compared with itself")
     return {"base": base.name, "candidate": cand.name, "notes": notes,
-            "conditions": _conditions(base, cand), "verdicts": _verdicts(b_runs, c_runs),
+            "conditions": conditions(base.manifests, cand.manifests),
+            "verdicts": _verdicts(b_runs, c_runs),
             "tiers": _rows(b_runs, c_runs, (*axis, "tier")),
             "cases": _rows(b_runs, c_runs, (*axis, "case_id", "tier")),
             "alpha": ALPHA, "resamples": RESAMPLES}

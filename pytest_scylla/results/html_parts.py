@@ -228,6 +228,39 @@ def filters(table_id: str, selects: dict[str, tuple[str, list[str]]]) -> str:
     return f"<div class=filters>{''.join(parts)}</div>"
 
 
+HEADERS = {"n": "runs", "pass_rate": "pass rate [95% CI]", "mean_score": "score",
+           "median_score": "median score", "modal_grade": "grade", "mean_cost": "cost/run",
+           "cop": "Cost-of-Pass", "frontier_tier": "frontier", "frontier_cop": "frontier CoP",
+           "mean_tokens": "tokens/run", "mean_agent_seconds": "agent s/run",
+           "reward_hacks": "hacks", "reward_hacking_rate": "hacking rate", "warning": "note",
+           "agent_model": "model"}
+
+
+def static_table(rows: list[dict[str, Any]], columns: list[str],
+                 left: tuple[str, ...] = ()) -> str:
+    """A static table with readable headers; a pass rate carries its interval in its cell (the
+    interval's method in the header's tooltip), so the table stays narrow."""
+    methods = sorted({str(r["ci_method"]) for r in rows if r.get("ci_method")})
+    tip = f" title='interval: {escape(', '.join(methods))}'" if methods else ""
+    head = "".join(f"<th{' class=l' if c in left else ''}{tip if c == 'pass_rate' else ''}>"
+                   f"{escape(HEADERS.get(c, c.replace('_', ' ')))}" for c in columns)
+    body = "".join("<tr>" + "".join(
+        f"<td{' class=l' if c in left else ''}>{_static_cell(r, c)}" for c in columns)
+        for r in rows)
+    return f"<table><tr>{head}{body}</table>"
+
+
+def _static_cell(row: dict[str, Any], column: str) -> str:
+    """A static table's cell: a pass rate with its interval, any other value formatted."""
+    value = row.get(column)
+    if column == "pass_rate" and isinstance(value, int | float):
+        low, high = row.get("ci_low"), row.get("ci_high")
+        ci = f" [{low:.0%}, {high:.0%}]" if isinstance(low, int | float) and \
+            isinstance(high, int | float) else ""
+        return f"{value:.0%}{ci}" if row.get("n") else "no counted runs"
+    return fmt(value)
+
+
 def page(title: str, body: list[str]) -> str:
     return ("<!doctype html><html><head><meta charset=utf-8>"
             f"<title>{escape(title)}</title><style>{STYLE}</style></head><body>"

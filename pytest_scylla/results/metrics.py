@@ -174,68 +174,90 @@ def group_summary(rows: Iterable[dict[str, Any]], keys: Sequence[str] = ("tier",
     groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for row in rows:
         groups.setdefault(tuple(str(row[k]) for k in keys), []).append(row)
-    out = []
-    for name in sorted(groups, key=lambda v: tuple(tier_key(x) if k == "tier" else (0, x)
-                                                   for k, x in zip(keys, v, strict=True))):
-        runs = groups[name]
-        counted = [r for r in runs if r["outcome"] in COUNTED]
-        n = len(counted)
-        passed = [bool(r["passed"]) for r in counted]
+    order = sorted(groups, key=lambda v: tuple(tier_key(x) if k == "tier" else (0, x)
+                                               for k, x in zip(keys, v, strict=True)))
+    return [{**dict(zip(keys, name, strict=True)), **_group_stats(groups[name])}
+            for name in order]
 
-        scores, impl, durations = ([float(r[c]) for r in counted if r.get(c) not in (None, "")]
-                                   for c in ("score", "impl_rate", "duration_seconds"))
-        costs = [float(r["cost_usd"] or 0) for r in counted]
-        rate = sum(passed) / n if n else 0.0
-        low, high, method = pass_rate_ci(passed) if n else (0.0, 0.0, "none")
-        mean_cost = statistics.fmean(costs) if costs else 0.0
-        grades = Counter(r["grade"] for r in counted if r["grade"])
-        hacks = sum(1 for r in counted if int(float(r.get("integrity_findings") or 0)) > 0)
-        # Change Fail Percentage: of the runs whose source checks are known, those that broke
-        # a check that passed on the untouched source
-        broke = [int(float(r["regressions"])) > 0 for r in counted
-                 if r.get("regressions") not in (None, "")]
-        progress = [float(r["r_prog"]) for r in counted if r.get("r_prog") not in (None, "")]
-        by_case: dict[str, list[dict[str, Any]]] = {}
-        for r in counted:
-            by_case.setdefault(str(r.get("case_id") or r.get("experiment")), []).append(r)
-        cells = [(len(rs), sum(bool(r["passed"]) for r in rs)) for rs in by_case.values()]
-        case_cops = [cop(statistics.fmean(float(r["cost_usd"] or 0) for r in rs), c / a)
-                     for rs, (a, c) in zip(by_case.values(), cells, strict=True)]
-        per_case_cop = (statistics.fmean(case_cops) if case_cops
-                        and all(math.isfinite(c) for c in case_cops) else None)
-        fewest = min((a for a, _ in cells), default=0)
-        at_k: dict[str, float | None] = {}
-        for k in PASS_K:
-            for prefix, chance in (("pass_at", pass_at_k), ("pass_hat", pass_hat_k)):
-                at_k[f"{prefix}_{k}"] = (statistics.fmean(chance(a, c, k) for a, c in cells)
-                                       if k <= fewest else None)
-        warnings = []
-        if n < SMALL_N:
-            warnings.append(f"n={n} < {SMALL_N}: interval is wide")
-        if case_cops and per_case_cop is None:
-            warnings.append("per-case CoP undefined: a case never passed")
-        out.append({
-            **dict(zip(keys, name, strict=True)), "n": n, "excluded": len(runs) - n,
-            "passes": sum(passed), "pass_rate": rate, "ci_low": low, "ci_high": high,
-            "ci_method": method,
-            "mean_score": statistics.fmean(scores) if scores else None,
-            "median_score": statistics.median(scores) if scores else None,
-            "std_score": statistics.stdev(scores) if len(scores) > 1 else None,
-            "mean_impl_rate": statistics.fmean(impl) if impl else None,
-            "median_impl_rate": statistics.median(impl) if impl else None,
-            "std_impl_rate": statistics.stdev(impl) if len(impl) > 1 else None,
+
+def _group_stats(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One group's summary (every column but the group's keys) over its counted runs."""
+    counted = [r for r in runs if r["outcome"] in COUNTED]
+    n = len(counted)
+    passed = [bool(r["passed"]) for r in counted]
+    scores, impl, durations = ([float(r[c]) for r in counted if r.get(c) not in (None, "")]
+                               for c in ("score", "impl_rate", "duration_seconds"))
+    costs = [float(r["cost_usd"] or 0) for r in counted]
+    rate = sum(passed) / n if n else 0.0
+    low, high, method = pass_rate_ci(passed) if n else (0.0, 0.0, "none")
+    mean_cost = statistics.fmean(costs) if costs else 0.0
+    grades = _grades(counted)
+    effects = _check_effects(counted, n)
+    per_case = _per_case(counted)
+    return {"n": n, "excluded": len(runs) - n, "passes": sum(passed), "pass_rate": rate,
+            "ci_low": low, "ci_high": high, "ci_method": method,
+            **_spread("score", scores), **_spread("impl_rate", impl),
             "consistency": consistency(scores), "mean_cost": mean_cost,
             "total_cost": math.fsum(costs),
             "mean_duration": statistics.fmean(durations) if durations else None,
-            "cop": cop(mean_cost, rate) if n else math.inf,
-            "cop_per_case_mean": per_case_cop, "cases": len(by_case), **at_k,
-            **{f"grade_{g}": grades.get(g, 0) for g in GRADES},
-            "modal_grade": modal_grade(grades),
-            "reward_hacks": hacks, "reward_hacking_rate": hacks / n if n else 0.0,
+            "cop": cop(mean_cost, rate) if n else math.inf, **per_case, **grades, **effects,
+            "warning": _warning(n, per_case["cop_per_case_mean"])}
+
+
+def _spread(column: str, values: list[float]) -> dict[str, float | None]:
+    """A column's mean, median and sample standard deviation (None where undefined)."""
+    return {f"mean_{column}": statistics.fmean(values) if values else None,
+            f"median_{column}": statistics.median(values) if values else None,
+            f"std_{column}": statistics.stdev(values) if len(values) > 1 else None}
+
+
+def _grades(counted: list[dict[str, Any]]) -> dict[str, Any]:
+    """The count of each grade, and the modal grade."""
+    grades = Counter(r["grade"] for r in counted if r["grade"])
+    return {**{f"grade_{g}": grades.get(g, 0) for g in GRADES}, "modal_grade": modal_grade(grades)}
+
+
+def _check_effects(counted: list[dict[str, Any]], n: int) -> dict[str, Any]:
+    """What the runs did to the checks: tampered with them (reward hacks), broke one that passed
+    on the untouched source (Change Fail Percentage, over the runs whose source checks are
+    known), and the progress they made (r_prog)."""
+    hacks = sum(1 for r in counted if int(float(r.get("integrity_findings") or 0)) > 0)
+    broke = [int(float(r["regressions"])) > 0 for r in counted
+             if r.get("regressions") not in (None, "")]
+    progress = [float(r["r_prog"]) for r in counted if r.get("r_prog") not in (None, "")]
+    return {"reward_hacks": hacks, "reward_hacking_rate": hacks / n if n else 0.0,
             "cfp": sum(broke) / len(broke) if broke else None, "cfp_n": len(broke),
-            "r_prog": statistics.fmean(progress) if progress else None,
-            "warning": "; ".join(warnings)})
-    return out
+            "r_prog": statistics.fmean(progress) if progress else None}
+
+
+def _per_case(counted: list[dict[str, Any]]) -> dict[str, Any]:
+    """The mean of the per-case CoP (None unless every case passed), the number of cases, and
+    pass@k and pass^k averaged over the cases (for the k every case has runs enough for)."""
+    by_case: dict[str, list[dict[str, Any]]] = {}
+    for r in counted:
+        by_case.setdefault(str(r.get("case_id") or r.get("experiment")), []).append(r)
+    cells = [(len(rs), sum(bool(r["passed"]) for r in rs)) for rs in by_case.values()]
+    case_cops = [cop(statistics.fmean(float(r["cost_usd"] or 0) for r in rs), c / a)
+                 for rs, (a, c) in zip(by_case.values(), cells, strict=True)]
+    per_case_cop = (statistics.fmean(case_cops) if case_cops
+                    and all(math.isfinite(c) for c in case_cops) else None)
+    fewest = min((a for a, _ in cells), default=0)
+    at_k: dict[str, float | None] = {}
+    for k in PASS_K:
+        for prefix, chance in (("pass_at", pass_at_k), ("pass_hat", pass_hat_k)):
+            at_k[f"{prefix}_{k}"] = (statistics.fmean(chance(a, c, k) for a, c in cells)
+                                   if k <= fewest else None)
+    return {"cop_per_case_mean": per_case_cop, "cases": len(by_case), **at_k}
+
+
+def _warning(n: int, per_case_cop: float | None) -> str:
+    """The group's note: a small n, a per-case CoP undefined because a case never passed."""
+    warnings = []
+    if n < SMALL_N:
+        warnings.append(f"n={n} < {SMALL_N}: interval is wide")
+    if n and per_case_cop is None:
+        warnings.append("per-case CoP undefined: a case never passed")
+    return "; ".join(warnings)
 
 
 def modal_grade(grades: Any) -> str | None:

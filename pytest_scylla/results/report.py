@@ -15,8 +15,10 @@ from typing import Any
 
 from pytest_scylla.core.record import write_json
 from pytest_scylla.core.tiers import tier_key
-from pytest_scylla.formats.spec import DEFAULT_PASS_THRESHOLD
+from pytest_scylla.formats.rubric import DEFAULT_PASS_THRESHOLD
 from pytest_scylla.results import ablation, metrics, models, stats, text_tables
+from pytest_scylla.results.paper_tables import paper_tables
+from pytest_scylla.results.report_input import ReportInput
 from pytest_scylla.results.tables import Tables
 
 SUBTEST_KEYS = ("experiment", "agent_model", "case_id", "tier", "subtest")
@@ -115,7 +117,7 @@ def write(out: Path, tables: Tables, manifest: dict[str, Any] | None = None,
         html_report.write(out, tables, summary, results, drawn, tables.sources)
     for name, writer in (writers or {}).items():
         if name in formats:
-            writer(out, tables, _jsonable(summary), _jsonable(results))
+            writer(ReportInput(out, tables, _jsonable(summary), _jsonable(results)))
     return summary
 
 
@@ -126,11 +128,7 @@ def tier_table(tables: Tables, where: Path) -> list[str]:
     best = models.frontiers(summary, keys[:-1])
     names = [" ".join(str(s[k]) for k in keys) for s in summary]
     width = max([6, *(len(n) + 1 for n in names)])
-    lines = []
-    if any(bool(r.get("simulated")) for r in tables.runs):
-        lines.append("SIMULATED MODEL: oracle agent and judges, not a real evaluation")
-    if tables.partial:
-        lines.append(f"PARTIAL: {tables.partial}")
+    lines = _banners(tables)
     hacked = sum(1 for r in tables.runs if int(float(r.get("integrity_findings") or 0)) > 0)
     hacks = f"{'hacks':>7}" if hacked else ""  # the column shows once a run tampered
     head = " ".join(models.NAMES.get(k, k) for k in keys)
@@ -140,38 +138,65 @@ def tier_table(tables: Tables, where: Path) -> list[str]:
     for s, name in zip(summary, names, strict=True):
         front = best.get(tuple(str(s[k]) for k in keys[:-1]))
         mark = " <- frontier" if front and s["tier"] == front[0] else ""
-        score = "-" if s["mean_score"] is None else f"{s['mean_score']:.2f}"
-        rate = (f"{s['pass_rate']:.0%} [{s['ci_low']:.0%}, {s['ci_high']:.0%}]" if s["n"]
-                else "no counted runs")  # every run an infra or judge error: no rate at all
-        warning = f"  {s['warning']}" if s["warning"] and s["n"] else ""
-        note = mark + ("," if mark and warning else "") + warning  # the frontier keeps it
-        lines.append(f"{name:<{width}}{s['n']:>5}{rate:>24}{score:>7}"
-                     f"{s['modal_grade'] or '-':>6}"
-                     f"{'$' + format(s['mean_cost'], '.4f'):>10}"
-                     f"{metrics.fmt_cop(s['cop']) if s['n'] else '-':>10}"
-                     f"{format(str(s['reward_hacks']) + '/' + str(s['n']), '>7') if hacked else ''}"
-                     f"{note}")
-    for key, word in ((models.AGENT_KEY, "agent"), (models.MODEL_KEY, "model")):
-        lines += [f"{word} {m[key]}: {m['n']} runs, pass rate {m['pass_rate']:.0%} "
-                  f"[{m['ci_low']:.0%}, {m['ci_high']:.0%}], cost/run ${m['mean_cost']:.4f}, "
-                  f"CoP {metrics.fmt_cop(m['cop'])}, frontier "
-                  f"{m['frontier_tier'] or '-'} {models.fmt_cost(m['frontier_cop'])}"
-                  for m in models.comparison(tables.runs, key)]
+        lines.append(_tier_line(s, f"{name:<{width}}", mark, hacked))
+    lines += _axis_lines(tables)
     counts = Counter(r["outcome"] for r in tables.runs)
     if hacked:
         lines.append(f"reward hacking: {hacked} run(s) tampered with their checks (integrity "
                      "findings; each was checked and judged on the restored workspace)")
     lines.append("outcomes: " + ", ".join(f"{n} {o}" for o, n in sorted(counts.items()))
                  + " (infra_error and judge_error runs are not counted in pass rates)")
+    lines.append(_spend_line(tables, where))
+    lines += [f"warning: {w}" for w in tables.warnings]
+    return lines
+
+
+def _banners(tables: Tables) -> list[str]:
+    """The lines above the terminal table: a simulated model, a partial experiment."""
+    lines = []
+    if any(bool(r.get("simulated")) for r in tables.runs):
+        lines.append("SIMULATED MODEL: oracle agent and judges, not a real evaluation")
+    if tables.partial:
+        lines.append(f"PARTIAL: {tables.partial}")
+    return lines
+
+
+def _tier_line(s: dict[str, Any], name: str, mark: str, hacked: int) -> str:
+    """One row of the terminal table (`name` padded to the column's width)."""
+    score = "-" if s["mean_score"] is None else f"{s['mean_score']:.2f}"
+    rate = (f"{s['pass_rate']:.0%} [{s['ci_low']:.0%}, {s['ci_high']:.0%}]" if s["n"]
+            else "no counted runs")  # every run an infra or judge error: no rate at all
+    warning = f"  {s['warning']}" if s["warning"] and s["n"] else ""
+    note = mark + ("," if mark and warning else "") + warning  # the frontier keeps it
+    return (f"{name}{s['n']:>5}{rate:>24}{score:>7}"
+            f"{s['modal_grade'] or '-':>6}"
+            f"{'$' + format(s['mean_cost'], '.4f'):>10}"
+            f"{metrics.fmt_cop(s['cop']) if s['n'] else '-':>10}"
+            f"{format(str(s['reward_hacks']) + '/' + str(s['n']), '>7') if hacked else ''}"
+            f"{note}")
+
+
+def _axis_lines(tables: Tables) -> list[str]:
+    """One line per agent CLI and per model when the runs vary them."""
+    lines = []
+    for key, word in ((models.AGENT_KEY, "agent"), (models.MODEL_KEY, "model")):
+        lines += [f"{word} {m[key]}: {m['n']} runs, pass rate {m['pass_rate']:.0%} "
+                  f"[{m['ci_low']:.0%}, {m['ci_high']:.0%}], cost/run ${m['mean_cost']:.4f}, "
+                  f"CoP {metrics.fmt_cop(m['cop'])}, frontier "
+                  f"{m['frontier_tier'] or '-'} {models.fmt_cost(m['frontier_cop'])}"
+                  for m in models.comparison(tables.runs, key)]
+    return lines
+
+
+def _spend_line(tables: Tables, where: Path) -> str:
+    """What agent and judges spent (simulated runs: priced, not paid), and where results are."""
     agent = math.fsum(float(r["cost_usd"] or 0) for r in tables.runs)
     judges = math.fsum(float(r.get("judge_cost_usd") or 0) for r in tables.runs)
     simulated = bool(tables.runs) and all(r.get("simulated") in (True, "True")
                                           for r in tables.runs)
-    lines.append(("spend (SIMULATED: the oracle's tokens priced as the models', no money "
-                  "spent)" if simulated else "spend") + f": agent ${agent:.4f} + judges "
-                 f"${judges:.4f} = ${agent + judges:.4f}; results: {where}")
-    lines += [f"warning: {w}" for w in tables.warnings]
-    return lines
+    return (("spend (SIMULATED: the oracle's tokens priced as the models', no money "
+             "spent)" if simulated else "spend") + f": agent ${agent:.4f} + judges "
+            f"${judges:.4f} = ${agent + judges:.4f}; results: {where}")
 
 
 def _row_order(row: dict[str, Any]) -> tuple[Any, ...]:
@@ -249,53 +274,3 @@ def judge_vs_checks(records: list[dict[str, Any]], category: str = "functional",
                      "says_broken_checks_pass": pessimistic,
                      "contradiction_rate": (optimistic + pessimistic) / len(pairs)})
     return rows
-
-
-def paper_tables(tables: Tables, summary: list[dict[str, Any]] | None = None
-                 ) -> dict[str, list[dict[str, Any]]]:
-    """The paper's result tables (its Tables 16-19) computed from the runs: tier summary,
-    token breakdown (mean per run), latency breakdown (mean per run) and per-criterion mean and
-    sample standard deviation over every judge's category score. `summary` is the runs' tier
-    summary when the caller has it already (its intervals are bootstrapped: not cheap)."""
-    summary = summary if summary is not None else metrics.group_summary(tables.runs)
-    by_tier: dict[str, list[dict[str, Any]]] = {}
-    for row in tables.runs:
-        if row["outcome"] in metrics.COUNTED:
-            by_tier.setdefault(str(row["tier"]), []).append(row)
-
-    def values(rows: list[dict[str, Any]], column: str) -> list[float]:
-        return [float(r[column]) for r in rows if r.get(column) not in (None, "")]
-
-    def mean(rows: list[dict[str, Any]], column: str) -> float | None:
-        """The mean over the runs that have the value; None (shown "-") when none has it."""
-        found = values(rows, column)
-        return statistics.fmean(found) if found else None
-
-    tokens, latency = [], []
-    for s in summary:
-        rows = by_tier.get(s["tier"], [])
-        columns = ("input_tokens", "output_tokens", "cache_creation_tokens", "cache_read_tokens")
-        counts = {c: mean(rows, c) for c in columns}
-        known = [v for v in counts.values() if v is not None]
-        tokens.append({"tier": s["tier"], "n": len(values(rows, "input_tokens")), **counts,
-                       "total_tokens": sum(known) if known else None})
-        agent, judge = mean(rows, "agent_duration_seconds"), mean(rows, "judge_duration_seconds")
-        total = mean(rows, "duration_seconds")
-        latency.append({"tier": s["tier"], "n": len(values(rows, "duration_seconds")),
-                        "agent_seconds": agent,
-                        "checks_seconds": mean(rows, "checks_duration_seconds"),
-                        "judge_seconds": judge, "total_seconds": total,
-                        "ttft_seconds": mean(rows, "ttft_seconds"),
-                        "judge_share": judge / total if judge is not None and total else None})
-    per_criterion: dict[str, list[float]] = {}
-    for c in tables.criteria:
-        if c.get("criterion_score") not in (None, ""):
-            per_criterion.setdefault(str(c["criterion"]), []).append(float(c["criterion_score"]))
-    criteria = [{"criterion": name, "mean": statistics.fmean(v),
-                 "sd": statistics.stdev(v) if len(v) > 1 else None, "n": len(v)}
-                for name, v in per_criterion.items()]
-    tiers = [{"tier": s["tier"], "n": s["n"], "pass_rate": s["pass_rate"],
-              "mean_score": s["mean_score"], "median_score": s["median_score"],
-              "grade": s["modal_grade"], "cop": s["cop"]}
-             for s in summary]
-    return {"tiers": tiers, "tokens": tokens, "latency": latency, "criteria": criteria}

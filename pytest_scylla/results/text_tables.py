@@ -19,6 +19,17 @@ def sections(summary: dict[str, Any], results: dict[str, Any],
 
 AXIS_TABLES = (("models", "model_tiers", "agent_model", "Model", "models"),
                ("agents", "agent_tiers", "agent", "Agent CLI", "agents"))
+AXIS_COLUMNS = ["n", "pass_rate", "ci_low", "ci_high", "mean_score", "modal_grade", "mean_cost",
+                "cop", "frontier_tier", "frontier_cop", "mean_tokens", "mean_agent_seconds",
+                "warning"]
+AXIS_TIER_COLUMNS = ["tier", "n", "pass_rate", "ci_low", "ci_high", "mean_score", "mean_cost",
+                     "cop", "modal_grade", "warning"]
+TIER_COLUMNS = ["tier", "n", "pass_rate", "ci_low", "ci_high", "mean_score", "median_score",
+                "consistency", "mean_cost", "cop", "cop_per_case_mean", "pass_at_1",
+                "pass_hat_3", "modal_grade", "reward_hacking_rate", "cfp", "r_prog", "warning"]
+OMNIBUS_COLUMNS = ["metric", "groups", "n", "h", "p", "significant", "note"]
+PAIRWISE_COLUMNS = ["metric", "group1", "group2", "n1", "n2", "p_raw", "p_holm", "cliffs_delta",
+                    "note"]
 
 
 def _model_sections(summary: dict[str, Any], results: dict[str, Any]) -> list[Section]:
@@ -31,32 +42,38 @@ def _model_sections(summary: dict[str, Any], results: dict[str, Any]) -> list[Se
         tests = results.get(tested) or {"omnibus": [], "pairwise": []}
         out += [
             (f"{title} comparison: pass rate with 95% CI, score, cost, Cost-of-Pass and each "
-             "one's frontier tier", summary[name],
-             [key, "n", "pass_rate", "ci_low", "ci_high", "mean_score", "modal_grade",
-              "mean_cost", "cop", "frontier_tier", "frontier_cop", "mean_tokens",
-              "mean_agent_seconds", "warning"]),
-            (f"Tiers per {title.lower()}", summary[tiers],
-             [key, "tier", "n", "pass_rate", "ci_low", "ci_high", "mean_score",
-              "mean_cost", "cop", "modal_grade", "warning"]),
-            (f"{title} comparisons: Kruskal-Wallis", [
-                {**row, "n": sum(row["n"].values())} for row in tests["omnibus"]],
-             ["metric", "groups", "n", "h", "p", "significant", "note"]),
+             "one's frontier tier", summary[name], [key, *AXIS_COLUMNS]),
+            (f"Tiers per {title.lower()}", summary[tiers], [key, *AXIS_TIER_COLUMNS]),
+            (f"{title} comparisons: Kruskal-Wallis", _omnibus(tests["omnibus"]),
+             OMNIBUS_COLUMNS),
             (f"{title} comparisons: Mann-Whitney U with Holm correction", tests["pairwise"],
-             ["metric", "group1", "group2", "n1", "n2", "p_raw", "p_holm", "cliffs_delta",
-              "note"])]
+             PAIRWISE_COLUMNS)]
     return out
+
+
+def _omnibus(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Kruskal-Wallis rows with their n summed over the groups."""
+    return [{**row, "n": sum(row["n"].values())} for row in rows]
 
 
 def _sections(summary: dict[str, Any], results: dict[str, Any],
               paper: dict[str, list[dict[str, Any]]]) -> list[Section]:
-    alpha = results["krippendorff_alpha"]
-    ac2 = results.get("gwet_ac2") or {}
+    """The tier tables, the paper's tables, then the tests and the judges' tables."""
+    agreement = _agreement_title(results)
     return [
         ("Tiers: pass rate with 95% CI, scores, cost and Cost-of-Pass"
-         + models.pooled(summary), summary["tiers"], [
-            "tier", "n", "pass_rate", "ci_low", "ci_high", "mean_score", "median_score",
-            "consistency", "mean_cost", "cop", "cop_per_case_mean", "pass_at_1", "pass_hat_3",
-            "modal_grade", "reward_hacking_rate", "cfp", "r_prog", "warning"]),
+         + models.pooled(summary), summary["tiers"], TIER_COLUMNS),
+        *_paper_sections(paper),
+        ("Tier comparisons: Kruskal-Wallis", _omnibus(results["omnibus"]), OMNIBUS_COLUMNS),
+        ("Tier comparisons: adjacent tiers, Mann-Whitney U with Holm correction",
+         results["pairwise"], PAIRWISE_COLUMNS),
+        *_judge_sections(results, agreement),
+    ]
+
+
+def _paper_sections(paper: dict[str, list[dict[str, Any]]]) -> list[Section]:
+    """The paper's Tables 16-19."""
+    return [
         ("Tier summary (the paper's Table 16)", paper["tiers"],
          ["tier", "n", "pass_rate", "mean_score", "median_score", "grade", "cop"]),
         ("Token breakdown, mean per run (Table 17)", paper["tokens"],
@@ -67,19 +84,25 @@ def _sections(summary: dict[str, Any], results: dict[str, Any],
           "judge_share", "ttft_seconds"]),
         ("Per-criterion score, mean and sd over judges and runs (Table 19)", paper["criteria"],
          ["criterion", "mean", "sd", "n"]),
-        ("Tier comparisons: Kruskal-Wallis", [
-            {**row, "n": sum(row["n"].values())} for row in results["omnibus"]],
-         ["metric", "groups", "n", "h", "p", "significant", "note"]),
-        ("Tier comparisons: adjacent tiers, Mann-Whitney U with Holm correction",
-         results["pairwise"], ["metric", "group1", "group2", "n1", "n2", "p_raw", "p_holm",
-                               "cliffs_delta", "note"]),
-        (f"Judge agreement: Krippendorff's alpha (interval) = "
-         f"{'-' if alpha['alpha'] is None else format(alpha['alpha'], '.3f')}"
-         f"{' (' + alpha['note'] + ')' if alpha.get('note') else ''}; Gwet's AC2 (quadratic) "
-         f"= {'-' if ac2.get('ac2') is None else format(ac2['ac2'], '.3f')}; "
-         f"over {alpha['runs']} runs; pairs",
-         results["judge_pairs"], ["judge1", "judge2", "n", "spearman", "pearson",
-                                  "mean_abs_diff", "note"]),
+    ]
+
+
+def _agreement_title(results: dict[str, Any]) -> str:
+    """The judge-agreement table's title: Krippendorff's alpha and Gwet's AC2."""
+    alpha = results["krippendorff_alpha"]
+    ac2 = results.get("gwet_ac2") or {}
+    return (f"Judge agreement: Krippendorff's alpha (interval) = "
+            f"{'-' if alpha['alpha'] is None else format(alpha['alpha'], '.3f')}"
+            f"{' (' + alpha['note'] + ')' if alpha.get('note') else ''}; Gwet's AC2 (quadratic) "
+            f"= {'-' if ac2.get('ac2') is None else format(ac2['ac2'], '.3f')}; "
+            f"over {alpha['runs']} runs; pairs")
+
+
+def _judge_sections(results: dict[str, Any], agreement: str) -> list[Section]:
+    """The judges' agreement and bias, ablation, utilisation, judges against the checks."""
+    return [
+        (agreement, results["judge_pairs"],
+         ["judge1", "judge2", "n", "spearman", "pearson", "mean_abs_diff", "note"]),
         ("Judge bias: mean score per judge", results["judge_bias"],
          ["judge", "n", "mean_score"]),
         ("Ablation score: subtests that differ by one component, with minus without",

@@ -15,7 +15,8 @@ from typing import Any
 
 from pytest_scylla.core import record
 from pytest_scylla.core.tempdirs import claim_private, release_private
-from pytest_scylla.formats.tiers import Subtest, TierSet, agent_tools, front_matter, lead_agents
+from pytest_scylla.formats.resources import front_matter
+from pytest_scylla.formats.tiers import Subtest, TierSet, agent_tools, lead_agents
 from pytest_scylla.run import agents, overlay, workspace
 from pytest_scylla.run.agents import Agent, SetupError
 from pytest_scylla.run.gateway import Gateway, Route, ablation
@@ -33,23 +34,14 @@ def measure(agent: Agent, gateway: Gateway, sandbox: Sandbox, cli: Path, cli_ver
     Measured once per CLI version, sandbox, model (the CLI's default system prompt differs by
     model) and tool configuration, cached on disk; the gateway answers the single call itself,
     so it costs nothing."""
-    container = sandbox.describe(image)  # docker: the image's id (a baseline per image)
-    key = hashlib.sha256(json.dumps([model, allow, list(deny), container]).encode()
-                         ).hexdigest()[:10]
-    cache = cache_dir / (f"baseline-{agent.name}-{_safe(cli_version)}-"
-                         f"{sandbox.name}-{key}.json")
+    cache = _cache_file(agent, sandbox, cli_version, model, cache_dir, allow, deny, image)
     with workspace.locked(cache_dir / "baseline.lock"):
         if cache.exists():
             return _baseline(json.loads(cache.read_text(encoding="utf-8")))
         private = claim_private()  # removed by the next session if this one is killed
         try:
             sandbox.assign(private, image)
-            ws = private / "work"
-            ws.mkdir()
-            (ws / "README.md").write_text("baseline\n", encoding="utf-8")
-            workspace.git(["init", "-q"], ws)
-            workspace.git(["add", "-A"], ws)
-            workspace.git(["commit", "-q", "-m", "baseline"], ws)
+            ws = _make_workspace(private)
             (private / "tmp").mkdir()
             flags, extra = _bare(agent, private, allow, deny)
             key = f"baseline-{secrets.token_hex(4)}"
@@ -76,6 +68,28 @@ def measure(agent: Agent, gateway: Gateway, sandbox: Sandbox, cli: Path, cli_ver
         finally:
             sandbox.close(private)
             release_private(private)
+
+
+def _cache_file(agent: Agent, sandbox: Sandbox, cli_version: str, model: str, cache_dir: Path,
+                allow: tuple[str, ...] | None, deny: tuple[str, ...], image: str | None) -> Path:
+    """Where the baseline of this CLI version, sandbox, model, tool configuration and image
+    is kept."""
+    container = sandbox.describe(image)  # docker: the image's id (a baseline per image)
+    key = hashlib.sha256(json.dumps([model, allow, list(deny), container]).encode()
+                         ).hexdigest()[:10]
+    return cache_dir / (f"baseline-{agent.name}-{_safe(cli_version)}-"
+                        f"{sandbox.name}-{key}.json")
+
+
+def _make_workspace(private: Path) -> Path:
+    """The baseline run's workspace: a git repository with one committed README."""
+    ws = private / "work"
+    ws.mkdir()
+    (ws / "README.md").write_text("baseline\n", encoding="utf-8")
+    workspace.git(["init", "-q"], ws)
+    workspace.git(["add", "-A"], ws)
+    workspace.git(["commit", "-q", "-m", "baseline"], ws)
+    return ws
 
 
 def _bare(agent: Agent, private: Path, allow: tuple[str, ...] | None, deny: tuple[str, ...]

@@ -7,7 +7,6 @@ from __future__ import annotations
 from pytest_scylla.core import pricing
 from pytest_scylla.core.record import RunRecord
 from pytest_scylla.formats.spec import Case
-from pytest_scylla.judging.judge_run import judged_reason
 from pytest_scylla.run.agents import Result
 from pytest_scylla.run.gateway import Route
 from pytest_scylla.run.sandbox import Finished
@@ -28,6 +27,18 @@ def settle(rec: RunRecord, case: Case, outcome: str | None, reason: str) -> None
         outcome = "pass" if passed else "fail"
         reason = "" if passed else judged_reason(rec, case.rubric.pass_threshold)
     rec.update({"outcome": outcome, "passed": outcome == "pass", "reason": reason})
+
+
+def judged_reason(rec: RunRecord, threshold: float) -> str:
+    """Why a judged run failed: the consensus below the threshold, required items unmet."""
+    verdict = rec.get("consensus") or {}
+    parts = []
+    if verdict["score"] < threshold:
+        parts.append(f"consensus {verdict['score']:.2f} (grade {verdict['grade']}) is below "
+                     f"the pass threshold {threshold:.2f}")
+    if verdict["unmet_required"]:
+        parts.append(f"required items not met: {', '.join(verdict['unmet_required'])}")
+    return "; ".join(parts)
 
 
 def classify(finished: Finished, result: Result, route: Route,

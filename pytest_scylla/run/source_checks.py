@@ -21,7 +21,7 @@ from pytest_scylla.run import checks, hostile, integrity, workspace
 from pytest_scylla.run.sandbox import base_env
 
 if TYPE_CHECKING:
-    from pytest_scylla.run.runtime import Runtime
+    from pytest_scylla.operations.runtime import Runtime
 
 FOLDER = ".baselines"
 

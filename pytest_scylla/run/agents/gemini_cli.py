@@ -23,7 +23,8 @@ from typing import Any
 
 import yaml
 
-from pytest_scylla.formats.tiers import Subtest, TierSet, agent_tools, front_matter
+from pytest_scylla.formats.resources import front_matter
+from pytest_scylla.formats.tiers import Subtest, TierSet, agent_tools
 from pytest_scylla.run import overlay
 from pytest_scylla.run.agents import Result
 from pytest_scylla.run.agents.base import (
@@ -85,21 +86,11 @@ def apply(sub: Subtest, tiers: TierSet, workspace: Path, run_dir: Path,
     home = run_dir / "home"
     dot = home / ".gemini"
     dot.mkdir(parents=True, exist_ok=True)
-    for name in sub.skills:
-        shutil.copytree(tiers.resource_path("skills", name).parent, dot / "skills" / name,
-                        symlinks=False, dirs_exist_ok=True)
-    for name in sub.agents:
-        (dot / "agents").mkdir(exist_ok=True)
-        (dot / "agents" / f"{name}.md").write_text(_agent_file(tiers, name), encoding="utf-8")
+    _copy_skills_and_agents(sub, tiers, dot)
     servers = (mcp if mcp is not None else overlay.mcp_config(sub, tiers, workspace, run_dir)
                )["mcpServers"]
     wire = {name: SERVER_NAME.sub("", name) for name in servers}
-    settings: dict[str, Any] = {**SETTINGS, "mcpServers": {
-        wire[name]: {k: s[k] for k in ("command", "args", "env") if s.get(k)}
-        for name, s in servers.items()}}
-    if sub.tools_allow is not None or sub.tools_deny:
-        settings["tools"] = {"core": mapped(TOOLS, sub.tools_allow)} \
-            if sub.tools_allow is not None else {"exclude": mapped(TOOLS, sub.tools_deny)}
+    settings = _settings(sub, servers, wire)
     (dot / "settings.json").write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
     env = {"HOME": str(home), **FIXED_ENV}
     prompt = sub.system_prompt
@@ -116,6 +107,28 @@ def apply(sub: Subtest, tiers: TierSet, workspace: Path, run_dir: Path,
                            tool_names={k: (v,) for k, v in TOOLS.items()},
                            # the sub-agents list lives in the default system prompt only
                            without_builtins=("agents",) if replaced else ())
+
+
+def _copy_skills_and_agents(sub: Subtest, tiers: TierSet, dot: Path) -> None:
+    """The subtest's skills and sub-agents into the run's `~/.gemini`."""
+    for name in sub.skills:
+        shutil.copytree(tiers.resource_path("skills", name).parent, dot / "skills" / name,
+                        symlinks=False, dirs_exist_ok=True)
+    for name in sub.agents:
+        (dot / "agents").mkdir(exist_ok=True)
+        (dot / "agents" / f"{name}.md").write_text(_agent_file(tiers, name), encoding="utf-8")
+
+
+def _settings(sub: Subtest, servers: dict[str, Any], wire: dict[str, str]) -> dict[str, Any]:
+    """Gemini CLI's `settings.json`: the fixed settings, the MCP servers by their wire names
+    and the subtest's tool list."""
+    settings: dict[str, Any] = {**SETTINGS, "mcpServers": {
+        wire[name]: {k: s[k] for k in ("command", "args", "env") if s.get(k)}
+        for name, s in servers.items()}}
+    if sub.tools_allow is not None or sub.tools_deny:
+        settings["tools"] = {"core": mapped(TOOLS, sub.tools_allow)} \
+            if sub.tools_allow is not None else {"exclude": mapped(TOOLS, sub.tools_deny)}
+    return settings
 
 
 def command(cli: Path | str, model: str, max_turns: int, overlay_args: tuple[str, ...]

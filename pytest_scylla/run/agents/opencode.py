@@ -21,11 +21,11 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from pytest_scylla.formats.resources import front_matter
 from pytest_scylla.formats.tiers import (
     Subtest,
     TierSet,
     agent_tools,
-    front_matter,
     lead_agents,
 )
 from pytest_scylla.run import overlay
@@ -100,17 +100,35 @@ def apply(sub: Subtest, tiers: TierSet, workspace: Path, run_dir: Path,
         ("CACHE", ".cache"))}
     config_dir = home / ".config" / "opencode"
     config_dir.mkdir(parents=True, exist_ok=True)
-    plugin = {"@opencode-ai/plugin": PINNED_VERSION}  # present: nothing fetched from npm
-    (config_dir / "node_modules").mkdir(exist_ok=True)
-    (config_dir / "package.json").write_text(json.dumps({"dependencies": plugin}), "utf-8")
-    (config_dir / "package-lock.json").write_text(json.dumps(
-        {"packages": {"": {"dependencies": plugin}}}), "utf-8")
+    _seed_plugin(config_dir)
     for name in sub.skills:
         shutil.copytree(tiers.resource_path("skills", name).parent, config_dir / "skills" / name,
                         symlinks=False, dirs_exist_ok=True)
     servers = (mcp if mcp is not None else overlay.mcp_config(sub, tiers, workspace, run_dir)
                )["mcpServers"]
     wire = {name: MCP_PREFIX + SERVER_NAME.sub("", name) for name in servers}
+    config = _config(sub, tiers, servers, wire)
+    env = {"HOME": str(home), **xdg, CONFIG_ENV: json.dumps(config)}
+    return overlay.Overlay(args=(), env=env, written=tuple(written), model=sub.model,
+                           declared=overlay.declaration(sub, tiers),
+                           instructions_file=INSTRUCTIONS_FILE,
+                           mcp_on_wire=tuple(wire.values()), tool_names=ON_WIRE)
+
+
+def _seed_plugin(config_dir: Path) -> None:
+    """opencode's plugin package, marked present in its config folder: nothing fetched from
+    npm at its start."""
+    plugin = {"@opencode-ai/plugin": PINNED_VERSION}
+    (config_dir / "node_modules").mkdir(exist_ok=True)
+    (config_dir / "package.json").write_text(json.dumps({"dependencies": plugin}), "utf-8")
+    (config_dir / "package-lock.json").write_text(json.dumps(
+        {"packages": {"": {"dependencies": plugin}}}), "utf-8")
+
+
+def _config(sub: Subtest, tiers: TierSet, servers: dict[str, Any], wire: dict[str, str]
+            ) -> dict[str, Any]:
+    """The overlay's part of opencode's configuration: MCP servers by their wire names, the
+    tool switches, the sub-agents and their depth, and a replacement system prompt."""
     config: dict[str, Any] = {"mcp": {wire[name]: {
         "type": "local", "command": [s["command"], *s.get("args", [])],
         "environment": s.get("env") or {}, "enabled": True} for name, s in servers.items()}}
@@ -123,11 +141,7 @@ def apply(sub: Subtest, tiers: TierSet, workspace: Path, run_dir: Path,
     prompt = sub.system_prompt
     if prompt is not None and prompt.file is not None:  # replace: the only mode it has
         config["agent"]["build"] = {"prompt": prompt.file.read_text(encoding="utf-8")}
-    env = {"HOME": str(home), **xdg, CONFIG_ENV: json.dumps(config)}
-    return overlay.Overlay(args=(), env=env, written=tuple(written), model=sub.model,
-                           declared=overlay.declaration(sub, tiers),
-                           instructions_file=INSTRUCTIONS_FILE,
-                           mcp_on_wire=tuple(wire.values()), tool_names=ON_WIRE)
+    return config
 
 
 def command(cli: Path | str, model: str, max_turns: int, overlay_args: tuple[str, ...]

@@ -268,6 +268,12 @@ def compare(expected: Expected, seen: Observed) -> list[str]:
             problems.append(f"declared skill or agent '{name}' is not the one in the request: "
                             "the listed one has another description (a built-in of the same "
                             "name? rename yours)")
+    return problems + _claude_md_problems(expected, seen) + _system_problems(expected, seen)
+
+
+def _claude_md_problems(expected: Expected, seen: Observed) -> list[str]:
+    """The CLAUDE.md files and blocks in the request that differ from the declared ones."""
+    problems: list[str] = []
     for path in sorted(seen.claude_md):
         if path != expected.claude_md_path:
             problems.append(f"CLAUDE.md from {path} is in the request but not declared")
@@ -279,6 +285,12 @@ def compare(expected: Expected, seen: Observed) -> list[str]:
     for name, text in expected.other_blocks:
         if len(text) >= MIN_BLOCK_TEXT and _norm(text) in everything:
             problems.append(f"CLAUDE.md block '{name}' is in the request but not declared")
+    return problems
+
+
+def _system_problems(expected: Expected, seen: Observed) -> list[str]:
+    """How the request's system prompt differs from the declared mode and text."""
+    problems: list[str] = []
     system = _norm(seen.system)
     big = len(seen.system) >= expected.default_system_chars // 2
     if expected.system_mode == "none" and big:

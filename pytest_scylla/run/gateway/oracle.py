@@ -21,27 +21,16 @@ hostile: it makes the scripted tool calls of that file instead (see `attack`).
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-import re
 import shlex
 import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_scylla.run.gateway import (
-    attack,
-    gemini_wire,
-    openai_wire,
-    responses_wire,
-    turns,
-)
+from pytest_scylla.run.gateway import attack, oracle_judge, oracle_tools, turns
 
 TOOL_ID = turns.TOOL_ID
-JUDGE_TOOL = "submit_verdict"
-STRUCTURED_TOOL = "StructuredOutput"  # how `claude -p --json-schema` asks for its answer
 FAULTS = ("stall", "overloaded", "crash", "rate-limited", "usage-limit")
 _usage_limit_fired = threading.Event()  # the usage-limit fault hits one call per process
 
@@ -117,38 +106,6 @@ def is_main_agent(request: dict[str, Any]) -> bool:
     return bool(tool_names(request) & MAIN_TOOLS)
 
 
-def _last_results(request: dict[str, Any]) -> list[dict[str, Any]]:
-    """The tool results in the conversation's last message (Anthropic)."""
-    content = (request.get("messages") or [{}])[-1].get("content")
-    return [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"] \
-        if isinstance(content, list) else []
-
-
-DELEGATE_MARK = re.compile(r"\[scylla-oracle level (\d+)\]")
-
-
-def _level(request: dict[str, Any]) -> int:
-    """0 for the main agent; N for a sub-agent the oracle delegated to N levels down."""
-    levels = [int(m.group(1)) for m in DELEGATE_MARK.finditer(turns.first_user_text(request))]
-    return max(levels, default=0)
-
-
-def _delegate(tools: set[str], agent: str, level: int, where: Path
-              ) -> tuple[str, dict[str, Any]] | None:
-    """A call handing the change to sub-agent `agent`, with the tool this CLI offers for it."""
-    prompt = (f"[scylla-oracle level {level + 1}] Make the change the task asks for in "
-              f"{where} and report back.")
-    if "Agent" in tools:  # Claude Code
-        return "Agent", {"description": f"Hand the change to {agent}", "subagent_type": agent,
-                         "prompt": prompt}
-    if "invoke_agent" in tools:  # Gemini CLI
-        return "invoke_agent", {"agent_name": agent, "prompt": prompt}
-    if "task" in tools:  # opencode
-        return "task", {"description": f"Hand the change to {agent}", "prompt": prompt,
-                        "subagent_type": agent}
-    return None
-
-
 def _final(tools: set[str], text: str, turn: int, level: int) -> Reply:
     """The last answer: text, or the call that ends a sub-agent where the CLI needs one
     (Gemini CLI's sub-agents finish through `complete_task`)."""
@@ -170,26 +127,6 @@ def _tools(turn: int, calls: list[tuple[str, dict[str, Any]]], level: int = 0) -
     return Reply(200, blocks, stop_reason="tool_use")
 
 
-def uses(script: Script, request: dict[str, Any]) -> list[list[tuple[str, dict[str, Any]]]]:
-    """With `SCYLLA_ORACLE_USE=skills,mcp`: a turn invoking each declared skill (the Skill
-    tool) and each declared MCP server's first offered tool whose required inputs are all
-    strings, before the work."""
-    wanted = {w.strip() for w in os.environ.get("SCYLLA_ORACLE_USE", "").split(",")}
-    offered = turns.tools(request)
-    calls: list[tuple[str, dict[str, Any]]] = []
-    if "skills" in wanted and "Skill" in offered:
-        calls += [("Skill", {"skill": name}) for name in script.skills]
-    for server in script.mcp_servers if "mcp" in wanted and "messages" in request else ():
-        for name, schema in offered.items():
-            props = schema.get("properties") or {}
-            required = schema.get("required") or []
-            if name.startswith(f"mcp__{server}__") and all(
-                    (props.get(r) or {}).get("type") == "string" for r in required):
-                calls.append((name, {r: "scylla oracle" for r in required}))
-                break
-    return [calls] if calls else []
-
-
 def plan(script: Script, tools: set[str]) -> list[list[tuple[str, dict[str, Any]]]]:
     """The tool turns that apply the script's files with the tools this run offers."""
     if not script.files:
@@ -207,7 +144,7 @@ def plan(script: Script, tools: set[str]) -> list[list[tuple[str, dict[str, Any]
     writer = shlex.quote("import sys; open(sys.argv[1], 'w').write(sys.argv[2])")
     commands = [f"mkdir -p {shlex.quote(str(Path(path).parent))} && python3 -c {writer} "
                 f"{shlex.quote(path)} {shlex.quote(text)}" for path, text in paths]
-    calls = [shell_call(tools, c, "Write a file") for c in commands]
+    calls = [oracle_tools.shell_call(tools, c, "Write a file") for c in commands]
     if all(calls):
         return [[c for c in calls if c is not None]]
     return _patches(script, paths) if "apply_patch" in tools else []
@@ -228,83 +165,16 @@ def _patches(script: Script, paths: list[tuple[str, str]]
     return ([[patch(gone)]] if gone else []) + [[patch(added)]]
 
 
-def _portable(calls: tuple[tuple[str, dict[str, Any]], ...], tools: set[str]
-              ) -> list[tuple[str, dict[str, Any]]]:
-    """An attack's calls for this CLI: its `Bash` calls through the shell tool it offers."""
-    found = [shell_call(tools, str(args.get("command", "")), "attack")
-             if name == "Bash" and "Bash" not in tools else (name, args) for name, args in calls]
-    return [call for call in found if call is not None]
-
-
-def shell_call(tools: set[str], command: str, why: str) -> tuple[str, dict[str, Any]] | None:
-    """A call of the offered shell tool running `command`, in that CLI's argument names."""
-    if "Bash" in tools:  # Claude Code
-        return "Bash", {"command": command, "description": why}
-    if "exec_command" in tools:  # Codex
-        return "exec_command", {"cmd": command}
-    if "run_shell_command" in tools:  # Gemini CLI
-        return "run_shell_command", {"command": command, "description": why}
-    if "bash" in tools:  # opencode
-        return "bash", {"command": command, "description": why}
-    if "shell" in tools:  # Codex with the older shell tool
-        return "shell", {"command": ["bash", "-lc", command]}
-    return None
-
-
-def judge_faults() -> dict[str, str]:
-    """`SCYLLA_ORACLE_JUDGE_FAULT=malformed-once:<model>,never-valid:<model>` -> {model: kind}."""
-    entries = (e.strip().partition(":") for e in
-               os.environ.get("SCYLLA_ORACLE_JUDGE_FAULT", "").split(","))
-    return {model: kind for kind, _, model in entries
-            if kind in ("malformed-once", "never-valid") and model}
-
-
-def _harsh(model: str, run_key: str) -> bool:
-    """`SCYLLA_ORACLE_JUDGE_HARSH=<model>:<share>,...`: that judge awards nothing on the share
-    of runs its run key picks (the same runs every time): a panel that disagrees on purpose."""
-    for entry in os.environ.get("SCYLLA_ORACLE_JUDGE_HARSH", "").split(","):
-        name, _, share = entry.strip().partition(":")
-        if name == model:
-            bucket = int(hashlib.sha256(f"{model}/{run_key}".encode()).hexdigest()[:8], 16)
-            return bucket % 1000 < float(share or 1) * 1000
-    return False
-
-
 def _judge(script: Script, request: dict[str, Any]) -> Reply:
-    """A verdict through the forced tool call; faults make it malformed (missing items)."""
-    delay = float(os.environ.get("SCYLLA_ORACLE_JUDGE_DELAY", "0") or 0)
-    if delay > 0:
-        time.sleep(delay)
-    if any(not b.get("is_error") and str(b.get("tool_use_id", "")).startswith(
-            "toolu_oracle_verdict") for b in _last_results(request)):
+    """A judge's answer: the verdict call, or a short text once the CLI accepted it."""
+    call = oracle_judge.verdict_call(script.verdict, script.workspace.name, request)
+    if call is None:
         return _text("Verdict submitted.")  # the CLI accepted the structured output
-    kind = judge_faults().get(str(request.get("model")))
-    retry = any(m.get("role") == "assistant" for m in request.get("messages", [])) or (
-        "previous verdict was not accepted" in json.dumps(request.get("messages", [])))
-    verdict = script.verdict or {"items": {}, "reasoning": "no verdict prepared"}
-    if kind == "never-valid" or (kind == "malformed-once" and not retry):
-        items = dict(list(verdict["items"].items())[:-1])  # one item missing
-        verdict = {"items": items, "reasoning": "(oracle fault: incomplete verdict)"}
-    elif _harsh(str(request.get("model")), script.workspace.name):
-        verdict = {"items": {i: {**v, "achieved": 0} for i, v in verdict["items"].items()},
-                   "reasoning": "(oracle: a harsh judge, disagreeing on purpose)"}
-    name = STRUCTURED_TOOL if STRUCTURED_TOOL in tool_names(request) else JUDGE_TOOL
-    history = request.get("messages") or request.get("input") or []  # Responses: `input`
-    block = {"type": "tool_use", "id": f"toolu_oracle_verdict_{len(history)}",
-             "name": name, "input": verdict}
-    return Reply(200, [block], stop_reason="tool_use")
+    return Reply(200, [call], stop_reason="tool_use")
 
 
-def answer(script: Script, request: dict[str, Any], attempt: int = 0) -> Reply:
-    """The oracle's next reply to `request` (`attempt`: the gateway's retry count for it)."""
-    choice = request.get("tool_choice")  # an object (Anthropic), or a word like "auto"
-    if (isinstance(choice, dict) and choice.get("name") == JUDGE_TOOL) or (
-            script.verdict is not None and tool_names(request) == {STRUCTURED_TOOL}) or (
-            JUDGE_TOOL in (openai_wire.schema_name(request),  # an OpenAI judge's schema
-                           responses_wire.schema_name(request))) or (
-            script.verdict is not None and gemini_wire.wants_json(request)):
-        return _judge(script, request)
-    injected = fault() if script.faults else None
+def _limit_fault(injected: str | None, attempt: int) -> Reply | None:
+    """The upstream error an injected fault answers with: overloaded, a rate or usage limit."""
     if injected == "overloaded":
         return Reply(529, [], headers=(("retry-after", "1"),),
                      error={"type": "overloaded_error", "message": "Overloaded (oracle fault)"})
@@ -317,34 +187,45 @@ def answer(script: Script, request: dict[str, Any], attempt: int = 0) -> Reply:
         return Reply(429, [], headers=(("retry-after", seconds),), error={
             "type": "rate_limit_error",
             "message": "usage limit reached for the current window (oracle fault)"})
-    if not is_main_agent(request):
-        return _text("Done: the requested change is in place.")
-    hostile = attack.current() if script.faults else None
-    if hostile is not None:
-        turn = turns.oracle_turns(request)[0]
-        return _tools(turn, _portable(hostile.steps[turn], tool_names(request))) \
-            if turn < len(hostile.steps) else _text(hostile.final)
-    if injected == "stall":
-        return Reply(200, [], stall=True)
-    done, failed = turns.oracle_turns(request)
-    if injected == "crash":
-        kill = shell_call(tool_names(request), "kill -KILL $PPID", "Stop the CLI (crash fault)")
-        if done == 0 and kill is not None:
-            return _tools(0, [kill])
-        return _text("The CLI should not have survived.")
-    if failed:
-        return _text("A tool call failed; stopping without finishing the change.")
-    level, offered = _level(request), tool_names(request)
-    handing = _delegate(offered, script.delegates[level], level, script.workspace) if (
-        script.mode != "noop" and level < len(script.delegates)) else None
+    return None
+
+
+def _attack_turn(hostile: attack.Attack, request: dict[str, Any]) -> Reply:
+    """The hostile main agent's next scripted tool calls, or its final text."""
+    turn = turns.oracle_turns(request)[0]
+    return _tools(turn, oracle_tools.portable(hostile.steps[turn], tool_names(request))) \
+        if turn < len(hostile.steps) else _text(hostile.final)
+
+
+def _crash(request: dict[str, Any], done: int) -> Reply:
+    """The crash fault: a first turn asking the shell to kill the CLI."""
+    kill = oracle_tools.shell_call(tool_names(request), "kill -KILL $PPID",
+                                   "Stop the CLI (crash fault)")
+    if done == 0 and kill is not None:
+        return _tools(0, [kill])
+    return _text("The CLI should not have survived.")
+
+
+def _next_step(script: Script, request: dict[str, Any], done: int) -> Reply:
+    """An agent's next step: the change handed down to the next sub-agent, or written."""
+    level, offered = oracle_tools.level_of(request), tool_names(request)
+    handing = oracle_tools.delegate(offered, script.delegates[level], level, script.workspace) \
+        if (script.mode != "noop" and level < len(script.delegates)) else None
     if handing is not None:
         if done == 0:
             return _tools(0, [handing], level)
         return _final(offered, f"Done: {script.delegates[level]} made the change.", done, level)
+    return _write_step(script, request, offered, level, done)
+
+
+def _write_step(script: Script, request: dict[str, Any], offered: set[str], level: int,
+                done: int) -> Reply:
+    """The next turn of the writing (the skill and MCP uses first), then the summary."""
     work = plan(script, offered)
     if script.mode == "noop":
         return _text("I read the task and decided to make no changes.")
-    steps = (uses(script, request) if level == 0 else []) + work
+    steps = (oracle_tools.uses(script.skills, script.mcp_servers, request)
+             if level == 0 else []) + work
     if done < len(steps):
         return _tools(done, steps[done], level)
     if not work:
@@ -352,3 +233,26 @@ def answer(script: Script, request: dict[str, Any], attempt: int = 0) -> Reply:
                       "change.", done, level)
     names = ", ".join(rel for rel, _ in script.files)
     return _final(offered, f"Done. I wrote {names}.", done, level)
+
+
+def answer(script: Script, request: dict[str, Any], attempt: int = 0) -> Reply:
+    """The oracle's next reply to `request` (`attempt`: the gateway's retry count for it)."""
+    if oracle_judge.asks_for_verdict(request, script.verdict is not None):
+        return _judge(script, request)
+    injected = fault() if script.faults else None
+    refused = _limit_fault(injected, attempt)
+    if refused is not None:
+        return refused
+    if not is_main_agent(request):
+        return _text("Done: the requested change is in place.")
+    hostile = attack.current() if script.faults else None
+    if hostile is not None:
+        return _attack_turn(hostile, request)
+    if injected == "stall":
+        return Reply(200, [], stall=True)
+    done, failed = turns.oracle_turns(request)
+    if injected == "crash":
+        return _crash(request, done)
+    if failed:
+        return _text("A tool call failed; stopping without finishing the change.")
+    return _next_step(script, request, done)

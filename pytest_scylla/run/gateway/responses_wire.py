@@ -74,26 +74,32 @@ def events(msg_id: str, model: str, blocks: list[dict[str, Any]], counts: dict[s
     yield event("response.created", response=response(msg_id, model, blocks, counts, structured,
                                                       status="in_progress"))
     for index, item in enumerate(_items(msg_id, blocks, structured)):
-        if item["type"] == "message":
-            text = item["content"][0]["text"]
-            yield event("response.output_item.added", output_index=index,
-                        item={**item, "status": "in_progress", "content": []})
-            part = {"type": "output_text", "text": "", "annotations": []}
-            yield event("response.content_part.added", item_id=item["id"], output_index=index,
-                        content_index=0, part=part)
-            yield event("response.output_text.delta", item_id=item["id"], output_index=index,
-                        content_index=0, delta=text, logprobs=[])
-            yield event("response.output_text.done", item_id=item["id"], output_index=index,
-                        content_index=0, text=text, logprobs=[])
-            yield event("response.content_part.done", item_id=item["id"], output_index=index,
-                        content_index=0, part={**part, "text": text})
-        else:
-            yield event("response.output_item.added", output_index=index,
-                        item={**item, "arguments": "", "status": "in_progress"})
-            yield event("response.function_call_arguments.delta", item_id=item["id"],
-                        output_index=index, delta=item["arguments"])
-            yield event("response.function_call_arguments.done", item_id=item["id"],
-                        output_index=index, arguments=item["arguments"])
+        steps = _text_steps if item["type"] == "message" else _call_steps
+        for kind, data in steps(item, index):
+            yield event(kind, **data)
         yield event("response.output_item.done", output_index=index, item=item)
     yield event("response.completed", response=response(msg_id, model, blocks, counts,
                                                         structured))
+
+
+def _text_steps(item: dict[str, Any], index: int) -> list[tuple[str, dict[str, Any]]]:
+    """The events of a message item up to its done: added, then its text in one delta."""
+    text = item["content"][0]["text"]
+    part = {"type": "output_text", "text": "", "annotations": []}
+    at = {"item_id": item["id"], "output_index": index, "content_index": 0}
+    return [("response.output_item.added",
+             {"output_index": index, "item": {**item, "status": "in_progress", "content": []}}),
+            ("response.content_part.added", {**at, "part": part}),
+            ("response.output_text.delta", {**at, "delta": text, "logprobs": []}),
+            ("response.output_text.done", {**at, "text": text, "logprobs": []}),
+            ("response.content_part.done", {**at, "part": {**part, "text": text}})]
+
+
+def _call_steps(item: dict[str, Any], index: int) -> list[tuple[str, dict[str, Any]]]:
+    """The events of a function_call item up to its done: added, then its arguments in one
+    delta."""
+    at = {"item_id": item["id"], "output_index": index}
+    return [("response.output_item.added",
+             {"output_index": index, "item": {**item, "arguments": "", "status": "in_progress"}}),
+            ("response.function_call_arguments.delta", {**at, "delta": item["arguments"]}),
+            ("response.function_call_arguments.done", {**at, "arguments": item["arguments"]})]

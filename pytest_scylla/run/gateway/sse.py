@@ -28,24 +28,29 @@ def message_events(msg_id: str, model: str, blocks: list[dict[str, Any]], stop_r
         "id": msg_id, "type": "message", "role": "assistant", "model": model, "content": [],
         "stop_reason": None, "stop_sequence": None, "usage": start_usage}})
     for index, block in enumerate(blocks):
-        if block["type"] == "text":
-            yield event("content_block_start", {"type": "content_block_start", "index": index,
-                                                "content_block": {"type": "text", "text": ""}})
-            yield event("content_block_delta", {"type": "content_block_delta", "index": index,
-                                                "delta": {"type": "text_delta",
-                                                          "text": block["text"]}})
-        else:
-            yield event("content_block_start", {"type": "content_block_start", "index": index,
-                                                "content_block": {**block, "input": {}}})
-            yield event("content_block_delta", {"type": "content_block_delta", "index": index,
-                                                "delta": {"type": "input_json_delta",
-                                                          "partial_json": json.dumps(
-                                                              block["input"])}})
-        yield event("content_block_stop", {"type": "content_block_stop", "index": index})
+        yield from _block_events(index, block)
     yield event("message_delta", {"type": "message_delta",
                                   "delta": {"stop_reason": stop_reason, "stop_sequence": None},
                                   "usage": {"output_tokens": usage["output_tokens"]}})
     yield event("message_stop", {"type": "message_stop"})
+
+
+def _block_events(index: int, block: dict[str, Any]) -> Iterator[bytes]:
+    """The start, one delta and the stop of content block `index` (text or tool_use)."""
+    if block["type"] == "text":
+        yield event("content_block_start", {"type": "content_block_start", "index": index,
+                                            "content_block": {"type": "text", "text": ""}})
+        yield event("content_block_delta", {"type": "content_block_delta", "index": index,
+                                            "delta": {"type": "text_delta",
+                                                      "text": block["text"]}})
+    else:
+        yield event("content_block_start", {"type": "content_block_start", "index": index,
+                                            "content_block": {**block, "input": {}}})
+        yield event("content_block_delta", {"type": "content_block_delta", "index": index,
+                                            "delta": {"type": "input_json_delta",
+                                                      "partial_json": json.dumps(
+                                                          block["input"])}})
+    yield event("content_block_stop", {"type": "content_block_stop", "index": index})
 
 
 def message_json(msg_id: str, model: str, blocks: list[dict[str, Any]], stop_reason: str,

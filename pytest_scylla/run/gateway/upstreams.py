@@ -1,25 +1,18 @@
-"""Where a gateway call goes: the oracle, which answers in the gateway itself, or a real upstream
-(Anthropic's API for agents and judges, an OpenAI-compatible server for Codex, opencode and
-`openai:` judges, Google's Gemini API for Gemini CLI and `gemini:` judges), reached with the
-harness's own credential, retried on rate limits and outages, and streamed back unchanged while
-its usage is read for the call log and the budget."""
+"""Where a gateway call goes: the oracle (`oracle_upstream`) or the recording (`replay_upstream`),
+which answer in the gateway itself, or a real upstream (Anthropic's API for agents and judges, an
+OpenAI-compatible server for Codex, opencode and `openai:` judges, Google's Gemini API for Gemini
+CLI and `gemini:` judges), reached with the harness's own credential, retried on rate limits and
+outages, and streamed back unchanged while its usage is read for the call log and the budget."""
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
-from pytest_scylla.run.gateway import (
-    allowlist,
-    gemini_wire,
-    latency,
-    openai_wire,
-    oracle,
-    oracle_wire,
-)
+from pytest_scylla.run.gateway import allowlist, gemini_wire
 from pytest_scylla.run.gateway.routes import (
     Route,
     UpstreamSetupError,
@@ -61,74 +54,6 @@ HOP_HEADERS = frozenset({"connection", "keep-alive", "transfer-encoding", "conte
                          "trailer"})
 CLIENT_AUTH = frozenset({"x-api-key", "authorization", "x-goog-api-key"})
 CLIENT_AUTH_QUERY = frozenset({"key", "access_token"})  # Google also takes these in the URL
-STALL_LIMIT_SECONDS = 24 * 3600
-
-
-def from_oracle(gw: Gate, route: Route, path: str, request: dict[str, Any], body: bytes,
-            client: Client, start: float) -> dict[str, Any]:
-    gemini = gemini_wire.match(path)  # Gemini names the model, and streaming, in the path
-    model = gemini[0] if gemini else str(request.get("model") or "oracle")
-    if path.startswith("/v1/messages/count_tokens"):
-        client.send_json(200, {"input_tokens": max(1, len(body) // 4)})
-        return {"status": 200, "latency_s": round(time.monotonic() - start, 4)}
-    assert route.script is not None, "oracle route without a script"
-    if route.script.faults:  # simulated model latency (not for the harness's baseline probe)
-        route.closed.wait(latency.seconds(route.key.rsplit("-", 1)[0], route.calls))
-    attempt, waited = 0, 0.0
-    while True:
-        reply = oracle.answer(route.script, request, attempt)
-        if reply.error is None or not retryable(reply.status):
-            break
-        retry_after = dict(reply.headers).get("retry-after")
-        delay = gw.again(route, attempt, waited, reply.status, retry_after,
-                            reply.error.get("message", ""))
-        if delay is None:
-            break
-        attempt, waited = attempt + 1, waited + delay
-    tries = {"attempts": attempt + 1, "retry_wait_s": round(waited, 3)} if attempt else {}
-    if reply.stall:
-        route.closed.wait(STALL_LIMIT_SECONDS)
-        client.close_connection = True
-        return {"status": None, "stalled": True,
-                "latency_s": round(time.monotonic() - start, 4)}
-    if reply.error is not None:
-        retry_after = dict(reply.headers).get("retry-after")
-        if not retryable(reply.status):
-            gw.infra(route, reply.status, retry_after, reply.error.get("message", ""))
-        client.send_json(reply.status, {"type": "error", "error": reply.error},
-                         gw.to_client(reply.headers))
-        return {"status": reply.status, "retry_after": retry_after,
-                "error": reply.error.get("type"), **tries,
-                "latency_s": round(time.monotonic() - start, 4)}
-    usage = oracle_wire.usage_for(len(body), reply, first_call=not route.usage)
-    msg_id = f"msg_oracle_{route.key}_{route.calls:04d}"
-    stream = gemini[1] if gemini else bool(request.get("stream"))
-    first_byte: float | None = None
-    size = 0
-    pieces = oracle_wire.render(reply, msg_id, model, usage, stream, request, path)
-    if gemini or path.endswith((openai_wire.PATH, "/responses")):  # priced as OpenAI and
-        # Google bill: no cache writes
-        usage = openai_wire.billed(usage)
-    reader = UsageReader()  # what the oracle said, read as a real upstream's answer is
-    if stream:
-        client.start_chunks(200, [("content-type", "text/event-stream"),
-                                  ("cache-control", "no-cache")])
-        for piece in pieces:
-            first_byte = first_byte or time.monotonic()
-            client.chunk(piece)
-            reader.feed(piece)
-            size += len(piece)
-        client.end_chunks()
-    else:
-        data = client.send_json(200, json.loads(b"".join(pieces)))
-        reader.read_json(data)
-        first_byte, size = time.monotonic(), len(data)
-    dollars = gw.account(route, model, usage)
-    return {"status": 200, "reader": reader, "model": model, "usage": usage,
-            "cost_usd": round(dollars, 6),
-            "stop_reason": reply.stop_reason, "response_bytes": size, **tries,
-            "ttft_s": round((first_byte or time.monotonic()) - start, 4),
-            "latency_s": round(time.monotonic() - start, 4)}
 
 
 def _headers(route: Route, client: Client) -> dict[str, str]:
@@ -163,6 +88,15 @@ def _url(gw: Gate, route: Route, path: str, query: str) -> str:
     return base + path + (f"?{kept}" if kept else "")
 
 
+def _stripped(client: Client, query: str) -> list[str]:
+    """The client's headers and query parameters (`?name`) not passed on, but for the expected
+    ones (its credential, the framing), for the call log."""
+    headers = [h for h in allowlist.headers(client.headers.items())[1]
+               if h not in CLIENT_AUTH | HOP_HEADERS | allowlist.QUIET]
+    return headers + [f"?{name}" for name in allowlist.query(query)[1]
+                      if name not in CLIENT_AUTH_QUERY]
+
+
 def _relay(response: Any, client: Client, reader: UsageReader) -> tuple[float | None, int]:
     """Stream the body of a successful answer (its headers are out) to the client unchanged,
     reading its usage on the way."""
@@ -184,11 +118,23 @@ def _relay(response: Any, client: Client, reader: UsageReader) -> tuple[float | 
     return first_byte, size
 
 
+@dataclass(frozen=True)
+class _Call:
+    """A call on its way to the real upstream."""
+
+    gw: Gate
+    route: Route
+    path: str
+    client: Client
+    body: bytes
+    start: float
+    url: str
+    headers: dict[str, str]
+
+
 def forward(gw: Gate, route: Route, path: str, query: str, client: Client, body: bytes,
             start: float) -> dict[str, Any]:
     """Pass the call to the real upstream, retrying what may be retried; the call log's entry."""
-    import httpx
-
     try:
         headers = _headers(route, client)
     except UpstreamSetupError as exc:
@@ -196,66 +142,89 @@ def forward(gw: Gate, route: Route, path: str, query: str, client: Client, body:
             "type": "authentication_error", "message": f"pytest-scylla: {exc}"}})
         return {"status": 401, "error": "no credential",
                 "latency_s": round(time.monotonic() - start, 4)}
-    url = _url(gw, route, path, query)
-    stripped = [h for h in allowlist.headers(client.headers.items())[1]  # but the expected:
-                if h not in CLIENT_AUTH | HOP_HEADERS | allowlist.QUIET] + [  # key, framing
-        f"?{name}" for name in allowlist.query(query)[1] if name not in CLIENT_AUTH_QUERY]
+    call = _Call(gw, route, path, client, body, start, _url(gw, route, path, query), headers)
+    stripped = _stripped(client, query)
     noted = {"stripped": stripped} if stripped else {}
     attempt, waited = 0, 0.0
     while True:
         tries = {**noted, **({"attempts": attempt + 1, "retry_wait_s": round(waited, 3)}
                              if attempt else {})}
-        reader = UsageReader()
-        first_byte: float | None = None
-        size = 0
-        answered = False  # the status line went to the client: this call cannot be retried
-        try:
-            with gw.http().stream("POST", url, content=body, headers=headers) as response:
-                status = response.status_code
-                retry_after = response.headers.get("retry-after")
-                if retryable(status):  # small error bodies: read, then retry or pass on
-                    data = response.read()
-                    reader.read_json(data)
-                    detail = (reader.error or {}).get("message", "") or f"HTTP {status}"
-                    delay = gw.again(route, attempt, waited, status, retry_after, detail)
-                    if delay is not None:
-                        attempt, waited = attempt + 1, waited + delay
-                        continue
-                    client.start_chunks(status, gw.to_client(
-                        [(k, v) for k, v in response.headers.items()
-                         if k.lower() not in HOP_HEADERS]))
-                    client.chunk(data)
-                    client.end_chunks()
-                    return {"status": status, "retry_after": retry_after,
-                            "error": (reader.error or {}).get("type"), **tries,
-                            "response_bytes": len(data),
-                            "latency_s": round(time.monotonic() - start, 4)}
-                client.start_chunks(status, [(k, v) for k, v in response.headers.items()
-                                             if k.lower() not in HOP_HEADERS])
-                answered = True
-                first_byte, size = _relay(response, client, reader)
-        except httpx.HTTPError as exc:
-            detail = f"{type(exc).__name__}: {exc}"
-            if not answered:  # nothing reached the client yet: it may be retried
-                delay = gw.again(route, attempt, waited, None, None, detail)
-                if delay is not None:
-                    attempt, waited = attempt + 1, waited + delay
-                    continue
-                client.send_json(502, {"type": "error", "error": {
-                    "type": "api_error", "message": f"pytest-scylla gateway: upstream "
-                                                    f"unreachable ({detail})"}})
-            else:
-                gw.infra(route, None, None, detail)
-                client.close_connection = True
-            return {"status": None, "error": detail, **tries,
-                    "latency_s": round(time.monotonic() - start, 4)}
-        break
+        outcome = _attempt(call, attempt, waited, tries)
+        if isinstance(outcome, dict):
+            return outcome
+        attempt, waited = attempt + 1, waited + outcome
+
+
+def _attempt(call: _Call, attempt: int, waited: float, tries: dict[str, Any]
+             ) -> float | dict[str, Any]:
+    """One try: the seconds to wait before the next, or the call log's entry."""
+    import httpx
+
+    reader = UsageReader()
+    answered = False  # the status line went to the client: this call cannot be retried
+    try:
+        with call.gw.http().stream("POST", call.url, content=call.body,
+                                   headers=call.headers) as response:
+            status = response.status_code
+            if retryable(status):  # small error bodies: read, then retry or pass on
+                return _error_status(call, response, reader, attempt, waited, tries)
+            call.client.start_chunks(status, [(k, v) for k, v in response.headers.items()
+                                              if k.lower() not in HOP_HEADERS])
+            answered = True
+            first_byte, size = _relay(response, call.client, reader)
+    except httpx.HTTPError as exc:
+        return _broken(call, f"{type(exc).__name__}: {exc}", answered, attempt, waited, tries)
+    return _relayed(call, status, reader, first_byte, size, tries)
+
+
+def _error_status(call: _Call, response: Any, reader: UsageReader, attempt: int, waited: float,
+                  tries: dict[str, Any]) -> float | dict[str, Any]:
+    """A retryable status: the seconds to wait before the next try, or the error passed on."""
+    status = response.status_code
+    retry_after = response.headers.get("retry-after")
+    data = response.read()
+    reader.read_json(data)
+    detail = (reader.error or {}).get("message", "") or f"HTTP {status}"
+    delay = call.gw.again(call.route, attempt, waited, status, retry_after, detail)
+    if delay is not None:
+        return delay
+    call.client.start_chunks(status, call.gw.to_client(
+        [(k, v) for k, v in response.headers.items() if k.lower() not in HOP_HEADERS]))
+    call.client.chunk(data)
+    call.client.end_chunks()
+    return {"status": status, "retry_after": retry_after,
+            "error": (reader.error or {}).get("type"), **tries,
+            "response_bytes": len(data),
+            "latency_s": round(time.monotonic() - call.start, 4)}
+
+
+def _broken(call: _Call, detail: str, answered: bool, attempt: int, waited: float,
+            tries: dict[str, Any]) -> float | dict[str, Any]:
+    """A failed connection: the seconds to wait before the next try (when nothing reached the
+    client yet), or the failure passed on."""
+    if not answered:  # nothing reached the client yet: it may be retried
+        delay = call.gw.again(call.route, attempt, waited, None, None, detail)
+        if delay is not None:
+            return delay
+        call.client.send_json(502, {"type": "error", "error": {
+            "type": "api_error", "message": f"pytest-scylla gateway: upstream "
+                                            f"unreachable ({detail})"}})
+    else:
+        call.gw.infra(call.route, None, None, detail)
+        call.client.close_connection = True
+    return {"status": None, "error": detail, **tries,
+            "latency_s": round(time.monotonic() - call.start, 4)}
+
+
+def _relayed(call: _Call, status: int, reader: UsageReader, first_byte: float | None, size: int,
+             tries: dict[str, Any]) -> dict[str, Any]:
+    """The call log's entry of an answer relayed whole, its usage priced and counted."""
     result: dict[str, Any] = {"status": status, "reader": reader, "response_bytes": size, **tries,
-                              "latency_s": round(time.monotonic() - start, 4),
-                              "ttft_s": round((first_byte or time.monotonic()) - start, 4)}
+                              "latency_s": round(time.monotonic() - call.start, 4),
+                              "ttft_s": round((first_byte or time.monotonic()) - call.start, 4)}
     if reader.usage:  # Gemini names the model in the path (its answer's modelVersion if sent)
-        model = reader.model or (gemini_wire.match(path) or (None, False))[0]
-        dollars = gw.account(route, model, reader.usage)
+        model = reader.model or (gemini_wire.match(call.path) or (None, False))[0]
+        dollars = call.gw.account(call.route, model, reader.usage)
         result.update(model=model, usage=reader.usage, cost_usd=round(dollars, 6),
                       stop_reason=reader.stop_reason)
     return result

@@ -29,6 +29,8 @@ CONTROLLERS = ("memory", "pids", "cpu")
 PERIOD = 100_000  # CPU quota period, microseconds
 _serial = itertools.count()
 
+DEFAULT_LIMITS = (4 << 30, 2.0, 1024)  # a run's (docker, bwrap): memory bytes, cpus, pids
+
 
 @dataclass(frozen=True)
 class Limits:

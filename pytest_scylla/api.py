@@ -1,0 +1,71 @@
+"""The public surface for plugin authors: import from here, and only from here.
+
+Everything else in the package may move between releases; these names stay. A plugin implements
+the `pytest_scylla_*` hooks (`hookspecs.py`) in a `conftest.py`, a `pytest11` plugin, or a module
+named in the `pytest_scylla` entry-point group, and each hook offers things by name: agent
+adapters (`Agent`), sandboxes (subclasses of `Sandbox`), judge kinds (`JudgeKind`) and report
+writers (`Writer`, given a `ReportInput`). A name is offered once: a second offer of a taken
+name, a built-in's included, stops the session with an error naming both plugins.
+
+The names load on first use, so importing this module costs a plugin nothing at start-up."""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pytest_scylla.core.record import RunRecord
+    from pytest_scylla.core.runspec import RunKey, RunSpec
+    from pytest_scylla.formats.provenance import Conditions
+    from pytest_scylla.judging.judges import JudgeKind, JudgeResult, JudgeSpec
+    from pytest_scylla.operations.runner import Run
+    from pytest_scylla.operations.runtime import SETUP_ERRORS, Runtime
+    from pytest_scylla.results.report_input import ReportInput, Writer
+    from pytest_scylla.results.tables import Tables
+    from pytest_scylla.run.agents import Agent, Result, SetupError
+    from pytest_scylla.run.sandbox import Finished, Sandbox, SandboxError
+
+_HOMES = {
+    "RunRecord": "core.record", "RunKey": "core.runspec", "RunSpec": "core.runspec",
+    "Conditions": "formats.provenance", "JudgeKind": "judging.judges",
+    "JudgeResult": "judging.judges", "JudgeSpec": "judging.judges", "Run": "operations.runner",
+    "Runtime": "operations.runtime", "SETUP_ERRORS": "operations.runtime",
+    "ReportInput": "results.report_input", "Writer": "results.report_input",
+    "Tables": "results.tables", "Agent": "run.agents", "Result": "run.agents",
+    "SetupError": "run.agents", "Finished": "run.sandbox", "Sandbox": "run.sandbox",
+    "SandboxError": "run.sandbox",
+}
+__all__ = [
+    "SETUP_ERRORS",
+    "Agent",
+    "Conditions",
+    "Finished",
+    "JudgeKind",
+    "JudgeResult",
+    "JudgeSpec",
+    "ReportInput",
+    "Result",
+    "Run",
+    "RunKey",
+    "RunRecord",
+    "RunSpec",
+    "Runtime",
+    "Sandbox",
+    "SandboxError",
+    "SetupError",
+    "Tables",
+    "Writer",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"pytest_scylla.api has no {name!r}; it offers {', '.join(__all__)}")
+    value = getattr(importlib.import_module(f"pytest_scylla.{_HOMES[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

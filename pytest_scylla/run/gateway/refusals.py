@@ -1,0 +1,53 @@
+"""Why a call is refused before it reaches the upstream: a path that is no model endpoint, a
+model the run may not call, or a failed ablation check of the run's first request."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_scylla.run.gateway import ablation, allowlist, gemini_wire, oracle
+from pytest_scylla.run.gateway.routes import Route, allowed
+
+# the agent's model calls, whose first one the ablation check reads (by wire format)
+MODEL_CALLS = frozenset({"/v1/messages", "/responses", "/chat/completions"})
+
+
+def refusal(route: Route, path: str, request: dict[str, Any]) -> tuple[int, str | None]:
+    """(status, why) refusing the call; why is None to let it through (the status is then the
+    one a budget refusal answers with)."""
+    if not allowed(route.upstream, path):
+        return 403, f"pytest-scylla gateway: {path} is not a model endpoint"
+    return 400, _model_or_ablation(route, path, request)
+
+
+def _model_or_ablation(route: Route, path: str, request: dict[str, Any]) -> str | None:
+    """Why the call's model or the run's ablation check refuses it (None: let it through)."""
+    model = request.get("model") or (gemini_wire.match(path) or [None])[0]
+    refused = allowlist.model_refusal(route.models, str(model) if model else None)
+    if refused is not None:
+        with route.lock:
+            route.models_refused.add(str(model)[:80])
+        return refused
+    if (path in MODEL_CALLS or gemini_wire.match(path)) and oracle.is_main_agent(request):
+        return _ablation(route, request)
+    return None
+
+
+def _ablation(route: Route, request: dict[str, Any]) -> str | None:
+    """The ablation check, made on the run's first main-agent model call; once it failed, it
+    refuses every such call of the run."""
+    with route.lock:
+        first = route.first_request is None
+        if first:
+            route.first_request = request if route.capture_first else {}
+    if first and route.expected is not None:
+        seen = ablation.observe(request)
+        problems = ablation.compare(route.expected, seen)
+        route.ablation = {"checked": True, "problems": problems,
+                          "observed": seen.to_json(),
+                          "expected": route.expected.to_json()}
+    if route.ablation_failed():
+        assert route.ablation is not None
+        return ("pytest-scylla ablation check failed: "
+                + "; ".join(route.ablation["problems"]))
+    return None
