@@ -41,9 +41,11 @@ def main() -> int:
     gateway = Gateway().start()
     walls, slowest = [], []
     with tempfile.TemporaryDirectory() as tmp:
-        script = Script(mode="judge", workspace=Path(tmp), files=(),
-                        verdict=oracle_verdict(items, []))
+        script = Script(
+            mode="judge", workspace=Path(tmp), files=(), verdict=oracle_verdict(items, [])
+        )
         for r in range(args.repeat):
+
             def url(n: int, _spec: object, r: int = r) -> str:
                 key = f"bench{r}-{n}"
                 gateway.open(Route(key=key, log_path=Path(tmp) / "calls.jsonl", script=script))
@@ -56,11 +58,14 @@ def main() -> int:
             slowest.append(max(res.seconds for res in results))
     gateway.stop()
     wall, slow = statistics.median(walls), statistics.median(slowest)
-    print(f"judges: {len(specs)}, upstream latency {args.latency:.1f} s each, "
-          f"{args.repeat} repeats")
+    print(
+        f"judges: {len(specs)}, upstream latency {args.latency:.1f} s each, {args.repeat} repeats"
+    )
     print(f"slowest judge (median)   {slow:6.3f} s")
-    print(f"panel wall time (median) {wall:6.3f} s = {wall / slow:.2f} x the slowest judge "
-          f"(goal <= 1.2; one after another would be about {len(specs)}x)")
+    print(
+        f"panel wall time (median) {wall:6.3f} s = {wall / slow:.2f} x the slowest judge "
+        f"(goal <= 1.2; one after another would be about {len(specs)}x)"
+    )
     return 0
 
 

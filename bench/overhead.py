@@ -52,8 +52,14 @@ def harness_runs(n: int, sandbox: str, cache: Path, out: Path) -> list[dict]:
     case = load_case(ROOT / "cases/test-001/test.yaml", ROOT / "rubrics", tiers.names)
     sub = tiers.resolve("T0-01")
     kind, _, copy = sandbox.partition("-")
-    settings = Settings(oracle="solution", sandbox=kind, cache_dir=cache, docker_copy=bool(copy),
-                        model="claude-sonnet-5", judges=tuple(parse(j) for j in DEFAULT_JUDGES))
+    settings = Settings(
+        oracle="solution",
+        sandbox=kind,
+        cache_dir=cache,
+        docker_copy=bool(copy),
+        model="claude-sonnet-5",
+        judges=tuple(parse(j) for j in DEFAULT_JUDGES),
+    )
     rt = build(settings, out, "bench", tiers)
     rt.baseline(RunSpec(case, sub, 1))  # measured once, not part of any run
     recs = []
@@ -86,16 +92,27 @@ def bare_cli_runs(n: int) -> list[float]:
         ws.mkdir()
         (home / ".claude").mkdir(parents=True)
         key = f"bare{i}"
-        gateway.open(Route(key=key, log_path=tmp / "calls.jsonl",
-                           script=Script.for_case("solution", ROOT / "cases/test-001/solution",
-                                                  ws)))
-        env = claude_code.environment({"PATH": os.environ["PATH"], "HOME": str(home)},
-                                      {"CLAUDE_CONFIG_DIR": str(home / ".claude")},
-                                      gateway.base_url(key))
+        gateway.open(
+            Route(
+                key=key,
+                log_path=tmp / "calls.jsonl",
+                script=Script.for_case("solution", ROOT / "cases/test-001/solution", ws),
+            )
+        )
+        env = claude_code.environment(
+            {"PATH": os.environ["PATH"], "HOME": str(home)},
+            {"CLAUDE_CONFIG_DIR": str(home / ".claude")},
+            gateway.base_url(key),
+        )
         start = time.monotonic()
-        subprocess.run(claude_code.command(cli, "claude-sonnet-5", 30, ()), cwd=ws, env=env,
-                       input=(ROOT / "cases/test-001/prompt.md").read_bytes(),
-                       capture_output=True, check=True)
+        subprocess.run(
+            claude_code.command(cli, "claude-sonnet-5", 30, ()),
+            cwd=ws,
+            env=env,
+            input=(ROOT / "cases/test-001/prompt.md").read_bytes(),
+            capture_output=True,
+            check=True,
+        )
         times.append(time.monotonic() - start)
         assert (ws / "hello.py").exists()
         gateway.close(key)
@@ -107,8 +124,15 @@ def bare_cli_runs(n: int) -> list[float]:
 class _Stand(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True
-    body = b"".join(sse.message_events("m", "claude-sonnet-5", [{"type": "text", "text": "x"}],
-                                       "end_turn", {"input_tokens": 10, "output_tokens": 2}))
+    body = b"".join(
+        sse.message_events(
+            "m",
+            "claude-sonnet-5",
+            [{"type": "text", "text": "x"}],
+            "end_turn",
+            {"input_tokens": 10, "output_tokens": 2},
+        )
+    )
 
     def log_message(self, *args: object) -> None:
         pass
@@ -130,16 +154,27 @@ def gateway_calls(n: int) -> tuple[list[float], list[float]]:
     gateway = Gateway(upstream_url=upstream).start()
     tmp = Path(tempfile.mkdtemp(prefix="bench-gw-"))
     gateway.open(Route(key="bench", log_path=tmp / "calls.jsonl", upstream="anthropic"))
-    payload = json.dumps({"model": "claude-sonnet-5", "stream": True, "max_tokens": 10,
-                          "messages": [{"role": "user", "content": "x" * 20000}]}).encode()
+    payload = json.dumps(
+        {
+            "model": "claude-sonnet-5",
+            "stream": True,
+            "max_tokens": 10,
+            "messages": [{"role": "user", "content": "x" * 20000}],
+        }
+    ).encode()
     direct, proxied = [], []
     with httpx.Client() as client:
         for _ in range(n):
-            for url, bucket in ((f"{upstream}/v1/messages", direct),
-                                (f"{gateway.base_url('bench')}/v1/messages", proxied)):
+            for url, bucket in (
+                (f"{upstream}/v1/messages", direct),
+                (f"{gateway.base_url('bench')}/v1/messages", proxied),
+            ):
                 start = time.perf_counter()
-                r = client.post(url, content=payload, headers={"x-api-key": "dummy",
-                                                               "content-type": "application/json"})
+                r = client.post(
+                    url,
+                    content=payload,
+                    headers={"x-api-key": "dummy", "content-type": "application/json"},
+                )
                 r.read()
                 bucket.append(time.perf_counter() - start)
                 assert r.status_code == 200
@@ -153,8 +188,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--calls", type=int, default=200)
-    parser.add_argument("--sandbox", default="local,bwrap,docker,docker-copy",
-                        help="comma-separated: local, bwrap, docker, docker-copy")
+    parser.add_argument(
+        "--sandbox",
+        default="local,bwrap,docker,docker-copy",
+        help="comma-separated: local, bwrap, docker, docker-copy",
+    )
     args = parser.parse_args()
     sandboxes = [s.strip() for s in args.sandbox.split(",") if s.strip()]
     unknown = set(sandboxes) - {"local", "bwrap", "docker", "docker-copy"}
@@ -170,9 +208,12 @@ def main() -> int:
                 continue
             recs = harness_runs(args.runs, sandbox, Path(tmp) / "cache", Path(tmp) / sandbox)
             judges = med(r["judge_duration_seconds"] for r in recs)
-            rows[sandbox] = (med(r["timings"]["agent_s"] for r in recs),
-                             med(r["timings"]["checks_s"] for r in recs), judges,
-                             med(r["timings"]["total_s"] for r in recs) - judges)
+            rows[sandbox] = (
+                med(r["timings"]["agent_s"] for r in recs),
+                med(r["timings"]["checks_s"] for r in recs),
+                judges,
+                med(r["timings"]["total_s"] for r in recs) - judges,
+            )
         cli = med(bare_cli_runs(args.runs))
     direct, proxied = gateway_calls(args.calls)
     per_call_ms = (med(proxied) - med(direct)) * 1000
@@ -180,15 +221,21 @@ def main() -> int:
     print(f"bare CLI wall time {cli:.3f}")
     print("sandbox       agent  checks  judges*  run w/o judges  overhead  w/o checks")
     for sandbox, (agent, checks, judges, total) in rows.items():
-        print(f"{sandbox:<12} {agent:6.3f} {checks:7.3f} {judges:8.3f} {total:15.3f} "
-              f"{total - cli:9.3f} {total - checks - cli:11.3f}")
+        print(
+            f"{sandbox:<12} {agent:6.3f} {checks:7.3f} {judges:8.3f} {total:15.3f} "
+            f"{total - cli:9.3f} {total - checks - cli:11.3f}"
+        )
     print("* the oracle judge panel's time, not part of the overhead (goal <= 0.5 s per run)")
     for sandbox in ("docker", "docker-copy"):
         if sandbox in rows and "bwrap" in rows:
-            print(f"{sandbox} adds {rows[sandbox][3] - rows['bwrap'][3]:.3f} s per run over "
-                  "bwrap (goal <= 0.5 s)")
-    print(f"gateway per call: direct {med(direct) * 1000:.2f} ms, proxied "
-          f"{med(proxied) * 1000:.2f} ms, overhead {per_call_ms:.2f} ms   (goal <= 5 ms)")
+            print(
+                f"{sandbox} adds {rows[sandbox][3] - rows['bwrap'][3]:.3f} s per run over "
+                "bwrap (goal <= 0.5 s)"
+            )
+    print(
+        f"gateway per call: direct {med(direct) * 1000:.2f} ms, proxied "
+        f"{med(proxied) * 1000:.2f} ms, overhead {per_call_ms:.2f} ms   (goal <= 5 ms)"
+    )
     return 0
 
 

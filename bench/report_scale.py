@@ -24,47 +24,92 @@ sys.path.insert(0, str(ROOT))
 
 from pytest_scylla.cli import main as scylla  # noqa: E402
 
-CATEGORIES = (("functional", 0.35), ("code_quality", 0.2), ("proportionality", 0.15),
-              ("build_pipeline", 0.1), ("overall_quality", 0.2))
+CATEGORIES = (
+    ("functional", 0.35),
+    ("code_quality", 0.2),
+    ("proportionality", 0.15),
+    ("build_pipeline", 0.1),
+    ("overall_quality", 0.2),
+)
 JUDGES = ("claude-opus-4-8", "claude-sonnet-5", "claude-haiku-4-5")
 
 
-def record(rng: random.Random, number: int, tier: int, case: str, run: int,
-           judges: int) -> dict:
+def record(rng: random.Random, number: int, tier: int, case: str, run: int, judges: int) -> dict:
     skill = 0.55 + 0.05 * tier + rng.uniform(-0.25, 0.25)
     panel = []
     for j in range(judges):
         cats = []
         for name, weight in CATEGORIES:
             score = max(0.0, min(1.0, skill + rng.uniform(-0.15, 0.15)))
-            cats.append({"name": name, "weight": weight, "achieved": round(score * 4, 2),
-                         "max": 4.0, "score": score})
+            cats.append(
+                {
+                    "name": name,
+                    "weight": weight,
+                    "achieved": round(score * 4, 2),
+                    "max": 4.0,
+                    "score": score,
+                }
+            )
         total = sum(c["score"] * c["weight"] for c in cats)
-        panel.append({"judge_model": JUDGES[j % len(JUDGES)], "judge_number": j + 1,
-                      "kind": "anthropic", "valid": True, "attempts": 1, "errors": [],
-                      "score": total, "impl_rate": total, "grade": "B", "passed": total >= 0.6,
-                      "categories": cats, "cost_usd": 0.01, "seconds": 2.0,
-                      "usage": {"input_tokens": 3000, "output_tokens": 400},
-                      "verdict": {"reasoning": "synthetic", "items": {
-                          f"I{k}": {"achieved": 1, "reason": "synthetic " * 8}
-                          for k in range(12)}}})
+        panel.append(
+            {
+                "judge_model": JUDGES[j % len(JUDGES)],
+                "judge_number": j + 1,
+                "kind": "anthropic",
+                "valid": True,
+                "attempts": 1,
+                "errors": [],
+                "score": total,
+                "impl_rate": total,
+                "grade": "B",
+                "passed": total >= 0.6,
+                "categories": cats,
+                "cost_usd": 0.01,
+                "seconds": 2.0,
+                "usage": {"input_tokens": 3000, "output_tokens": 400},
+                "verdict": {
+                    "reasoning": "synthetic",
+                    "items": {
+                        f"I{k}": {"achieved": 1, "reason": "synthetic " * 8} for k in range(12)
+                    },
+                },
+            }
+        )
     score = sum(p["score"] for p in panel) / len(panel)
-    tokens = {"input_tokens": rng.randint(10, 900), "output_tokens": rng.randint(200, 4000),
-              "cache_creation_input_tokens": rng.randint(2e4, 4e4),
-              "cache_read_input_tokens": rng.randint(5e4, 4e5)}
+    tokens = {
+        "input_tokens": rng.randint(10, 900),
+        "output_tokens": rng.randint(200, 4000),
+        "cache_creation_input_tokens": rng.randint(2e4, 4e4),
+        "cache_read_input_tokens": rng.randint(5e4, 4e5),
+    }
     return {
-        "schema": 1, "run_key": f"{case}-T{tier}-01-r{run}", "case": case, "tier": f"T{tier}",
-        "subtest": f"T{tier}-01", "run": run, "model": "claude-sonnet-5",
-        "outcome": "pass" if score >= 0.6 else "fail", "passed": score >= 0.6,
-        "score": score, "impl_rate": score, "grade": "B", "cost_usd": rng.uniform(0.05, 0.6),
-        "cost_source": "gateway", "exit_code": 0, "api_calls": rng.randint(3, 40),
-        "num_turns": rng.randint(2, 30), "judge_cost_usd": 0.03,
+        "schema": 1,
+        "run_key": f"{case}-T{tier}-01-r{run}",
+        "case": case,
+        "tier": f"T{tier}",
+        "subtest": f"T{tier}-01",
+        "run": run,
+        "model": "claude-sonnet-5",
+        "outcome": "pass" if score >= 0.6 else "fail",
+        "passed": score >= 0.6,
+        "score": score,
+        "impl_rate": score,
+        "grade": "B",
+        "cost_usd": rng.uniform(0.05, 0.6),
+        "cost_source": "gateway",
+        "exit_code": 0,
+        "api_calls": rng.randint(3, 40),
+        "num_turns": rng.randint(2, 30),
+        "judge_cost_usd": 0.03,
         "judge_duration_seconds": 2.1,
         "timings": {"total_s": 60.0, "agent_s": 50.0, "checks_s": 5.0},
-        "usage": {"claude-sonnet-5": tokens}, "tokens": {**tokens,
-                                                         "total_tokens": sum(tokens.values())},
-        "judges": panel, "consensus": {"score": score}, "simulated": False,
-        "config_hash": f"{number:016x}"}
+        "usage": {"claude-sonnet-5": tokens},
+        "tokens": {**tokens, "total_tokens": sum(tokens.values())},
+        "judges": panel,
+        "consensus": {"score": score},
+        "simulated": False,
+        "config_hash": f"{number:016x}",
+    }
 
 
 def main() -> int:
@@ -85,11 +130,20 @@ def main() -> int:
         lines.append(json.dumps(rec))
         run_dir = store / "runs" / rec["run_key"]
         run_dir.mkdir(exist_ok=True)
-        (run_dir / "diff.patch").write_text("diff --git a/x.py b/x.py\n"
-                                            + "+line\n" * rng.randint(10, 3000))
-        (run_dir / "transcript.jsonl").write_text("\n".join(json.dumps(
-            {"type": "assistant", "message": {"content": [
-                {"type": "text", "text": "step " * 40}]}}) for _ in range(30)))
+        (run_dir / "diff.patch").write_text(
+            "diff --git a/x.py b/x.py\n" + "+line\n" * rng.randint(10, 3000)
+        )
+        (run_dir / "transcript.jsonl").write_text(
+            "\n".join(
+                json.dumps(
+                    {
+                        "type": "assistant",
+                        "message": {"content": [{"type": "text", "text": "step " * 40}]},
+                    }
+                )
+                for _ in range(30)
+            )
+        )
     (store / "runs.jsonl").write_text("\n".join(lines) + "\n")
     start = time.monotonic()
     code = scylla(["report", str(store), "--out", str(folder / "out")])

@@ -16,8 +16,11 @@ from pytest_scylla.options import DEFAULTS
 def agent_settings(config: pytest.Config) -> dict[str, Any]:
     """The `Settings` fields of the agent options."""
     agent = _agent(config)
-    return {"agent": agent, "model": _model(config, adapters(config)[agent]),
-            "models": _models(config)}
+    return {
+        "agent": agent,
+        "model": _model(config, adapters(config)[agent]),
+        "models": _models(config),
+    }
 
 
 def _model(config: pytest.Config, adapter: Any) -> str:
@@ -40,9 +43,11 @@ def _agent(config: pytest.Config) -> str:
     name = str(raw).strip()
     known = sorted(adapters(config))
     if name not in known:
-        raise pytest.UsageError(f"{origin}={raw!r}: not an agent adapter here; known: "
-                                f"{', '.join(known)} (a plugin adds one through the "
-                                "pytest_scylla_agents hook)")
+        raise pytest.UsageError(
+            f"{origin}={raw!r}: not an agent adapter here; known: "
+            f"{', '.join(known)} (a plugin adds one through the "
+            "pytest_scylla_agents hook)"
+        )
     return name
 
 
@@ -60,11 +65,15 @@ def _models(config: pytest.Config) -> tuple[str, ...]:
     labels: dict[str, str] = {}
     for model in models:
         if any(c.isspace() for c in model):
-            raise pytest.UsageError(f"{origin}={raw!r}: {model!r} is not a model id; expected "
-                                    "ids separated by commas, e.g. claude-sonnet-5,"
-                                    "claude-haiku-4-5")
+            raise pytest.UsageError(
+                f"{origin}={raw!r}: {model!r} is not a model id; expected "
+                "ids separated by commas, e.g. claude-sonnet-5,"
+                "claude-haiku-4-5"
+            )
         twin = labels.setdefault(model_label(model), model)
         if twin != model or models.count(model) > 1:
-            raise pytest.UsageError(f"{origin}={raw!r}: {model!r} is listed twice or names "
-                                    f"the same runs as {twin!r}; list each model once")
+            raise pytest.UsageError(
+                f"{origin}={raw!r}: {model!r} is listed twice or names "
+                f"the same runs as {twin!r}; list each model once"
+            )
     return models

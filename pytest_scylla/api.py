@@ -27,13 +27,24 @@ if TYPE_CHECKING:
     from pytest_scylla.run.sandbox import Finished, Sandbox, SandboxError
 
 _HOMES = {
-    "RunRecord": "core.record", "RunKey": "core.runspec", "RunSpec": "core.runspec",
-    "Conditions": "formats.provenance", "JudgeKind": "judging.judges",
-    "JudgeResult": "judging.judges", "JudgeSpec": "judging.judges", "Run": "operations.runner",
-    "Runtime": "operations.runtime", "SETUP_ERRORS": "operations.runtime",
-    "ReportInput": "results.report_input", "Writer": "results.report_input",
-    "Tables": "results.tables", "Agent": "run.agents", "Result": "run.agents",
-    "SetupError": "run.agents", "Finished": "run.sandbox", "Sandbox": "run.sandbox",
+    "RunRecord": "core.record",
+    "RunKey": "core.runspec",
+    "RunSpec": "core.runspec",
+    "Conditions": "formats.provenance",
+    "JudgeKind": "judging.judges",
+    "JudgeResult": "judging.judges",
+    "JudgeSpec": "judging.judges",
+    "Run": "operations.runner",
+    "Runtime": "operations.runtime",
+    "SETUP_ERRORS": "operations.runtime",
+    "ReportInput": "results.report_input",
+    "Writer": "results.report_input",
+    "Tables": "results.tables",
+    "Agent": "run.agents",
+    "Result": "run.agents",
+    "SetupError": "run.agents",
+    "Finished": "run.sandbox",
+    "Sandbox": "run.sandbox",
     "SandboxError": "run.sandbox",
 }
 __all__ = [

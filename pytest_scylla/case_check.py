@@ -25,10 +25,24 @@ def check_cases(given: list[Path], pytest_args: list[str]) -> int:
     subtest = _subtest(files)
     with tempfile.TemporaryDirectory(prefix="scylla-check-") as out:
         done = subprocess.run(
-            [sys.executable, "-m", "pytest", *map(str, files), "-p", "no:cacheprovider", "-q",
-             "--scylla-oracle=solution", f"--scylla-subtests={subtest}", "--scylla-runs=1",
-             f"--scylla-out={out}", "--scylla-report=none", *pytest_args],
-            capture_output=True, text=True)
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                *map(str, files),
+                "-p",
+                "no:cacheprovider",
+                "-q",
+                "--scylla-oracle=solution",
+                f"--scylla-subtests={subtest}",
+                "--scylla-runs=1",
+                f"--scylla-out={out}",
+                "--scylla-report=none",
+                *pytest_args,
+            ],
+            capture_output=True,
+            text=True,
+        )
         records = {}
         for path in Path(out).glob("runs/*/run.json"):
             rec = json.loads(path.read_text(encoding="utf-8"))
@@ -50,8 +64,11 @@ def _files(given: list[Path]) -> list[Path] | None:
     for path in given or [Path("cases")]:
         found = case_files(path) if path.is_dir() else [path] if path.is_file() else []
         if not found:
-            echo(f"scylla check-case: {path}: no case here (a folder holding test.yaml, or "
-                 "the cases/ folder above them)", file=sys.stderr)
+            echo(
+                f"scylla check-case: {path}: no case here (a folder holding test.yaml, or "
+                "the cases/ folder above them)",
+                file=sys.stderr,
+            )
             return None
         files += found
     return files
@@ -62,8 +79,7 @@ def _subtest(files: list[Path]) -> str:
     from pytest_scylla.formats import PACKAGED
     from pytest_scylla.formats.tiers import TierSet
 
-    root = next((p for f in files for p in f.resolve().parents if (p / "tiers").is_dir()),
-                None)
+    root = next((p for f in files for p in f.resolve().parents if (p / "tiers").is_dir()), None)
     tiers = TierSet(root / "tiers" if root else PACKAGED)
     refs = [s.ref for t in tiers.tiers.values() for s in t.subtests]
     return "T0-01" if "T0-01" in refs or not refs else refs[0]
@@ -81,23 +97,32 @@ def _case_id(file: Path) -> str:
 
 def _verdict(case_id: str, rec: dict[str, Any] | None, subtest: str) -> str:
     if rec is None:
-        return (f"FAIL {case_id}: no run was made (the case did not collect or the session "
-                f"stopped; run `pytest <its folder> --scylla-oracle --scylla-subtests={subtest}` "
-                "to see why)")
+        return (
+            f"FAIL {case_id}: no run was made (the case did not collect or the session "
+            f"stopped; run `pytest <its folder> --scylla-oracle --scylla-subtests={subtest}` "
+            "to see why)"
+        )
     checks = rec.get("checks") or []
     failed = [c for c in checks if not c.get("passed")]
     if rec.get("outcome") == "infra_error" or not checks:
         return f"FAIL {case_id}: the run did not reach its checks: {rec.get('reason', '')[:300]}"
     if failed:
-        return (f"FAIL {case_id}: the reference solution fails check(s) "
-                + "; ".join(f"{c['name']} ({str(c.get('reason', ''))[:200]})" for c in failed))
+        return f"FAIL {case_id}: the reference solution fails check(s) " + "; ".join(
+            f"{c['name']} ({str(c.get('reason', ''))[:200]})" for c in failed
+        )
     before = rec.get("source_checks")
     if not isinstance(before, dict):
-        return (f"FAIL {case_id}: the untouched source's checks could not be run: "
-                f"{rec.get('source_checks_error', 'no result')}")
+        return (
+            f"FAIL {case_id}: the untouched source's checks could not be run: "
+            f"{rec.get('source_checks_error', 'no result')}"
+        )
     flipped = sorted(name for name, passed in before.items() if not passed)
     if not flipped:
-        return (f"FAIL {case_id}: the untouched source already passes every check: the checks "
-                "cannot tell a solved task from an unsolved one (add one the task must flip)")
-    return (f"ok   {case_id}: the reference solution passes all {len(checks)} checks; the "
-            f"untouched source fails {', '.join(flipped)}")
+        return (
+            f"FAIL {case_id}: the untouched source already passes every check: the checks "
+            "cannot tell a solved task from an unsolved one (add one the task must flip)"
+        )
+    return (
+        f"ok   {case_id}: the reference solution passes all {len(checks)} checks; the "
+        f"untouched source fails {', '.join(flipped)}"
+    )

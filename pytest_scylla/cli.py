@@ -59,8 +59,10 @@ def validate(root: Path, out: list[str]) -> int:
             bad += 1
             out.append(f"FAIL {name}:\n{exc}")
         else:
-            out.append(f"ok   {case.id} ({case.category}, {len(case.checks)} checks, "
-                       f"{len(case.rubric.items)} rubric items)")
+            out.append(
+                f"ok   {case.id} ({case.category}, {len(case.checks)} checks, "
+                f"{len(case.rubric.items)} rubric items)"
+            )
     return bad
 
 
@@ -68,8 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="scylla",
         description="pytest-scylla: evaluate agentic coding CLIs by ablation tiers. Runs are "
-                    "started with pytest (pytest cases/ ...); this command checks inputs and "
-                    "works on stored results.")
+        "started with pytest (pytest cases/ ...); this command checks inputs and "
+        "works on stored results.",
+    )
     parser.add_argument("--version", action="version", version=f"pytest-scylla {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_validate(sub)
@@ -80,34 +83,67 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_validate(sub: Any) -> None:
-    val = sub.add_parser("validate", help="check every case, tier and rubric under a project "
-                         "folder (no runs, no network); exit code 2 when any is invalid")
-    val.add_argument("root", nargs="?", default=".", type=Path,
-                     help="project folder holding cases/, tiers/ and rubrics/ (default: .)")
+    val = sub.add_parser(
+        "validate",
+        help="check every case, tier and rubric under a project "
+        "folder (no runs, no network); exit code 2 when any is invalid",
+    )
+    val.add_argument(
+        "root",
+        nargs="?",
+        default=".",
+        type=Path,
+        help="project folder holding cases/, tiers/ and rubrics/ (default: .)",
+    )
 
 
 def _add_project(sub: Any) -> None:
     """`init`, `import`, `plan` and `check-case`."""
-    ini = sub.add_parser("init", help="start an evaluation project: pytest configuration, an "
-                         "example case, .gitignore, GitHub Actions and GitLab CI workflows "
-                         "(existing files are kept)")
-    ini.add_argument("dir", nargs="?", default=".", type=Path,
-                     help="the project folder, made if missing (default: .)")
-    imp = sub.add_parser("import", help="convert a run tree of the paper's original "
-                         "implementation into an experiment folder")
+    ini = sub.add_parser(
+        "init",
+        help="start an evaluation project: pytest configuration, an "
+        "example case, .gitignore, GitHub Actions and GitLab CI workflows "
+        "(existing files are kept)",
+    )
+    ini.add_argument(
+        "dir",
+        nargs="?",
+        default=".",
+        type=Path,
+        help="the project folder, made if missing (default: .)",
+    )
+    imp = sub.add_parser(
+        "import",
+        help="convert a run tree of the paper's original implementation into an experiment folder",
+    )
     imp.add_argument("src", type=Path)
     imp.add_argument("dest", type=Path)
-    pln = sub.add_parser("plan", help="estimate runs, cost and time before spending anything "
-                         "(runs pytest --scylla-plan: collects, runs nothing)")
-    pln.add_argument("pytest_args", nargs=argparse.REMAINDER, metavar="PYTEST ARGS",
-                     help="the pytest arguments of the session to plan, e.g. cases/ -n 4 "
-                          "--scylla-runs=10 --scylla-out=reports/main")
-    chk = sub.add_parser("check-case", help="check that each case tells a solved task from an "
-                         "unsolved one: an oracle run (the reference solution, through the real "
-                         "CLI and sandbox) passes every check, and the untouched source fails one "
-                         "(no real model, nothing spent); exit code 1 when a case does not")
-    chk.add_argument("cases", nargs="*", type=Path, metavar="CASE",
-                     help="case folders, or folders above them (default: cases)")
+    pln = sub.add_parser(
+        "plan",
+        help="estimate runs, cost and time before spending anything "
+        "(runs pytest --scylla-plan: collects, runs nothing)",
+    )
+    pln.add_argument(
+        "pytest_args",
+        nargs=argparse.REMAINDER,
+        metavar="PYTEST ARGS",
+        help="the pytest arguments of the session to plan, e.g. cases/ -n 4 "
+        "--scylla-runs=10 --scylla-out=reports/main",
+    )
+    chk = sub.add_parser(
+        "check-case",
+        help="check that each case tells a solved task from an "
+        "unsolved one: an oracle run (the reference solution, through the real "
+        "CLI and sandbox) passes every check, and the untouched source fails one "
+        "(no real model, nothing spent); exit code 1 when a case does not",
+    )
+    chk.add_argument(
+        "cases",
+        nargs="*",
+        type=Path,
+        metavar="CASE",
+        help="case folders, or folders above them (default: cases)",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -131,8 +167,10 @@ def _plan(pytest_args: list[str]) -> int:
 def _validate(args: argparse.Namespace) -> int:
     root: Path = args.root
     if not (root / "cases").is_dir() and not (root / "tiers").is_dir():
-        echo(f"scylla validate: {root} has neither cases/ nor tiers/; pass the project folder",
-             file=sys.stderr)
+        echo(
+            f"scylla validate: {root} has neither cases/ nor tiers/; pass the project folder",
+            file=sys.stderr,
+        )
         return 2
     out: list[str] = []
     bad = validate(root, out)
@@ -155,8 +193,10 @@ def _init(args: argparse.Namespace) -> int:
     if _unwritable("init", args.dir):
         return 2
     echo("\n".join(init(args.dir)))
-    echo(f"next: cd {args.dir} && pytest --scylla-oracle -n 2   (a simulated model; "
-         "drop --scylla-oracle and set ANTHROPIC_API_KEY for a real run)")
+    echo(
+        f"next: cd {args.dir} && pytest --scylla-oracle -n 2   (a simulated model; "
+        "drop --scylla-oracle and set ANTHROPIC_API_KEY for a real run)"
+    )
     return 0
 
 
@@ -166,15 +206,21 @@ def _import(args: argparse.Namespace) -> int:
     if _unwritable("import", args.dest):
         return 2
     try:
-        count = results_cli.reading("scylla import", lambda: convert(
-            args.src, args.dest, lambda text: echo(f"scylla import: {text}", file=sys.stderr)))
+        count = results_cli.reading(
+            "scylla import",
+            lambda: convert(
+                args.src, args.dest, lambda text: echo(f"scylla import: {text}", file=sys.stderr)
+            ),
+        )
     except (ValueError, KeyError) as exc:  # a shape no check knows yet
         echo(f"scylla import: {args.src}: cannot be read ({exc!r})", file=sys.stderr)
         return 2
     if count is None:
         return 2
-    echo(f"imported {count} runs from {args.src} into {args.dest}; "
-         f"rebuild with: scylla report {args.dest}")
+    echo(
+        f"imported {count} runs from {args.src} into {args.dest}; "
+        f"rebuild with: scylla report {args.dest}"
+    )
     return 0
 
 

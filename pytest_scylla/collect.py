@@ -58,21 +58,27 @@ def wanted(config: pytest.Config) -> bool:
     if any(str(arg).startswith("--scylla") for arg in config.invocation_params.args):
         return True
     roots = [r for r in case_roots(config) if r.is_dir()]
-    return any(target == r or r in target.parents
-               for target in _targets(config) for r in roots)
+    return any(target == r or r in target.parents for target in _targets(config) for r in roots)
 
 
 def bystander(config: pytest.Config) -> tuple[Path, ...]:
     """The case roots a session that does not evaluate would otherwise collect (a path it
     collects from is, holds or lies in one): they are left out of its collection."""
     roots = [r for r in case_roots(config) if r.is_dir()]
-    return tuple(r for r in roots if any(target == r or target in r.parents or r in
-                                         target.parents for target in _targets(config)))
+    return tuple(
+        r
+        for r in roots
+        if any(
+            target == r or target in r.parents or r in target.parents for target in _targets(config)
+        )
+    )
 
 
 def _targets(config: pytest.Config) -> list[Path]:
-    return [(config.invocation_params.dir / str(arg).split("::")[0]).resolve()
-            for arg in config.args]
+    return [
+        (config.invocation_params.dir / str(arg).split("::")[0]).resolve() for arg in config.args
+    ]
+
 
 MISNAMED = ("test.yml",)  # a case file under another name: the folder is still a case's
 # pytest's default `norecursedirs`: folders collection does not enter (validate neither)
@@ -92,8 +98,11 @@ def case_files(cases_dir: Path) -> list[Path]:
         here = Path(folder)
         if is_case_dir(here):
             dirs[:] = []
-            found.append(here / CASE_FILE if (here / CASE_FILE).is_file()
-                         else next(here / n for n in MISNAMED if (here / n).is_file()))
+            found.append(
+                here / CASE_FILE
+                if (here / CASE_FILE).is_file()
+                else next(here / n for n in MISNAMED if (here / n).is_file())
+            )
         else:  # as pytest's collection: hidden folders and the usual tool folders left out
             dirs[:] = [d for d in dirs if not any(fnmatch.fnmatch(d, p) for p in SKIPPED_DIRS)]
     return sorted(found)
@@ -103,8 +112,10 @@ def case_file_problem(path: Path) -> str | None:
     """Why a case file found by `case_files` cannot be a case's (its name), or None."""
     if path.name == CASE_FILE:
         return None
-    return (f"the case file must be named {CASE_FILE}; rename it (nothing in "
-            f"{display(path.parent)} is collected until then)")
+    return (
+        f"the case file must be named {CASE_FILE}; rename it (nothing in "
+        f"{display(path.parent)} is collected until then)"
+    )
 
 
 def duplicate_id(seen: dict[str, Path], case_id: str, file: Path) -> str | None:
@@ -112,8 +123,10 @@ def duplicate_id(seen: dict[str, Path], case_id: str, file: Path) -> str | None:
     first = seen.setdefault(case_id, file)
     if first == file:
         return None
-    return (f"case id '{case_id}' is already that of {display(first)}; case ids name the runs "
-            "and must be unique: rename one folder and its id")
+    return (
+        f"case id '{case_id}' is already that of {display(first)}; case ids name the runs "
+        "and must be unique: rename one folder and its id"
+    )
 
 
 class CaseDirectory(pytest.Directory):
@@ -152,11 +165,13 @@ class CaseFile(pytest.File):
             for run in range(1, settings.runs + 1):
                 for model in settings.models or ("",):
                     spec = RunSpec(case=case, subtest=sub, run=run, model=model)
-                    item = self._item(spec, [sub.tier, *marks, *(
-                        [model_label(model)] if model else [])])
+                    item = self._item(
+                        spec, [sub.tier, *marks, *([model_label(model)] if model else [])]
+                    )
                     if why is not None:
-                        item.add_marker(pytest.mark.skip(
-                            reason=f"not applicable to {settings.agent}: {why}"))
+                        item.add_marker(
+                            pytest.mark.skip(reason=f"not applicable to {settings.agent}: {why}")
+                        )
                     yield item
 
     def _item(self, spec: RunSpec, marks: list[str]) -> RunItem:
@@ -191,18 +206,30 @@ def timeout_mark(config: pytest.Config, case: Case) -> pytest.MarkDecorator | No
     return pytest.mark.timeout(need) if 0 < session < need else None
 
 
-def select_subtests(config: pytest.Config, case: Case, path: Path,
-                    only: list[str] | None = None) -> list[Subtest]:
+def select_subtests(
+    config: pytest.Config, case: Case, path: Path, only: list[str] | None = None
+) -> list[Subtest]:
     """The composed subtests of the tiers selected for `case` (its own `tiers:`, `only`, and
     the session's selection); a broken tier is this case's error (`SpecError`)."""
     settings = config.stash[SETTINGS_KEY]
     tiers = tierset(config)
     if not tiers.names:
-        raise SpecError([Problem(path, None, f"no tier files found in "
-                                 f"{' or '.join(map(str, settings.tier_dirs))}; expected "
-                                 "T0.yaml ... there, or point --scylla-tiers-dir at them")])
-    wanted = [t for t in (case.tiers or tiers.names)
-              if settings.selects_tier(t) and (only is None or t in only)]
+        raise SpecError(
+            [
+                Problem(
+                    path,
+                    None,
+                    f"no tier files found in "
+                    f"{' or '.join(map(str, settings.tier_dirs))}; expected "
+                    "T0.yaml ... there, or point --scylla-tiers-dir at them",
+                )
+            ]
+        )
+    wanted = [
+        t
+        for t in (case.tiers or tiers.names)
+        if settings.selects_tier(t) and (only is None or t in only)
+    ]
     problems: list[Problem] = []
     chosen = []
     for name in wanted:

@@ -60,23 +60,27 @@ def find_case(config: pytest.Config, name: str, test_file: Path, where: str) -> 
         if (folder / CASE_FILE).is_file():
             return folder
     roots = ", ".join(str(r) for r in config.stash.get(ACTIVE_KEY, ()))
-    raise _problem(where, f"no case {name!r}: expected {name}/{CASE_FILE} next to the test "
-                          f"file or under a case root ({roots}); give case= a case folder")
+    raise _problem(
+        where,
+        f"no case {name!r}: expected {name}/{CASE_FILE} next to the test "
+        f"file or under a case root ({roots}); give case= a case folder",
+    )
 
 
 def _arguments(marker: pytest.Mark, where: str) -> tuple[str, list[str] | None]:
     unknown = set(marker.kwargs) - {"case", "tiers"}
     if unknown or len(marker.args) > 1:
-        raise _problem(where, f"unknown arguments {sorted(unknown) or list(marker.args[1:])}; "
-                              "expected case=<case folder> and optionally tiers=[...]")
+        raise _problem(
+            where,
+            f"unknown arguments {sorted(unknown) or list(marker.args[1:])}; "
+            "expected case=<case folder> and optionally tiers=[...]",
+        )
     case = marker.kwargs.get("case", marker.args[0] if marker.args else None)
     if not isinstance(case, str) or not case:
         raise _problem(where, "case= is missing; name the case folder whose task it runs")
     tiers = marker.kwargs.get("tiers")
-    if tiers is not None and (isinstance(tiers, str) or not all(isinstance(t, str)
-                                                                 for t in tiers)):
-        raise _problem(where, f"tiers={tiers!r}: expected a list of tier names like "
-                              "['T0', 'T5']")
+    if tiers is not None and (isinstance(tiers, str) or not all(isinstance(t, str) for t in tiers)):
+        raise _problem(where, f"tiers={tiers!r}: expected a list of tier names like ['T0', 'T5']")
     return case, None if tiers is None else list(tiers)
 
 
@@ -97,33 +101,52 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     marks = [getattr(pytest.mark, m) for m in (case.category, *case.tags)]
     limit = timeout_mark(config, own)  # pytest-timeout, when the session's is too short
     marks += [limit] if limit is not None else []
-    metafunc.parametrize("scylla_spec", [
-        pytest.param(spec, id=spec.key.item_name.partition("[")[2][:-1],
-                     marks=[getattr(pytest.mark, m) for m in (sub.tier, *(
-                         [spec.key.model] if model else []))] + marks)
-        for sub in subtests for run in range(1, settings.runs + 1)
-        for model in settings.models or ("",)
-        for spec in (RunSpec(own, sub, run, model),)])
+    metafunc.parametrize(
+        "scylla_spec",
+        [
+            pytest.param(
+                spec,
+                id=spec.key.item_name.partition("[")[2][:-1],
+                marks=[
+                    getattr(pytest.mark, m)
+                    for m in (sub.tier, *([spec.key.model] if model else []))
+                ]
+                + marks,
+            )
+            for sub in subtests
+            for run in range(1, settings.runs + 1)
+            for model in settings.models or ("",)
+            for spec in (RunSpec(own, sub, run, model),)
+        ],
+    )
 
 
 def _check_function(metafunc: pytest.Metafunc, where: str) -> None:
     """The marked function takes the agent's run, and its name can key runs (once)."""
     function = metafunc.function
     if "scylla_run" not in metafunc.fixturenames:  # scylla_verdict brings it too
-        raise _problem(where, "the function does not take the agent's run; take "
-                              "`scylla_run` (and `scylla_verdict` for the judges' score)")
+        raise _problem(
+            where,
+            "the function does not take the agent's run; take "
+            "`scylla_run` (and `scylla_verdict` for the judges' score)",
+        )
     if not NAME.match(function.__name__):
-        raise _problem(where, f"{function.__name__!r} cannot name a run (letters, digits, "
-                              "'_', '.', '-')")
+        raise _problem(
+            where, f"{function.__name__!r} cannot name a run (letters, digits, '_', '.', '-')"
+        )
     owners = metafunc.config.stash.setdefault(OWNERS, {})
     owner = owners.setdefault(function.__name__, where.split("::")[0])
     if owner != where.split("::")[0]:
-        raise _problem(where, f"an evaluation named {function.__name__!r} is already defined "
-                              f"in {owner}; names key the runs: rename one")
+        raise _problem(
+            where,
+            f"an evaluation named {function.__name__!r} is already defined "
+            f"in {owner}; names key the runs: rename one",
+        )
 
 
-def _load(config: pytest.Config, folder: Path, only: list[str] | None, where: str
-          ) -> tuple[Case, list[Subtest]]:
+def _load(
+    config: pytest.Config, folder: Path, only: list[str] | None, where: str
+) -> tuple[Case, list[Subtest]]:
     """The named case and its subtests selected (of the marker's tiers, if it names some)."""
     settings = config.stash[SETTINGS_KEY]
     try:
@@ -131,8 +154,11 @@ def _load(config: pytest.Config, folder: Path, only: list[str] | None, where: st
         if only:
             unknown = sorted(set(only) - set(tierset(config).names))
             if unknown:
-                raise _problem(where, f"tiers {unknown} are not tier files; known: "
-                                      f"{', '.join(tierset(config).names)}")
+                raise _problem(
+                    where,
+                    f"tiers {unknown} are not tier files; known: "
+                    f"{', '.join(tierset(config).names)}",
+                )
         subtests = select_subtests(config, case, folder / CASE_FILE, only)
     except SpecError as exc:
         raise pytest.Collector.CollectError(str(exc)) from None
@@ -208,27 +234,49 @@ def _message(exc: BaseException) -> str:
     return text if len(text) <= MESSAGE_LIMIT else text[:MESSAGE_LIMIT] + " [...]"
 
 
-def conclude(state: ItemRun, item: pytest.Function, exc: BaseException | None,
-             seconds: float) -> None:
+def conclude(
+    state: ItemRun, item: pytest.Function, exc: BaseException | None, seconds: float
+) -> None:
     """An evaluation's record from its body: the assert item, the outcome, the score."""
     rec = state.record
     name = item.originalname
-    rec["evaluation"] = {"test": item.nodeid.split("[")[0],
-                         "case": state.spec.case.root.name}
+    rec["evaluation"] = {"test": item.nodeid.split("[")[0], "case": state.spec.case.root.name}
     if exc is not None and not isinstance(exc, (AssertionError, pytest.fail.Exception)):
-        rec.update({"outcome": "infra_error", "passed": False,
-                    "reason": f"the evaluation raised {type(exc).__name__}: {_message(exc)}"})
+        rec.update(
+            {
+                "outcome": "infra_error",
+                "passed": False,
+                "reason": f"the evaluation raised {type(exc).__name__}: {_message(exc)}",
+            }
+        )
         return
     ok = exc is None
     why = "" if exc is None else _message(exc)
-    rec["checks"] = [*(c for c in rec.get("checks") or [] if c.get("kind") != "assert"),
-                     {"name": f"assert:{name}", "kind": "assert", "passed": ok,
-                      "exit_code": None, "seconds": round(seconds, 3), "stdout": "",
-                      "stderr": "", "reason": why}]
-    rec["check_items"] = [*(c for c in rec.get("check_items") or [] if c.get("id") != "assert"),
-                          {"id": "assert", "category": "evaluation", "check": f"assert:{name}",
-                           "points": 1.0, "achieved": 1.0 if ok else 0.0, "required": True,
-                           "met": ok}]
+    rec["checks"] = [
+        *(c for c in rec.get("checks") or [] if c.get("kind") != "assert"),
+        {
+            "name": f"assert:{name}",
+            "kind": "assert",
+            "passed": ok,
+            "exit_code": None,
+            "seconds": round(seconds, 3),
+            "stdout": "",
+            "stderr": "",
+            "reason": why,
+        },
+    ]
+    rec["check_items"] = [
+        *(c for c in rec.get("check_items") or [] if c.get("id") != "assert"),
+        {
+            "id": "assert",
+            "category": "evaluation",
+            "check": f"assert:{name}",
+            "points": 1.0,
+            "achieved": 1.0 if ok else 0.0,
+            "required": True,
+            "met": ok,
+        },
+    ]
     classified = rec.get("classified") or {}
     judged = rec.get("consensus") is not None or bool(rec.get("judges"))
     if classified.get("outcome"):  # timeout, budget_exceeded, agent_error: that is the outcome
@@ -241,6 +289,7 @@ def conclude(state: ItemRun, item: pytest.Function, exc: BaseException | None,
         outcome, reason = "pass", ""
     if not judged:  # the score is the body's
         score = 1.0 if ok and outcome == "pass" else 0.0
-        rec.update({"score": score, "impl_rate": score,
-                    "grade": state.spec.case.rubric.grade(score)})
+        rec.update(
+            {"score": score, "impl_rate": score, "grade": state.spec.case.rubric.grade(score)}
+        )
     rec.update({"outcome": outcome, "passed": outcome == "pass", "reason": reason})

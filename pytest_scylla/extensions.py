@@ -36,8 +36,10 @@ def modules() -> list[Any]:
         try:
             found.append(point.load())
         except Exception as exc:  # a broken extension is named, never a traceback
-            raise ExtensionError(f"the {GROUP} entry point '{point.name}' ({point.value}) "
-                                 f"cannot be loaded: {type(exc).__name__}: {exc}") from None
+            raise ExtensionError(
+                f"the {GROUP} entry point '{point.name}' ({point.value}) "
+                f"cannot be loaded: {type(exc).__name__}: {exc}"
+            ) from None
     return found
 
 
@@ -51,19 +53,23 @@ def register(config: pytest.Config) -> None:
 def _offers(config: pytest.Config, hook: str) -> list[tuple[str, Any]]:
     """(plugin name, what it offers) for each implementation of an offering hook, in the order
     the plugins registered (the built-in plugin's first)."""
-    return [(impl.plugin_name, impl.function(config=config))
-            for impl in getattr(config.hook, hook).get_hookimpls()
-            if not (impl.hookwrapper or getattr(impl, "wrapper", False))]
+    return [
+        (impl.plugin_name, impl.function(config=config))
+        for impl in getattr(config.hook, hook).get_hookimpls()
+        if not (impl.hookwrapper or getattr(impl, "wrapper", False))
+    ]
 
 
-def _gathered(config: pytest.Config, hook: str, kind: str,
-              named: Callable[[Any], Any]) -> dict[str, Any]:
+def _gathered(
+    config: pytest.Config, hook: str, kind: str, named: Callable[[Any], Any]
+) -> dict[str, Any]:
     """Everything the session's plugins offer through `hook`, by name (asked once)."""
     cache = config.stash.setdefault(GATHERED_KEY, {})
     if hook not in cache:
         try:
-            cache[hook] = gather(kind, [(who, named(offered or {}))
-                                        for who, offered in _offers(config, hook)])
+            cache[hook] = gather(
+                kind, [(who, named(offered or {})) for who, offered in _offers(config, hook)]
+            )
         except RegistryError as exc:
             raise pytest.UsageError(str(exc)) from None
     return cache[hook]
@@ -71,8 +77,12 @@ def _gathered(config: pytest.Config, hook: str, kind: str,
 
 def agents(config: pytest.Config) -> dict[str, Any]:
     """The agent CLI adapters (`pytest_scylla.api.Agent`) by name."""
-    return _gathered(config, "pytest_scylla_agents", "agent",
-                     lambda listed: [(adapter.name, adapter) for adapter in listed])
+    return _gathered(
+        config,
+        "pytest_scylla_agents",
+        "agent",
+        lambda listed: [(adapter.name, adapter) for adapter in listed],
+    )
 
 
 def sandboxes(config: pytest.Config) -> dict[str, Any]:
@@ -85,13 +95,19 @@ def judge_kinds(config: pytest.Config) -> dict[str, Any]:
     return _gathered(config, "pytest_scylla_judge_kinds", "judge kind", dict.items)
 
 
-def _checked(offered: list[tuple[str, dict[str, Writer] | None]], builtin: tuple[str, ...]
-             ) -> dict[str, Writer]:
+def _checked(
+    offered: list[tuple[str, dict[str, Writer] | None]], builtin: tuple[str, ...]
+) -> dict[str, Writer]:
     """The plugins' report writers; the built-in reports (written by `results.report`) hold
     their names."""
     try:
-        found = gather("report", [(BUILT_IN, [(name, None) for name in builtin]),
-                                  *((who, (writers or {}).items()) for who, writers in offered)])
+        found = gather(
+            "report",
+            [
+                (BUILT_IN, [(name, None) for name in builtin]),
+                *((who, (writers or {}).items()) for who, writers in offered),
+            ],
+        )
     except RegistryError as exc:
         raise ExtensionError(str(exc)) from None
     return {name: writer for name, writer in found.items() if writer is not None}
@@ -104,8 +120,14 @@ def report_writers(config: pytest.Config | None, builtin: tuple[str, ...]) -> di
     if config is not None:  # asked once per session (the options' check, then the exports)
         if WRITERS_KEY not in config.stash:
             config.stash[WRITERS_KEY] = _checked(
-                _offers(config, "pytest_scylla_report_writers"), builtin)
+                _offers(config, "pytest_scylla_report_writers"), builtin
+            )
         return config.stash[WRITERS_KEY]
-    return _checked([(f"{GROUP}:{getattr(m, '__name__', '')}",
-                      m.pytest_scylla_report_writers(config=None))
-                     for m in modules() if hasattr(m, "pytest_scylla_report_writers")], builtin)
+    return _checked(
+        [
+            (f"{GROUP}:{getattr(m, '__name__', '')}", m.pytest_scylla_report_writers(config=None))
+            for m in modules()
+            if hasattr(m, "pytest_scylla_report_writers")
+        ],
+        builtin,
+    )

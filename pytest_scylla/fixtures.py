@@ -61,12 +61,19 @@ class ItemRun:
 
         rt, s = self.rt, self.rt.settings
         self._locks.enter_context(resume.run_lock(rt.out, self.spec.key.folder))
-        decision = resume.decide(rt.run_dir(self.spec), self.cond.config_hash,
-                                 self.cond.judge_hash, self.cond.inputs, fresh=s.fresh,
-                                 rejudge=s.rejudge, conditions=self.cond.config)
+        decision = resume.decide(
+            rt.run_dir(self.spec),
+            self.cond.config_hash,
+            self.cond.judge_hash,
+            self.cond.inputs,
+            fresh=s.fresh,
+            rejudge=s.rejudge,
+            conditions=self.cond.config,
+        )
         if decision.action == "conflict":
-            self.item.session.shouldstop = ("pytest-scylla: a stored run conflicts with the "
-                                            "current conditions")
+            self.item.session.shouldstop = (
+                "pytest-scylla: a stored run conflicts with the current conditions"
+            )
             pytest.fail(decision.reason, pytrace=False)
         if decision.action == "skip":
             pytest.skip(decision.reason)
@@ -81,13 +88,13 @@ class ItemRun:
             if why:
                 pytest.skip(why)
         self.run = self.item.config.hook.pytest_scylla_execute(
-            spec=self.spec, runtime=rt, conditions=self.cond)
+            spec=self.spec, runtime=rt, conditions=self.cond
+        )
         assert self.run is not None
         if decision.action == "rejudge":  # the stored run's evidence read back, no agent
             assert decision.record is not None
             evidence = resume.stored_evidence(rt.run_dir(self.spec), decision.record)
-            self.record = resume.for_rejudge(decision.record, self.spec.case, evidence,
-                                             self.cond)
+            self.record = resume.for_rejudge(decision.record, self.spec.case, evidence, self.cond)
             self.run.rescore(self.record, evidence)
             self.record["rejudged_now"] = True
             return
@@ -109,8 +116,10 @@ class ItemRun:
         if self.run is not None and self.run.void:
             self.judged = True
             self.report()
-            pytest.fail(f"infra_error: {self.record['reason']}\nrun folder: "
-                        f"{self.rt.run_dir(self.spec)}", pytrace=False)
+            pytest.fail(
+                f"infra_error: {self.record['reason']}\nrun folder: {self.rt.run_dir(self.spec)}",
+                pytrace=False,
+            )
 
     # -- the test body ------------------------------------------------------------------------
     def judge(self) -> RunRecord:
@@ -129,8 +138,11 @@ class ItemRun:
         if self.run is None or self.cached:
             return
         now = self.record.get("rejudged_now")
-        self.run.record = {k: v for k, v in self.record.items()  # type: ignore[assignment]
-                           if k != "rejudged_now"}
+        self.run.record = {
+            k: v
+            for k, v in self.record.items()  # type: ignore[assignment]
+            if k != "rejudged_now"
+        }
         self.run.finish()
         self.record = self.run.record if now is None else {**self.run.record, "rejudged_now": now}
 
@@ -173,24 +185,28 @@ def _say(item: pytest.Item) -> Any:
         with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
             reporter.ensure_newline()
             reporter.write_line(safe(line), yellow=True)
+
     return say
 
 
 # -- the fixtures ------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def scylla_spec(request: pytest.FixtureRequest) -> RunSpec:
     """What this item runs: its case, composed tier subtest and run number."""
     if RUN_KEY not in request.node.stash:
-        pytest.fail(f"{request.node.nodeid}: the scylla fixtures belong to evaluation runs; mark "
-                    "the test @pytest.mark.scylla(case=<case folder>)", pytrace=False)
+        pytest.fail(
+            f"{request.node.nodeid}: the scylla fixtures belong to evaluation runs; mark "
+            "the test @pytest.mark.scylla(case=<case folder>)",
+            pytrace=False,
+        )
     spec: RunSpec = request.node.stash[RUN_KEY]
     return spec
 
 
 @pytest.fixture
-def scylla_workspace(request: pytest.FixtureRequest, scylla_spec: RunSpec
-                     ) -> Iterator[Workspace]:
+def scylla_workspace(request: pytest.FixtureRequest, scylla_spec: RunSpec) -> Iterator[Workspace]:
     """The run's workspace, provisioned in its sandbox (or the stored run, when a resumed
     session reuses or re-scores it)."""
     item = request.node
@@ -205,8 +221,12 @@ def scylla_workspace(request: pytest.FixtureRequest, scylla_spec: RunSpec
     try:
         state.begin()
         run = state.run
-        yield Workspace(scylla_spec, run.workspace if run else None, state.rt.run_dir(scylla_spec),
-                        state.rt.sandbox.name)
+        yield Workspace(
+            scylla_spec,
+            run.workspace if run else None,
+            state.rt.run_dir(scylla_spec),
+            state.rt.sandbox.name,
+        )
     finally:
         state.close()
 

@@ -27,7 +27,10 @@ def sandbox_line(config: pytest.Config) -> str:
     s = config.stash[SETTINGS_KEY]
     try:
         kind, note = choose(
-            s.sandbox, real_model=s.oracle is None, image=s.image, sandboxes=plugin_sandboxes(config)
+            s.sandbox,
+            real_model=s.oracle is None,
+            image=s.image,
+            sandboxes=plugin_sandboxes(config),
         )
         config.stash[SETTINGS_KEY] = replace(s, sandbox=kind.name)
         line = f"scylla: {note}" if note else f"scylla: sandbox={kind.name}"
@@ -75,9 +78,11 @@ def bystander_line(config: pytest.Config) -> list[str]:
 def header_lines(config: pytest.Config) -> list[str]:
     """The session header of a session that evaluates: options, model, sandbox, judges, folder."""
     s = config.stash[SETTINGS_KEY]
-    lines = [f"scylla: runs={s.runs} tiers={','.join(s.tiers) if s.tiers else 'all'} "
-             f"subtests={','.join(s.subtests) if s.subtests else 'all'} "
-             f"tiers-dir={' over '.join(map(str, s.tier_dirs))}"]
+    lines = [
+        f"scylla: runs={s.runs} tiers={','.join(s.tiers) if s.tiers else 'all'} "
+        f"subtests={','.join(s.subtests) if s.subtests else 'all'} "
+        f"tiers-dir={' over '.join(map(str, s.tier_dirs))}"
+    ]
     if s.oracle:
         lines.append(f"scylla: SIMULATED MODEL (oracle={s.oracle}): no real model is called")
     else:
@@ -85,7 +90,9 @@ def header_lines(config: pytest.Config) -> list[str]:
     lines.append(sandbox_line(config))
     chosen = config.stash[SETTINGS_KEY]  # auto resolved by sandbox_line
     lines += filter(None, [limits_line(chosen.sandbox, chosen.limits)])
-    lines.append(f"scylla: judges={','.join(j.label for j in s.judges)} (min {s.min_judges} "
-                 f"valid){' answered by the oracle: SIMULATED' if s.oracle else ''}")
+    lines.append(
+        f"scylla: judges={','.join(j.label for j in s.judges)} (min {s.min_judges} "
+        f"valid){' answered by the oracle: SIMULATED' if s.oracle else ''}"
+    )
     lines.append(f"scylla: results in {config.stash[EXPERIMENT_KEY]}")
     return lines

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from pytest_scylla.run.agents import Agent
     from pytest_scylla.run.sandbox import Sandbox
 
+
 @pytest.hookspec
 def pytest_scylla_agents(config: pytest.Config) -> list[Agent] | None:
     """The agent CLI adapters this plugin offers (`api.Agent`), each selectable with
@@ -60,8 +61,7 @@ def pytest_scylla_runtime(config: pytest.Config) -> Runtime | None:
 
 
 @pytest.hookspec(firstresult=True)
-def pytest_scylla_execute(spec: RunSpec, runtime: Runtime, conditions: Conditions
-                          ) -> Run | None:
+def pytest_scylla_execute(spec: RunSpec, runtime: Runtime, conditions: Conditions) -> Run | None:
     """The run of one item (resume has decided it must run), not started: a `runner.Run` (or
     a subclass) whose phases the item's fixtures drive — `provision` and `act` in setup,
     `judge` in the test body, `finish` and `release` after it. Each phase keeps `record`

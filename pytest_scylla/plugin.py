@@ -60,9 +60,14 @@ def pytest_scylla_runtime(config: pytest.Config) -> Any:
     from pytest_scylla.operations.runtime import build
 
     chosen = config.stash[settings.SETTINGS_KEY]
-    return build(chosen, config.stash[EXPERIMENT_KEY], config.stash[SESSION_KEY],
-                 settings.tierset(config), adapters(config)[chosen.agent],
-                 sandboxes=plugin_sandboxes(config))
+    return build(
+        chosen,
+        config.stash[EXPERIMENT_KEY],
+        config.stash[SESSION_KEY],
+        settings.tierset(config),
+        adapters(config)[chosen.agent],
+        sandboxes=plugin_sandboxes(config),
+    )
 
 
 @pytest.hookimpl(trylast=True)
@@ -79,8 +84,10 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[BYSTANDER_KEY] = collect.bystander(config)  # the plugin but one header
         return  # line, and the case folders it would collect are left out of its collection
     config.stash[ACTIVE_KEY] = collect.case_roots(config)
-    if config.getoption("scylla_only", False) and \
-            config.args_source != pytest.Config.ArgsSource.ARGS:
+    if (
+        config.getoption("scylla_only", False)
+        and config.args_source != pytest.Config.ArgsSource.ARGS
+    ):
         # no paths given: the evaluations wherever they are, even where testpaths (the
         # project's own tests) never reach them
         config.args = [str(r) for r in config.stash[ACTIVE_KEY] if r.is_dir()] or config.args
@@ -121,8 +128,11 @@ def _settings(config: pytest.Config, worker: dict[str, Any] | None) -> settings.
 
 def _register(config: pytest.Config) -> None:
     """An evaluating session's markers, fixtures and hooks."""
-    config.addinivalue_line("markers", "scylla(case, tiers=None): a pytest-scylla evaluation "
-                            "run; on a test function, a Python evaluation of that case's task")
+    config.addinivalue_line(
+        "markers",
+        "scylla(case, tiers=None): a pytest-scylla evaluation "
+        "run; on a test function, a Python evaluation of that case's task",
+    )
     from pytest_scylla import evaluation, fixtures
 
     config.pluginmanager.register(fixtures, "scylla-fixtures")
@@ -143,18 +153,22 @@ def _session_plugins(config: pytest.Config, worker: dict[str, Any] | None) -> No
     if s.plan:  # nothing runs: collect, then print the plan (xdist stays out of it)
         workers = getattr(config.option, "numprocesses", None)
         config.option.collectonly = True
-        config.pluginmanager.register(_Plan(config, workers if isinstance(workers, int)
-                                            and workers > 0 else 1), "scylla-plan")
+        config.pluginmanager.register(
+            _Plan(config, workers if isinstance(workers, int) and workers > 0 else 1), "scylla-plan"
+        )
     if worker is None:  # the controller collects, exports and summarises
         from pytest_scylla.extensions import report_writers
         from pytest_scylla.operations.progress import Progress
         from pytest_scylla.results.aggregate import Aggregator
 
         writers = report_writers(config, settings.REPORT_FORMATS)  # checked in resolve
-        config.pluginmanager.register(Aggregator(config.stash[EXPERIMENT_KEY], s, writers),
-                                      "scylla-aggregate")
-        config.pluginmanager.register(Progress(config, s, config.stash[EXPERIMENT_KEY],
-                                               config.stash[SESSION_KEY]), "scylla-progress")
+        config.pluginmanager.register(
+            Aggregator(config.stash[EXPERIMENT_KEY], s, writers), "scylla-aggregate"
+        )
+        config.pluginmanager.register(
+            Progress(config, s, config.stash[EXPERIMENT_KEY], config.stash[SESSION_KEY]),
+            "scylla-progress",
+        )
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistHooks(config), "scylla-xdist")
 
@@ -169,16 +183,23 @@ class _Plan:
         self.specs: list[Any] = []
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        self.specs = [i.stash[collect.RUN_KEY] for i in session.items
-                      if collect.RUN_KEY in i.stash]
+        self.specs = [i.stash[collect.RUN_KEY] for i in session.items if collect.RUN_KEY in i.stash]
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         from pytest_scylla.operations.plan import estimate
 
         s = self.config.stash[settings.SETTINGS_KEY]
         terminalreporter.section("pytest-scylla plan")
-        for line in estimate(self.specs, self.config.stash[EXPERIMENT_KEY], s.model, s.oracle,
-                             s.fresh, s.rejudge, self.workers, s.budget_usd):
+        for line in estimate(
+            self.specs,
+            self.config.stash[EXPERIMENT_KEY],
+            s.model,
+            s.oracle,
+            s.fresh,
+            s.rejudge,
+            self.workers,
+            s.budget_usd,
+        ):
             terminalreporter.write_line(safe(line))
 
 
@@ -213,7 +234,8 @@ def judge_service(config: pytest.Config) -> str | None:
             # no socket here (a temp dir path too long, say): each worker asks its own judges
             with contextlib.suppress(OSError):
                 config.stash[JUDGE_SERVICE_KEY] = service.JudgeService(
-                    anthropic_judge.SharedClient())
+                    anthropic_judge.SharedClient()
+                )
     running = config.stash[JUDGE_SERVICE_KEY]
     return running.address if running is not None else None
 
@@ -243,8 +265,10 @@ class _Exit:
 
     @pytest.hookimpl(trylast=True)
     def pytest_unconfigure(self, config: pytest.Config) -> None:
-        if (config.stash.get(collect.RUNTIME_KEY, None) is not None  # it evaluated
-                or config.pluginmanager.hasplugin("dsession")):  # its workers did
+        if (
+            config.stash.get(collect.RUNTIME_KEY, None) is not None  # it evaluated
+            or config.pluginmanager.hasplugin("dsession")
+        ):  # its workers did
             import gc
 
             gc.freeze()
@@ -270,8 +294,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     drop: list[pytest.Item] = []
     for item in items:
         spec = item.stash.get(collect.RUN_KEY, None)
-        (drop if spec is not None and share(spec.key.folder, count) != index else keep
-         ).append(item)
+        (drop if spec is not None and share(spec.key.folder, count) != index else keep).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
@@ -285,14 +308,17 @@ def _evaluation(item: pytest.Item) -> bool:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """A Python evaluation in a session that evaluates nothing (it lies outside the case
     roots): one clear error instead of missing fixtures."""
-    if ACTIVE_KEY in metafunc.config.stash or metafunc.definition.get_closest_marker(
-            "scylla") is None:
+    if (
+        ACTIVE_KEY in metafunc.config.stash
+        or metafunc.definition.get_closest_marker("scylla") is None
+    ):
         return
     roots = ", ".join(metafunc.config.getini("scylla_cases"))
     raise pytest.Collector.CollectError(
         f"{metafunc.definition.nodeid}: @pytest.mark.scylla: this evaluation lies outside the "
         f"case roots (scylla_cases = {roots}); move its file under one, add its folder to "
-        "scylla_cases, or pass a --scylla-* option")
+        "scylla_cases, or pass a --scylla-* option"
+    )
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
@@ -326,8 +352,9 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> Generator[None, None,
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
-                              ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     """What pytest prints of a run item (its failure or error text, a skip reason, captured
     output) is made terminal-safe: a verdict quotes the agent and its judges. Made on the worker,
     so what crosses to the controller (and into --junitxml) is safe already."""
@@ -338,8 +365,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
     return report
 
 
-def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config
-                             ) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:
+def pytest_report_teststatus(
+    report: pytest.TestReport, config: pytest.Config
+) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:
     """Runs reused from disk (a resumed experiment) and re-scored runs say so; a run the
     panel could not score (judged in the test body) is an ERROR like other harness failures."""
     if report.when != "call":

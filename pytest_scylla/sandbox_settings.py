@@ -22,10 +22,16 @@ def sandbox_settings(config: pytest.Config) -> dict[str, Any]:
     copy = flag(config, "scylla_docker_copy")
     sandbox = _sandbox(config)
     if copy and sandbox in ("bwrap", "local"):
-        raise pytest.UsageError(f"--scylla-docker-copy is for --scylla-sandbox=docker (or "
-                                f"auto); this session uses --scylla-sandbox={sandbox}")
-    return {"sandbox": sandbox, "image": _image(config, sandbox),
-            "limits": _container_limits(config), "docker_copy": copy}
+        raise pytest.UsageError(
+            f"--scylla-docker-copy is for --scylla-sandbox=docker (or "
+            f"auto); this session uses --scylla-sandbox={sandbox}"
+        )
+    return {
+        "sandbox": sandbox,
+        "image": _image(config, sandbox),
+        "limits": _container_limits(config),
+        "docker_copy": copy,
+    }
 
 
 def plugin_sandboxes(config: pytest.Config) -> dict[str, Any]:
@@ -41,8 +47,9 @@ def _sandbox(config: pytest.Config) -> str:
     sandbox = str(raw).strip() or DEFAULTS["sandbox"]
     known = ("auto", *plugin_sandboxes(config))
     if sandbox not in known:
-        raise pytest.UsageError(f"{origin}: unknown sandbox '{sandbox}'; choose from "
-                                f"{', '.join(known)}")
+        raise pytest.UsageError(
+            f"{origin}: unknown sandbox '{sandbox}'; choose from {', '.join(known)}"
+        )
     return sandbox
 
 
@@ -50,11 +57,15 @@ def _image(config: pytest.Config, sandbox: str) -> str:
     raw, origin = _value(config, "scylla_image")
     image = str(raw).strip() or DEFAULTS["image"]
     if not IMAGE_REF.match(image):
-        raise pytest.UsageError(f"{origin}={raw!r}: expected host or an image reference such "
-                                "as scylla-agent:2.1.197 or registry.example/team/agent@sha256:...")
+        raise pytest.UsageError(
+            f"{origin}={raw!r}: expected host or an image reference such "
+            "as scylla-agent:2.1.197 or registry.example/team/agent@sha256:..."
+        )
     if image != "host" and sandbox in ("bwrap", "local"):
-        raise pytest.UsageError(f"{origin}={image}: images are for --scylla-sandbox=docker (or "
-                                f"auto); this session uses --scylla-sandbox={sandbox}")
+        raise pytest.UsageError(
+            f"{origin}={image}: images are for --scylla-sandbox=docker (or "
+            f"auto); this session uses --scylla-sandbox={sandbox}"
+        )
     return image
 
 
@@ -85,6 +96,8 @@ def _container_limits(config: pytest.Config) -> tuple[int, float, int]:
         except ValueError:
             ok = False
         if not ok:
-            raise pytest.UsageError(f"{origin}: {part!r} is not a usable limit (memory at least "
-                                    f"64m, cpus from 0.01, pids from 16); {hint}")
+            raise pytest.UsageError(
+                f"{origin}: {part!r} is not a usable limit (memory at least "
+                f"64m, cpus from 0.01, pids from 16); {hint}"
+            )
     return memory, cpus, pids

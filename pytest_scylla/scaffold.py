@@ -13,17 +13,23 @@ from pytest_scylla.run.agents.claude_code import PINNED_VERSION
 
 CASE = "cases/greet"
 REQUIREMENTS = "requirements-scylla.txt"
-INSTALL = (f"pip install -r {REQUIREMENTS} && "
-           f"npm install -g @anthropic-ai/claude-code@{PINNED_VERSION}")
-SMOKE = ("pytest cases -n 2 --scylla-oracle --scylla-out=reports/smoke --scylla-report=all "
-         "--junitxml=reports/smoke/junit.xml")
+INSTALL = (
+    f"pip install -r {REQUIREMENTS} && npm install -g @anthropic-ai/claude-code@{PINNED_VERSION}"
+)
+SMOKE = (
+    "pytest cases -n 2 --scylla-oracle --scylla-out=reports/smoke --scylla-report=all "
+    "--junitxml=reports/smoke/junit.xml"
+)
 # the real job's selection and budget agree: 9 cells (the greet case in six subtests, its
 # Python evaluation in the three of them its tiers have) x 5 runs x the case's $0.40 limit is
 # $18 of agent spend at most, inside $25 with the judges (`scylla plan` says so in the job)
-REAL_SELECTION = ("--scylla-runs=5 --scylla-subtests=T0-01,T0-12,T1-08,T2-09,T5-09,T6-01 "
-                  "--scylla-budget-usd=25")
-REAL = (f"pytest cases -n 4 {REAL_SELECTION} --scylla-out=reports/real --scylla-report=all "
-        "--junitxml=reports/real/junit.xml")
+REAL_SELECTION = (
+    "--scylla-runs=5 --scylla-subtests=T0-01,T0-12,T1-08,T2-09,T5-09,T6-01 --scylla-budget-usd=25"
+)
+REAL = (
+    f"pytest cases -n 4 {REAL_SELECTION} --scylla-out=reports/real --scylla-report=all "
+    "--junitxml=reports/real/junit.xml"
+)
 PLAN = f"scylla plan cases {REAL_SELECTION} --scylla-out=reports/real"
 DOCKER_IMAGE = f"scylla-agent:{PINNED_VERSION}"
 
@@ -43,9 +49,15 @@ def pytest_ignore_collect(collection_path, config):
 '''
 # where a folder's pytest configuration may already be (a pytest.ini written beside it would
 # take precedence over it, and change how the project's own tests run)
-PYTEST_CONFIGS = {"pytest.ini": "", "pytest.toml": "", ".pytest.ini": "", ".pytest.toml": "",
-                  "pyproject.toml": "[tool.pytest", "tox.ini": "[pytest]",
-                  "setup.cfg": "[tool:pytest]"}
+PYTEST_CONFIGS = {
+    "pytest.ini": "",
+    "pytest.toml": "",
+    ".pytest.ini": "",
+    ".pytest.toml": "",
+    "pyproject.toml": "[tool.pytest",
+    "tox.ini": "[pytest]",
+    "setup.cfg": "[tool:pytest]",
+}
 
 FILES = {
     "pytest.ini": """[pytest]
@@ -76,12 +88,12 @@ checks:
     run: ruff check --no-cache --isolated greet.py
 """,
     f"{CASE}/prompt.md": "`greet(name)` in greet.py ignores its argument and always greets "
-                         "\"World\". Make it return `Hello, <name>!` for the name it is given "
-                         "(keep `Hello, World!` when no name is given).\n",
+    '"World". Make it return `Hello, <name>!` for the name it is given '
+    "(keep `Hello, World!` when no name is given).\n",
     f"{CASE}/source/greet.py": 'def greet(name: str = "World") -> str:\n'
-                               '    return "Hello, World!"\n',
+    '    return "Hello, World!"\n',
     f"{CASE}/solution/greet.py": 'def greet(name: str = "World") -> str:\n'
-                                 '    return f"Hello, {name}!"\n',
+    '    return f"Hello, {name}!"\n',
     f"{CASE}/hidden/scylla_hidden_tests/test_greet.py": """from greet import greet
 
 
@@ -253,9 +265,11 @@ def init(folder: Path) -> list[str]:
             lines.append(f"kept    {rel} (exists; not overwritten)")
             continue
         if rel == "pytest.ini" and configured is not None:
-            lines.append(f"skipped {rel} (the pytest configuration in {configured} stays the "
-                         "project's: its `pytest` runs its own tests; evaluations run with "
-                         "`pytest cases/` or `pytest --scylla-only`)")
+            lines.append(
+                f"skipped {rel} (the pytest configuration in {configured} stays the "
+                "project's: its `pytest` runs its own tests; evaluations run with "
+                "`pytest cases/` or `pytest --scylla-only`)"
+            )
             continue
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")

@@ -30,6 +30,7 @@ REPORT_FORMATS = BY_NAME["report"].choices
 LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 MAX_RUNS = 1000
 
+
 @dataclass(frozen=True)
 class Settings:
     """The options' values; a field's default is its option's declared one (`options`)."""
@@ -89,33 +90,46 @@ def resolve(config: pytest.Config) -> Settings:
     judges, min_judges = _judges(config)
     flags: dict[str, Any] = {
         name: _flag(config, f"scylla_{name}")
-        for name in ("keep_workspaces", "record_bodies", "fresh", "rejudge", "plan")}
+        for name in ("keep_workspaces", "record_bodies", "fresh", "rejudge", "plan")
+    }
     replay = _folder(config, "scylla_replay", "recorded experiment (runs/<run>/bodies/)")
     if replay is not None and not any(replay.glob("runs/*/bodies/*.meta.json")):
         raise pytest.UsageError(
             f"--scylla-replay={replay}: no recorded model calls there (runs/<run>/bodies/); "
-            "record an experiment with --scylla-record-bodies first")
+            "record an experiment with --scylla-record-bodies first"
+        )
     if flags["fresh"] and flags["rejudge"]:
-        raise pytest.UsageError("--scylla-fresh and --scylla-rejudge exclude each other: fresh "
-                                "re-runs the agents, rejudge only re-scores stored runs")
+        raise pytest.UsageError(
+            "--scylla-fresh and --scylla-rejudge exclude each other: fresh "
+            "re-runs the agents, rejudge only re-scores stored runs"
+        )
     settings = Settings(
-        runs=_runs(config), **selection,
-        out=_folder(config, "scylla_out"), label=_label(config),
-        report=_report(config), oracle=_oracle(config),
-        rubrics_dir=_folder(config, "scylla_rubrics_dir", "shared rubrics (<name>.yaml)") or
-        config.rootpath / "rubrics",
+        runs=_runs(config),
+        **selection,
+        out=_folder(config, "scylla_out"),
+        label=_label(config),
+        report=_report(config),
+        oracle=_oracle(config),
+        rubrics_dir=_folder(config, "scylla_rubrics_dir", "shared rubrics (<name>.yaml)")
+        or config.rootpath / "rubrics",
         **agent_settings(config),
         **sandbox_settings(config),
         cli=str(_value(config, "scylla_cli")[0]).strip() or None,
         cache_dir=_folder(config, "scylla_cache_dir") or default_cache_dir(),
         replay=replay,
-        judges=judges, min_judges=min_judges, panel=_panel(config), shard=_shard(config),
-        **_limits(config), **flags)
+        judges=judges,
+        min_judges=min_judges,
+        panel=_panel(config),
+        shard=_shard(config),
+        **_limits(config),
+        **flags,
+    )
     if settings.subtests is not None:
         # Checking that each selector matches something needs the tiers: parse them now, once.
         config.stash[TIERSET_KEY] = TierSet(settings.tier_dirs)
-        check_subtests(config.stash[TIERSET_KEY], settings.tiers, settings.subtests,
-                       subtests_origin)
+        check_subtests(
+            config.stash[TIERSET_KEY], settings.tiers, settings.subtests, subtests_origin
+        )
     return settings
 
 
@@ -124,11 +138,15 @@ def _runs(config: pytest.Config) -> int:
     try:
         runs = int(str(raw))
     except ValueError:
-        raise pytest.UsageError(f"{origin}={raw!r}: expected a whole number of runs from 1 to "
-                                f"{MAX_RUNS}, e.g. --scylla-runs=10") from None
+        raise pytest.UsageError(
+            f"{origin}={raw!r}: expected a whole number of runs from 1 to "
+            f"{MAX_RUNS}, e.g. --scylla-runs=10"
+        ) from None
     if not 1 <= runs <= MAX_RUNS:
-        raise pytest.UsageError(f"{origin}={runs}: runs per cell must be between 1 and "
-                                f"{MAX_RUNS}, e.g. --scylla-runs=10")
+        raise pytest.UsageError(
+            f"{origin}={runs}: runs per cell must be between 1 and "
+            f"{MAX_RUNS}, e.g. --scylla-runs=10"
+        )
     return runs
 
 
@@ -147,8 +165,10 @@ def _report(config: pytest.Config) -> tuple[str, ...]:
         report = ()
     for fmt in report:
         if fmt not in known:
-            raise pytest.UsageError(f"{origin}: unknown report format '{fmt}'; choose from "
-                                    f"{', '.join(known)}, all or none")
+            raise pytest.UsageError(
+                f"{origin}: unknown report format '{fmt}'; choose from "
+                f"{', '.join(known)}, all or none"
+            )
     return tuple(report)
 
 
@@ -156,8 +176,9 @@ def _oracle(config: pytest.Config) -> str | None:
     raw, origin = _value(config, "scylla_oracle")
     oracle = str(raw) or None
     if oracle is not None and oracle not in ORACLE_MODES:
-        raise pytest.UsageError(f"{origin}: unknown oracle mode '{oracle}'; choose from "
-                                f"{', '.join(ORACLE_MODES)}")
+        raise pytest.UsageError(
+            f"{origin}: unknown oracle mode '{oracle}'; choose from {', '.join(ORACLE_MODES)}"
+        )
     if oracle is not None:
         from pytest_scylla.run.gateway import latency
 
@@ -172,9 +193,11 @@ def _label(config: pytest.Config) -> str:
     raw, origin = _value(config, "scylla_label")
     label = str(raw).strip()
     if label and not LABEL.match(label):
-        raise pytest.UsageError(f"{origin}={raw!r}: a label is up to 64 letters, digits, '.', "
-                                "'_' or '-' (it becomes part of a folder name), e.g. "
-                                "--scylla-label=sonnet5-baseline")
+        raise pytest.UsageError(
+            f"{origin}={raw!r}: a label is up to 64 letters, digits, '.', "
+            "'_' or '-' (it becomes part of a folder name), e.g. "
+            "--scylla-label=sonnet5-baseline"
+        )
     return label
 
 
@@ -189,8 +212,10 @@ def _shard(config: pytest.Config) -> tuple[int, int] | None:
     except ValueError:
         shard = (0, 0)
     if not 1 <= shard[0] <= shard[1]:
-        raise pytest.UsageError(f"{origin}={text!r}: expected I/N with 1 <= I <= N, e.g. "
-                                "--scylla-shard=2/4 (shard 2 of 4)")
+        raise pytest.UsageError(
+            f"{origin}={text!r}: expected I/N with 1 <= I <= N, e.g. "
+            "--scylla-shard=2/4 (shard 2 of 4)"
+        )
     return shard
 
 
@@ -205,8 +230,9 @@ def _judges(config: pytest.Config) -> tuple[tuple[JudgeSpec, ...], int]:
     except JudgeSpecError as exc:
         raise pytest.UsageError(f"{origin}: {exc}") from None
     if not judges:
-        raise pytest.UsageError(f"{origin}: the panel needs at least one judge, e.g. "
-                                "--scylla-judges=claude-sonnet-5")
+        raise pytest.UsageError(
+            f"{origin}: the panel needs at least one judge, e.g. --scylla-judges=claude-sonnet-5"
+        )
     min_judges = _whole(config, "scylla_min_judges", 1, math.inf, "a whole number of judges >= 1")
     return judges, min(min_judges, len(judges))
 
@@ -221,18 +247,27 @@ def _panel(config: pytest.Config) -> str:
 
 def _limits(config: pytest.Config) -> dict[str, Any]:
     """Budgets, retries, pauses and the progress interval."""
-    retries = _whole(config, "scylla_retries", 1, 20,
-                     "a number of attempts from 1 to 20, e.g. --scylla-retries=4")
+    retries = _whole(
+        config,
+        "scylla_retries",
+        1,
+        20,
+        "a number of attempts from 1 to 20, e.g. --scylla-retries=4",
+    )
     retry_wait = _number(config, "scylla_retry_wait", "seconds", "--scylla-retry-wait=120")
     max_pause = _number(config, "scylla_max_pause", "seconds", "--scylla-max-pause=3600")
     return {
-        "budget_usd": _number(config, "scylla_budget_usd", "dollars", "--scylla-budget-usd=25",
-                              positive=True),
-        "max_run_cost": _number(config, "scylla_max_run_cost", "dollars",
-                                "--scylla-max-run-cost=2.5", positive=True),
-        "retries": retries, "retry_wait": D["retry_wait"] if retry_wait is None else retry_wait,
+        "budget_usd": _number(
+            config, "scylla_budget_usd", "dollars", "--scylla-budget-usd=25", positive=True
+        ),
+        "max_run_cost": _number(
+            config, "scylla_max_run_cost", "dollars", "--scylla-max-run-cost=2.5", positive=True
+        ),
+        "retries": retries,
+        "retry_wait": D["retry_wait"] if retry_wait is None else retry_wait,
         "max_pause": D["max_pause"] if max_pause is None else max_pause,
-        "progress": _number(config, "scylla_progress", "seconds", "--scylla-progress=30")}
+        "progress": _number(config, "scylla_progress", "seconds", "--scylla-progress=30"),
+    }
 
 
 def _whole(config: pytest.Config, dest: str, low: int, high: float, expected: str) -> int:
@@ -247,8 +282,9 @@ def _whole(config: pytest.Config, dest: str, low: int, high: float, expected: st
     return number
 
 
-def _number(config: pytest.Config, dest: str, unit: str, example: str,
-            positive: bool = False) -> float | None:
+def _number(
+    config: pytest.Config, dest: str, unit: str, example: str, positive: bool = False
+) -> float | None:
     """A non-negative (or positive) number of `unit`, or None when the option is not set."""
     raw, origin = _value(config, dest)
     text = str(raw).strip() if raw is not None else ""
@@ -259,8 +295,10 @@ def _number(config: pytest.Config, dest: str, unit: str, example: str,
     except ValueError:
         value = math.nan
     if not math.isfinite(value) or value < 0 or (positive and value == 0):
-        raise pytest.UsageError(f"{origin}={raw!r}: expected a number of {unit} "
-                                f"{'> 0' if positive else '>= 0'}, e.g. {example}")
+        raise pytest.UsageError(
+            f"{origin}={raw!r}: expected a number of {unit} "
+            f"{'> 0' if positive else '>= 0'}, e.g. {example}"
+        )
     return value
 
 
@@ -273,8 +311,11 @@ def experiment_dir(config: pytest.Config) -> Path:
     worker = getattr(config, "workerinput", None)
     if worker and "scylla_out" in worker:
         return Path(worker["scylla_out"])
-    label = s.label or re.sub(r"[^A-Za-z0-9._-]+", "-", f"oracle-{s.oracle}" if s.oracle
-                              else "+".join(s.models) or s.model)
+    label = s.label or re.sub(
+        r"[^A-Za-z0-9._-]+",
+        "-",
+        f"oracle-{s.oracle}" if s.oracle else "+".join(s.models) or s.model,
+    )
     folder = config.rootpath / "reports" / f"{datetime.now():%Y%m%d-%H%M%S}-{label}"
     suffix = 2
     while folder.exists():  # two sessions started in the same second
@@ -293,4 +334,3 @@ def tierset(config: pytest.Config) -> TierSet:
     if TIERSET_KEY not in config.stash:
         config.stash[TIERSET_KEY] = TierSet(config.stash[SETTINGS_KEY].tier_dirs)
     return config.stash[TIERSET_KEY]
-

@@ -19,19 +19,35 @@ from .conftest import require
 
 class Browser:
     def __init__(self, profile: Path, width: int = 1280, height: int = 900) -> None:
-        require(None if shutil.which("chromium") else
-                "Debian's chromium is not installed (.ci/run installs it)")
+        require(
+            None
+            if shutil.which("chromium")
+            else "Debian's chromium is not installed (.ci/run installs it)"
+        )
         to_browser, self._in = os.pipe()  # we write, it reads on fd 3
         self._out, from_browser = os.pipe()  # it writes on fd 4, we read
-        args = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update",
-                "--disable-sync", f"--user-data-dir={profile}", "--remote-debugging-pipe",
-                f"--window-size={width},{height}", "about:blank"]
+        args = [
+            "chromium",
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={profile}",
+            "--remote-debugging-pipe",
+            f"--window-size={width},{height}",
+            "about:blank",
+        ]
         self.log = profile.with_name(profile.name + ".log")
         with self.log.open("wb") as log:
             self.process = subprocess.Popen(
                 ["bash", "-c", f'exec "$@" 3<&{to_browser} 4>&{from_browser}', "bash", *args],
-                pass_fds=(to_browser, from_browser), stdout=log, stderr=log)
+                pass_fds=(to_browser, from_browser),
+                stdout=log,
+                stderr=log,
+            )
         os.close(to_browser)
         os.close(from_browser)
         self._buffer, self._next, self.events = b"", 0, []  # type: list[dict[str, Any]]
@@ -74,8 +90,9 @@ class Browser:
     def open(self, url: str) -> None:
         """Open `url` in a new page and wait until it has loaded."""
         target = self.call("Target.createTarget", url="about:blank")["targetId"]
-        self.session = self.call("Target.attachToTarget", targetId=target,
-                                 flatten=True)["sessionId"]
+        self.session = self.call("Target.attachToTarget", targetId=target, flatten=True)[
+            "sessionId"
+        ]
         self.call("Runtime.enable")
         self.call("Log.enable")
         self.call("Page.navigate", url=url)
@@ -97,18 +114,29 @@ class Browser:
 
     def click(self, selector: str) -> None:
         """A real mouse click at the middle of the element (scrolled into view first)."""
-        box = self.js(f"(function () {{ var e = document.querySelector({json.dumps(selector)});"
-                      "e.scrollIntoView({block: 'center'}); var r = e.getBoundingClientRect();"
-                      "return [r.left + r.width / 2, r.top + r.height / 2]; })()")
+        box = self.js(
+            f"(function () {{ var e = document.querySelector({json.dumps(selector)});"
+            "e.scrollIntoView({block: 'center'}); var r = e.getBoundingClientRect();"
+            "return [r.left + r.width / 2, r.top + r.height / 2]; })()"
+        )
         for kind in ("mousePressed", "mouseReleased"):
-            self.call("Input.dispatchMouseEvent", type=kind, x=box[0], y=box[1],
-                      button="left", clickCount=1)
+            self.call(
+                "Input.dispatchMouseEvent",
+                type=kind,
+                x=box[0],
+                y=box[1],
+                button="left",
+                clickCount=1,
+            )
         self.settle()
 
     def settle(self) -> None:
         """Let the events an action queued (a link's `hashchange`) run before the next look."""
-        self.call("Runtime.evaluate", awaitPromise=True,
-                  expression="new Promise(function (r) { setTimeout(r, 50); })")
+        self.call(
+            "Runtime.evaluate",
+            awaitPromise=True,
+            expression="new Promise(function (r) { setTimeout(r, 50); })",
+        )
 
     def type(self, selector: str, text: str) -> None:
         """Focus the element and type into it (input events, as a keyboard would)."""
@@ -118,9 +146,11 @@ class Browser:
 
     def choose(self, selector: str, value: str) -> None:
         """Pick an option of a select, as a reader does (its change event fires)."""
-        self.js(f"(function () {{ var s = document.querySelector({json.dumps(selector)});"
-                f"s.value = {json.dumps(value)};"
-                "s.dispatchEvent(new Event('change', {bubbles: true})); })()")
+        self.js(
+            f"(function () {{ var s = document.querySelector({json.dumps(selector)});"
+            f"s.value = {json.dumps(value)};"
+            "s.dispatchEvent(new Event('change', {bubbles: true})); })()"
+        )
         self.settle()
 
     def errors(self) -> list[str]:
@@ -130,11 +160,14 @@ class Browser:
             params = event.get("params") or {}
             if event.get("method") == "Runtime.exceptionThrown":
                 found.append(str(params.get("exceptionDetails")))
-            elif event.get("method") == "Runtime.consoleAPICalled" and \
-                    params.get("type") == "error":
+            elif (
+                event.get("method") == "Runtime.consoleAPICalled" and params.get("type") == "error"
+            ):
                 found.append(str(params.get("args")))
-            elif event.get("method") == "Log.entryAdded" and \
-                    (params.get("entry") or {}).get("level") == "error":
+            elif (
+                event.get("method") == "Log.entryAdded"
+                and (params.get("entry") or {}).get("level") == "error"
+            ):
                 found.append(str(params["entry"].get("text")))
         return found
 

@@ -46,8 +46,10 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 # for what exists only in pytest 9 (the plugin supports 8 too; CI runs its tests under the lowest)
-PYTEST_9 = pytest.mark.skipif(int(pytest.__version__.split(".")[0]) < 9, reason="native TOML "
-                              "configuration ([tool.pytest], pytest.toml) came with pytest 9")
+PYTEST_9 = pytest.mark.skipif(
+    int(pytest.__version__.split(".")[0]) < 9,
+    reason="native TOML configuration ([tool.pytest], pytest.toml) came with pytest 9",
+)
 ROOT = Path(__file__).resolve().parents[1]
 Edit = Callable[[str, str, str], None]
 # The fixture projects hold cases: they are copied into pytester dirs, never collected here.
@@ -66,8 +68,7 @@ SANDBOX_KINDS = ["default", pytest.param("docker", marks=pytest.mark.slow)]
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if metafunc.definition.get_closest_marker("each_sandbox") and \
-            "mini" in metafunc.fixturenames:
+    if metafunc.definition.get_closest_marker("each_sandbox") and "mini" in metafunc.fixturenames:
         metafunc.parametrize("sandbox_kind", SANDBOX_KINDS, indirect=True)
 
 
@@ -88,8 +89,10 @@ def mini(pytester: pytest.Pytester, sandbox_kind: str) -> Path:
     # named, unless a test asks for another sandbox: `auto` would pick docker once a docker
     # test has set up the host image, and the suite's runs would change sandbox halfway
     sandbox = "docker" if sandbox_kind == "docker" else _without_docker()
-    pytester.makeini("[pytest]\naddopts = -p no:cacheprovider -p no:benchmark "
-                     f"-p no:hypothesispytest\nscylla_sandbox = {sandbox}\n")
+    pytester.makeini(
+        "[pytest]\naddopts = -p no:cacheprovider -p no:benchmark "
+        f"-p no:hypothesispytest\nscylla_sandbox = {sandbox}\n"
+    )
     return pytester.path
 
 
@@ -147,9 +150,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 # timing fields: the only columns of an export that may differ between two runs of the same runs
-TIMINGS = {"duration_seconds", "agent_duration_seconds", "judge_duration_seconds",
-           "checks_duration_seconds", "judge_seconds", "mean_duration", "written_at",
-           "ttft_seconds"}
+TIMINGS = {
+    "duration_seconds",
+    "agent_duration_seconds",
+    "judge_duration_seconds",
+    "checks_duration_seconds",
+    "judge_seconds",
+    "mean_duration",
+    "written_at",
+    "ttft_seconds",
+}
 
 
 def without_timings(value: object) -> object:
@@ -164,8 +174,9 @@ def without_timings(value: object) -> object:
 def export_rows(path: Path) -> list[dict[str, str]]:
     """A CSV export's rows without their timing columns."""
     with path.open() as handle:
-        return [{k: v for k, v in row.items() if k not in TIMINGS}
-                for row in csv.DictReader(handle)]
+        return [
+            {k: v for k, v in row.items() if k not in TIMINGS} for row in csv.DictReader(handle)
+        ]
 
 
 def workers(n: int) -> list[str]:
@@ -223,8 +234,9 @@ SHIPPED_AGENTS = ["claude-code", "codex", "gemini-cli", "opencode"]
 
 
 def _commit() -> str:
-    done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
-                          text=True, check=False)
+    done = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False
+    )
     return done.stdout.strip() if done.returncode == 0 else "0"
 
 
@@ -236,16 +248,20 @@ def sampled_cases(agent: str, commit: str | None = None) -> dict[str, str | None
     in (None: every tier): test-001 in every tier, and for Claude Code one more case in one
     tier, both rotating with the commit (`SCYLLA_TEST_ROTATION=<n>` picks them instead)."""
     first, others = SHIPPED_CASES[0], SHIPPED_CASES[1:]
-    seed = int(os.environ.get("SCYLLA_TEST_ROTATION")
-               or str(int((commit or _commit())[:8] or "0", 16)))
+    seed = int(
+        os.environ.get("SCYLLA_TEST_ROTATION") or str(int((commit or _commit())[:8] or "0", 16))
+    )
     if not others or agent != SHIPPED_AGENTS[0]:
         return {first: None}
-    return {first: None, others[seed % len(others)]: SHIPPED_TIERS[
-        seed // len(others) % len(SHIPPED_TIERS)]}
+    return {
+        first: None,
+        others[seed % len(others)]: SHIPPED_TIERS[seed // len(others) % len(SHIPPED_TIERS)],
+    }
 
 
-def shipped_session(agent: str, base: Path, cache: str, everything: bool = False
-                    ) -> tuple[Path, str, dict[str, str | None]]:
+def shipped_session(
+    agent: str, base: Path, cache: str, everything: bool = False
+) -> tuple[Path, str, dict[str, str | None]]:
     """`pytest cases/<...> --scylla-oracle --scylla-agent=<agent> -n 2` from the project root
     (under bubblewrap) over the slow tier's sample of cases and tiers, or every case in every
     tier (`everything`): its experiment folder, output and {case: its tier, None for all},
@@ -261,15 +277,34 @@ def shipped_session(agent: str, base: Path, cache: str, everything: bool = False
         said = shared / f"{name}.txt"
         if not said.is_file():
             done = subprocess.run(
-                [sys.executable, "-m", "pytest", *(f"cases/{c}" for c in cases), "-p",
-                 "no:cacheprovider", cache, f"--scylla-agent={agent}", "-rs", "--scylla-oracle",
-                 # bubblewrap, whatever the machine has (no engine calls per run: Claude
-                 # Code's harness time per run 1.07 s against docker's 1.59 s), and one judge
-                 # (the sandboxes and panels have their own tests; these are about the CLIs)
-                 "--scylla-sandbox=bwrap", "--scylla-judges=claude-haiku-4-5",
-                 "--scylla-min-judges=1", "-n", "2", f"--scylla-out={shared / name}",
-                 "-k", only],
-                cwd=ROOT, capture_output=True, text=True, timeout=3600)
+                [
+                    sys.executable,
+                    "-m",
+                    "pytest",
+                    *(f"cases/{c}" for c in cases),
+                    "-p",
+                    "no:cacheprovider",
+                    cache,
+                    f"--scylla-agent={agent}",
+                    "-rs",
+                    "--scylla-oracle",
+                    # bubblewrap, whatever the machine has (no engine calls per run: Claude
+                    # Code's harness time per run 1.07 s against docker's 1.59 s), and one judge
+                    # (the sandboxes and panels have their own tests; these are about the CLIs)
+                    "--scylla-sandbox=bwrap",
+                    "--scylla-judges=claude-haiku-4-5",
+                    "--scylla-min-judges=1",
+                    "-n",
+                    "2",
+                    f"--scylla-out={shared / name}",
+                    "-k",
+                    only,
+                ],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=3600,
+            )
             said.write_text(done.stdout[-20000:])
     return shared / name, said.read_text(), cases
 

@@ -53,19 +53,31 @@ def pytest_scylla_agents(config):
 '''
 
 
-def test_an_adapter_from_a_plugin_runs_end_to_end(mini: Path, pytester: pytest.Pytester,
-                                                   oracle: list[str],
-                                                   monkeypatch: pytest.MonkeyPatch,
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_adapter_from_a_plugin_runs_end_to_end(
+    mini: Path,
+    pytester: pytest.Pytester,
+    oracle: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     log = mini / "argv.jsonl"
     monkeypatch.setenv("TOY_ADAPTER_LOG", str(log))
     (mini / "conftest.py").write_text(CONFTEST)
     for agent, out in (("claude-code-env", "env"), ("claude-code", "plain")):
-        done = pytester.runpytest("cases", "-k", "alpha and T0-01", *workers(0), *oracle,
-                                  f"--scylla-agent={agent}", f"--scylla-out={mini / out}")
+        done = pytester.runpytest(
+            "cases",
+            "-k",
+            "alpha and T0-01",
+            *workers(0),
+            *oracle,
+            f"--scylla-agent={agent}",
+            f"--scylla-out={mini / out}",
+        )
         done.assert_outcomes(passed=1)
-    env, plain = (json.loads((mini / out / "runs" / "alpha-T0-01-r1" / "run.json").read_text())
-                  for out in ("env", "plain"))
+    env, plain = (
+        json.loads((mini / out / "runs" / "alpha-T0-01-r1" / "run.json").read_text())
+        for out in ("env", "plain")
+    )
     assert (env["agent"], plain["agent"]) == ("claude-code-env", "claude-code")
     assert env["final_message"].startswith("[through env] Done.")  # the adapter's parse
     assert not plain["final_message"].startswith("[through env]")
@@ -76,25 +88,43 @@ def test_an_adapter_from_a_plugin_runs_end_to_end(mini: Path, pytester: pytest.P
     assert env["cli_version"] == plain["cli_version"]
     # the two experiments merged: a cross-CLI report, one row and one tier table per CLI
     merged = mini / "merged"
-    assert main(["report", str(mini / "plain"), str(mini / "env"), "--out", str(merged),
-                 "--report", "md"]) == 0
+    assert (
+        main(
+            [
+                "report",
+                str(mini / "plain"),
+                str(mini / "env"),
+                "--out",
+                str(merged),
+                "--report",
+                "md",
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "agent claude-code-env: 1 runs, pass rate 100%" in printed
     assert "agent tier" in printed
     summary = json.loads((merged / "summary.json").read_text())
     assert [a["agent"] for a in summary["agents"]] == ["claude-code", "claude-code-env"]
     assert [(t["agent"], t["tier"]) for t in summary["agent_tiers"]] == [
-        ("claude-code", "T0"), ("claude-code-env", "T0")]
+        ("claude-code", "T0"),
+        ("claude-code-env", "T0"),
+    ]
     assert "## Agent CLI comparison" in (merged / "tables.md").read_text()
     with (merged / "runs.csv").open(encoding="utf-8") as handle:
-        assert sorted(r["agent"] for r in csv.DictReader(handle)) == ["claude-code",
-                                                                      "claude-code-env"]
+        assert sorted(r["agent"] for r in csv.DictReader(handle)) == [
+            "claude-code",
+            "claude-code-env",
+        ]
     # and compared: the CLI is a condition that changed
-    assert main(["compare", str(mini / "plain"), str(mini / "env"), "--out",
-                 str(mini / "cmp")]) == 0
+    assert (
+        main(["compare", str(mini / "plain"), str(mini / "env"), "--out", str(mini / "cmp")]) == 0
+    )
     result = json.loads((mini / "cmp" / "compare.json").read_text())
-    assert {"what": "agents", "base": ["claude-code"], "candidate": ["claude-code-env"]} in \
-        result["conditions"]
+    assert {"what": "agents", "base": ["claude-code"], "candidate": ["claude-code-env"]} in result[
+        "conditions"
+    ]
 
 
 def test_an_unknown_agent_is_one_usage_error(mini: Path, pytester: pytest.Pytester) -> None:
@@ -105,8 +135,9 @@ def test_an_unknown_agent_is_one_usage_error(mini: Path, pytester: pytest.Pytest
     assert "Traceback" not in err
 
 
-def test_an_adapter_from_an_installed_package(mini: Path, tmp_path: Path,
-                                              oracle: list[str]) -> None:
+def test_an_adapter_from_an_installed_package(
+    mini: Path, tmp_path: Path, oracle: list[str]
+) -> None:
     """The same adapter shipped as an outside package: installed (here into a folder on the
     path, offline), its `pytest11` entry point registers it, and a user's plain `pytest` run
     selects it."""
@@ -117,18 +148,50 @@ def test_an_adapter_from_an_installed_package(mini: Path, tmp_path: Path,
         '[build-system]\nrequires = ["hatchling"]\nbuild-backend = "hatchling.build"\n\n'
         '[project]\nname = "scylla-toy-adapter"\nversion = "0.1"\n\n'
         '[project.entry-points.pytest11]\nscylla_toy_adapter = "scylla_toy_adapter"\n\n'
-        '[tool.hatch.build.targets.wheel]\npackages = ["scylla_toy_adapter"]\n')
+        '[tool.hatch.build.targets.wheel]\npackages = ["scylla_toy_adapter"]\n'
+    )
     target = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
-                    "--no-build-isolation", "--no-index", "--target", str(target),
-                    str(package)], check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--target",
+            str(target),
+            str(package),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     env = {**os.environ, "PYTHONPATH": str(target), "TOY_ADAPTER_LOG": str(tmp_path / "a.jsonl")}
     env.pop("PYTEST_ADDOPTS", None)
     env.pop("PYTEST_XDIST_WORKER", None)
-    done = subprocess.run([sys.executable, "-m", "pytest", "cases", "-k", "alpha and T0-01",
-                           "-p", "no:cacheprovider", *oracle, "--scylla-agent=claude-code-env",
-                           f"--scylla-out={tmp_path / 'out'}"], cwd=mini, env=env,
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "cases",
+            "-k",
+            "alpha and T0-01",
+            "-p",
+            "no:cacheprovider",
+            *oracle,
+            "--scylla-agent=claude-code-env",
+            f"--scylla-out={tmp_path / 'out'}",
+        ],
+        cwd=mini,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     rec = json.loads((tmp_path / "out" / "runs" / "alpha-T0-01-r1" / "run.json").read_text())
     assert rec["agent"] == "claude-code-env"
@@ -161,23 +224,33 @@ def pytest_scylla_sandboxes(config):
 '''
 
 
-def test_a_sandbox_from_a_plugin_runs_the_agent(mini: Path, pytester: pytest.Pytester,
-                                                oracle: list[str],
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_sandbox_from_a_plugin_runs_the_agent(
+    mini: Path, pytester: pytest.Pytester, oracle: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A plugin's `pytest_scylla_sandboxes` adds a sandbox `--scylla-sandbox` selects by name:
     the agent runs through it and the record names it. Without the plugin the name is one
     usage error (the control)."""
     needs_bwrap()
-    refused = pytester.runpytest("cases", "--co", "-p", "no:xdist",
-                                 "--scylla-sandbox=logged-bwrap")
+    refused = pytester.runpytest("cases", "--co", "-p", "no:xdist", "--scylla-sandbox=logged-bwrap")
     assert refused.ret == pytest.ExitCode.USAGE_ERROR
-    refused.stderr.fnmatch_lines(["ERROR: --scylla-sandbox: unknown sandbox 'logged-bwrap'; "
-                                  "choose from auto, local, bwrap, docker"])
+    refused.stderr.fnmatch_lines(
+        [
+            "ERROR: --scylla-sandbox: unknown sandbox 'logged-bwrap'; "
+            "choose from auto, local, bwrap, docker"
+        ]
+    )
     log = mini / "sandbox.jsonl"
     monkeypatch.setenv("TOY_SANDBOX_LOG", str(log))
     (mini / "conftest.py").write_text(TOY_SANDBOX)
-    done = pytester.runpytest("cases", "-k", "alpha and T0-01", *workers(0), *oracle,
-                              "--scylla-sandbox=logged-bwrap", f"--scylla-out={mini / 'out'}")
+    done = pytester.runpytest(
+        "cases",
+        "-k",
+        "alpha and T0-01",
+        *workers(0),
+        *oracle,
+        "--scylla-sandbox=logged-bwrap",
+        f"--scylla-out={mini / 'out'}",
+    )
     done.assert_outcomes(passed=1)
     rec = json.loads((mini / "out" / "runs" / "alpha-T0-01-r1" / "run.json").read_text())
     assert (rec["sandbox"], rec["outcome"]) == ("logged-bwrap", "pass")

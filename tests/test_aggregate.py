@@ -20,30 +20,47 @@ def _table(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
-STABLE = ("tier", "subtest", "run_number", "case_id", "passed", "score", "grade", "outcome",
-          "impl_rate", "exit_code", "num_turns", "api_calls")
+STABLE = (
+    "tier",
+    "subtest",
+    "run_number",
+    "case_id",
+    "passed",
+    "score",
+    "grade",
+    "outcome",
+    "impl_rate",
+    "exit_code",
+    "num_turns",
+    "api_calls",
+)
 
 
-def test_exports_are_identical_at_0_and_3_workers(standin: Path,
-                                                  pytester: pytest.Pytester) -> None:
+def test_exports_are_identical_at_0_and_3_workers(standin: Path, pytester: pytest.Pytester) -> None:
     """Through the stand-in runner (36 runs, mixed outcomes): every export and statistic is
     the same whatever the worker count and arrival order; only timings may differ."""
     exports: dict[int, dict[str, object]] = {}
     for n in (0, 3):
         out = standin / f"out{n}" / "exp"  # the same experiment name in each
-        result = pytester.runpytest("cases", *workers(n), "--scylla-runs=3",
-                                    f"--scylla-out={out}", "--scylla-report=md,json,csv")
+        result = pytester.runpytest(
+            "cases",
+            *workers(n),
+            "--scylla-runs=3",
+            f"--scylla-out={out}",
+            "--scylla-report=md,json,csv",
+        )
         counts = result.parseoutcomes()
         records = [json.loads(p.read_text()) for p in out.glob("runs/*/run.json")]
         assert len(records) == 3 * len(MINI_ITEMS)
         passes = sum(r["outcome"] == "pass" for r in records)
         assert 0 < passes < len(records)  # mixed: the comparison is not of constant columns
-        assert (counts.get("passed", 0), counts.get("failed", 0)) == (
-            passes, len(records) - passes)
+        assert (counts.get("passed", 0), counts.get("failed", 0)) == (passes, len(records) - passes)
         assert counts.get("errors", 0) == 0
         assert len((out / "runs.jsonl").read_text().splitlines()) == len(records)
-        exports[n] = {name: export_rows(out / name) for name in
-                      ("runs.csv", "judges.csv", "criteria.csv", "subtests.csv")}
+        exports[n] = {
+            name: export_rows(out / name)
+            for name in ("runs.csv", "judges.csv", "criteria.csv", "subtests.csv")
+        }
         for name in ("summary.json", "statistical_results.json"):
             exports[n][name] = without_timings(json.loads((out / name).read_text()))
         exports[n]["inputs"] = json.loads((out / "manifest.json").read_text())["inputs"]
@@ -53,26 +70,30 @@ def test_exports_are_identical_at_0_and_3_workers(standin: Path,
 
 
 @pytest.mark.slow
-def test_exports_are_the_same_at_0_2_and_8_workers(mini: Path, pytester: pytest.Pytester,
-                                                   oracle: list[str]) -> None:
+def test_exports_are_the_same_at_0_2_and_8_workers(
+    mini: Path, pytester: pytest.Pytester, oracle: list[str]
+) -> None:
     tables, manifests = {}, {}
     for n in (0, 2, 8):
         out = mini / f"out{n}"
         result = pytester.runpytest("cases", *workers(n), *oracle, f"--scylla-out={out}")
         result.assert_outcomes(passed=len(MINI_ITEMS))
-        result.stdout.fnmatch_lines([
-            "*SIMULATED MODEL: oracle agent and judges, not a real evaluation*",
-            "tier * runs * pass rate [[]95% CI[]]*score*grade*cost/run*CoP*",
-            "T0 * 6 * 100% [[]54%, 100%[]] * 1.00 * S *<- frontier,  n=6 < 10: interval is wide",
-            f"outcomes: {len(MINI_ITEMS)} pass *",
-            "spend (SIMULATED: * no money spent): agent $* + judges $* = $*; results: *"])
+        result.stdout.fnmatch_lines(
+            [
+                "*SIMULATED MODEL: oracle agent and judges, not a real evaluation*",
+                "tier * runs * pass rate [[]95% CI[]]*score*grade*cost/run*CoP*",
+                "T0 * 6 * 100% [[]54%, 100%[]] * 1.00 * S *<- frontier,  "
+                "n=6 < 10: interval is wide",
+                f"outcomes: {len(MINI_ITEMS)} pass *",
+                "spend (SIMULATED: * no money spent): agent $* + judges $* = $*; results: *",
+            ]
+        )
         lines = (out / "runs.jsonl").read_text().splitlines()
         assert len(lines) == len(MINI_ITEMS)
         runs = _table(out / "runs.csv")
-        assert list(runs[0])[:len(metrics.RUN_COLUMNS)] == metrics.RUN_COLUMNS
+        assert list(runs[0])[: len(metrics.RUN_COLUMNS)] == metrics.RUN_COLUMNS
         assert len(_table(out / "judges.csv")) == 3 * len(MINI_ITEMS)
-        assert {r["criterion"] for r in _table(out / "criteria.csv")} >= {"functional",
-                                                                           "quality"}
+        assert {r["criterion"] for r in _table(out / "criteria.csv")} >= {"functional", "quality"}
         summary = json.loads((out / "summary.json").read_text())
         assert summary["runs"] == len(MINI_ITEMS)
         assert summary["simulated"] is True
@@ -83,10 +104,19 @@ def test_exports_are_the_same_at_0_2_and_8_workers(mini: Path, pytester: pytest.
         assert manifest["prices_as_of"]
         # provenance: a content hash of every input file or folder the runs depended on
         assert set(manifest["inputs"]) == {
-            "cases/alpha/", "cases/beta/", "cases/beta/rubric.yaml", "rubrics/basic.yaml",
-            "tiers/T0.yaml", "tiers/T1.yaml", "tiers/T5.yaml", "tiers/blocks/rules.md",
-            "tiers/prompts/terse.md", "tiers/skills/review/", "tiers/agents/helper.md",
-            "tiers/mcp/notes.json"}
+            "cases/alpha/",
+            "cases/beta/",
+            "cases/beta/rubric.yaml",
+            "rubrics/basic.yaml",
+            "tiers/T0.yaml",
+            "tiers/T1.yaml",
+            "tiers/T5.yaml",
+            "tiers/blocks/rules.md",
+            "tiers/prompts/terse.md",
+            "tiers/skills/review/",
+            "tiers/agents/helper.md",
+            "tiers/mcp/notes.json",
+        }
         assert all(len(h) == 64 for h in manifest["inputs"].values())
         assert manifest["inputs_changed_between_runs"] == []
         assert set(manifest["source_commits"]) == {"alpha", "beta"}
@@ -98,12 +128,11 @@ def test_exports_are_the_same_at_0_2_and_8_workers(mini: Path, pytester: pytest.
     assert manifests[0]["source_commits"] == manifests[8]["source_commits"]
 
 
-def test_the_default_folder_is_named_by_time_and_label(mini: Path, pytester: pytest.Pytester,
-                                                       oracle: list[str]) -> None:
-    for extra, label in (([], "oracle-solution"), (["--scylla-label=baseline.v2"],
-                                                   "baseline.v2")):
-        result = pytester.runpytest("cases", "-k", "alpha and T0-00", *workers(0), *oracle,
-                                    *extra)
+def test_the_default_folder_is_named_by_time_and_label(
+    mini: Path, pytester: pytest.Pytester, oracle: list[str]
+) -> None:
+    for extra, label in (([], "oracle-solution"), (["--scylla-label=baseline.v2"], "baseline.v2")):
+        result = pytester.runpytest("cases", "-k", "alpha and T0-00", *workers(0), *oracle, *extra)
         result.assert_outcomes(passed=1)
         [folder] = [p for p in (mini / "reports").iterdir() if p.name.endswith("-" + label)]
         assert re.fullmatch(r"\d{8}-\d{6}-" + re.escape(label), folder.name)
@@ -116,14 +145,41 @@ def test_the_default_folder_is_named_by_time_and_label(mini: Path, pytester: pyt
 
 
 def test_tier_summary_cop_and_intervals() -> None:
-    rows = [{"tier": "T1", "outcome": "pass", "passed": True, "score": 0.9, "cost_usd": 0.2,
-             "grade": "A"}] * 3 + [
-        {"tier": "T1", "outcome": "fail", "passed": False, "score": 0.3, "cost_usd": 0.2,
-         "grade": "D"},
-        {"tier": "T1", "outcome": "infra_error", "passed": False, "score": None,
-         "cost_usd": 0.0, "grade": None},
-        {"tier": "T0", "outcome": "fail", "passed": False, "score": 0.1, "cost_usd": 0.1,
-         "grade": "F"}]
+    rows = [
+        {
+            "tier": "T1",
+            "outcome": "pass",
+            "passed": True,
+            "score": 0.9,
+            "cost_usd": 0.2,
+            "grade": "A",
+        }
+    ] * 3 + [
+        {
+            "tier": "T1",
+            "outcome": "fail",
+            "passed": False,
+            "score": 0.3,
+            "cost_usd": 0.2,
+            "grade": "D",
+        },
+        {
+            "tier": "T1",
+            "outcome": "infra_error",
+            "passed": False,
+            "score": None,
+            "cost_usd": 0.0,
+            "grade": None,
+        },
+        {
+            "tier": "T0",
+            "outcome": "fail",
+            "passed": False,
+            "score": 0.1,
+            "cost_usd": 0.1,
+            "grade": "F",
+        },
+    ]
     t0, t1 = metrics.group_summary(rows)
     assert (t1["n"], t1["excluded"], t1["passes"]) == (4, 1, 3)
     assert t1["pass_rate"] == 0.75
@@ -135,8 +191,17 @@ def test_tier_summary_cop_and_intervals() -> None:
     assert t0["cop"] == float("inf")
     assert metrics.fmt_cop(t0["cop"]) == "∞"
     assert metrics.frontier([t0, t1]) == ("T1", pytest.approx(0.2 / 0.75))
-    many = [{"tier": "T2", "outcome": "pass", "passed": i % 3 != 0, "score": 0.5,
-             "cost_usd": 0.1, "grade": "C"} for i in range(30)]
+    many = [
+        {
+            "tier": "T2",
+            "outcome": "pass",
+            "passed": i % 3 != 0,
+            "score": 0.5,
+            "cost_usd": 0.1,
+            "grade": "C",
+        }
+        for i in range(30)
+    ]
     [t2] = metrics.group_summary(many)
     assert t2["ci_method"] == "bca"
     assert t2["ci_low"] < t2["pass_rate"] < t2["ci_high"]
@@ -147,18 +212,22 @@ def test_an_item_whose_worker_crashed_is_a_crashed_row_not_a_hole(tmp_path: Path
     from pytest_scylla.settings import Settings
 
     agg = Aggregator(tmp_path, Settings())
-    crash = pytest.TestReport("cases/test-001/test.yaml::test-001[T5-02-r3]", ("x", 0, "x"),
-                              {}, "failed", "worker 'gw1' crashed", "???")
+    crash = pytest.TestReport(
+        "cases/test-001/test.yaml::test-001[T5-02-r3]",
+        ("x", 0, "x"),
+        {},
+        "failed",
+        "worker 'gw1' crashed",
+        "???",
+    )
     agg.pytest_runtest_logreport(crash)
-    other = pytest.TestReport("tests/test_x.py::test_y", ("x", 0, "x"), {}, "failed", "",
-                              "call")
+    other = pytest.TestReport("tests/test_x.py::test_y", ("x", 0, "x"), {}, "failed", "", "call")
     agg.pytest_runtest_logreport(other)  # not a run: ignored
     [line] = (tmp_path / "runs.jsonl").read_text().splitlines()
     rec = json.loads(line)
     assert rec["outcome"] == "infra_error"
     assert rec["crashed"] is True
-    assert (rec["case"], rec["tier"], rec["subtest"], rec["run"]) == ("test-001", "T5",
-                                                                      "T5-02", 3)
+    assert (rec["case"], rec["tier"], rec["subtest"], rec["run"]) == ("test-001", "T5", "T5-02", 3)
     rows = [metrics.run_row(rec, "x")]
     [tier] = metrics.group_summary(rows)
     assert (tier["tier"], tier["n"], tier["excluded"]) == ("T5", 0, 1)

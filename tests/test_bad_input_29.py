@@ -33,12 +33,20 @@ def _crlf(root: Path) -> list[Path]:
 
 
 def test_files_with_windows_line_endings_collect_as_the_same_items(
-        mini: Path, pytester: pytest.Pytester) -> None:
+    mini: Path, pytester: pytest.Pytester
+) -> None:
     plain = pytester.runpytest("cases", "--co", "-q", "-p", "no:xdist")
     assert plain.ret == pytest.ExitCode.OK
     changed = _crlf(mini)
-    assert {p.name for p in changed} >= {"SKILL.md", "helper.md", "rules.md", "T1.yaml",
-                                         "test.yaml", "basic.yaml", "prompt.md"}
+    assert {p.name for p in changed} >= {
+        "SKILL.md",
+        "helper.md",
+        "rules.md",
+        "T1.yaml",
+        "test.yaml",
+        "basic.yaml",
+        "prompt.md",
+    }
     result = pytester.runpytest("cases", "--co", "-q", "-p", "no:xdist")
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     listed = [ln for ln in result.outlines if "test.yaml::" in ln]
@@ -46,28 +54,35 @@ def test_files_with_windows_line_endings_collect_as_the_same_items(
     assert len(listed) == len(MINI_ITEMS)
 
 
-def test_a_crlf_skill_without_front_matter_is_still_refused(mini: Path,
-                                                           pytester: pytest.Pytester) -> None:
+def test_a_crlf_skill_without_front_matter_is_still_refused(
+    mini: Path, pytester: pytest.Pytester
+) -> None:
     """The control: the CRLF files above were checked, not skipped: a CRLF skill that lacks
     its front matter is the usual collection error."""
     skill = mini / "tiers" / "skills" / "review" / "SKILL.md"
     skill.write_bytes(b"Look for bugs.\r\n")
     result = pytester.runpytest("cases", "--co", "-q", "-p", "no:xdist")
     assert result.ret == pytest.ExitCode.INTERRUPTED
-    result.stdout.fnmatch_lines(["*tiers/skills/review/SKILL.md:1: expected YAML front matter "
-                                 "between '---' lines with name and description*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*tiers/skills/review/SKILL.md:1: expected YAML front matter "
+            "between '---' lines with name and description*"
+        ]
+    )
     assert "Traceback" not in result.stdout.str()
 
 
-def test_a_crlf_skill_is_what_the_agent_is_given(mini: Path, pytester: pytest.Pytester,
-                                                 oracle: list[str]) -> None:
+def test_a_crlf_skill_is_what_the_agent_is_given(
+    mini: Path, pytester: pytest.Pytester, oracle: list[str]
+) -> None:
     """End to end: a tier whose skill and agent files are CRLF runs, and the gateway's
     ablation check finds them offered to the real CLI (else the run is an infra_error)."""
     for name in ("skills/review/SKILL.md", "agents/helper.md", "T1.yaml"):
         path = mini / "tiers" / name
         path.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))
-    result = pytester.runpytest("cases", "-p", "no:xdist", "-k", "alpha and T1-02", *oracle,
-                                "--scylla-out=exp")
+    result = pytester.runpytest(
+        "cases", "-p", "no:xdist", "-k", "alpha and T1-02", *oracle, "--scylla-out=exp"
+    )
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     result.assert_outcomes(passed=1)
     record = json.loads(next((mini / "exp" / "runs").glob("*/run.json")).read_text())
@@ -82,10 +97,12 @@ def _write_config(root: Path, kind: str, *lines: str) -> None:
         body = "[pytest]\n" + "".join(f"{k.strip()} = {v.strip()}\n" for k, _, v in keys)
     else:
         table = "[tool.pytest.ini_options]" if kind == "ini_options" else "[tool.pytest]"
-        body = f"{table}\n" + "".join(f"{k.strip()} = {json.dumps(_toml(kind, k, v))}\n"
-                                       for k, _, v in keys)
+        body = f"{table}\n" + "".join(
+            f"{k.strip()} = {json.dumps(_toml(kind, k, v))}\n" for k, _, v in keys
+        )
     (root / ("tox.ini" if kind == "tox.ini" else "pyproject.toml")).write_text(
-        body + "".join(f"{ln}\n" for ln in lines))
+        body + "".join(f"{ln}\n" for ln in lines)
+    )
 
 
 def _toml(kind: str, key: str, value: str) -> str | list[str]:
@@ -97,19 +114,35 @@ def _toml(kind: str, key: str, value: str) -> str | list[str]:
 SWITCHES = [o.dest for o in OPTIONS if o.kind == "flag"]
 
 
-@pytest.mark.parametrize(("kind", "written", "message"), [
-    ("tox.ini", "{key} = always", "tox.ini: {key}: invalid truth value 'always'; expected true "
-     "or false (also yes/no, on/off, 1/0), e.g. {key} = yes"),
-    ("ini_options", '{key} = "always"', "pyproject.toml: {key}: invalid truth value 'always'; "
-     "expected true or false (also yes/no, on/off, 1/0), e.g. {key} = true"),
-    pytest.param("native", '{key} = "always"', "pyproject.toml: {key}: 'always' is not a "
-                 "boolean; expected true or false (also yes/no, on/off, 1/0), e.g. {key} = true",
-                 marks=PYTEST_9),
-], ids=["ini", "ini_options", "native-toml"])
+@pytest.mark.parametrize(
+    ("kind", "written", "message"),
+    [
+        (
+            "tox.ini",
+            "{key} = always",
+            "tox.ini: {key}: invalid truth value 'always'; expected true "
+            "or false (also yes/no, on/off, 1/0), e.g. {key} = yes",
+        ),
+        (
+            "ini_options",
+            '{key} = "always"',
+            "pyproject.toml: {key}: invalid truth value 'always'; "
+            "expected true or false (also yes/no, on/off, 1/0), e.g. {key} = true",
+        ),
+        pytest.param(
+            "native",
+            '{key} = "always"',
+            "pyproject.toml: {key}: 'always' is not a "
+            "boolean; expected true or false (also yes/no, on/off, 1/0), e.g. {key} = true",
+            marks=PYTEST_9,
+        ),
+    ],
+    ids=["ini", "ini_options", "native-toml"],
+)
 @pytest.mark.parametrize("key", [SWITCHES[0], "scylla_docker_copy"])
 def test_an_ini_boolean_that_is_no_boolean_names_file_key_and_values(
-        mini: Path, pytester: pytest.Pytester, kind: str, written: str, message: str,
-        key: str) -> None:
+    mini: Path, pytester: pytest.Pytester, kind: str, written: str, message: str, key: str
+) -> None:
     _write_config(mini, kind, written.format(key=key))
     result = pytester.runpytest("cases", "--co", "-p", "no:xdist")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -117,17 +150,19 @@ def test_an_ini_boolean_that_is_no_boolean_names_file_key_and_values(
     assert "Traceback" not in result.stderr.str() + result.stdout.str()
 
 
-def test_every_switch_is_read_through_the_same_check(mini: Path,
-                                                     pytester: pytest.Pytester) -> None:
+def test_every_switch_is_read_through_the_same_check(mini: Path, pytester: pytest.Pytester) -> None:
     """Each on/off key, given `-o key=always`, is refused naming itself; given `yes`, it is
     read (the positive control: the same keys with a right value collect)."""
     for key in SWITCHES:
         result = pytester.runpytest("cases", "--co", "-p", "no:xdist", "-o", f"{key}=always")
         assert result.ret == pytest.ExitCode.USAGE_ERROR, key
-        assert f"ERROR: -o {key}: invalid truth value 'always'; expected true or false (also " \
-               f"yes/no, on/off, 1/0), e.g. {key} = yes" in result.stderr.lines
-    config = pytester.parseconfigure("cases", "-o", "scylla_keep_workspaces=yes",
-                                     "-o", "scylla_record_bodies=on")
+        assert (
+            f"ERROR: -o {key}: invalid truth value 'always'; expected true or false (also "
+            f"yes/no, on/off, 1/0), e.g. {key} = yes" in result.stderr.lines
+        )
+    config = pytester.parseconfigure(
+        "cases", "-o", "scylla_keep_workspaces=yes", "-o", "scylla_record_bodies=on"
+    )
     settings = config.stash[SETTINGS_KEY]
     assert settings.keep_workspaces
     assert settings.record_bodies
@@ -135,11 +170,14 @@ def test_every_switch_is_read_through_the_same_check(mini: Path,
 
 
 # every list-valued key with a value that changes its setting from the default
-LISTS = {"scylla_tiers": ["T0", "T5"], "scylla_subtests": ["01", "T5-02"],
-         "scylla_report": ["terminal", "csv"], "scylla_judges": ["claude-haiku-4-5",
-                                                                  "claude-sonnet-5"],
-         "scylla_limits": ["memory=2g", "cpus=1", "pids=256"],
-         "scylla_models": ["claude-sonnet-5", "claude-haiku-4-5"]}
+LISTS = {
+    "scylla_tiers": ["T0", "T5"],
+    "scylla_subtests": ["01", "T5-02"],
+    "scylla_report": ["terminal", "csv"],
+    "scylla_judges": ["claude-haiku-4-5", "claude-sonnet-5"],
+    "scylla_limits": ["memory=2g", "cpus=1", "pids=256"],
+    "scylla_models": ["claude-sonnet-5", "claude-haiku-4-5"],
+}
 FIELDS = ("tiers", "subtests", "report", "judges", "limits", "models")
 
 
@@ -153,10 +191,10 @@ def _settings(pytester: pytest.Pytester) -> dict[str, object]:
     return {f: getattr(settings, f) for f in FIELDS}
 
 
-@pytest.mark.parametrize("kind", ["ini_options", pytest.param("native", marks=PYTEST_9),
-                                  "tox.ini"])
+@pytest.mark.parametrize("kind", ["ini_options", pytest.param("native", marks=PYTEST_9), "tox.ini"])
 def test_a_list_valued_key_written_as_a_list_reads_as_its_string(
-        mini: Path, pytester: pytest.Pytester, kind: str) -> None:
+    mini: Path, pytester: pytest.Pytester, kind: str
+) -> None:
     """Written as a TOML list (or `[a, b]` in an ini file), each key gives the settings its
     comma-separated string gives; the control: those differ from the defaults."""
     default, ini = _settings(pytester), (mini / "tox.ini").read_text()
@@ -172,12 +210,15 @@ def test_a_list_valued_key_written_as_a_list_reads_as_its_string(
 
 @PYTEST_9
 def test_a_single_valued_key_written_as_a_list_is_still_refused(
-        mini: Path, pytester: pytest.Pytester) -> None:
+    mini: Path, pytester: pytest.Pytester
+) -> None:
     _write_config(mini, "native", 'scylla_out = ["a", "b"]')
     result = pytester.runpytest("cases", "--co", "-p", "no:xdist")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert 'ERROR: pyproject.toml: scylla_out: ["a", "b"] is a list; expected one value' in \
-        result.stderr.lines
+    assert (
+        'ERROR: pyproject.toml: scylla_out: ["a", "b"] is a list; expected one value'
+        in result.stderr.lines
+    )
     assert "Traceback" not in result.stderr.str() + result.stdout.str()
 
 
@@ -186,8 +227,18 @@ def test_native_toml_numbers_and_booleans_are_read(mini: Path, pytester: pytest.
     """In a native `[tool.pytest]` table a value keeps its TOML type: a number for a numeric
     key and a boolean for a switch are read as written (pytest alone refuses a number for a
     string key with a TypeError)."""
-    _write_config(mini, "native", "scylla_runs = 3", "scylla_budget_usd = 2.5",
-                  "scylla_fresh = true", 'scylla_tiers = "T0"')
+    _write_config(
+        mini,
+        "native",
+        "scylla_runs = 3",
+        "scylla_budget_usd = 2.5",
+        "scylla_fresh = true",
+        'scylla_tiers = "T0"',
+    )
     settings = pytester.parseconfigure("cases").stash[SETTINGS_KEY]
-    assert (settings.runs, settings.budget_usd, settings.fresh, settings.tiers) == \
-        (3, 2.5, True, ("T0",))
+    assert (settings.runs, settings.budget_usd, settings.fresh, settings.tiers) == (
+        3,
+        2.5,
+        True,
+        ("T0",),
+    )

@@ -23,40 +23,111 @@ IN_PROC = "cannot write in /proc (*)"
 # (id, where the value is set: "cli", "-o" or an ini file, the option or `key = value`, the
 # expected stderr line after "ERROR: ")
 ENTRIES: list[tuple[str, str, str, str]] = [
-    ("out-file", "cli", "--scylla-out=afile",
-     "--scylla-out='afile': afile is a file; expected a folder (made if missing)"),
-    ("out-under-file", "cli", "--scylla-out=afile/exp",
-     "--scylla-out='afile/exp': afile is a file, so no folder can be made under it"),
-    ("out-proc", "cli", "--scylla-out=/proc/scylla-exp", f"--scylla-out='/proc/scylla-exp': "
-     f"{IN_PROC}"),
-    ("out-ini", "tox.ini", "scylla_out = afile",
-     "tox.ini: scylla_out='afile': afile is a file; expected a folder (made if missing)"),
-    ("cache-file", "cli", "--scylla-cache-dir=afile",
-     "--scylla-cache-dir='afile': afile is a file; expected a folder (made if missing)"),
-    ("cache-under-file", "pyproject.toml", 'scylla_cache_dir = "afile/cache"',
-     "pyproject.toml: scylla_cache_dir='afile/cache': afile is a file, so no folder can be "
-     "made under it"),
-    ("cache-proc", "cli", "--scylla-cache-dir=/proc/scylla/cache",
-     f"--scylla-cache-dir='/proc/scylla/cache': {IN_PROC}"),
-    ("rubrics-missing", "cli", "--scylla-rubrics-dir=nope", "--scylla-rubrics-dir='nope': nope "
-     "does not exist; expected a folder of shared rubrics (<name>.yaml)"),
-    ("rubrics-file", "pytest.ini", "scylla_rubrics_dir = afile", "pytest.ini: "
-     "scylla_rubrics_dir='afile': afile is a file; expected a folder of shared rubrics "
-     "(<name>.yaml)"),
-    ("tiers-dir-missing", "cli", "--scylla-tiers-dir=nope", "--scylla-tiers-dir='nope': nope "
-     "does not exist; expected a folder of tier files (T0.yaml ...)"),
-    ("tiers-dir-file", "cli", "--scylla-tiers-dir=afile", "--scylla-tiers-dir='afile': afile "
-     "is a file; expected a folder of tier files (T0.yaml ...)"),
-    ("tiers-dir-ini", "tox.ini", "scylla_tiers_dir = nope", "tox.ini: scylla_tiers_dir='nope': "
-     "nope does not exist; expected a folder of tier files (T0.yaml ...)"),
-    ("tiers-dir-override", "-o", "scylla_tiers_dir=afile", "-o scylla_tiers_dir='afile': afile "
-     "is a file; expected a folder of tier files (T0.yaml ...)"),
-    ("out-toml-list", "pyproject.toml", 'scylla_out = ["a", "b"]',
-     'pyproject.toml: scylla_out: ["a", "b"] is a list; expected one value'),
-    ("max-run-cost-inf", "cli", "--scylla-max-run-cost=inf", "--scylla-max-run-cost='inf': "
-     "expected a number of dollars > 0, e.g. --scylla-max-run-cost=2.5"),
-    ("budget-nan", "cli", "--scylla-budget-usd=nan", "--scylla-budget-usd='nan': expected a "
-     "number of dollars > 0, e.g. --scylla-budget-usd=25"),
+    (
+        "out-file",
+        "cli",
+        "--scylla-out=afile",
+        "--scylla-out='afile': afile is a file; expected a folder (made if missing)",
+    ),
+    (
+        "out-under-file",
+        "cli",
+        "--scylla-out=afile/exp",
+        "--scylla-out='afile/exp': afile is a file, so no folder can be made under it",
+    ),
+    (
+        "out-proc",
+        "cli",
+        "--scylla-out=/proc/scylla-exp",
+        f"--scylla-out='/proc/scylla-exp': {IN_PROC}",
+    ),
+    (
+        "out-ini",
+        "tox.ini",
+        "scylla_out = afile",
+        "tox.ini: scylla_out='afile': afile is a file; expected a folder (made if missing)",
+    ),
+    (
+        "cache-file",
+        "cli",
+        "--scylla-cache-dir=afile",
+        "--scylla-cache-dir='afile': afile is a file; expected a folder (made if missing)",
+    ),
+    (
+        "cache-under-file",
+        "pyproject.toml",
+        'scylla_cache_dir = "afile/cache"',
+        "pyproject.toml: scylla_cache_dir='afile/cache': afile is a file, so no folder can be "
+        "made under it",
+    ),
+    (
+        "cache-proc",
+        "cli",
+        "--scylla-cache-dir=/proc/scylla/cache",
+        f"--scylla-cache-dir='/proc/scylla/cache': {IN_PROC}",
+    ),
+    (
+        "rubrics-missing",
+        "cli",
+        "--scylla-rubrics-dir=nope",
+        "--scylla-rubrics-dir='nope': nope "
+        "does not exist; expected a folder of shared rubrics (<name>.yaml)",
+    ),
+    (
+        "rubrics-file",
+        "pytest.ini",
+        "scylla_rubrics_dir = afile",
+        "pytest.ini: "
+        "scylla_rubrics_dir='afile': afile is a file; expected a folder of shared rubrics "
+        "(<name>.yaml)",
+    ),
+    (
+        "tiers-dir-missing",
+        "cli",
+        "--scylla-tiers-dir=nope",
+        "--scylla-tiers-dir='nope': nope "
+        "does not exist; expected a folder of tier files (T0.yaml ...)",
+    ),
+    (
+        "tiers-dir-file",
+        "cli",
+        "--scylla-tiers-dir=afile",
+        "--scylla-tiers-dir='afile': afile "
+        "is a file; expected a folder of tier files (T0.yaml ...)",
+    ),
+    (
+        "tiers-dir-ini",
+        "tox.ini",
+        "scylla_tiers_dir = nope",
+        "tox.ini: scylla_tiers_dir='nope': "
+        "nope does not exist; expected a folder of tier files (T0.yaml ...)",
+    ),
+    (
+        "tiers-dir-override",
+        "-o",
+        "scylla_tiers_dir=afile",
+        "-o scylla_tiers_dir='afile': afile "
+        "is a file; expected a folder of tier files (T0.yaml ...)",
+    ),
+    (
+        "out-toml-list",
+        "pyproject.toml",
+        'scylla_out = ["a", "b"]',
+        'pyproject.toml: scylla_out: ["a", "b"] is a list; expected one value',
+    ),
+    (
+        "max-run-cost-inf",
+        "cli",
+        "--scylla-max-run-cost=inf",
+        "--scylla-max-run-cost='inf': "
+        "expected a number of dollars > 0, e.g. --scylla-max-run-cost=2.5",
+    ),
+    (
+        "budget-nan",
+        "cli",
+        "--scylla-budget-usd=nan",
+        "--scylla-budget-usd='nan': expected a number of dollars > 0, e.g. --scylla-budget-usd=25",
+    ),
 ]
 
 
@@ -79,11 +150,16 @@ def configure(root: Path, where: str, *settings: str) -> list[str]:
     return []
 
 
-@pytest.mark.parametrize(("where", "setting", "message"), [
-    pytest.param(w, s, m, id=i, marks=[ON_LINUX] if "/proc" in m else [])
-    for i, w, s, m in ENTRIES])
-def test_a_bad_option_is_one_usage_error(mini: Path, pytester: pytest.Pytester, where: str,
-                                         setting: str, message: str) -> None:
+@pytest.mark.parametrize(
+    ("where", "setting", "message"),
+    [
+        pytest.param(w, s, m, id=i, marks=[ON_LINUX] if "/proc" in m else [])
+        for i, w, s, m in ENTRIES
+    ],
+)
+def test_a_bad_option_is_one_usage_error(
+    mini: Path, pytester: pytest.Pytester, where: str, setting: str, message: str
+) -> None:
     (mini / "afile").write_text("not a folder\n")
     args = configure(mini, where, setting)
     result = pytester.runpytest("cases", "--co", "-p", "no:xdist", *args)  # --co: never a run
@@ -94,18 +170,32 @@ def test_a_bad_option_is_one_usage_error(mini: Path, pytester: pytest.Pytester, 
 
 
 @pytest.mark.parametrize("where", ["cli", "pyproject.toml"])
-def test_good_values_of_the_same_options_still_collect(mini: Path, pytester: pytest.Pytester,
-                                                       edit: Edit, where: str) -> None:
+def test_good_values_of_the_same_options_still_collect(
+    mini: Path, pytester: pytest.Pytester, edit: Edit, where: str
+) -> None:
     """The positive control: folders to make, folders that exist, tiers as one string, a finite
     max_cost_usd collect what the defaults collect (T0 and T5 of it); nothing is made by a
     collect-only session, and no probe is left."""
     edit("cases/alpha/test.yaml", "rubric: basic", "rubric: basic\nmax_cost_usd: 2.5")
     plain = pytester.runpytest("cases", "--co", "-q", "-p", "no:xdist")
-    values = {"out": "reports/exp", "cache_dir": "cache", "rubrics_dir": "rubrics",
-              "tiers_dir": "tiers", "tiers": "T0,T5", "max_run_cost": "2.5"}
-    args = configure(mini, where, *(
-        f"--scylla-{key.replace('_', '-')}={v}" if where == "cli"
-        else f"scylla_{key} = {json.dumps(v)}" for key, v in values.items()))
+    values = {
+        "out": "reports/exp",
+        "cache_dir": "cache",
+        "rubrics_dir": "rubrics",
+        "tiers_dir": "tiers",
+        "tiers": "T0,T5",
+        "max_run_cost": "2.5",
+    }
+    args = configure(
+        mini,
+        where,
+        *(
+            f"--scylla-{key.replace('_', '-')}={v}"
+            if where == "cli"
+            else f"scylla_{key} = {json.dumps(v)}"
+            for key, v in values.items()
+        ),
+    )
     result = pytester.runpytest("cases", "--co", "-q", "-p", "no:xdist", *args)
     assert result.ret == pytest.ExitCode.OK
     listed = [ln for ln in result.outlines if "test.yaml::" in ln]
@@ -116,38 +206,57 @@ def test_good_values_of_the_same_options_still_collect(mini: Path, pytester: pyt
     assert not list(mini.rglob(".scylla-probe-*"))
 
 
-@pytest.mark.parametrize(("written", "shown"), [(".inf", ".inf"), ("-.Inf", "-.inf"),
-                                                (".NaN", ".nan")])
-def test_a_non_finite_max_cost_is_one_collection_error(mini: Path, pytester: pytest.Pytester,
-                                                       edit: Edit, written: str,
-                                                       shown: str) -> None:
+@pytest.mark.parametrize(
+    ("written", "shown"), [(".inf", ".inf"), ("-.Inf", "-.inf"), (".NaN", ".nan")]
+)
+def test_a_non_finite_max_cost_is_one_collection_error(
+    mini: Path, pytester: pytest.Pytester, edit: Edit, written: str, shown: str
+) -> None:
     """As --scylla-max-run-cost=inf is refused: one line, no second one for the minimum."""
     edit("cases/alpha/test.yaml", "rubric: basic", f"rubric: basic\nmax_cost_usd: {written}")
     result = pytester.runpytest("cases", "--co", "-p", "no:xdist")
     assert result.ret == pytest.ExitCode.INTERRUPTED
-    result.stdout.fnmatch_lines([f"cases/alpha/test.yaml:9: max_cost_usd must be a finite "
-                                 f"number, not {shown}"])
+    result.stdout.fnmatch_lines(
+        [f"cases/alpha/test.yaml:9: max_cost_usd must be a finite number, not {shown}"]
+    )
     out = result.stdout.str()
     assert out.count("cases/alpha/test.yaml:9:") == 1
     assert "Traceback" not in out
 
 
-@pytest.mark.parametrize(("argv", "message"), [
-    (["init", "afile"], "scylla init: afile is a file; expected a folder (made if missing)"),
-    (["init", "afile/project"], "scylla init: afile is a file, so no folder can be made under "
-                                "it"),
-    pytest.param(["init", "/proc/scylla"], f"scylla init: {IN_PROC}", marks=ON_LINUX),
-    (["import", "source", "afile"], "scylla import: afile is a file; expected a folder (made "
-                                    "if missing)"),
-    (["report", "exp", "--out", "afile/exp"], "scylla report: --out afile is a file, so no "
-                                              "folder can be made under it"),
-    (["image", "build", "--ca-bundle", "nope.pem"], "scylla image build: --ca-bundle nope.pem: "
-                                                    "not a file; expected a PEM file of CA "
-                                                    "certificates"),
-], ids=["init-file", "init-under-file", "init-proc", "import-file", "report-out", "ca-bundle"])
-def test_the_command_refuses_the_same_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                              capsys: pytest.CaptureFixture[str],
-                                              argv: list[str], message: str) -> None:
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["init", "afile"], "scylla init: afile is a file; expected a folder (made if missing)"),
+        (
+            ["init", "afile/project"],
+            "scylla init: afile is a file, so no folder can be made under it",
+        ),
+        pytest.param(["init", "/proc/scylla"], f"scylla init: {IN_PROC}", marks=ON_LINUX),
+        (
+            ["import", "source", "afile"],
+            "scylla import: afile is a file; expected a folder (made if missing)",
+        ),
+        (
+            ["report", "exp", "--out", "afile/exp"],
+            "scylla report: --out afile is a file, so no folder can be made under it",
+        ),
+        (
+            ["image", "build", "--ca-bundle", "nope.pem"],
+            "scylla image build: --ca-bundle nope.pem: "
+            "not a file; expected a PEM file of CA "
+            "certificates",
+        ),
+    ],
+    ids=["init-file", "init-under-file", "init-proc", "import-file", "report-out", "ca-bundle"],
+)
+def test_the_command_refuses_the_same_folders(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    message: str,
+) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "afile").write_text("not a folder\n")
     assert main(argv) == 2
@@ -158,14 +267,19 @@ def test_the_command_refuses_the_same_folders(tmp_path: Path, monkeypatch: pytes
 
 
 def test_plan_refuses_a_file_as_the_experiment_folder(
-        mini: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
+    mini: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
     """It used to plan "0 stored in README.md"; now pytest's usage error, passed on."""
     monkeypatch.chdir(mini)
     (mini / "README.md").write_text("# notes\n")
-    assert main(["plan", "cases", "-p", "no:xdist", "--scylla-oracle",
-                 "--scylla-out=README.md"]) == pytest.ExitCode.USAGE_ERROR
+    assert (
+        main(["plan", "cases", "-p", "no:xdist", "--scylla-oracle", "--scylla-out=README.md"])
+        == pytest.ExitCode.USAGE_ERROR
+    )
     out, err = capfd.readouterr()
-    assert "ERROR: --scylla-out='README.md': README.md is a file; expected a folder (made if " \
-           "missing)" in err.splitlines()
+    assert (
+        "ERROR: --scylla-out='README.md': README.md is a file; expected a folder (made if "
+        "missing)" in err.splitlines()
+    )
     assert "stored in" not in out
     assert "Traceback" not in out + err

@@ -36,7 +36,8 @@ def _load(path: Path) -> ModuleType:
 
 
 def test_only_modules_of_the_interpreters_library_under_a_read_only_path_are_linked(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     (tmp_path / "ws").mkdir()
     (tmp_path / "ws" / "victim.py").write_text("X = 1\n")
     outside = _load(tmp_path / "ws" / "victim.py")  # compiled, but not the library's
@@ -103,11 +104,21 @@ def test_a_check_cannot_forge_the_bytecode_links(tmp_path: Path, where: str, how
         needs_bwrap()
         sandbox = Bwrap(readable=[lib, into])
         wrap = lambda argv: sandbox.wrap(argv, work, private)  # noqa: E731
-    forged = run_check(Check("forge", (sys.executable, "-c", FORGE, str(lib / "victimlib.py"),
-                                       how)), work, env, wrap)
-    later = run_check(_shell(f"python -v -c 'import sys; sys.path.insert(0, \"{lib}\"); "
-                             "import victimlib' 2>&1 | grep -E '^(real|forged)$|code object from'"),
-                      work, env, wrap)
+    forged = run_check(
+        Check("forge", (sys.executable, "-c", FORGE, str(lib / "victimlib.py"), how)),
+        work,
+        env,
+        wrap,
+    )
+    later = run_check(
+        _shell(
+            f'python -v -c \'import sys; sys.path.insert(0, "{lib}"); '
+            "import victimlib' 2>&1 | grep -E '^(real|forged)$|code object from'"
+        ),
+        work,
+        env,
+        wrap,
+    )
     if where == "bwrap":
         assert not forged.passed
         assert "Read-only file system" in forged.stderr
@@ -145,8 +156,8 @@ LINK_CHECKS = """
 
 @pytest.mark.parametrize(("sandbox", "reads"), [("bwrap", True), ("local", False)])
 def test_a_sessions_checks_read_the_links_only_under_bwrap(
-        mini: Path, pytester: pytest.Pytester, oracle: list[str], edit: Edit, sandbox: str,
-        reads: bool) -> None:
+    mini: Path, pytester: pytest.Pytester, oracle: list[str], edit: Edit, sandbox: str, reads: bool
+) -> None:
     """Two checks of the session's own: one reads a library module's bytecode from the links,
     the other tries to write among them. Under bwrap the first passes and the write fails;
     under local (the control) no links are made, and no bytecode is read."""
@@ -154,8 +165,16 @@ def test_a_sessions_checks_read_the_links_only_under_bwrap(
         needs_bwrap()
     edit("cases/alpha/test.yaml", '{exact: "ok\\n"}\n', '{exact: "ok\\n"}\n' + LINK_CHECKS)
     out = mini / "out"
-    pytester.runpytest("cases", "-k", "alpha and T0-01", "-p", "no:xdist", *oracle,
-                       f"--scylla-out={out}", f"--scylla-sandbox={sandbox}")
+    pytester.runpytest(
+        "cases",
+        "-k",
+        "alpha and T0-01",
+        "-p",
+        "no:xdist",
+        *oracle,
+        f"--scylla-out={out}",
+        f"--scylla-sandbox={sandbox}",
+    )
     rec = records(out)["alpha-T0-01-r1"]
     verdicts = {c["name"]: c["passed"] for c in rec["checks"]}
     assert verdicts == {"runs": True, "reads-links": reads, "links-read-only": True}, rec["checks"]

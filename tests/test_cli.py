@@ -19,9 +19,12 @@ def test_validate_accepts_a_good_project(mini: Path, capsys: pytest.CaptureFixtu
     assert out.rstrip().endswith("all valid")
 
 
-def test_validate_reports_every_bad_file(mini: Path, edit: Callable[[str, str, str], None],
-                                         capsys: pytest.CaptureFixture[str],
-                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_validate_reports_every_bad_file(
+    mini: Path,
+    edit: Callable[[str, str, str], None],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.chdir(mini)
     edit("rubrics/basic.yaml", "weight: 0.6", "weight: 0.7")
     edit("tiers/T1.yaml", "skills: [review]\n", "skills: [nope]\n")
@@ -33,15 +36,19 @@ def test_validate_reports_every_bad_file(mini: Path, edit: Callable[[str, str, s
 
 
 def test_a_resource_that_is_not_utf8_fails_only_the_tiers_that_use_it(
-        mini: Path, pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    mini: Path,
+    pytester: pytest.Pytester,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.chdir(mini)
     with (mini / "tiers/skills/review/SKILL.md").open("ab") as handle:
         handle.write(b"Look \xff\n")
     assert main(["validate", "."]) == 2
     out = capsys.readouterr().out.splitlines()
-    message = ("tiers/skills/review/SKILL.md:6: column 6: byte 0xff is not UTF-8; save the file "
-               "as UTF-8")
+    message = (
+        "tiers/skills/review/SKILL.md:6: column 6: byte 0xff is not UTF-8; save the file as UTF-8"
+    )
     assert out[:3] == ["FAIL T1:", message, "ok   T0 (3 subtests)"]  # T0 does not use it
     assert out[-1] == "3 invalid"  # T1, and T5's two subtests that extend T1
     only_t0 = pytester.runpytest("cases", "--co", "-q", "--scylla-tiers=T0")
@@ -52,9 +59,12 @@ def test_a_resource_that_is_not_utf8_fails_only_the_tiers_that_use_it(
     assert "Traceback" not in every.stdout.str()
 
 
-def test_validate_sees_what_collection_sees(mini: Path, pytester: pytest.Pytester,
-                                           capsys: pytest.CaptureFixture[str],
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_validate_sees_what_collection_sees(
+    mini: Path,
+    pytester: pytest.Pytester,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Nested case folders, a duplicate case id, a misnamed case file (whose Python files
     must not be collected as tests) and a broken shared rubric no case uses: `scylla
     validate` and collection name the same problems, with the same words."""
@@ -62,7 +72,8 @@ def test_validate_sees_what_collection_sees(mini: Path, pytester: pytest.Pyteste
     shutil.copytree(mini / "cases/alpha", mini / "cases/group/alpha")
     shutil.copytree(mini / "cases/beta", mini / "cases/group/beta2")
     (mini / "cases/group/beta2/test.yaml").write_text(
-        (mini / "cases/group/beta2/test.yaml").read_text().replace("id: beta", "id: beta2"))
+        (mini / "cases/group/beta2/test.yaml").read_text().replace("id: beta", "id: beta2")
+    )
     shutil.copytree(mini / "cases/beta", mini / "cases/group/gamma")
     (mini / "cases/group/gamma/test.yaml").rename(mini / "cases/group/gamma/test.yml")
     (mini / "cases/group/gamma/test_hidden.py").write_text("def test_x():\n    pass\n")
@@ -72,11 +83,15 @@ def test_validate_sees_what_collection_sees(mini: Path, pytester: pytest.Pyteste
         (mini / payload / "test.yaml").write_text("id: [broken\n")
     assert main(["validate", "."]) == 2
     out = capsys.readouterr().out
-    duplicate = ("cases/group/alpha/test.yaml: case id 'alpha' is already that of "
-                 "cases/alpha/test.yaml; case ids name the runs and must be unique: rename one "
-                 "folder and its id")
-    misnamed = ("cases/group/gamma/test.yml: the case file must be named test.yaml; rename it "
-                "(nothing in cases/group/gamma is collected until then)")
+    duplicate = (
+        "cases/group/alpha/test.yaml: case id 'alpha' is already that of "
+        "cases/alpha/test.yaml; case ids name the runs and must be unique: rename one "
+        "folder and its id"
+    )
+    misnamed = (
+        "cases/group/gamma/test.yml: the case file must be named test.yaml; rename it "
+        "(nothing in cases/group/gamma is collected until then)"
+    )
     assert duplicate in out.splitlines()
     assert misnamed in out.splitlines()
     assert "ok   beta2 (documentation" in out  # nested, found
@@ -88,13 +103,15 @@ def test_validate_sees_what_collection_sees(mini: Path, pytester: pytest.Pyteste
     assert any(line.startswith("cases/group/beta2/test.yaml::beta2[") for line in listed.outlines)
 
 
-def test_validate_needs_a_project_folder(tmp_path: Path,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_validate_needs_a_project_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["validate", str(tmp_path)]) == 2
     assert "has neither cases/ nor tiers/" in capsys.readouterr().err
 
 
 def test_plan_passes_a_bad_option_on_as_pytest_s_usage_error(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     assert main(["plan", "--scylla-runs=0"]) == pytest.ExitCode.USAGE_ERROR

@@ -29,16 +29,28 @@ def test_collect_only_lists_every_run(mini: Path, pytester: pytest.Pytester) -> 
         (["-m", "documentation"], [i for i in MINI_ITEMS if i.startswith("beta")]),
         (["-m", "tiny and T1"], ["alpha[T1-01-r1]", "alpha[T1-02-r1]"]),
         (["--scylla-tiers=T1,T5"], [i for i in MINI_ITEMS if "[T1" in i or "[T5" in i]),
-        (["--scylla-subtests=T0-02,01"],
-         ["alpha[T0-01-r1]", "alpha[T0-02-r1]", "alpha[T1-01-r1]", "alpha[T5-01-r1]",
-          "beta[T0-01-r1]", "beta[T0-02-r1]", "beta[T1-01-r1]"]),
+        (
+            ["--scylla-subtests=T0-02,01"],
+            [
+                "alpha[T0-01-r1]",
+                "alpha[T0-02-r1]",
+                "alpha[T1-01-r1]",
+                "alpha[T5-01-r1]",
+                "beta[T0-01-r1]",
+                "beta[T0-02-r1]",
+                "beta[T1-01-r1]",
+            ],
+        ),
         (["--scylla-subtests=02-rules"], ["alpha[T0-02-r1]", "beta[T0-02-r1]"]),
-        (["--scylla-tiers=T5", "--scylla-runs=2"],
-         ["alpha[T5-01-r1]", "alpha[T5-01-r2]", "alpha[T5-02-r1]", "alpha[T5-02-r2]"]),
+        (
+            ["--scylla-tiers=T5", "--scylla-runs=2"],
+            ["alpha[T5-01-r1]", "alpha[T5-01-r2]", "alpha[T5-02-r1]", "alpha[T5-02-r2]"],
+        ),
     ],
 )
-def test_selection(mini: Path, pytester: pytest.Pytester, args: list[str],
-                   expected: list[str]) -> None:
+def test_selection(
+    mini: Path, pytester: pytest.Pytester, args: list[str], expected: list[str]
+) -> None:
     result = pytester.runpytest("cases", "--co", "-q", *args)
     assert ids(result) == expected
 
@@ -51,13 +63,14 @@ def test_runs_option_multiplies_items(mini: Path, pytester: pytest.Pytester) -> 
 
 
 def test_ini_keys_mirror_options_and_cli_wins(mini: Path, pytester: pytest.Pytester) -> None:
-    pytester.makeini("[pytest]\naddopts = -p no:cacheprovider\nscylla_runs = 2\n"
-                     "scylla_tiers = T0\n")
+    pytester.makeini(
+        "[pytest]\naddopts = -p no:cacheprovider\nscylla_runs = 2\nscylla_tiers = T0\n"
+    )
     assert len(ids(pytester.runpytest("cases", "--co", "-q"))) == 2 * 3 * 2
-    overridden = ids(pytester.runpytest("cases", "--co", "-q", "--scylla-runs=1",
-                                        "--scylla-tiers=T1"))
-    assert overridden == ["alpha[T1-01-r1]", "alpha[T1-02-r1]", "beta[T1-01-r1]",
-                          "beta[T1-02-r1]"]
+    overridden = ids(
+        pytester.runpytest("cases", "--co", "-q", "--scylla-runs=1", "--scylla-tiers=T1")
+    )
+    assert overridden == ["alpha[T1-01-r1]", "alpha[T1-02-r1]", "beta[T1-01-r1]", "beta[T1-02-r1]"]
 
 
 def test_a_single_case_file_can_be_named(mini: Path, pytester: pytest.Pytester) -> None:
@@ -65,8 +78,7 @@ def test_a_single_case_file_can_be_named(mini: Path, pytester: pytest.Pytester) 
     assert ids(result) == [i for i in MINI_ITEMS if i.startswith("beta")]
 
 
-def test_payload_files_in_a_case_are_never_collected(mini: Path,
-                                                     pytester: pytest.Pytester) -> None:
+def test_payload_files_in_a_case_are_never_collected(mini: Path, pytester: pytest.Pytester) -> None:
     (mini / "cases/alpha/source/test_payload.py").write_text("def test_x():\n    assert 0\n")
     (mini / "cases/alpha/hidden").mkdir()
     (mini / "cases/alpha/hidden/test_hidden.py").write_text("def test_y():\n    assert 0\n")
@@ -81,17 +93,23 @@ def test_items_point_at_the_case_yaml(mini: Path, pytester: pytest.Pytester) -> 
     assert Path(path) == mini / "cases/alpha/test.yaml"
     assert line == 0  # `id:` is on the first line
     assert label.startswith("alpha[T0-00-r1]")
-    assert {m.name for m in items[0].iter_markers()} >= {"T0", "bug-fixing", "python", "tiny",
-                                                         "scylla"}
+    assert {m.name for m in items[0].iter_markers()} >= {
+        "T0",
+        "bug-fixing",
+        "python",
+        "tiny",
+        "scylla",
+    }
 
 
 @pytest.mark.parametrize("n", [0, 2])
-def test_strict_markers_accept_tier_category_and_tag_marks(standin: Path,
-                                                          pytester: pytest.Pytester,
-                                                          n: int) -> None:
+def test_strict_markers_accept_tier_category_and_tag_marks(
+    standin: Path, pytester: pytest.Pytester, n: int
+) -> None:
     """Markers are registered on the controller and on every worker (stand-in runner)."""
-    result = pytester.runpytest("cases", "--strict-markers", "-W", "error",
-                                "-m", "T0 and bug-fixing and tiny", *workers(n))
+    result = pytester.runpytest(
+        "cases", "--strict-markers", "-W", "error", "-m", "T0 and bug-fixing and tiny", *workers(n)
+    )
     counts = result.parseoutcomes()
     assert counts.get("passed", 0) + counts.get("failed", 0) == 3, counts  # alpha's T0 runs
     assert "errors" not in counts
@@ -99,7 +117,8 @@ def test_strict_markers_accept_tier_category_and_tag_marks(standin: Path,
 
 
 def test_bare_pytest_at_the_root_runs_no_evaluations(
-        mini: Path, pytester: pytest.Pytester, edit: Callable[[str, str, str], None]) -> None:
+    mini: Path, pytester: pytest.Pytester, edit: Callable[[str, str, str], None]
+) -> None:
     pytester.makeini("[pytest]\ntestpaths = tests\naddopts = -p no:cacheprovider\n")
     (mini / "tests").mkdir()
     (mini / "tests/test_unit.py").write_text("def test_ok():\n    pass\n")

@@ -55,12 +55,17 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
     _edit(base, better)
     _edit(cand, worse)
-    for folder, model, digest in ((base, "claude-sonnet-4-5", "a" * 64),
-                                  (cand, "claude-haiku-4-5", "b" * 64)):
-        inputs = {"tiers/T1.yaml": digest, **({"tiers/T2.yaml": "c" * 64} if folder == cand
-                                              else {})}  # a file the candidate added
-        (folder / "manifest.json").write_text(json.dumps({"agent_models": [model],
-                                                           "inputs": inputs}))
+    for folder, model, digest in (
+        (base, "claude-sonnet-4-5", "a" * 64),
+        (cand, "claude-haiku-4-5", "b" * 64),
+    ):
+        inputs = {
+            "tiers/T1.yaml": digest,
+            **({"tiers/T2.yaml": "c" * 64} if folder == cand else {}),
+        }  # a file the candidate added
+        (folder / "manifest.json").write_text(
+            json.dumps({"agent_models": [model], "inputs": inputs})
+        )
     return base, cand
 
 
@@ -71,7 +76,8 @@ def _rows(out: Path, table: str, metric: str) -> dict[tuple[str, ...], dict[str,
 
 
 def test_compare_shows_the_signs_tests_and_what_changed(
-        pair: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pair: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     base, cand = pair
     out = tmp_path / "cmp"
     assert main(["compare", str(base), str(cand), "--out", str(out)]) == 0
@@ -92,17 +98,27 @@ def test_compare_shows_the_signs_tests_and_what_changed(
     assert all(r["p_holm"] >= r["p"] for r in passes.values())
     per_case = _rows(out, "cases", "pass_rate")
     assert {k for k, r in per_case.items() if r["delta"] == -1.0} == {
-        (case, "T1") for case in ("test-001", "test-002", "test-003")}
+        (case, "T1") for case in ("test-001", "test-002", "test-003")
+    }
     result = json.loads((out / "compare.json").read_text())
     # the runs both have, each case's own (they share tier, subtest and run numbers): T1's
     # verdicts all flipped, T0's all stand
     assert (result["verdicts"]["common_runs"], result["verdicts"]["same_verdict"]) == (18, 9)
-    assert {"what": "agent_models", "base": ["claude-sonnet-4-5"],
-            "candidate": ["claude-haiku-4-5"]} in result["conditions"]
-    assert {"what": "input tiers/T1.yaml", "base": "content aaaaaaaaaaaa",
-            "candidate": "content bbbbbbbbbbbb"} in result["conditions"]
-    assert {"what": "input tiers/T2.yaml", "base": "absent",  # never "changed → absent"
-            "candidate": "content cccccccccccc"} in result["conditions"]
+    assert {
+        "what": "agent_models",
+        "base": ["claude-sonnet-4-5"],
+        "candidate": ["claude-haiku-4-5"],
+    } in result["conditions"]
+    assert {
+        "what": "input tiers/T1.yaml",
+        "base": "content aaaaaaaaaaaa",
+        "candidate": "content bbbbbbbbbbbb",
+    } in result["conditions"]
+    assert {
+        "what": "input tiers/T2.yaml",
+        "base": "absent",  # never "changed → absent"
+        "candidate": "content cccccccccccc",
+    } in result["conditions"]
     md = (out / "compare.md").read_text()
     assert md in capsys.readouterr().out
     assert len(md.splitlines()) < 40  # a pull-request comment, not a report
@@ -122,22 +138,25 @@ def _check_page(page: Path, profile: Path) -> None:
     browser = Browser(profile)
 
     def shown(table: str, what: str) -> list[Any]:
-        return list(browser.js(
-            f"Array.from(document.querySelectorAll('#{table} tbody tr:not([hidden])'))"
-            f".map(function (r) {{ return {what}; }})"))
+        return list(
+            browser.js(
+                f"Array.from(document.querySelectorAll('#{table} tbody tr:not([hidden])'))"
+                f".map(function (r) {{ return {what}; }})"
+            )
+        )
 
     try:
         browser.open(page.as_uri())
-        assert browser.js("document.getElementById('cells-count').textContent") == \
-            "24 of 24 shown"  # 3 cases x 2 tiers x 4 metrics
+        assert (
+            browser.js("document.getElementById('cells-count').textContent") == "24 of 24 shown"
+        )  # 3 cases x 2 tiers x 4 metrics
         assert len(shown("tiers", "r.id")) == 8
         browser.click("a[href='#sig=yes']")  # T1's drops only, and only per tier (n=3
         # runs per case and tier is too few for a per-case change to be significant)
-        assert shown("tiers", "[r.getAttribute('data-tier'), r.getAttribute('data-metric'),"
-                              " r.className]") == [["T1", m, "worse"] for m in (
-                                  "pass rate", "mean score", "cost/run")]
-        assert browser.js("document.getElementById('cells-count').textContent") == \
-            "0 of 24 shown"
+        assert shown(
+            "tiers", "[r.getAttribute('data-tier'), r.getAttribute('data-metric'), r.className]"
+        ) == [["T1", m, "worse"] for m in ("pass rate", "mean score", "cost/run")]
+        assert browser.js("document.getElementById('cells-count').textContent") == "0 of 24 shown"
         browser.choose("select[data-f=sig]", "")
         browser.choose("select[data-f=metric]", "pass rate")
         assert len(shown("cells", "r.id")) == 6
@@ -151,22 +170,60 @@ def _check_page(page: Path, profile: Path) -> None:
 
 
 def test_the_regression_gate_exits_1_on_a_significant_drop(
-        pair: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pair: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     base, cand = pair
-    assert main(["compare", str(base), str(cand), "--out", str(tmp_path / "a"),
-                 "--fail-on-regression", "5"]) == 1
+    assert (
+        main(
+            [
+                "compare",
+                str(base),
+                str(cand),
+                "--out",
+                str(tmp_path / "a"),
+                "--fail-on-regression",
+                "5",
+            ]
+        )
+        == 1
+    )
     assert "**Gate** (pass-rate drop > 5 pts, significant): FAILED" in capsys.readouterr().out
     # the drop is 100 points: a threshold of 100 lets it through; the other way round is a gain
-    assert main(["compare", str(base), str(cand), "--out", str(tmp_path / "b"),
-                 "--fail-on-regression", "100"]) == 0
-    assert main(["compare", str(cand), str(base), "--out", str(tmp_path / "c"),
-                 "--fail-on-regression", "0"]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                str(base),
+                str(cand),
+                "--out",
+                str(tmp_path / "b"),
+                "--fail-on-regression",
+                "100",
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(
+            [
+                "compare",
+                str(cand),
+                str(base),
+                "--out",
+                str(tmp_path / "c"),
+                "--fail-on-regression",
+                "0",
+            ]
+        )
+        == 0
+    )
     assert main(["compare", str(base), str(cand), "--fail-on-regression", "-1"]) == 2
     assert "expected a number of percentage points >= 0" in capsys.readouterr().err
 
 
 def test_experiments_of_other_cases_are_refused_unless_intersected(
-        pair: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pair: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     base, cand = pair
     fewer = tmp_path / "fewer"
     shutil.copytree(cand, fewer)
@@ -178,32 +235,55 @@ def test_experiments_of_other_cases_are_refused_unless_intersected(
     assert main(["compare", str(base), str(fewer), "--out", str(tmp_path / "x")]) == 2
     assert capsys.readouterr().err == (
         f"{fewer}: its cases differ from {base}'s (only in the base: test-003; only in the "
-        "candidate: -); pass --intersect to compare the ones both have\n")
-    assert main(["compare", str(base), str(fewer), "--out", str(tmp_path / "y"),
-                 "--intersect"]) == 0
+        "candidate: -); pass --intersect to compare the ones both have\n"
+    )
+    assert (
+        main(["compare", str(base), str(fewer), "--out", str(tmp_path / "y"), "--intersect"]) == 0
+    )
     result = json.loads((tmp_path / "y" / "compare.json").read_text())
-    assert result["notes"] == ["cases compared: those both have (only in the base: test-003; "
-                               "only in the candidate: -)"]
+    assert result["notes"] == [
+        "cases compared: those both have (only in the base: test-003; only in the candidate: -)"
+    ]
     assert {r["n_base"] for r in result["tiers"]} == {6}
 
 
 @pytest.mark.slow
 def test_two_oracle_experiments_that_differ_by_construction(
-        mini: Path, pytester: pytest.Pytester, oracle: list[str],
-        capsys: pytest.CaptureFixture[str]) -> None:
+    mini: Path, pytester: pytest.Pytester, oracle: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
     """The same selection run by the oracle solving every task, then doing nothing: every
     tier's pass rate drops by 100 points, significantly, and the gate fails."""
     for mode in ("solution", "noop"):
-        done = pytester.runpytest("cases", "-m", "T0", *workers(2), f"--scylla-oracle={mode}",
-                                  *oracle[1:], "--scylla-runs=3", f"--scylla-out={mini / mode}")
+        done = pytester.runpytest(
+            "cases",
+            "-m",
+            "T0",
+            *workers(2),
+            f"--scylla-oracle={mode}",
+            *oracle[1:],
+            "--scylla-runs=3",
+            f"--scylla-out={mini / mode}",
+        )
         assert done.ret in (0, 1)
     out = mini / "cmp"
-    assert main(["compare", str(mini / "solution"), str(mini / "noop"), "--out", str(out),
-                 "--fail-on-regression", "10"]) == 1
+    assert (
+        main(
+            [
+                "compare",
+                str(mini / "solution"),
+                str(mini / "noop"),
+                "--out",
+                str(out),
+                "--fail-on-regression",
+                "10",
+            ]
+        )
+        == 1
+    )
     t0 = _rows(out, "tiers", "pass_rate")["T0",]
-    assert (t0["base"], t0["candidate"], t0["paired"], t0["significant"]) == (1.0, 0.0, True,
-                                                                              True)
+    assert (t0["base"], t0["candidate"], t0["paired"], t0["significant"]) == (1.0, 0.0, True, True)
     result = json.loads((out / "compare.json").read_text())
-    assert {"what": "oracle_modes", "base": ["solution"], "candidate": ["noop"]} in \
-        result["conditions"]
+    assert {"what": "oracle_modes", "base": ["solution"], "candidate": ["noop"]} in result[
+        "conditions"
+    ]
     assert "FAILED" in capsys.readouterr().out

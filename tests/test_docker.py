@@ -36,8 +36,9 @@ def docker_sandbox(tmp_path: Path) -> object:
     gw.stop()
 
 
-def test_docker_allows_only_the_workspace_and_the_gateway(docker_sandbox: object,
-                                                          tmp_path: Path) -> None:
+def test_docker_allows_only_the_workspace_and_the_gateway(
+    docker_sandbox: object, tmp_path: Path
+) -> None:
     """Through `wrap` (the checks' path): the gateway answers through the bridge, the
     workspace is shared with the host, and nothing else is reachable or writable."""
     results = _probe(docker_sandbox, docker_sandbox.gateway, tmp_path)  # type: ignore[arg-type,attr-defined]
@@ -48,20 +49,36 @@ def test_docker_allows_only_the_workspace_and_the_gateway(docker_sandbox: object
     assert results["host_file"] == "absent"
 
 
-def test_docker_times_out_and_stops_what_the_command_left(docker_sandbox: object,
-                                                           tmp_path: Path) -> None:
+def test_docker_times_out_and_stops_what_the_command_left(
+    docker_sandbox: object, tmp_path: Path
+) -> None:
     box = docker_sandbox
     private = tmp_path / "private"
     (private / "work").mkdir(parents=True)
     env = {"PATH": "/usr/bin:/bin"}
-    left = box.run(["/bin/sh", "-c", DETACH.format(t="97")],  # type: ignore[attr-defined]
-                   private / "work", private, env, None, 30, subprocess.DEVNULL,
-                   subprocess.DEVNULL)
+    left = box.run(
+        ["/bin/sh", "-c", DETACH.format(t="97")],  # type: ignore[attr-defined]
+        private / "work",
+        private,
+        env,
+        None,
+        30,
+        subprocess.DEVNULL,
+        subprocess.DEVNULL,
+    )
     assert (left.exit_code, left.timed_out, left.leftovers) == (0, False, 4)
     out = private / "out.txt"
     with open(out, "wb") as handle:
-        slow = box.run(["/bin/sh", "-c", "echo started; exec sleep 60"],  # type: ignore[attr-defined]
-                       private / "work", private, env, "", 2, handle, subprocess.DEVNULL)
+        slow = box.run(
+            ["/bin/sh", "-c", "echo started; exec sleep 60"],  # type: ignore[attr-defined]
+            private / "work",
+            private,
+            env,
+            "",
+            2,
+            handle,
+            subprocess.DEVNULL,
+        )
     assert slow.timed_out
     assert slow.exit_code is None
     assert 1.5 < slow.seconds < 10
@@ -71,12 +88,12 @@ def test_docker_times_out_and_stops_what_the_command_left(docker_sandbox: object
     assert names == ["sleep infinity"]  # only the keeper is left
     host = container.attrs["HostConfig"]  # the default limits, no network, a read-only root
     assert (host["Memory"], host["NanoCpus"], host["PidsLimit"]) == (4 << 30, 2 * 10**9, 1024)
-    assert (host["NetworkMode"], host["ReadonlyRootfs"], host["CapDrop"]) == (
-        "none", True, ["ALL"])
+    assert (host["NetworkMode"], host["ReadonlyRootfs"], host["CapDrop"]) == ("none", True, ["ALL"])
 
 
-def test_a_local_engines_container_processes_are_read_from_its_cgroup(docker_sandbox: object,
-                                                                      tmp_path: Path) -> None:
+def test_a_local_engines_container_processes_are_read_from_its_cgroup(
+    docker_sandbox: object, tmp_path: Path
+) -> None:
     """On a local engine the sweep after each command reads the container's `cgroup.procs`
     (no engine round trip); it finds what the engine's `top` finds: the keeper left out, a
     process the command left counted, then killed."""
@@ -88,8 +105,16 @@ def test_a_local_engines_container_processes_are_read_from_its_cgroup(docker_san
     assert procs is not None
     assert container.id in str(procs)
     assert box._processes(private, container) == []  # the keeper only
-    box.run(["/bin/sh", "-c", "setsid sleep 9731 & echo started"], private / "work", private,
-            {"PATH": "/usr/bin:/bin"}, None, 30, subprocess.DEVNULL, subprocess.DEVNULL)
+    box.run(
+        ["/bin/sh", "-c", "setsid sleep 9731 & echo started"],
+        private / "work",
+        private,
+        {"PATH": "/usr/bin:/bin"},
+        None,
+        30,
+        subprocess.DEVNULL,
+        subprocess.DEVNULL,
+    )
     container.exec_run(["/bin/sh", "-c", "setsid sleep 9732 >/dev/null 2>&1 &"])
     for _ in range(100):  # until it has become `sleep` (setsid forks, then execs)
         found = box._processes(private, container)
@@ -103,7 +128,8 @@ def test_a_local_engines_container_processes_are_read_from_its_cgroup(docker_san
 
 
 def test_auto_picks_docker_when_an_engine_answers_and_the_image_is_on_it(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     needs_docker()
     from pytest_scylla.run.sandbox import Bwrap, SandboxError, choose
     from pytest_scylla.run.sandbox.docker import Docker
@@ -113,8 +139,11 @@ def test_auto_picks_docker_when_an_engine_answers_and_the_image_is_on_it(
     kind, note = choose("auto")
     assert kind is Docker
     assert note == "sandbox=docker (auto: a Docker engine answers and image host is on it)"
-    with pytest.raises(SandboxError, match=r"--scylla-image=scylla-absent:0 needs the docker "
-                       r"sandbox, and auto cannot use it: image scylla-absent:0 is not on"):
+    with pytest.raises(
+        SandboxError,
+        match=r"--scylla-image=scylla-absent:0 needs the docker "
+        r"sandbox, and auto cannot use it: image scylla-absent:0 is not on",
+    ):
         choose("auto", image="scylla-absent:0")
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")  # no engine
     assert choose("auto")[0] is Bwrap
@@ -132,16 +161,26 @@ def test_a_new_session_removes_containers_of_dead_sessions_only(tmp_path: Path) 
 
     engine = client()
     ensure_image(engine)
-    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, check=True)
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     made = {}
     for name, pid in (("dead", gone.stdout.strip()), ("live", str(os.getpid()))):
         made[name] = engine.containers.run(
-            IMAGE, ["/usr/bin/sleep", "infinity"], detach=True, network_mode="none",
-            volumes={"/usr": {"bind": "/usr", "mode": "ro"},
-                     "/lib": {"bind": "/lib", "mode": "ro"},
-                     "/lib64": {"bind": "/lib64", "mode": "ro"}},
-            labels={f"{LABEL}.pid": pid, f"{LABEL}.host": socket.gethostname()})
+            IMAGE,
+            ["/usr/bin/sleep", "infinity"],
+            detach=True,
+            network_mode="none",
+            volumes={
+                "/usr": {"bind": "/usr", "mode": "ro"},
+                "/lib": {"bind": "/lib", "mode": "ro"},
+                "/lib64": {"bind": "/lib64", "mode": "ro"},
+            },
+            labels={f"{LABEL}.pid": pid, f"{LABEL}.host": socket.gethostname()},
+        )
     try:
         removed = remove_orphans(engine)
         names = {c.name for c in engine.containers.list(all=True, ignore_removed=True)}
@@ -174,8 +213,11 @@ def test_a_container_removed_while_orphans_are_listed_is_passed_over(tmp_path: P
     engine = client()
     ensure_image(engine)
     made = engine.containers.create(
-        IMAGE, ["/usr/bin/sleep", "infinity"], network_mode="none",
-        labels={f"{LABEL}.pid": str(os.getpid()), f"{LABEL}.host": socket.gethostname()})
+        IMAGE,
+        ["/usr/bin/sleep", "infinity"],
+        network_mode="none",
+        labels={f"{LABEL}.pid": str(os.getpid()), f"{LABEL}.host": socket.gethostname()},
+    )
     inspect = engine.api.inspect_container
 
     def removed_first(ident: str) -> Any:  # the other session's removal lands in the window
@@ -188,8 +230,11 @@ def test_a_container_removed_while_orphans_are_listed_is_passed_over(tmp_path: P
     try:
         assert made.name not in remove_orphans(engine)
         made = engine.containers.create(  # control: the SDK's plain list fails on it
-            IMAGE, ["/usr/bin/sleep", "infinity"], network_mode="none",
-            labels={f"{LABEL}.pid": str(os.getpid()), f"{LABEL}.host": socket.gethostname()})
+            IMAGE,
+            ["/usr/bin/sleep", "infinity"],
+            network_mode="none",
+            labels={f"{LABEL}.pid": str(os.getpid()), f"{LABEL}.host": socket.gethostname()},
+        )
         with pytest.raises(docker.errors.NotFound):
             engine.containers.list(all=True, filters={"label": f"{LABEL}.pid"})
     finally:
@@ -199,15 +244,23 @@ def test_a_container_removed_while_orphans_are_listed_is_passed_over(tmp_path: P
 
 
 @pytest.mark.slow  # the docker sandbox's own tests here stay; sessions under docker are slow
-def test_runs_under_docker_at_two_workers(mini: Path, pytester: pytest.Pytester,
-                                          oracle: list[str]) -> None:
+def test_runs_under_docker_at_two_workers(
+    mini: Path, pytester: pytest.Pytester, oracle: list[str]
+) -> None:
     needs_docker()
     from pytest_scylla.run.sandbox.docker_engine import LABEL, client
 
     out = mini / "out"
-    done = pytester.runpytest("cases", "-k", "T0-01 or T1-01", *workers(2), *oracle,
-                              "--scylla-sandbox=docker", f"--scylla-out={out}",
-                              "--scylla-limits=memory=2g,pids=512")
+    done = pytester.runpytest(
+        "cases",
+        "-k",
+        "T0-01 or T1-01",
+        *workers(2),
+        *oracle,
+        "--scylla-sandbox=docker",
+        f"--scylla-out={out}",
+        "--scylla-limits=memory=2g,pids=512",
+    )
     done.assert_outcomes(passed=4)
     done.stdout.fnmatch_lines(["scylla: sandbox=docker image=host"])
     image_ids = set()
@@ -224,37 +277,62 @@ def test_runs_under_docker_at_two_workers(mini: Path, pytester: pytest.Pytester,
     assert manifest["images"] == [{"ref": "host", "id": image_id}]
     assert manifest["options"]["limits"] == {"memory": 2 << 30, "cpus": 2.0, "pids": 512}
     # another limit is another condition: the stored runs are not silently mixed with new ones
-    again = pytester.runpytest("cases", "-k", "T0-01 and alpha", "-p", "no:xdist", *oracle,
-                               "--scylla-sandbox=docker", f"--scylla-out={out}",
-                               "--scylla-limits=memory=2g,pids=256")
+    again = pytester.runpytest(
+        "cases",
+        "-k",
+        "T0-01 and alpha",
+        "-p",
+        "no:xdist",
+        *oracle,
+        "--scylla-sandbox=docker",
+        f"--scylla-out={out}",
+        "--scylla-limits=memory=2g,pids=256",
+    )
     again.assert_outcomes(errors=1)
-    again.stdout.fnmatch_lines(["*the stored run was made under other conditions*changed: "
-                                "container.limits.pids: 512 -> 256)*"])  # what changed, named
+    again.stdout.fnmatch_lines(
+        [
+            "*the stored run was made under other conditions*changed: "
+            "container.limits.pids: 512 -> 256)*"
+        ]
+    )  # what changed, named
     sessions = [p.name for p in (out / SESSIONS).iterdir()]
     assert len(sessions) == 1
     engine = client()
-    labelled = engine.containers.list(all=True, filters={"label": f"{LABEL}.session"},
-                                      ignore_removed=True)
+    labelled = engine.containers.list(
+        all=True, filters={"label": f"{LABEL}.session"}, ignore_removed=True
+    )
     assert [c.name for c in labelled if c.labels[f"{LABEL}.session"] == sessions[0]] == []
 
 
-def test_a_case_that_brings_its_own_image(mini: Path, pytester: pytest.Pytester,
-                                          oracle: list[str], edit: Any) -> None:
+def test_a_case_that_brings_its_own_image(
+    mini: Path, pytester: pytest.Pytester, oracle: list[str], edit: Any
+) -> None:
     """A case's `image:` runs only under docker: elsewhere its runs are skipped, saying so; an
     image the engine does not have is one clear error (never a pull), not a traceback."""
     needs_bwrap()
     needs_docker()
-    edit("cases/alpha/test.yaml", "solution: solution\n",
-         "solution: solution\nimage: scylla-absent:0\n")
+    edit(
+        "cases/alpha/test.yaml",
+        "solution: solution\n",
+        "solution: solution\nimage: scylla-absent:0\n",
+    )
     args = ("cases", "-k", "alpha and T0-01", "-p", "no:xdist", "-rs", *oracle)
     bw = pytester.runpytest(*args, "--scylla-sandbox=bwrap", f"--scylla-out={mini / 'bw'}")
     bw.assert_outcomes(skipped=1)
-    bw.stdout.fnmatch_lines(["*case alpha runs in its image scylla-absent:0: use "
-                             "--scylla-sandbox=docker (this session's sandbox is bwrap)*"])
+    bw.stdout.fnmatch_lines(
+        [
+            "*case alpha runs in its image scylla-absent:0: use "
+            "--scylla-sandbox=docker (this session's sandbox is bwrap)*"
+        ]
+    )
     dk = pytester.runpytest(*args, "--scylla-sandbox=docker", f"--scylla-out={mini / 'dk'}")
     dk.assert_outcomes(errors=1)
-    dk.stdout.fnmatch_lines(["*infra_error: image scylla-absent:0 is not on the Docker engine "
-                             "*; build it with `scylla image build --tag scylla-absent:0`*"])
+    dk.stdout.fnmatch_lines(
+        [
+            "*infra_error: image scylla-absent:0 is not on the Docker engine "
+            "*; build it with `scylla image build --tag scylla-absent:0`*"
+        ]
+    )
     assert "Traceback" not in dk.stdout.str()
 
 
@@ -294,14 +372,28 @@ def _built_image() -> str:
     from pytest_scylla.run.sandbox.docker_engine import client, image_present
 
     base = os.environ.get(BASE_IMAGE_ENV, "")
-    require(None if base and image_present(client(), base) else
-            f"no base image to build on (set {BASE_IMAGE_ENV}; .ci/run imports a debootstrap "
-            "root filesystem)")
+    require(
+        None
+        if base and image_present(client(), base)
+        else f"no base image to build on (set {BASE_IMAGE_ENV}; .ci/run imports a debootstrap "
+        "root filesystem)"
+    )
     ca = Path("/etc/ssl/certs/ca-certificates.crt")
     built = subprocess.run(
-        [str(Path(sys.executable).with_name("scylla")), "image", "build", "--base", base,
-         "--tag", BUILT, *(["--ca-bundle", str(ca)] if ca.is_file() else [])],
-        capture_output=True, text=True, timeout=1200)
+        [
+            str(Path(sys.executable).with_name("scylla")),
+            "image",
+            "build",
+            "--base",
+            base,
+            "--tag",
+            BUILT,
+            *(["--ca-bundle", str(ca)] if ca.is_file() else []),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
     assert f"built {BUILT} ({client().images.get(BUILT).id})" in built.stdout
     return BUILT
@@ -309,33 +401,53 @@ def _built_image() -> str:
 
 @pytest.mark.slow
 def test_a_remote_engine_gets_the_run_by_copy_and_the_gateway_by_relay(
-        mini: Path, pytester: pytest.Pytester, oracle: list[str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    mini: Path, pytester: pytest.Pytester, oracle: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """An engine over TCP (the local engine behind a loopback TCP forwarder) is remote: nothing
     of this machine can be bound into its containers, so the run's folder travels by copy and
     the gateway is reached through the relay; the host image is refused with one clear error."""
     tag = _built_image()
     monkeypatch.setenv("DOCKER_HOST", _engine_over_tcp())
     out = mini / "remote"
-    done = pytester.runpytest("cases", "-k", "T0-01 or T5-02", *workers(2), *oracle,
-                              "--scylla-sandbox=docker", f"--scylla-image={tag}",
-                              f"--scylla-out={out}")
+    done = pytester.runpytest(
+        "cases",
+        "-k",
+        "T0-01 or T5-02",
+        *workers(2),
+        *oracle,
+        "--scylla-sandbox=docker",
+        f"--scylla-image={tag}",
+        f"--scylla-out={out}",
+    )
     done.assert_outcomes(passed=3)  # alpha and beta T0-01; alpha T5-02 with an MCP server
     records = [json.loads(p.read_text()) for p in out.glob("runs/*/run.json")]
     assert {r["transfer"] for r in records} == {"copy"}
     assert all(r["ablation"]["problems"] == [] for r in records)  # the MCP tools did reach it
     assert all(c["passed"] for r in records for c in r["checks"])
     assert all(r["api_calls"] >= 1 for r in records)  # through the relay to the gateway
-    host = pytester.runpytest("cases", "-k", "alpha and T0-01", "-p", "no:xdist", *oracle,
-                              "--scylla-sandbox=docker", f"--scylla-out={mini / 'host'}")
-    host.stdout.fnmatch_lines(["*the engine at * is remote, and the host image binds this "
-                               "machine's system into each container*"])
+    host = pytester.runpytest(
+        "cases",
+        "-k",
+        "alpha and T0-01",
+        "-p",
+        "no:xdist",
+        *oracle,
+        "--scylla-sandbox=docker",
+        f"--scylla-out={mini / 'host'}",
+    )
+    host.stdout.fnmatch_lines(
+        [
+            "*the engine at * is remote, and the host image binds this "
+            "machine's system into each container*"
+        ]
+    )
     assert "Traceback" not in host.stdout.str()
 
 
 @pytest.mark.slow
 def test_an_image_from_scylla_image_build_runs_a_case_with_its_own_cli(
-        mini: Path, pytester: pytest.Pytester, oracle: list[str], edit: Any) -> None:
+    mini: Path, pytester: pytest.Pytester, oracle: list[str], edit: Any
+) -> None:
     """`scylla image build` on a local Debian base (no registry): the shipped Dockerfile for
     real. A run with that image uses the image's CLI and toolchain (a check that passes only
     inside it; the host image is the control), records the image's id, and the image is a
@@ -345,14 +457,25 @@ def test_an_image_from_scylla_image_build_runs_a_case_with_its_own_cli(
 
     tag = _built_image()
     image_id = client().images.get(tag).id
-    edit("cases/alpha/test.yaml", "checks:\n",
-         f"checks:\n  - name: in-image\n    run: test -d {TRUST}\n")
+    edit(
+        "cases/alpha/test.yaml",
+        "checks:\n",
+        f"checks:\n  - name: in-image\n    run: test -d {TRUST}\n",
+    )
     records = {}
     for name, image in (("own", tag), ("host", "host")):
         out = mini / name
-        done = pytester.runpytest("cases", "-k", "alpha and T0-01", "-p", "no:xdist", *oracle,
-                                  "--scylla-sandbox=docker", f"--scylla-image={image}",
-                                  f"--scylla-out={out}")
+        done = pytester.runpytest(
+            "cases",
+            "-k",
+            "alpha and T0-01",
+            "-p",
+            "no:xdist",
+            *oracle,
+            "--scylla-sandbox=docker",
+            f"--scylla-image={image}",
+            f"--scylla-out={out}",
+        )
         records[name] = json.loads(next(out.glob("runs/*/run.json")).read_text())
         if name == "own":
             done.assert_outcomes(passed=1)
@@ -370,8 +493,9 @@ def test_an_image_from_scylla_image_build_runs_a_case_with_its_own_cli(
 def _containers_of(pid: int) -> list[object]:
     from pytest_scylla.run.sandbox.docker_engine import LABEL, client
 
-    return client().containers.list(all=True, filters={"label": f"{LABEL}.pid={pid}"},
-                                    ignore_removed=True)
+    return client().containers.list(
+        all=True, filters={"label": f"{LABEL}.pid={pid}"}, ignore_removed=True
+    )
 
 
 def _session(mini: Path, out: Path, oracle: list[str], delay: str) -> subprocess.Popen[bytes]:
@@ -379,10 +503,25 @@ def _session(mini: Path, out: Path, oracle: list[str], delay: str) -> subprocess
     env.pop("PYTEST_XDIST_WORKER", None)
     env.pop("PYTEST_ADDOPTS", None)
     return subprocess.Popen(
-        [sys.executable, "-m", "pytest", "cases", "-k", "alpha and T0-01", "-p", "no:xdist",
-         *oracle, "--scylla-sandbox=docker", f"--scylla-out={out}"],
-        cwd=mini, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True)
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "cases",
+            "-k",
+            "alpha and T0-01",
+            "-p",
+            "no:xdist",
+            *oracle,
+            "--scylla-sandbox=docker",
+            f"--scylla-out={out}",
+        ],
+        cwd=mini,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
 def _wait_for_container(pid: int, seconds: float = 60) -> None:
@@ -396,7 +535,8 @@ def _wait_for_container(pid: int, seconds: float = 60) -> None:
 
 @pytest.mark.slow
 def test_a_killed_sessions_containers_go_and_a_live_sessions_stay(
-        mini: Path, oracle: list[str]) -> None:
+    mini: Path, oracle: list[str]
+) -> None:
     """kill -9 of a session while its run's container exists (the judges are slow); another
     session is mid-run at the same time; a third session starts: the dead one's container is
     removed, the live one's is untouched."""
@@ -413,9 +553,24 @@ def test_a_killed_sessions_containers_go_and_a_live_sessions_stay(
         dead.wait()
         assert _containers_of(dead.pid)  # left behind by the kill
         third = subprocess.run(
-            [sys.executable, "-m", "pytest", "cases", "-k", "beta and T0-01", "-p",
-             "no:xdist", *oracle, "--scylla-sandbox=docker", f"--scylla-out={mini / 'third'}"],
-            cwd=mini, capture_output=True, text=True, timeout=300)
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "cases",
+                "-k",
+                "beta and T0-01",
+                "-p",
+                "no:xdist",
+                *oracle,
+                "--scylla-sandbox=docker",
+                f"--scylla-out={mini / 'third'}",
+            ],
+            cwd=mini,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert third.returncode == 0, third.stdout[-2000:]
         assert _containers_of(dead.pid) == []
         assert len(_containers_of(live.pid)) == 1  # the live session's run goes on

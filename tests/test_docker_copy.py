@@ -30,31 +30,36 @@ def _archive(members: list[tuple[tarfile.TarInfo, bytes]]) -> io.BytesIO:
     return buf
 
 
-def _entry(name: str, kind: bytes = tarfile.REGTYPE, link: str = "", mode: int = 0o644
-           ) -> tarfile.TarInfo:
+def _entry(
+    name: str, kind: bytes = tarfile.REGTYPE, link: str = "", mode: int = 0o644
+) -> tarfile.TarInfo:
     info = tarfile.TarInfo(name)
     info.type, info.linkname, info.mode = kind, link, mode
     return info
 
 
-def test_an_archive_from_the_container_cannot_write_outside_the_run_folder(
-        tmp_path: Path) -> None:
+def test_an_archive_from_the_container_cannot_write_outside_the_run_folder(tmp_path: Path) -> None:
     landing = tmp_path / "private" / "landing"
     landing.mkdir(parents=True)
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "precious.txt").write_text("keep\n")
-    refused = docker_copy._extract(_archive([
-        (_entry("work/ok.py"), b"x = 1\n"),                             # the control: lands
-        (_entry("work/run.sh", mode=0o4755), b"#!/bin/sh\n"),           # set-uid: stripped
-        (_entry("work/abs", tarfile.SYMTYPE, "/etc/passwd"), b""),      # a link: kept as is
-        (_entry("work/out", tarfile.SYMTYPE, str(outside)), b""),
-        (_entry("work/out/precious.txt"), b"overwritten\n"),           # through a link
-        (_entry("../escape.txt"), b"escaped\n"),                        # climbs out
-        (_entry("/abs.txt"), b"absolute\n"),                            # absolute: made relative
-        (_entry("work/hard", tarfile.LNKTYPE, "../../outside/precious.txt"), b""),
-        (_entry("work/fifo", tarfile.FIFOTYPE), b""),                   # special file
-    ]), landing)
+    refused = docker_copy._extract(
+        _archive(
+            [
+                (_entry("work/ok.py"), b"x = 1\n"),  # the control: lands
+                (_entry("work/run.sh", mode=0o4755), b"#!/bin/sh\n"),  # set-uid: stripped
+                (_entry("work/abs", tarfile.SYMTYPE, "/etc/passwd"), b""),  # a link: kept as is
+                (_entry("work/out", tarfile.SYMTYPE, str(outside)), b""),
+                (_entry("work/out/precious.txt"), b"overwritten\n"),  # through a link
+                (_entry("../escape.txt"), b"escaped\n"),  # climbs out
+                (_entry("/abs.txt"), b"absolute\n"),  # absolute: made relative
+                (_entry("work/hard", tarfile.LNKTYPE, "../../outside/precious.txt"), b""),
+                (_entry("work/fifo", tarfile.FIFOTYPE), b""),  # special file
+            ]
+        ),
+        landing,
+    )
     assert (landing / "work" / "ok.py").read_text() == "x = 1\n"
     assert stat.S_IMODE((landing / "work" / "run.sh").stat().st_mode) == 0o755
     assert os.readlink(landing / "work" / "abs") == "/etc/passwd"
@@ -65,27 +70,59 @@ def test_an_archive_from_the_container_cannot_write_outside_the_run_folder(
     assert not (landing / "work" / "hard").exists()
     assert not (landing / "work" / "fifo").exists()
     assert sorted(r.split(":")[0] for r in refused) == [
-        "../escape.txt", "work/fifo", "work/hard", "work/out/precious.txt"]
+        "../escape.txt",
+        "work/fifo",
+        "work/hard",
+        "work/out/precious.txt",
+    ]
 
 
-ATTACK = ("mkfifo pipe && printf '#!/bin/sh\\n' > suid.sh && chmod 4755 suid.sh && "
-          "ln -s /etc/passwd passwd-link && echo left")
+ATTACK = (
+    "mkfifo pipe && printf '#!/bin/sh\\n' > suid.sh && chmod 4755 suid.sh && "
+    "ln -s /etc/passwd passwd-link && echo left"
+)
 
 
 @pytest.mark.parametrize("copy", [True, False], ids=["copy", "bind-control"])
 def test_what_the_agent_leaves_comes_back_as_data(
-        mini: Path, pytester: pytest.Pytester, oracle: list[str], tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch, copy: bool) -> None:
+    mini: Path,
+    pytester: pytest.Pytester,
+    oracle: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    copy: bool,
+) -> None:
     needs_docker()
     attack = tmp_path / "attack.json"
-    attack.write_text(json.dumps({"steps": [[{"name": "Bash", "input": {
-        "command": ATTACK, "description": "leave odd files"}}]], "final": "Done."}))
+    attack.write_text(
+        json.dumps(
+            {
+                "steps": [
+                    [
+                        {
+                            "name": "Bash",
+                            "input": {"command": ATTACK, "description": "leave odd files"},
+                        }
+                    ]
+                ],
+                "final": "Done.",
+            }
+        )
+    )
     monkeypatch.setenv("SCYLLA_ORACLE_ATTACK", str(attack))
     out = mini / "out"
-    done = pytester.runpytest("cases", "-k", "alpha and T0-01", "-p", "no:xdist", *oracle,
-                              "--scylla-sandbox=docker", f"--scylla-out={out}",
-                              "--scylla-keep-workspaces",
-                              *(["--scylla-docker-copy"] if copy else []))
+    done = pytester.runpytest(
+        "cases",
+        "-k",
+        "alpha and T0-01",
+        "-p",
+        "no:xdist",
+        *oracle,
+        "--scylla-sandbox=docker",
+        f"--scylla-out={out}",
+        "--scylla-keep-workspaces",
+        *(["--scylla-docker-copy"] if copy else []),
+    )
     run_dir = out / "runs" / "alpha-T0-01-r1"
     rec: dict[str, Any] = json.loads((run_dir / "run.json").read_text())
     assert "Traceback" not in done.stdout.str()

@@ -16,7 +16,7 @@ from pytest_scylla.run.hostile import HostileDataError, read
 
 from .conftest import workers
 
-EVALS = '''import pytest
+EVALS = """import pytest
 
 
 @pytest.mark.scylla(case="alpha", tiers=["T0"])
@@ -31,7 +31,7 @@ def test_alpha_passes(scylla_run):
 def test_alpha_fails(scylla_run, scylla_verdict):
     assert scylla_verdict.score is not None
     assert scylla_run.num_turns > 99, "too few turns"
-'''
+"""
 
 
 def records(out: Path) -> dict[str, dict[str, Any]]:
@@ -39,25 +39,44 @@ def records(out: Path) -> dict[str, dict[str, Any]]:
 
 
 def test_an_evaluation_runs_beside_yaml_cases_and_its_asserts_are_check_items(
-        standin: Path, pytester: pytest.Pytester) -> None:
+    standin: Path, pytester: pytest.Pytester
+) -> None:
     (standin / "cases" / "test_alpha_evals.py").write_text(EVALS)
     out = standin / "out"
-    done = pytester.runpytest("cases", "-k", "T0-01 or T1-01", *workers(2),
-                              f"--scylla-out={out}", "-p", "no:randomly")
-    done.stdout.fnmatch_lines(["*AssertionError: too few turns",
-                               "FAILED cases/test_alpha_evals.py::test_alpha_fails[[]T1-01-r1[]]*"])
+    done = pytester.runpytest(
+        "cases", "-k", "T0-01 or T1-01", *workers(2), f"--scylla-out={out}", "-p", "no:randomly"
+    )
+    done.stdout.fnmatch_lines(
+        [
+            "*AssertionError: too few turns",
+            "FAILED cases/test_alpha_evals.py::test_alpha_fails[[]T1-01-r1[]]*",
+        ]
+    )
     recs = records(out)
-    assert {"alpha-T0-01-r1", "beta-T0-01-r1", "test_alpha_passes-T0-01-r1",
-            "test_alpha_fails-T1-01-r1"} <= set(recs)
+    assert {
+        "alpha-T0-01-r1",
+        "beta-T0-01-r1",
+        "test_alpha_passes-T0-01-r1",
+        "test_alpha_fails-T1-01-r1",
+    } <= set(recs)
     passing, failing = recs["test_alpha_passes-T0-01-r1"], recs["test_alpha_fails-T1-01-r1"]
     assert (passing["case"], passing["tier"]) == ("test_alpha_passes", "T0")
-    assert passing["evaluation"] == {"test": "cases/test_alpha_evals.py::test_alpha_passes",
-                                     "case": "alpha"}
+    assert passing["evaluation"] == {
+        "test": "cases/test_alpha_evals.py::test_alpha_passes",
+        "case": "alpha",
+    }
     # no verdict asked: no panel, the body's score
     assert (passing["outcome"], passing["score"], passing.get("judges", [])) == ("pass", 1.0, [])
     assert passing["checks"][-1] | {"seconds": 0} == {
-        "name": "assert:test_alpha_passes", "kind": "assert", "passed": True, "exit_code": None,
-        "seconds": 0, "stdout": "", "stderr": "", "reason": ""}
+        "name": "assert:test_alpha_passes",
+        "kind": "assert",
+        "passed": True,
+        "exit_code": None,
+        "seconds": 0,
+        "stdout": "",
+        "stderr": "",
+        "reason": "",
+    }
     assert failing["outcome"] == "fail"
     assert failing["judges"]  # the verdict was asked
     assert failing["reason"].startswith("assert:test_alpha_fails failed: too few turns")
@@ -69,20 +88,33 @@ def test_an_evaluation_runs_beside_yaml_cases_and_its_asserts_are_check_items(
     assert "test_alpha_passes" in (out / "runs.csv").read_text()
 
     # a second session reuses the stored runs: the body is not run again, outcomes stand
-    again = pytester.runpytest("cases", "-k", "T0-01 or T1-01", *workers(0),
-                               f"--scylla-out={out}", "-v")
-    again.stdout.fnmatch_lines(["*test_alpha_passes[[]T0-01-r1[]] PASSED (cached)*",
-                                "*test_alpha_fails[[]T1-01-r1[]] FAILED (cached)*"])
+    again = pytester.runpytest(
+        "cases", "-k", "T0-01 or T1-01", *workers(0), f"--scylla-out={out}", "-v"
+    )
+    again.stdout.fnmatch_lines(
+        [
+            "*test_alpha_passes[[]T0-01-r1[]] PASSED (cached)*",
+            "*test_alpha_fails[[]T1-01-r1[]] FAILED (cached)*",
+        ]
+    )
     assert (standin / "bodies.txt").read_text().split() == ["test_alpha_passes-T0-01-r1"]
 
     # an edited evaluation scores runs differently: a conflict, until re-scored
     (standin / "cases" / "test_alpha_evals.py").write_text(
-        EVALS.replace('"too few turns"', '"still too few"'))
-    conflict = pytester.runpytest("cases", "-k", "test_alpha_fails and T1-01", *workers(0),
-                                  f"--scylla-out={out}")
+        EVALS.replace('"too few turns"', '"still too few"')
+    )
+    conflict = pytester.runpytest(
+        "cases", "-k", "test_alpha_fails and T1-01", *workers(0), f"--scylla-out={out}"
+    )
     conflict.stdout.fnmatch_lines(["*rubric or the judge panel changed*--scylla-rejudge*"])
-    rescored = pytester.runpytest("cases", "-k", "test_alpha_fails and T1-01", *workers(0),
-                                  f"--scylla-out={out}", "--scylla-rejudge")
+    rescored = pytester.runpytest(
+        "cases",
+        "-k",
+        "test_alpha_fails and T1-01",
+        *workers(0),
+        f"--scylla-out={out}",
+        "--scylla-rejudge",
+    )
     rescored.assert_outcomes(failed=1)
     rec = records(out)["test_alpha_fails-T1-01-r1"]
     assert "still too few" in rec["reason"]
@@ -91,35 +123,54 @@ def test_an_evaluation_runs_beside_yaml_cases_and_its_asserts_are_check_items(
 
 
 def test_an_evaluation_that_breaks_is_a_harness_fault_not_a_failed_agent(
-        standin: Path, pytester: pytest.Pytester) -> None:
+    standin: Path, pytester: pytest.Pytester
+) -> None:
     (standin / "cases" / "test_broken.py").write_text(
         "import pytest\n\n\n@pytest.mark.scylla(case='alpha', tiers=['T0'])\n"
-        "def test_broken(scylla_run):\n    return scylla_run.files[0].nope\n")
+        "def test_broken(scylla_run):\n    return scylla_run.files[0].nope\n"
+    )
     out = standin / "out"
-    done = pytester.runpytest("cases/test_broken.py", "-k", "T0-01", *workers(0),
-                              f"--scylla-out={out}")
+    done = pytester.runpytest(
+        "cases/test_broken.py", "-k", "T0-01", *workers(0), f"--scylla-out={out}"
+    )
     done.assert_outcomes(failed=1)
     rec = records(out)["test_broken-T0-01-r1"]
     assert rec["outcome"] == "infra_error"
     assert rec["reason"].startswith("the evaluation raised IndexError")
 
 
-@pytest.mark.parametrize(("source", "message"), [
-    ("@pytest.mark.scylla(case='nope')\ndef test_x(scylla_run): pass",
-     "test_x: @pytest.mark.scylla: no case 'nope': expected nope/test.yaml"),
-    ("@pytest.mark.scylla(case='alpha', tiers=['T9'])\ndef test_x(scylla_run): pass",
-     "test_x: @pytest.mark.scylla: tiers ['T9'] are not tier files; known: T0, T1, T5"),
-    ("@pytest.mark.scylla(case='alpha', tiers='T0')\ndef test_x(scylla_run): pass",
-     "tiers='T0': expected a list of tier names"),
-    ("@pytest.mark.scylla(case='alpha')\ndef test_x(tmp_path): pass",
-     "the function does not take the agent's run; take `scylla_run`"),
-    ("@pytest.mark.scylla(case='alpha')\ndef test_x(scylla_workspace): pass",
-     "the function does not take the agent's run; take `scylla_run`"),
-    ("@pytest.mark.scylla(kase='alpha')\ndef test_x(scylla_run): pass",
-     "unknown arguments ['kase']; expected case="),
-])
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        (
+            "@pytest.mark.scylla(case='nope')\ndef test_x(scylla_run): pass",
+            "test_x: @pytest.mark.scylla: no case 'nope': expected nope/test.yaml",
+        ),
+        (
+            "@pytest.mark.scylla(case='alpha', tiers=['T9'])\ndef test_x(scylla_run): pass",
+            "test_x: @pytest.mark.scylla: tiers ['T9'] are not tier files; known: T0, T1, T5",
+        ),
+        (
+            "@pytest.mark.scylla(case='alpha', tiers='T0')\ndef test_x(scylla_run): pass",
+            "tiers='T0': expected a list of tier names",
+        ),
+        (
+            "@pytest.mark.scylla(case='alpha')\ndef test_x(tmp_path): pass",
+            "the function does not take the agent's run; take `scylla_run`",
+        ),
+        (
+            "@pytest.mark.scylla(case='alpha')\ndef test_x(scylla_workspace): pass",
+            "the function does not take the agent's run; take `scylla_run`",
+        ),
+        (
+            "@pytest.mark.scylla(kase='alpha')\ndef test_x(scylla_run): pass",
+            "unknown arguments ['kase']; expected case=",
+        ),
+    ],
+)
 def test_a_badly_marked_evaluation_is_one_clear_collection_error(
-        standin: Path, pytester: pytest.Pytester, source: str, message: str) -> None:
+    standin: Path, pytester: pytest.Pytester, source: str, message: str
+) -> None:
     (standin / "cases" / "test_bad.py").write_text(f"import pytest\n\n\n{source}\n")
     done = pytester.runpytest("cases", "--co", "-q", "--scylla-oracle")
     assert message in done.stdout.str()
@@ -128,26 +179,39 @@ def test_a_badly_marked_evaluation_is_one_clear_collection_error(
     assert "alpha[T0-00-r1]" in done.stdout.str()  # the YAML cases still collect
 
 
-def test_evaluation_names_key_runs_so_a_duplicate_is_refused(standin: Path,
-                                                             pytester: pytest.Pytester) -> None:
-    body = "import pytest\n\n\n@pytest.mark.scylla(case='alpha')\ndef test_same(scylla_run):\n" \
-           "    pass\n"
+def test_evaluation_names_key_runs_so_a_duplicate_is_refused(
+    standin: Path, pytester: pytest.Pytester
+) -> None:
+    body = (
+        "import pytest\n\n\n@pytest.mark.scylla(case='alpha')\ndef test_same(scylla_run):\n"
+        "    pass\n"
+    )
     (standin / "cases" / "test_one.py").write_text(body)
     (standin / "cases" / "test_two.py").write_text(body)
     done = pytester.runpytest("cases", "--co", "-q", "--scylla-oracle")
-    done.stdout.fnmatch_lines(["*test_two.py::test_same: @pytest.mark.scylla: an evaluation "
-                               "named 'test_same' is already defined in cases/test_one.py*"])
+    done.stdout.fnmatch_lines(
+        [
+            "*test_two.py::test_same: @pytest.mark.scylla: an evaluation "
+            "named 'test_same' is already defined in cases/test_one.py*"
+        ]
+    )
 
 
 def test_an_evaluation_outside_the_case_roots_says_where_it_must_live(
-        standin: Path, pytester: pytest.Pytester) -> None:
+    standin: Path, pytester: pytest.Pytester
+) -> None:
     (standin / "evals").mkdir()
     (standin / "evals" / "test_out.py").write_text(
         "import pytest\n\n\n@pytest.mark.scylla(case='alpha')\ndef test_out(scylla_run):\n"
-        "    pass\n")
+        "    pass\n"
+    )
     done = pytester.runpytest("evals", "--co", "-q", "-p", "no:randomly")
-    done.stdout.fnmatch_lines(["*evals/test_out.py::test_out: @pytest.mark.scylla: this "
-                               "evaluation lies outside the case roots (scylla_cases = cases)*"])
+    done.stdout.fnmatch_lines(
+        [
+            "*evals/test_out.py::test_out: @pytest.mark.scylla: this "
+            "evaluation lies outside the case roots (scylla_cases = cases)*"
+        ]
+    )
     # with a --scylla-* option the session evaluates, and the case is found by name
     done = pytester.runpytest("evals", "--co", "-q", "--scylla-oracle")
     done.stdout.fnmatch_lines(["evals/test_out.py::test_out[[]T0-00-r1[]]"])
@@ -178,9 +242,14 @@ def test_reading_the_agents_files_never_follows_what_it_planted(tmp_path: Path) 
 
 
 def test_the_fixtures_outside_an_evaluation_say_what_is_missing(
-        standin: Path, pytester: pytest.Pytester) -> None:
+    standin: Path, pytester: pytest.Pytester
+) -> None:
     (standin / "cases" / "test_plain.py").write_text("def test_plain(scylla_run):\n    pass\n")
     done = pytester.runpytest("cases/test_plain.py", "--scylla-oracle", *workers(0))
     done.assert_outcomes(errors=1)
-    done.stdout.fnmatch_lines(["*test_plain: the scylla fixtures belong to evaluation runs; "
-                               "mark the test @pytest.mark.scylla(case=<case folder>)"])
+    done.stdout.fnmatch_lines(
+        [
+            "*test_plain: the scylla fixtures belong to evaluation runs; "
+            "mark the test @pytest.mark.scylla(case=<case folder>)"
+        ]
+    )

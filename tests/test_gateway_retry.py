@@ -33,9 +33,15 @@ from pytest_scylla.run.gateway.routes import RetryPolicy, retry_after_seconds
 
 SLACK = 1.5  # seconds a noisy 2-core machine may add to any wait
 MODEL = "claude-haiku-4-5"  # $1 in, $5 out per million tokens
-ANSWER = {"type": "message", "id": "msg_1", "model": MODEL, "role": "assistant",
-          "content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn",
-          "usage": {"input_tokens": 1000, "output_tokens": 100}}
+ANSWER = {
+    "type": "message",
+    "id": "msg_1",
+    "model": MODEL,
+    "role": "assistant",
+    "content": [{"type": "text", "text": "ok"}],
+    "stop_reason": "end_turn",
+    "usage": {"input_tokens": 1000, "output_tokens": 100},
+}
 ANSWER_USD = (1000 * 1.0 + 100 * 5.0) / 1e6
 
 
@@ -72,8 +78,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if step.status == 200:
             body = json.dumps(ANSWER).encode()
         else:
-            body = json.dumps({"type": "error", "error": {
-                "type": "api_error", "message": f"test upstream: HTTP {step.status}"}}).encode()
+            body = json.dumps(
+                {
+                    "type": "error",
+                    "error": {"type": "api_error", "message": f"test upstream: HTTP {step.status}"},
+                }
+            ).encode()
         up.answered.append((time.monotonic(), time.time()))
         if step.cut == "drop":
             self.close_connection = True
@@ -110,8 +120,9 @@ class Upstream:
         self.server = _Server(("127.0.0.1", self.port), _Handler)
         self.server.upstream = self
         self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
-                         daemon=True).start()
+        threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        ).start()
 
     @property
     def url(self) -> str:
@@ -193,8 +204,9 @@ def upstream(shared: tuple[Gateway, Upstream]) -> Iterator[Upstreams]:
 
 
 @pytest.fixture
-def gateway(shared: tuple[Gateway, Upstream],
-            monkeypatch: pytest.MonkeyPatch) -> Iterator[Gateways]:
+def gateway(
+    shared: tuple[Gateway, Upstream], monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Gateways]:
     """gateway(url, **policy): the shared gateway, sending to `url` with this retry policy and
     no usage-window limit in force; its routes are closed after the test."""
     gw, up = shared
@@ -217,15 +229,20 @@ def _open(gw: Gateway, tmp_path: Path, key: str = "r1") -> Route:
 def _ask(gw: Gateway, route: Route, logged: bool = True) -> Call:
     """One non-streamed /v1/messages call through the route, as the CLI would make it; with
     `logged`, after the gateway has logged it."""
-    body = json.dumps({"model": MODEL, "max_tokens": 16, "messages": [
-        {"role": "user", "content": "hi"}]})
+    body = json.dumps(
+        {"model": MODEL, "max_tokens": 16, "messages": [{"role": "user", "content": "hi"}]}
+    )
     before = len(route.log_path.read_text().splitlines())
     began = time.monotonic()
     response: httpx.Response | None = None
     error: httpx.TransportError | None = None
     try:
-        response = httpx.post(gw.base_url(route.key) + "/v1/messages", content=body,
-                              headers={"x-api-key": "dummy"}, timeout=60)
+        response = httpx.post(
+            gw.base_url(route.key) + "/v1/messages",
+            content=body,
+            headers={"x-api-key": "dummy"},
+            timeout=60,
+        )
     except httpx.TransportError as exc:
         error = exc
     elapsed = time.monotonic() - began
@@ -242,7 +259,7 @@ def _ask(gw: Gateway, route: Route, logged: bool = True) -> Call:
 def _assert_waits(gaps: list[float], base: float, cap: float = 30.0) -> None:
     """Each gap is at least the jittered backoff's floor and at most its ceiling plus SLACK."""
     for k, gap in enumerate(gaps):
-        nominal = min(cap, base * 2.0 ** k)
+        nominal = min(cap, base * 2.0**k)
         assert 0.5 * nominal <= gap <= nominal + SLACK, (k, gap, nominal)
 
 
@@ -288,7 +305,8 @@ def test_an_asctime_retry_after_date_is_read_too() -> None:
 # statuses ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("status", [408, 500, 502, 503, 504])
 def test_a_timeout_or_server_error_is_retried_until_the_upstream_answers(
-        upstream: Upstreams, gateway: Gateways, tmp_path: Path, status: int) -> None:
+    upstream: Upstreams, gateway: Gateways, tmp_path: Path, status: int
+) -> None:
     """Two failures, then an answer: the client sees only the answer, accounted once."""
     up = upstream(Step(status), Step(status), Step(200))
     gw = gateway(up.url, attempts=3, base=0.05)
@@ -306,7 +324,8 @@ def test_a_timeout_or_server_error_is_retried_until_the_upstream_answers(
 
 @pytest.mark.parametrize("status", [400, 401, 404, 413])
 def test_a_client_error_is_passed_on_without_a_retry(
-        upstream: Upstreams, gateway: Gateways, tmp_path: Path, status: int) -> None:
+    upstream: Upstreams, gateway: Gateways, tmp_path: Path, status: int
+) -> None:
     """4xx other than 408/429 are the request's fault: asking again would not help."""
     up = upstream(Step(status), Step(200))
     gw = gateway(up.url, attempts=3, base=0.05)
@@ -320,7 +339,8 @@ def test_a_client_error_is_passed_on_without_a_retry(
 
 
 def test_a_persistent_server_error_backs_off_doubling_then_reaches_the_client(
-        upstream: Upstreams, gateway: Gateways, tmp_path: Path) -> None:
+    upstream: Upstreams, gateway: Gateways, tmp_path: Path
+) -> None:
     """503 four times, no retry-after: waits of [0.1, 0.2), [0.2, 0.4), [0.4, 0.8) s (base 0.2),
     then the last 503 goes to the client unchanged."""
     up = upstream(Step(503, (("x-request-id", "req_9"),)))
@@ -342,7 +362,8 @@ def test_a_persistent_server_error_backs_off_doubling_then_reaches_the_client(
 
 
 def test_the_backoff_stops_doubling_at_the_cap(
-        upstream: Upstreams, gateway: Gateways, tmp_path: Path) -> None:
+    upstream: Upstreams, gateway: Gateways, tmp_path: Path
+) -> None:
     """base 0.2, cap 0.2: three waits of [0.1, 0.2) s, in all < 0.6 s (uncapped: >= 0.7 s)."""
     up = upstream(Step(500))
     gw = gateway(up.url, attempts=4, base=0.2, cap=0.2)
@@ -355,13 +376,19 @@ def test_the_backoff_stops_doubling_at_the_cap(
 
 
 def test_retry_wait_bounds_the_waiting_of_one_call(
-        upstream: Upstreams, gateway: Gateways, tmp_path: Path) -> None:
+    upstream: Upstreams, gateway: Gateways, tmp_path: Path
+) -> None:
     """max_wait 0.25 s, base 0.2: the first wait (<= 0.2 s) fits, a second (>= 0.2 s more)
     would not, so the call ends after two attempts of the ten allowed; not a usage window."""
     limits: list[tuple[float, str]] = []
     up = upstream(Step(502))
-    gw = gateway(up.url, attempts=10, base=0.2, max_wait=0.25,
-                 on_long_limit=lambda s, why: limits.append((s, why)))
+    gw = gateway(
+        up.url,
+        attempts=10,
+        base=0.2,
+        max_wait=0.25,
+        on_long_limit=lambda s, why: limits.append((s, why)),
+    )
     call = _ask(gw, _open(gw, tmp_path))
     assert call.response is not None
     assert call.response.status_code == 502
@@ -374,7 +401,8 @@ def test_retry_wait_bounds_the_waiting_of_one_call(
 
 # lost connections -------------------------------------------------------------------------------
 def test_a_connection_closed_before_any_answer_is_retried(
-        upstream: Upstreams, gateway: Gateways, tmp_path: Path) -> None:
+    upstream: Upstreams, gateway: Gateways, tmp_path: Path
+) -> None:
     """The upstream hangs up twice without answering, then answers: the client sees the answer."""
     up = upstream(Step(cut="drop"), Step(cut="drop"), Step(200))
     gw = gateway(up.url, attempts=3, base=0.05)
@@ -390,7 +418,8 @@ def test_a_connection_closed_before_any_answer_is_retried(
 
 
 def test_a_refused_connection_is_retried_then_reported_as_unreachable(
-        gateway: Gateways, tmp_path: Path) -> None:
+    gateway: Gateways, tmp_path: Path
+) -> None:
     """Nothing listens upstream: three attempts with backoff, then a 502 naming the cause."""
     gw = gateway(f"http://127.0.0.1:{_closed_port()}", attempts=3, base=0.1)
     call = _ask(gw, _open(gw, tmp_path))
@@ -406,7 +435,8 @@ def test_a_refused_connection_is_retried_then_reported_as_unreachable(
 
 
 def test_a_refused_connection_recovers_once_the_upstream_listens(
-        upstream: Upstreams, gateway: Gateways, tmp_path: Path) -> None:
+    upstream: Upstreams, gateway: Gateways, tmp_path: Path
+) -> None:
     """The upstream comes up during the gateway's first wait: the retry reaches it."""
     port = _closed_port()
     gw = gateway(f"http://127.0.0.1:{port}", attempts=3, base=0.6)  # first wait >= 0.3 s
@@ -433,7 +463,8 @@ def test_a_refused_connection_recovers_once_the_upstream_listens(
 
 
 def test_a_connection_cut_after_the_answer_began_is_not_retried(
-        upstream: Upstreams, gateway: Gateways, tmp_path: Path) -> None:
+    upstream: Upstreams, gateway: Gateways, tmp_path: Path
+) -> None:
     """Part of the body already went to the client: a retry would splice two answers, so the
     gateway cuts the client's connection too and notes the failure."""
     up = upstream(Step(200, cut="body"), Step(200))
@@ -448,7 +479,8 @@ def test_a_connection_cut_after_the_answer_began_is_not_retried(
 
 
 def test_a_connection_cut_after_the_headers_never_corrupts_the_clients_answer(
-        upstream: Upstreams, gateway: Gateways, tmp_path: Path) -> None:
+    upstream: Upstreams, gateway: Gateways, tmp_path: Path
+) -> None:
     """Either the retry's answer reaches the client whole, or there is no retry."""
     up = upstream(Step(200, cut="headers"), Step(200))
     gw = gateway(up.url, attempts=3, base=0.05)
@@ -462,7 +494,8 @@ def test_a_connection_cut_after_the_headers_never_corrupts_the_clients_answer(
 
 # retry-after ------------------------------------------------------------------------------------
 def test_an_http_date_retry_after_is_waited_out(
-        upstream: Upstreams, gateway: Gateways, tmp_path: Path) -> None:
+    upstream: Upstreams, gateway: Gateways, tmp_path: Path
+) -> None:
     """429 with `retry-after: <date>` a second or so ahead: the retry comes at that date, not
     after the backoff (base 10 s: 5 s or more)."""
     when = math.ceil(time.time() + 0.3)
@@ -482,7 +515,8 @@ def test_an_http_date_retry_after_is_waited_out(
 
 
 def test_a_retry_after_date_in_the_past_means_retry_at_once(
-        upstream: Upstreams, gateway: Gateways, tmp_path: Path) -> None:
+    upstream: Upstreams, gateway: Gateways, tmp_path: Path
+) -> None:
     """A date an hour ago: no negative wait, and no backoff (base 10 s) either."""
     date = formatdate(time.time() - 3600, usegmt=True)
     up = upstream(Step(503, (("retry-after", date),)), Step(200))
@@ -497,7 +531,8 @@ def test_a_retry_after_date_in_the_past_means_retry_at_once(
 
 
 def test_an_unparsable_retry_after_falls_back_to_the_backoff(
-        upstream: Upstreams, gateway: Gateways, tmp_path: Path) -> None:
+    upstream: Upstreams, gateway: Gateways, tmp_path: Path
+) -> None:
     """`retry-after: soon` counts as absent: waits of [0.1, 0.2) then [0.2, 0.4) s (base 0.2)."""
     up = upstream(Step(529, (("retry-after", "soon"),)))
     gw = gateway(up.url, attempts=3, base=0.2)
@@ -512,7 +547,8 @@ def test_an_unparsable_retry_after_falls_back_to_the_backoff(
 
 
 def test_a_429_dated_past_retry_wait_is_a_usage_window_limit(
-        upstream: Upstreams, gateway: Gateways, tmp_path: Path) -> None:
+    upstream: Upstreams, gateway: Gateways, tmp_path: Path
+) -> None:
     """A 429 whose retry-after date is an hour away (> max_wait 30 s): no retry, the session is
     told the window's length, the client gets the 429 without retry-after, and the next call is
     answered by the gateway without reaching the upstream."""
@@ -520,8 +556,13 @@ def test_a_429_dated_past_retry_wait_is_a_usage_window_limit(
     when = math.ceil(time.time()) + 3600
     date = formatdate(when, usegmt=True)
     up = upstream(Step(429, (("retry-after", date),)))
-    gw = gateway(up.url, attempts=4, base=0.05, max_wait=30,
-                 on_long_limit=lambda s, why: limits.append((s, why)))
+    gw = gateway(
+        up.url,
+        attempts=4,
+        base=0.05,
+        max_wait=30,
+        on_long_limit=lambda s, why: limits.append((s, why)),
+    )
     route = _open(gw, tmp_path)
     call = _ask(gw, route)
     assert call.response is not None

@@ -21,29 +21,44 @@ from .conftest import workers
 
 def _shown(browser: Browser, attribute: str) -> list[str]:
     """The values of a data attribute over the run table's visible rows, in their order."""
-    return list(browser.js(
-        f"Array.from(document.querySelectorAll('#runs tbody tr:not([hidden])'))"
-        f".map(function (r) {{ return r.getAttribute('{attribute}'); }})"))
+    return list(
+        browser.js(
+            f"Array.from(document.querySelectorAll('#runs tbody tr:not([hidden])'))"
+            f".map(function (r) {{ return r.getAttribute('{attribute}'); }})"
+        )
+    )
 
 
 def _costs(browser: Browser) -> list[float]:
-    return [float(v) for v in browser.js(
-        "Array.from(document.querySelectorAll('#runs tbody tr:not([hidden]) td:nth-child(8)'))"
-        ".map(function (c) { return c.getAttribute('data-v'); })")]
+    return [
+        float(v)
+        for v in browser.js(
+            "Array.from(document.querySelectorAll('#runs tbody tr:not([hidden]) td:nth-child(8)'))"
+            ".map(function (c) { return c.getAttribute('data-v'); })"
+        )
+    ]
 
 
 @pytest.mark.slow  # the report loads in chromium without errors in the default suite
-def test_a_readers_path_through_the_report(mini: Path, pytester: pytest.Pytester,
-                                           oracle: list[str], edit: object,
-                                           tmp_path: Path) -> None:
+def test_a_readers_path_through_the_report(
+    mini: Path, pytester: pytest.Pytester, oracle: list[str], edit: object, tmp_path: Path
+) -> None:
     """A real oracle session (mixed outcomes; T1-02's agent `helper` made able to write, so the
     oracle hands the work to it through the CLI's Agent tool), then its report, clicked."""
     assert callable(edit)
     edit("tiers/agents/helper.md", "tools: Read, Grep", "tools: Read, Grep, Write, Edit")
     out = mini / "out"
-    done = pytester.runpytest("cases", "-k", "T0-01 or T1-02", *workers(2),
-                              "--scylla-oracle=mixed", *oracle[1:], "--scylla-runs=2",
-                              f"--scylla-out={out}", "--scylla-report=html")
+    done = pytester.runpytest(
+        "cases",
+        "-k",
+        "T0-01 or T1-02",
+        *workers(2),
+        "--scylla-oracle=mixed",
+        *oracle[1:],
+        "--scylla-runs=2",
+        f"--scylla-out={out}",
+        "--scylla-report=html",
+    )
     assert done.ret in (0, 1)
     with (out / "runs.csv").open(encoding="utf-8") as handle:
         runs = list(csv.DictReader(handle))
@@ -73,8 +88,10 @@ def test_a_readers_path_through_the_report(mini: Path, pytester: pytest.Pytester
         assert _shown(browser, "data-case") == ["beta"] * 4
         # sorting: a click on the cost header sorts up, a second one down
         browser.click("th[data-k=cost]")
-        assert browser.js("document.querySelector('th[data-k=cost]')"
-                          ".getAttribute('aria-sort')") == "ascending"
+        assert (
+            browser.js("document.querySelector('th[data-k=cost]').getAttribute('aria-sort')")
+            == "ascending"
+        )
         assert _costs(browser) == sorted(_costs(browser))
         browser.click("th[data-k=cost]")
         costs = _costs(browser)
@@ -94,10 +111,12 @@ def test_a_readers_path_through_the_report(mini: Path, pytester: pytest.Pytester
         assert "open=" not in browser.js("location.hash")
         assert browser.errors() == []
         # a shared link opens the same view: filters, order and the open run
-        number = browser.js("document.querySelector('#runs tr[data-run]:not([hidden])')"
-                            ".getAttribute('data-run')")
-        browser.open(f"{(out / 'report.html').as_uri()}#case=beta&open={number}"
-                     "&sort=runs.cost&dir=desc")
+        number = browser.js(
+            "document.querySelector('#runs tr[data-run]:not([hidden])').getAttribute('data-run')"
+        )
+        browser.open(
+            f"{(out / 'report.html').as_uri()}#case=beta&open={number}&sort=runs.cost&dir=desc"
+        )
         assert browser.js("document.querySelector('#detail h3').textContent") == "beta-T1-02-r2"
         assert _costs(browser) == costs
         assert browser.errors() == []
@@ -114,21 +133,24 @@ def _check_drill_down(browser: Browser, run_dir: Path) -> None:
     assert "agents helper: used" in detail
     assert browser.js("document.querySelectorAll('#detail h4').length") >= 3  # judges, checks
     agent = "#detail .tx > details.agent"
-    assert browser.js(f"document.querySelector('{agent} > summary').textContent") == \
-        "Agent helper: Hand the change to helper"
+    assert (
+        browser.js(f"document.querySelector('{agent} > summary').textContent")
+        == "Agent helper: Hand the change to helper"
+    )
     assert browser.js(f"document.querySelector('{agent}').open") is False  # folded
     browser.click(f"{agent} > summary")
     assert browser.js(f"document.querySelector('{agent}').open") is True
-    inner = browser.js(f"Array.from(document.querySelectorAll('{agent} > .sub > details.call'))"
-                       ".map(function (d) { return d.querySelector('summary').textContent; })")
+    inner = browser.js(
+        f"Array.from(document.querySelectorAll('{agent} > .sub > details.call'))"
+        ".map(function (d) { return d.querySelector('summary').textContent; })"
+    )
     assert inner, "no tool call nested in the Agent call"
     assert all(s.startswith(("Write", "Edit", "Read")) for s in inner), inner
     # the sub-agent's prompt and its call's result are inside, and so is the Agent's result
     sub = browser.js(f"document.querySelector('{agent} > .sub').textContent")
     assert "[scylla-oracle level 1]" in sub
     assert "File created successfully" in sub or "updated successfully" in sub
-    assert "Done" in browser.js(f"document.querySelector('{agent} > pre:last-child')"
-                                ".textContent")
+    assert "Done" in browser.js(f"document.querySelector('{agent} > pre:last-child').textContent")
 
 
 HOSTILE = "</template></div><script>window.pwned = 1</script><img src=x onerror=window.pwned=2>"
@@ -140,21 +162,65 @@ def test_the_agents_words_are_shown_never_run(tmp_path: Path) -> None:
     put into a page unescaped does run). Ids reused across levels still nest right, and a
     transcript past the limit is cut with a note."""
     lines = [
-        {"type": "assistant", "message": {"content": [
-            {"type": "text", "text": f"plan {HOSTILE}"},
-            {"type": "tool_use", "id": "t1", "name": "Agent",
-             "input": {"subagent_type": "writer", "description": HOSTILE, "prompt": "go"}}]}},
+        {
+            "type": "assistant",
+            "message": {
+                "content": [
+                    {"type": "text", "text": f"plan {HOSTILE}"},
+                    {
+                        "type": "tool_use",
+                        "id": "t1",
+                        "name": "Agent",
+                        "input": {
+                            "subagent_type": "writer",
+                            "description": HOSTILE,
+                            "prompt": "go",
+                        },
+                    },
+                ]
+            },
+        },
         {"type": "user", "parent_tool_use_id": "t1", "message": {"content": HOSTILE}},
-        {"type": "assistant", "parent_tool_use_id": "t1", "message": {"content": [
-            {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": HOSTILE}}]}},
-        {"type": "user", "parent_tool_use_id": "t1", "message": {"content": [
-            {"type": "tool_result", "tool_use_id": "t1", "is_error": True, "content": HOSTILE}]}},
-        {"type": "user", "message": {"content": [
-            {"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text",
-                                                                      "text": "sub done"}]}]}},
+        {
+            "type": "assistant",
+            "parent_tool_use_id": "t1",
+            "message": {
+                "content": [
+                    {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": HOSTILE}}
+                ]
+            },
+        },
+        {
+            "type": "user",
+            "parent_tool_use_id": "t1",
+            "message": {
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "t1",
+                        "is_error": True,
+                        "content": HOSTILE,
+                    }
+                ]
+            },
+        },
+        {
+            "type": "user",
+            "message": {
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "t1",
+                        "content": [{"type": "text", "text": "sub done"}],
+                    }
+                ]
+            },
+        },
         "not json {",
-        *({"type": "assistant", "message": {"content": [{"type": "text", "text": f"m{i}"}]}}
-          for i in range(html_transcript.ITEM_LIMIT)),
+        *(
+            {"type": "assistant", "message": {"content": [{"type": "text", "text": f"m{i}"}]}}
+            for i in range(html_transcript.ITEM_LIMIT)
+        ),
     ]
     path = tmp_path / "transcript.jsonl"
     path.write_text("\n".join(x if isinstance(x, str) else json.dumps(x) for x in lines))
@@ -163,8 +229,9 @@ def test_the_agents_words_are_shown_never_run(tmp_path: Path) -> None:
     assert "&lt;script&gt;" in body
     assert "… 4 more messages and tool calls" in body  # 404 items, 400 shown
     shown = tmp_path / "shown.html"
-    shown.write_text(page("t", [f"<template id=run-0>{body}</template><div id=detail hidden>"
-                                "</div>"]))
+    shown.write_text(
+        page("t", [f"<template id=run-0>{body}</template><div id=detail hidden></div>"])
+    )
     control = tmp_path / "control.html"
     control.write_text(f"<!doctype html><html><body>{HOSTILE}</body></html>")
     browser = Browser(tmp_path / "profile")
@@ -174,15 +241,20 @@ def test_the_agents_words_are_shown_never_run(tmp_path: Path) -> None:
         browser.open(shown.as_uri() + "#open=0")
         assert browser.js("typeof window.pwned") == "undefined"
         call = "#detail .tx > details.agent"
-        assert browser.js(f"document.querySelector('{call} > summary').textContent") == \
-            f"Agent writer: {HOSTILE}"
-        nested = browser.js(f"document.querySelector('{call} > .sub > details.call > summary')"
-                            ".textContent")
+        assert (
+            browser.js(f"document.querySelector('{call} > summary').textContent")
+            == f"Agent writer: {HOSTILE}"
+        )
+        nested = browser.js(
+            f"document.querySelector('{call} > .sub > details.call > summary').textContent"
+        )
         assert nested.startswith("Bash ")
         assert nested.endswith("error")
         assert HOSTILE in browser.js(f"document.querySelector('{call} > .sub').textContent")
-        assert browser.js(f"document.querySelector('{call} > pre:last-child').textContent") == \
-            "sub done"
+        assert (
+            browser.js(f"document.querySelector('{call} > pre:last-child').textContent")
+            == "sub done"
+        )
         assert browser.js("document.querySelectorAll('img').length") == 0
         assert browser.js("typeof window.pwned") == "undefined"
     finally:
@@ -192,10 +264,23 @@ def test_the_agents_words_are_shown_never_run(tmp_path: Path) -> None:
 def test_a_long_transcript_is_cut_to_the_runs_budget(tmp_path: Path) -> None:
     """Past the per-run budget, messages are left out and calls keep their summary line only,
     with a note of what was left out (a 1,000-run report stays small)."""
-    lines = [{"type": "assistant", "message": {"content": [
-        {"type": "text", "text": f"message {i} " + "x" * 500},
-        {"type": "tool_use", "id": f"t{i}", "name": "Read",
-         "input": {"file_path": f"src/f{i}.py"}}]}} for i in range(40)]
+    lines = [
+        {
+            "type": "assistant",
+            "message": {
+                "content": [
+                    {"type": "text", "text": f"message {i} " + "x" * 500},
+                    {
+                        "type": "tool_use",
+                        "id": f"t{i}",
+                        "name": "Read",
+                        "input": {"file_path": f"src/f{i}.py"},
+                    },
+                ]
+            },
+        }
+        for i in range(40)
+    ]
     path = tmp_path / "transcript.jsonl"
     path.write_text("\n".join(json.dumps(x) for x in lines))
     body = html_transcript.render(path)
@@ -211,10 +296,28 @@ def test_the_tier_table_reads_without_raw_column_names() -> None:
     in one cell (the method in the header's tooltip), a tier without counted runs said so."""
     from pytest_scylla.results.html_parts import static_table as _table
 
-    rows = [{"tier": "T0", "n": 6, "pass_rate": 1.0, "ci_low": 0.54, "ci_high": 1.0,
-             "ci_method": "clopper-pearson", "mean_score": 0.9, "cop": 0.12},
-            {"tier": "T1", "n": 0, "pass_rate": 0.0, "ci_low": 0.0, "ci_high": 0.0,
-             "ci_method": "clopper-pearson", "mean_score": None, "cop": float("inf")}]
+    rows = [
+        {
+            "tier": "T0",
+            "n": 6,
+            "pass_rate": 1.0,
+            "ci_low": 0.54,
+            "ci_high": 1.0,
+            "ci_method": "clopper-pearson",
+            "mean_score": 0.9,
+            "cop": 0.12,
+        },
+        {
+            "tier": "T1",
+            "n": 0,
+            "pass_rate": 0.0,
+            "ci_low": 0.0,
+            "ci_high": 0.0,
+            "ci_method": "clopper-pearson",
+            "mean_score": None,
+            "cop": float("inf"),
+        },
+    ]
     html = _table(rows, ["tier", "n", "pass_rate", "mean_score", "cop"], ("tier",))
     for raw in ("ci_low", "ci_high", "ci_method", "mean_score", "pass_rate", ">n<"):
         assert raw not in html.replace("title='interval: clopper-pearson'", "")

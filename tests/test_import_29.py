@@ -37,8 +37,9 @@ def _runs(folder: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (folder / "runs.jsonl").read_text().splitlines()]
 
 
-def test_real_published_folder_round_trips(tmp_path: Path,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_real_published_folder_round_trips(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["import", str(RAW), str(tmp_path / "imp")]) == 0
     assert main(["report", "--report", "none", str(tmp_path / "imp")]) == 0
     assert len(_runs(tmp_path / "imp")) == 7
@@ -46,7 +47,8 @@ def test_real_published_folder_round_trips(tmp_path: Path,
 
 
 def test_impl_rate_above_one_is_clamped_with_a_note_and_reported(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     src = shutil.copytree(RAW, tmp_path / "src")
     _edit(src / JUDGMENT, _over)
     assert main(["import", str(src), str(tmp_path / "imp")]) == 0
@@ -65,14 +67,16 @@ def test_impl_rate_above_one_is_clamped_with_a_note_and_reported(
     # positive control: the unclamped value is what the report refuses (it did before)
     planted["judges"][0]["impl_rate"] = 1.0461538461538462
     (tmp_path / "imp" / "runs.jsonl").write_text(
-        "".join(json.dumps(r) + "\n" for r in runs), encoding="utf-8")
+        "".join(json.dumps(r) + "\n" for r in runs), encoding="utf-8"
+    )
     capsys.readouterr()
     assert main(["report", "--report", "none", str(tmp_path / "imp")]) == 2
     assert "greater than the maximum of 1" in capsys.readouterr().err
 
 
 def test_results_folder_of_several_experiments_merged_with_a_note_each(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     results = tmp_path / "results"
     for name in ("2026-01-20-exp1", "2026-01-21-exp2"):  # the same experiment_id in both
         shutil.copytree(RAW, results / name)
@@ -88,13 +92,17 @@ def test_results_folder_of_several_experiments_merged_with_a_note_each(
     assert {r["case"] for r in runs} == {"test-001", "test-001@2026-01-21-exp2", "exp3"}
     sources = json.loads((tmp_path / "imp" / "manifest.json").read_text())["sources"]
     assert [(s["case"], s["runs"]) for s in sources] == [
-        ("test-001", 7), ("test-001@2026-01-21-exp2", 7), ("exp3", 1)]
+        ("test-001", 7),
+        ("test-001@2026-01-21-exp2", 7),
+        ("exp3", 1),
+    ]
     assert main(["report", "--report", "none", str(tmp_path / "imp")]) == 0
     assert "15 pass" in capsys.readouterr().out
 
 
-def test_folder_without_experiments_is_refused(tmp_path: Path,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_folder_without_experiments_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "empty").mkdir()
     assert main(["import", str(tmp_path / "empty"), str(tmp_path / "imp")]) == 2
     assert "point at an experiment folder" in capsys.readouterr().err
@@ -102,7 +110,8 @@ def test_folder_without_experiments_is_refused(tmp_path: Path,
 
 @pytest.mark.parametrize("how", ["missing", "null"])
 def test_criterion_without_achieved_is_said_and_read_as_na(
-        how: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    how: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     src = shutil.copytree(RAW, tmp_path / "src")
 
     def drop(data: dict[str, Any]) -> None:
@@ -111,18 +120,21 @@ def test_criterion_without_achieved_is_said_and_read_as_na(
             del cat["achieved"]
         else:
             cat["achieved"] = None
+
     _edit(src / JUDGMENT, drop)
     assert main(["import", str(src), str(tmp_path / "imp")]) == 0
     err = capsys.readouterr().err
     said = "has no achieved value" if how == "missing" else "has achieved: null"
     assert f"{src / JUDGMENT}: criterion 'code_quality' {said}; read as N/A" in err
-    judge = next(r for r in _runs(tmp_path / "imp")
-                 if r["imported_from"] == str(src / "T0/00/run_01"))["judges"][0]
+    judge = next(
+        r for r in _runs(tmp_path / "imp") if r["imported_from"] == str(src / "T0/00/run_01")
+    )["judges"][0]
     cats = json.loads((src / JUDGMENT).read_text())["criteria_scores"]
     rest = [c for n, c in cats.items() if n != "code_quality"]
     # N/A: in neither the achieved points nor the maximum
-    assert judge["impl_rate"] == pytest.approx(sum(c["achieved"] for c in rest)
-                                               / sum(c["max"] for c in rest))
+    assert judge["impl_rate"] == pytest.approx(
+        sum(c["achieved"] for c in rest) / sum(c["max"] for c in rest)
+    )
     assert main(["report", "--report", "none", str(tmp_path / "imp")]) == 0
 
 
@@ -138,18 +150,23 @@ def _csv_copy(tmp_path: Path, change: Any = None, delimiter: str = ",") -> Path:
 
 
 def test_word_in_score_column_names_file_line_and_column(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     def word(rows: list[list[str]]) -> None:
         rows[2][rows[0].index("score")] = "excellent"
+
     folder = _csv_copy(tmp_path, word)
     assert main(["report", "--report", "none", str(folder)]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == (f"{folder / 'runs.csv'}:3: column 'score' is 'excellent'; expected a number, "
-                   "N/A or an empty cell")
+    assert err == (
+        f"{folder / 'runs.csv'}:3: column 'score' is 'excellent'; expected a number, "
+        "N/A or an empty cell"
+    )
 
 
-def test_semicolon_csv_is_read_as_the_comma_one(tmp_path: Path,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_semicolon_csv_is_read_as_the_comma_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A spreadsheet in a comma-decimal locale saves with `;`: read as meant (the same numbers),
     and a file whose rows are split by another separator than its header is refused."""
     comma, semi = _csv_copy(tmp_path), _csv_copy(tmp_path, delimiter=";")
@@ -166,6 +183,7 @@ def test_semicolon_csv_is_read_as_the_comma_one(tmp_path: Path,
 
     def mixed(rows: list[list[str]]) -> None:
         rows[1:] = [[";".join(row)] for row in rows[1:]]
+
     folder = _csv_copy(tmp_path, mixed)
     capsys.readouterr()
     assert main(["report", "--report", "none", str(folder)]) == 2

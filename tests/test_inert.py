@@ -21,13 +21,13 @@ from .conftest import FIXTURES
 
 SUITE = {
     "tests/test_app.py": "import pytest\n\n\ndef test_ok():\n    assert 1 + 1 == 2\n\n\n"
-                         "def test_bad():\n    assert 1 + 1 == 3\n\n\n"
-                         "@pytest.mark.skip(reason='later')\ndef test_later():\n    pass\n",
+    "def test_bad():\n    assert 1 + 1 == 3\n\n\n"
+    "@pytest.mark.skip(reason='later')\ndef test_later():\n    pass\n",
     # a Kubernetes-style fixture that happens to be called test.yaml, inside the suite
     "tests/deploy/test.yaml": "apiVersion: v1\nkind: Pod\nmetadata:\n  name: test\n",
     "tests/deploy/test_deploy.py": "def test_manifest_exists():\n    import pathlib\n"
-                                   "    assert (pathlib.Path(__file__).parent / 'test.yaml')"
-                                   ".is_file()\n",
+    "    assert (pathlib.Path(__file__).parent / 'test.yaml')"
+    ".is_file()\n",
 }
 
 
@@ -40,8 +40,9 @@ def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Itera
     # a bwrap first on PATH that notes every call: a probe would leave a trace
     bin_dir = pytester.path / "bin"
     bin_dir.mkdir()
-    (bin_dir / "bwrap").write_text(f"#!/bin/sh\necho probed >> {pytester.path / 'probes'}\n"
-                                   "exit 1\n")
+    (bin_dir / "bwrap").write_text(
+        f"#!/bin/sh\necho probed >> {pytester.path / 'probes'}\nexit 1\n"
+    )
     (bin_dir / "bwrap").chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     # a Docker "engine" that notes every connection (and answers none): a docker probe would
@@ -67,19 +68,26 @@ def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Itera
 
 def _normal(text: str) -> list[str]:
     """Output lines that do not depend on timing or on the list of plugins."""
-    return [re.sub(r" in [\d.]+s", "", line) for line in text.splitlines()
-            if not line.startswith(("platform ", "plugins:", "rootdir:", "cachedir:"))]
+    return [
+        re.sub(r" in [\d.]+s", "", line)
+        for line in text.splitlines()
+        if not line.startswith(("platform ", "plugins:", "rootdir:", "cachedir:"))
+    ]
 
 
-@pytest.mark.parametrize("args", [(), ("tests",), ("tests/deploy",)], ids=["no-args", "tests",
-                                                                          "yaml-dir"])
+@pytest.mark.parametrize(
+    "args", [(), ("tests",), ("tests/deploy",)], ids=["no-args", "tests", "yaml-dir"]
+)
 def test_a_project_without_evaluations_sees_no_trace_of_the_plugin(
-        project: Path, pytester: pytest.Pytester, args: tuple[str, ...]) -> None:
+    project: Path, pytester: pytest.Pytester, args: tuple[str, ...]
+) -> None:
     without = pytester.runpytest_subprocess("-p", "no:scylla", "-p", "no:cacheprovider", *args)
     with_plugin = pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
-    without.assert_outcomes(passed=2 if args != ("tests/deploy",) else 1,
-                            failed=0 if args == ("tests/deploy",) else 1,
-                            skipped=0 if args == ("tests/deploy",) else 1)
+    without.assert_outcomes(
+        passed=2 if args != ("tests/deploy",) else 1,
+        failed=0 if args == ("tests/deploy",) else 1,
+        skipped=0 if args == ("tests/deploy",) else 1,
+    )
     assert with_plugin.ret == without.ret
     assert with_plugin.parseoutcomes() == without.parseoutcomes()
     assert _normal(with_plugin.stdout.str()) == _normal(without.stdout.str())
@@ -91,7 +99,8 @@ def test_a_project_without_evaluations_sees_no_trace_of_the_plugin(
 
 
 def test_cases_under_the_roots_are_evaluations_and_elsewhere_are_not(
-        project: Path, pytester: pytest.Pytester) -> None:
+    project: Path, pytester: pytest.Pytester
+) -> None:
     """Positive control: with a `cases/` folder and its tiers, the same project's `pytest cases`
     is an evaluation (header, probe, runs); its ordinary suite stays inert; `scylla_cases`
     moves the root."""
@@ -110,14 +119,16 @@ def test_cases_under_the_roots_are_evaluations_and_elsewhere_are_not(
     # its only trace: the one line that says how to run the evaluations it left out
     assert [line for line in _normal(suite.stdout.str()) if "scylla" in line] == [
         "scylla: the evaluations in cases/ are not run by this session; run them with "
-        "`pytest cases/` or `pytest --scylla-only`"]
+        "`pytest cases/` or `pytest --scylla-only`"
+    ]
     assert not (project / "probes").exists()
     assert not (project / "docker-probes").exists()
     # another root: `cases/` is then an ordinary folder, `evals/` holds the evaluations
     (project / "cases").rename(project / "evals")
     pytester.makeini("[pytest]\nscylla_cases = evals\n")
-    moved = pytester.runpytest_subprocess("-p", "no:cacheprovider", "evals", "--scylla-plan",
-                                          "--co", "-q")
+    moved = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "evals", "--scylla-plan", "--co", "-q"
+    )
     moved.stdout.fnmatch_lines(["*alpha*T0-00*"])
 
 
@@ -128,23 +139,39 @@ def test_this_repository_is_an_evaluation_project(tmp_path: Path) -> None:
     import sys
 
     root = Path(__file__).resolve().parents[1]
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("ANTHROPIC_", "PYTEST_"))}
-    done = subprocess.run([sys.executable, "-m", "pytest", "--scylla-runs=1", "-k",
-                           "test-001 and T0", "-p", "no:cacheprovider",
-                           f"--scylla-out={tmp_path / 'out'}"], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=300)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "PYTEST_"))}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--scylla-runs=1",
+            "-k",
+            "test-001 and T0",
+            "-p",
+            "no:cacheprovider",
+            f"--scylla-out={tmp_path / 'out'}",
+        ],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert "testpaths: cases" in done.stdout
     errors = [line for line in done.stdout.splitlines() if line.startswith("setup: ")]
-    assert errors == ["setup: no model credential: set ANTHROPIC_API_KEY (or "
-                      "ANTHROPIC_AUTH_TOKEN) in the environment pytest runs in, or run offline "
-                      "with --scylla-oracle (a SIMULATED model)"]
+    assert errors == [
+        "setup: no model credential: set ANTHROPIC_API_KEY (or "
+        "ANTHROPIC_AUTH_TOKEN) in the environment pytest runs in, or run offline "
+        "with --scylla-oracle (a SIMULATED model)"
+    ]
     assert "Traceback" not in done.stdout + done.stderr
     assert "1 error" in done.stdout  # the first run; the session stops there
 
 
 def test_evaluations_beside_a_projects_own_tests_run_only_when_asked(
-        project: Path, pytester: pytest.Pytester) -> None:
+    project: Path, pytester: pytest.Pytester
+) -> None:
     """A repository with its own suite (no `testpaths`) gets `scylla init`'s case, Python
     evaluation and `cases/conftest.py`, its pytest configuration kept: a bare `pytest` runs the
     project's tests and no evaluation (one header line says how), probing neither Docker nor
@@ -160,8 +187,10 @@ def test_evaluations_beside_a_projects_own_tests_run_only_when_asked(
     bare = pytester.runpytest_subprocess()
     bare.assert_outcomes(passed=2, failed=1, skipped=1)  # the project's suite, and only it
     said = [line for line in bare.stdout.lines if "scylla" in line and "plugins:" not in line]
-    assert said == ["scylla: the evaluations in cases/ are not run by this session; run them "
-                    "with `pytest cases/` or `pytest --scylla-only`"], said
+    assert said == [
+        "scylla: the evaluations in cases/ are not run by this session; run them "
+        "with `pytest cases/` or `pytest --scylla-only`"
+    ], said
     assert not (project / "reports").exists()
     assert not (project / "probes").exists()
     assert not (project / "docker-probes").exists()
@@ -172,8 +201,10 @@ def test_evaluations_beside_a_projects_own_tests_run_only_when_asked(
     only = pytester.runpytest_subprocess("--scylla-only", "--scylla-oracle", "--co", "-q")
     ids = [line for line in only.stdout.lines if "::" in line]
     assert ids, only.stdout.str()
-    assert all(line.startswith(("cases/greet/test.yaml::greet[", "cases/test_greet_eval.py::"))
-               for line in ids), ids
+    assert all(
+        line.startswith(("cases/greet/test.yaml::greet[", "cases/test_greet_eval.py::"))
+        for line in ids
+    ), ids
     assert any(line.startswith("cases/test_greet_eval.py::") for line in ids), ids
     # with paths that hold the project's tests too, those are collected and deselected
     both = pytester.runpytest_subprocess(".", "--scylla-only", "--scylla-oracle", "--co", "-q")
@@ -183,8 +214,9 @@ def test_evaluations_beside_a_projects_own_tests_run_only_when_asked(
     assert [line for line in asked.stdout.lines if "::" in line] == ids
 
 
-PLUGGY = ("pluggy==1.5.0 --hash=sha256:"
-          "2cffa88e94fdc978c4c574f15f9e59b7f4201d439195c3715ca9e2486f1d0cf1")
+PLUGGY = (
+    "pluggy==1.5.0 --hash=sha256:2cffa88e94fdc978c4c574f15f9e59b7f4201d439195c3715ca9e2486f1d0cf1"
+)
 
 
 def test_a_real_projects_own_suite_beside_scylla_init(tmp_path: Path) -> None:
@@ -202,33 +234,64 @@ def test_a_real_projects_own_suite_beside_scylla_init(tmp_path: Path) -> None:
     from .conftest import require
 
     (tmp_path / "req.txt").write_text(PLUGGY + "\n")
-    got = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps",
-                          "--no-binary", ":all:", "--require-hashes", "-r", "req.txt", "-d",
-                          "dl"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    require(None if got.returncode == 0 else f"pip could not download pluggy's sdist: "
-            f"{got.stderr[-300:]}")
+    got = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            "--no-deps",
+            "--no-binary",
+            ":all:",
+            "--require-hashes",
+            "-r",
+            "req.txt",
+            "-d",
+            "dl",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    require(
+        None
+        if got.returncode == 0
+        else f"pip could not download pluggy's sdist: {got.stderr[-300:]}"
+    )
     with tarfile.open(tmp_path / "dl" / "pluggy-1.5.0.tar.gz") as sdist:
         sdist.extractall(tmp_path, filter="data")
     project = tmp_path / "pluggy-1.5.0"
     (project / "testing" / "benchmark.py").unlink()  # needs pytest-benchmark, not installed
     assert main(["init", str(project)]) == 0
     assert not (project / "pytest.ini").exists()  # tox.ini's [pytest] stays the project's
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")
-           and k not in ("PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.endswith("_API_KEY") and k not in ("PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER")
+    }
     env["PYTHONPATH"] = str(project / "src")  # its tests test its own code, not the pluggy
     # installed here (pytest itself runs on it then too, as in pluggy's own CI)
 
     def pytest_in(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
-                               *args], cwd=project, env=env, capture_output=True, text=True,
-                              timeout=300)
+        return subprocess.run(
+            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
 
     bare = pytest_in()
     assert bare.returncode == 0, bare.stdout[-3000:]
     assert re.search(r"^109 passed", bare.stdout.splitlines()[-1].strip("= ")), bare.stdout
     hints = [line for line in bare.stdout.splitlines() if line.startswith("scylla:")]
-    assert hints == ["scylla: the evaluations in cases/ are not run by this session; run them "
-                     "with `pytest cases/` or `pytest --scylla-only`"]
+    assert hints == [
+        "scylla: the evaluations in cases/ are not run by this session; run them "
+        "with `pytest cases/` or `pytest --scylla-only`"
+    ]
     assert not (project / "reports").exists()
     without = pytest_in("-p", "no:scylla")
     assert without.returncode == 0, without.stdout[-3000:]

@@ -22,7 +22,8 @@ from pytest_scylla.scaffold import FILES
 
 @pytest.mark.slow  # ~1 min: two sessions of the scaffolded project, one on two workers
 def test_init_makes_a_project_whose_example_passes_under_the_oracle(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], oracle: list[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], oracle: list[str]
+) -> None:
     project = tmp_path / "evals"
     assert main(["init", str(project)]) == 0
     printed = capsys.readouterr().out
@@ -31,17 +32,35 @@ def test_init_makes_a_project_whose_example_passes_under_the_oracle(
     assert not (project / "tiers").exists()  # the packaged T0-T6 serve
     # the YAML case and the Python evaluation of it, side by side on two workers
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-n", "2", "-p", "no:cacheprovider", "-k",
-         "T0-01 or T5-01", *oracle, "--scylla-out=reports/smoke", "--scylla-report=html"],
-        cwd=project, capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-n",
+            "2",
+            "-p",
+            "no:cacheprovider",
+            "-k",
+            "T0-01 or T5-01",
+            *oracle,
+            "--scylla-out=reports/smoke",
+            "--scylla-report=html",
+        ],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stdout[-3000:]
     assert "4 passed" in done.stdout  # all of it: the slow tier (tests/test_wheel.py)
     smoke = project / "reports" / "smoke"
     rows = [json.loads(line) for line in (smoke / "runs.jsonl").read_text().splitlines()]
     assert sorted((r["case"], r["subtest"], r["outcome"]) for r in rows) == [
-        ("greet", "T0-01", "pass"), ("greet", "T5-01", "pass"),
+        ("greet", "T0-01", "pass"),
+        ("greet", "T5-01", "pass"),
         ("test_greet_keeps_its_default", "T0-01", "pass"),
-        ("test_greet_keeps_its_default", "T5-01", "pass")]
+        ("test_greet_keeps_its_default", "T5-01", "pass"),
+    ]
     evaluated = next(r for r in rows if r["case"] == "test_greet_keeps_its_default")
     assert evaluated["judges"]  # its verdict asked, its asserts recorded
     assert evaluated["checks"][-1]["name"] == "assert:test_greet_keeps_its_default"
@@ -50,14 +69,31 @@ def test_init_makes_a_project_whose_example_passes_under_the_oracle(
     assert "greet[T0-01-r1]" in html or "greet-T0-01-r1" in html
     # the example's checks really test something: the untouched source fails them
     noop = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", "-k",
-         "T0-01", "--scylla-oracle=noop", *oracle[1:], "--scylla-out=reports/noop"],
-        cwd=project, capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:xdist",
+            "-k",
+            "T0-01",
+            "--scylla-oracle=noop",
+            *oracle[1:],
+            "--scylla-out=reports/noop",
+        ],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert noop.returncode == 1, noop.stdout[-3000:]
     assert "FAIL check hidden-tests" in noop.stdout
     assert "FAILED cases/test_greet_eval.py::test_greet_keeps_its_default[T0-01-r1]" in noop.stdout
-    rec = json.loads((project / "reports/noop/runs/test_greet_keeps_its_default-T0-01-r1"
-                      "/run.json").read_text())
+    rec = json.loads(
+        (project / "reports/noop/runs/test_greet_keeps_its_default-T0-01-r1/run.json").read_text()
+    )
     assert (rec["outcome"], rec["checks"][-1]["passed"]) == ("fail", False)
     assert "hidden-tests" in rec["reason"]  # the assert's message: the checks that failed
 
@@ -75,23 +111,38 @@ def test_init_keeps_what_is_there(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert (tmp_path / ".gitignore").read_text().startswith("reports/")
 
 
-@pytest.mark.parametrize(("rel", "schema"), [
-    (".github/workflows/scylla.yml", "vendor.github-workflows"),
-    (".gitlab-ci.yml", "vendor.gitlab-ci"),
-])
+@pytest.mark.parametrize(
+    ("rel", "schema"),
+    [
+        (".github/workflows/scylla.yml", "vendor.github-workflows"),
+        (".gitlab-ci.yml", "vendor.gitlab-ci"),
+    ],
+)
 def test_the_ci_workflows_validate(tmp_path: Path, rel: str, schema: str) -> None:
     assert main(["init", str(tmp_path)]) == 0
     checker = shutil.which("check-jsonschema", path=str(Path(sys.executable).parent))
     assert checker is not None, "check-jsonschema is a dev dependency"
-    done = subprocess.run([checker, "--builtin-schema", schema, str(tmp_path / rel)],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [checker, "--builtin-schema", schema, str(tmp_path / rel)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     # positive control: the same schema refuses a broken workflow
     broken = tmp_path / "broken.yml"
-    broken.write_text((tmp_path / rel).read_text().replace("script:", "scripts:", 1)
-                      .replace("runs-on:", "runs_on:", 1))
-    refused = subprocess.run([checker, "--builtin-schema", schema, str(broken)],
-                             capture_output=True, text=True, timeout=120)
+    broken.write_text(
+        (tmp_path / rel)
+        .read_text()
+        .replace("script:", "scripts:", 1)
+        .replace("runs-on:", "runs_on:", 1)
+    )
+    refused = subprocess.run(
+        [checker, "--builtin-schema", schema, str(broken)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert refused.returncode != 0
 
 
@@ -127,7 +178,8 @@ def _gitlab_problems(flow: dict[str, Any]) -> list[str]:
         runs = [*default.get("before_script", []), *job["script"]]
         problems += _sandbox_problems(name, runs, "\n".join(runs))
         if "--scylla-sandbox=docker" in "\n".join(runs) and not any(
-                "docker:" in str(s) and "dind" in str(s) for s in default.get("services", [])):
+            "docker:" in str(s) and "dind" in str(s) for s in default.get("services", [])
+        ):
             problems.append(f"{name}: the docker sandbox without a Docker engine")
     return problems
 
@@ -144,8 +196,9 @@ def _sandbox_problems(name: str, runs: list[str], script: str) -> list[str]:
         used = re.search(r"--scylla-sandbox=(\w+)", session)
         if used is None:
             problems.append(f"{name}: `{session[:40]}...` leaves the sandbox to auto")
-        elif used[1] not in checked or script.index(f"scylla sandbox {used[1]}") > \
-                script.index(session):
+        elif used[1] not in checked or script.index(f"scylla sandbox {used[1]}") > script.index(
+            session
+        ):
             problems.append(f"{name}: no `scylla sandbox {used[1]}` step before the session")
         elif used[1] == "bwrap" and "apparmor_restrict_unprivileged_userns=0" not in script:
             problems.append(f"{name}: bubblewrap, with AppArmor's restriction in place")
@@ -170,8 +223,9 @@ def test_the_ci_workflows_follow_the_runners_rules(tmp_path: Path) -> None:
     broken[True if True in broken else "on"]["push"] = None
     del broken["permissions"]
     del broken["jobs"]["smoke"]["timeout-minutes"]
-    broken["jobs"]["smoke"]["steps"] = [s for s in broken["jobs"]["smoke"]["steps"]
-                                        if s.get("name") != "sandbox"]
+    broken["jobs"]["smoke"]["steps"] = [
+        s for s in broken["jobs"]["smoke"]["steps"] if s.get("name") != "sandbox"
+    ]
     sandbox = next(s for s in broken["jobs"]["evaluate"]["steps"] if s.get("name") == "sandbox")
     sandbox["run"] = "sudo apt-get install -y bubblewrap\nscylla sandbox bwrap"
     broken["jobs"]["evaluate"]["steps"].append({"run": "pip install pytest-scylla==0.1.0"})
@@ -191,9 +245,13 @@ def test_the_real_jobs_selection_fits_its_budget(tmp_path: Path) -> None:
     assert main(["init", str(tmp_path)]) == 0
     assert PLAN in (tmp_path / ".github/workflows/scylla.yml").read_text()
     assert PLAN in (tmp_path / ".gitlab-ci.yml").read_text()
-    done = subprocess.run([sys.executable, "-m", "pytest_scylla.cli", *PLAN.split()[1:],
-                           "-p", "no:cacheprovider"], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_scylla.cli", *PLAN.split()[1:], "-p", "no:cacheprovider"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert re.search(r"total: (\d+) runs", done.stdout)[1] == "45", done.stdout  # type: ignore
     assert "add up to $18.00 of agent spend at most" in done.stdout

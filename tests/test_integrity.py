@@ -36,21 +36,25 @@ def findings(case_: Case, ws: Workspace) -> list[tuple[str, str]]:
 
 # -- 1. the agent's .git runs nothing on the host --------------------------------------------
 
+
 def plant_git_traps(ws: Path, marker: Path) -> None:
     """fsmonitor, hooks and a clean filter that would run on the host and leak the key."""
     hook = ws / "trap.sh"
     hook.write_text(f"#!/bin/sh\ntouch {marker}\n")
     hook.chmod(0o755)
     with open(ws / ".git" / "config", "a") as cfg:
-        cfg.write(f"[core]\n\tfsmonitor = {hook}\n\thooksPath = {ws}\n"
-                  "[filter \"x\"]\n\tclean = sh -c 'echo $ANTHROPIC_API_KEY; cat'\n"
-                  "[diff \"x\"]\n\ttextconv = sh -c 'echo $ANTHROPIC_API_KEY'\n")
+        cfg.write(
+            f"[core]\n\tfsmonitor = {hook}\n\thooksPath = {ws}\n"
+            "[filter \"x\"]\n\tclean = sh -c 'echo $ANTHROPIC_API_KEY; cat'\n"
+            "[diff \"x\"]\n\ttextconv = sh -c 'echo $ANTHROPIC_API_KEY'\n"
+        )
     (ws / ".gitattributes").write_text("* filter=x diff=x\n")
     (ws / "hello.py").write_text("print('Hello, World!')\n")
 
 
 def test_the_agents_git_config_filters_and_fsmonitor_never_run_on_the_host(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", CANARY)
     c = case("test-001")
     ws = make(c, tmp_path)
@@ -60,8 +64,14 @@ def test_the_agents_git_config_filters_and_fsmonitor_never_run_on_the_host(
     control = tmp_path / "control"
     shutil.copytree(ws.path, control, symlinks=True)
     plant_git_traps(control, marker)  # the paths inside the traps point at the copy
-    naive = subprocess.run("git add -A && git diff --cached HEAD", shell=True, cwd=control,
-                           capture_output=True, text=True, check=False)
+    naive = subprocess.run(
+        "git add -A && git diff --cached HEAD",
+        shell=True,
+        cwd=control,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert marker.exists()
     assert CANARY in naive.stdout
     marker.unlink()
@@ -75,7 +85,8 @@ def test_the_agents_git_config_filters_and_fsmonitor_never_run_on_the_host(
 
 
 def test_the_agents_git_dir_replaced_by_a_pointer_or_deleted_changes_nothing(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     c = case("test-001")
     ws = make(c, tmp_path)
     (ws.path / "hello.py").write_text("print('hi')\n")
@@ -86,6 +97,7 @@ def test_the_agents_git_dir_replaced_by_a_pointer_or_deleted_changes_nothing(
 
 
 # -- 2. hidden files never follow what the agent planted -------------------------------------
+
 
 def test_hidden_files_are_not_written_through_planted_links(tmp_path: Path) -> None:
     c = case("test-002")
@@ -135,8 +147,8 @@ def test_a_linked_parent_folder_is_replaced_not_followed(tmp_path: Path) -> None
 
 # -- 3. planted test machinery is removed and recorded ---------------------------------------
 
-def test_planted_conftest_startup_files_and_shadowing_modules_are_removed(
-        tmp_path: Path) -> None:
+
+def test_planted_conftest_startup_files_and_shadowing_modules_are_removed(tmp_path: Path) -> None:
     c = case("test-002")
     ws = make(c, tmp_path)
     planted = {
@@ -193,24 +205,28 @@ def test_a_clean_workspace_has_no_findings(tmp_path: Path) -> None:
     assert (ws.path / "scylla_hidden_tests").is_dir()
 
 
-@pytest.mark.parametrize(("pattern", "path", "hit"), [
-    ("tests/**", "tests/test_a.py", True),
-    ("tests/**", "tests/sub/deep.py", True),
-    ("tests/**", "tests", True),
-    ("tests/**", "testsx/a.py", False),
-    ("tests/", "tests/a.py", True),
-    ("*.cfg", "setup.cfg", True),
-    ("*.cfg", "sub/setup.cfg", False),
-    ("**/conftest.py", "conftest.py", True),
-    ("**/conftest.py", "a/b/conftest.py", True),
-    ("src/?.py", "src/a.py", True),
-    ("src/?.py", "src/ab.py", False),
-])
+@pytest.mark.parametrize(
+    ("pattern", "path", "hit"),
+    [
+        ("tests/**", "tests/test_a.py", True),
+        ("tests/**", "tests/sub/deep.py", True),
+        ("tests/**", "tests", True),
+        ("tests/**", "testsx/a.py", False),
+        ("tests/", "tests/a.py", True),
+        ("*.cfg", "setup.cfg", True),
+        ("*.cfg", "sub/setup.cfg", False),
+        ("**/conftest.py", "conftest.py", True),
+        ("**/conftest.py", "a/b/conftest.py", True),
+        ("src/?.py", "src/a.py", True),
+        ("src/?.py", "src/ab.py", False),
+    ],
+)
 def test_protected_globs(pattern: str, path: str, hit: bool) -> None:
     assert bool(integrity.glob_regex(pattern).match(path)) is hit
 
 
 # -- 4. what is read back is bounded ---------------------------------------------------------
+
 
 def test_big_files_are_named_not_read_and_links_are_listed_not_followed(tmp_path: Path) -> None:
     c = case("test-001")
@@ -244,10 +260,14 @@ def test_pytest_settings_the_agent_changed_or_added_are_put_back(tmp_path: Path)
     shutil.copytree(ws.path, control, symlinks=True)
     (control / "calc_test.py").write_text("def test_fails():\n    assert False\n")
     (control / "pytest.ini").write_text("[pytest]\naddopts = --co -q\n")
-    naive = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
-                            "calc_test.py"], cwd=control, capture_output=True, text=True,
-                           env={k: v for k, v in os.environ.items()
-                                if not k.startswith("PYTEST")}, check=False)
+    naive = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "calc_test.py"],
+        cwd=control,
+        capture_output=True,
+        text=True,
+        env={k: v for k, v in os.environ.items() if not k.startswith("PYTEST")},
+        check=False,
+    )
     assert naive.returncode == 0, naive.stdout  # the failing test was never run
 
     (ws.path / "pytest.ini").write_text("[pytest]\naddopts = --co -q\n")
@@ -266,8 +286,9 @@ def test_pytest_settings_the_agent_changed_or_added_are_put_back(tmp_path: Path)
     assert integrity.pytest_settings("pyproject.toml", b'[project]\nname = "x"\n') is None
     assert integrity.pytest_settings("pyproject.toml", b"[tool.pytest]\nx = 1\n") == {"x": 1}
     assert integrity.pytest_settings("pytest.ini", b"") == {}  # pytest.ini always counts
-    assert integrity.pytest_settings("pyproject.toml", (pinned + 'addopts = "--co"\n').encode()) \
-        == {"ini_options": {"testpaths": ["tests"], "addopts": "--co"}}  # parsed, not raw
+    assert integrity.pytest_settings(
+        "pyproject.toml", (pinned + 'addopts = "--co"\n').encode()
+    ) == {"ini_options": {"testpaths": ["tests"], "addopts": "--co"}}  # parsed, not raw
 
 
 def test_an_ignore_rule_cannot_hide_itself_from_the_diff(tmp_path: Path) -> None:
@@ -316,8 +337,9 @@ print("planted", target)
 
 
 @pytest.mark.parametrize("prefix", ["checks", "writable-control"])
-def test_an_earlier_check_cannot_plant_bytecode_for_a_later_one(tmp_path: Path,
-                                                                 prefix: str) -> None:
+def test_an_earlier_check_cannot_plant_bytecode_for_a_later_one(
+    tmp_path: Path, prefix: str
+) -> None:
     """A check runs the agent's code, which could write forged bytecode for a module a later
     check imports; the checks' Python uses no bytecode cache at all. The control, a writable
     cache folder (as a per-run one would be), shows the forgery works there."""

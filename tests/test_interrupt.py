@@ -27,19 +27,37 @@ RUNS = 4  # runs per cell: the mini project's 12 items x 4 = 48 runs
 ITEMS = len(MINI_ITEMS)
 
 
-def _session(mini: Path, out: Path, oracle: list[str], tmp: Path,
-             n: int = 2, runs: int = RUNS) -> subprocess.Popen[bytes]:
+def _session(
+    mini: Path, out: Path, oracle: list[str], tmp: Path, n: int = 2, runs: int = RUNS
+) -> subprocess.Popen[bytes]:
     """`pytest cases/ --scylla-oracle=mixed -n 2 --scylla-runs=4` as a user starts it, in its
     own process group (so the test can find every process it left behind)."""
     env = {**os.environ, "TMPDIR": str(tmp)}
     env.pop("PYTEST_ADDOPTS", None)
     env.pop("PYTEST_XDIST_WORKER", None)
     return subprocess.Popen(
-        [sys.executable, "-m", "pytest", "cases", *workers(n), oracle[1],
-         "--scylla-oracle=mixed", f"--scylla-runs={runs}", f"--scylla-out={out}",
-         "-p", "no:randomly", "--scylla-progress=0", "--scylla-report=md,json,csv"],
-        cwd=mini, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        start_new_session=True, preexec_fn=default_sigint)
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "cases",
+            *workers(n),
+            oracle[1],
+            "--scylla-oracle=mixed",
+            f"--scylla-runs={runs}",
+            f"--scylla-out={out}",
+            "-p",
+            "no:randomly",
+            "--scylla-progress=0",
+            "--scylla-report=md,json,csv",
+        ],
+        cwd=mini,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        preexec_fn=default_sigint,
+    )
 
 
 def _alive_or_fail(proc: subprocess.Popen[bytes]) -> None:
@@ -86,23 +104,32 @@ def _differences(out: Path, reference: Path) -> dict[str, Any]:
             continue
         found[key] = {}
         for side, folder, r in (("resumed", out, rec), ("straight", reference, other)):
-            calls = (folder / "runs" / key / "judge_calls.jsonl")
+            calls = folder / "runs" / key / "judge_calls.jsonl"
             found[key][side] = {
-                "reason": r.get("reason"), "checks": r.get("checks"),
+                "reason": r.get("reason"),
+                "checks": r.get("checks"),
                 "final_message": r.get("final_message"),
                 "files": (folder / "runs" / key / "files.txt").read_text(errors="replace")
-                if (folder / "runs" / key / "files.txt").is_file() else None,
-                "calls": [{k: c.get(k) for k in ("run", "request_bytes", "usage", "cost_usd",
-                                                 "status", "attempts")}
-                          for c in map(json.loads, calls.read_text().splitlines())]
-                if calls.is_file() else None}
+                if (folder / "runs" / key / "files.txt").is_file()
+                else None,
+                "calls": [
+                    {
+                        k: c.get(k)
+                        for k in ("run", "request_bytes", "usage", "cost_usd", "status", "attempts")
+                    }
+                    for c in map(json.loads, calls.read_text().splitlines())
+                ]
+                if calls.is_file()
+                else None,
+            }
     return found
 
 
 @pytest.mark.slow
 @pytest.mark.each_sandbox
 def test_sigkill_at_random_moments_then_resume_gives_the_uninterrupted_exports(
-        mini: Path, oracle: list[str], tmp_path: Path, sandbox_kind: str) -> None:
+    mini: Path, oracle: list[str], tmp_path: Path, sandbox_kind: str
+) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="scy-"))  # short: the gateway's unix socket lives here
     # 48 runs and ten kills under the default sandbox; 24 and four under docker (what is
     # docker's own, the containers a kill leaves, shows in the first)
@@ -155,17 +182,20 @@ def test_sigkill_at_random_moments_then_resume_gives_the_uninterrupted_exports(
         assert records[key] == rec, f"{key} was run or judged again"
     for key, rec in records.items():
         assert rec["outcome"] in ("pass", "fail"), (key, rec["outcome"], rec["reason"])
-        judged = [json.loads(line)["run"].split("-judge")[1][0] for line in
-                  (out / "runs" / key / "judge_calls.jsonl").read_text().splitlines()]
+        judged = [
+            json.loads(line)["run"].split("-judge")[1][0]
+            for line in (out / "runs" / key / "judge_calls.jsonl").read_text().splitlines()
+        ]
         if key not in agents:  # judged once; a run killed mid-panel is judged again, and the
             assert len(judged) == 3, key  # paid calls of the cut panel stay in its log
         assert sorted(set(judged)) == ["1", "2", "3"], key
-    logged = [json.loads(line)["run_key"]
-              for line in (out / "runs.jsonl").read_text().splitlines()]
+    logged = [json.loads(line)["run_key"] for line in (out / "runs.jsonl").read_text().splitlines()]
     assert sorted(logged) == sorted(records)  # every run exactly once
     for name in ("runs.csv", "judges.csv", "criteria.csv", "subtests.csv"):
-        assert export_rows(out / name) == export_rows(reference / name), \
-            (name, _differences(out, reference))
+        assert export_rows(out / name) == export_rows(reference / name), (
+            name,
+            _differences(out, reference),
+        )
     summary = json.loads((out / "summary.json").read_text())
     assert summary["partial"] is None
     assert summary["runs"] == ITEMS * runs
@@ -174,10 +204,14 @@ def test_sigkill_at_random_moments_then_resume_gives_the_uninterrupted_exports(
 
 
 @pytest.mark.slow  # at 0 and 2 workers, and under docker at 2 (its -n 0 path is the same code)
-@pytest.mark.parametrize(("sandbox_kind", "n"), [("default", 2), ("default", 0), ("docker", 2)],
-                         indirect=["sandbox_kind"])
+@pytest.mark.parametrize(
+    ("sandbox_kind", "n"),
+    [("default", 2), ("default", 0), ("docker", 2)],
+    indirect=["sandbox_kind"],
+)
 def test_ctrl_c_writes_a_partial_report_and_leaves_nothing_behind(
-        mini: Path, oracle: list[str], tmp_path: Path, n: int) -> None:
+    mini: Path, oracle: list[str], tmp_path: Path, n: int
+) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="scy-"))  # short: the gateway's unix socket lives here
     out = mini / "exp"
     runs = 2  # 24 runs: the interrupt comes after 4, the resume does the rest

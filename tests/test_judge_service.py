@@ -31,8 +31,14 @@ class Asked:
         self.calls: list[tuple[str, str, Prompt, list[RubricItem]]] = []
         self.raises = raises
 
-    def __call__(self, spec: JudgeSpec, prompt: Prompt, items: Sequence[RubricItem],
-                 base_url: str, result: JudgeResult) -> None:
+    def __call__(
+        self,
+        spec: JudgeSpec,
+        prompt: Prompt,
+        items: Sequence[RubricItem],
+        base_url: str,
+        result: JudgeResult,
+    ) -> None:
         self.calls.append((spec.model, base_url, prompt, list(items)))
         result.attempts = 1
         if self.raises is not None:
@@ -53,13 +59,15 @@ def running() -> Iterator[tuple[service.JudgeService, Asked]]:
 
 def _ask(base_url: str = GATEWAY_URL) -> JudgeResult:
     result = JudgeResult(number=2, model="claude-sonnet-5", kind="anthropic")
-    assert service.ask_remote(JudgeSpec(kind="anthropic", model="claude-sonnet-5"), PROMPT,
-                              ITEMS, base_url, result)
+    assert service.ask_remote(
+        JudgeSpec(kind="anthropic", model="claude-sonnet-5"), PROMPT, ITEMS, base_url, result
+    )
     return result
 
 
 def test_a_worker_gets_the_verdict_the_service_asked_for(
-        running: tuple[service.JudgeService, Asked]) -> None:
+    running: tuple[service.JudgeService, Asked],
+) -> None:
     svc, asked = running
     service.use(svc.address)
     result = _ask()
@@ -86,16 +94,23 @@ def test_an_error_in_the_service_is_the_judges_error_as_in_process() -> None:
 
 @pytest.mark.parametrize("how", ["wrong token", "no token", "not a gateway URL"])
 def test_the_service_answers_no_one_but_its_workers(
-        running: tuple[service.JudgeService, Asked], how: str) -> None:
+    running: tuple[service.JudgeService, Asked], how: str
+) -> None:
     svc, asked = running
     path, _, token = svc.address.rpartition("#")
-    service.use({"wrong token": f"{path}#{'0' * len(token)}", "no token": f"{path}#",
-                 "not a gateway URL": svc.address}[how])
+    service.use(
+        {
+            "wrong token": f"{path}#{'0' * len(token)}",
+            "no token": f"{path}#",
+            "not a gateway URL": svc.address,
+        }[how]
+    )
     url = "http://attacker.example/steal" if how == "not a gateway URL" else GATEWAY_URL
     result = JudgeResult(number=2, model="claude-sonnet-5", kind="anthropic")
     with pytest.raises(service.ServiceGone):  # closed unanswered
-        service.ask_remote(JudgeSpec(kind="anthropic", model="claude-sonnet-5"), PROMPT, ITEMS,
-                           url, result)
+        service.ask_remote(
+            JudgeSpec(kind="anthropic", model="claude-sonnet-5"), PROMPT, ITEMS, url, result
+        )
     assert asked.calls == []  # the model was never asked
     assert result.attempts == 0
     assert not result.valid
@@ -105,13 +120,15 @@ def test_the_service_answers_no_one_but_its_workers(
 
 
 def test_without_a_service_to_reach_a_worker_asks_its_judges_itself(
-        running: tuple[service.JudgeService, Asked]) -> None:
+    running: tuple[service.JudgeService, Asked],
+) -> None:
     svc, asked = running
     service.use(svc.address)
     svc.stop()
     result = JudgeResult(number=1, model="m", kind="anthropic")
-    assert not service.ask_remote(JudgeSpec(kind="anthropic", model="m"), PROMPT, ITEMS,
-                                  GATEWAY_URL, result)
+    assert not service.ask_remote(
+        JudgeSpec(kind="anthropic", model="m"), PROMPT, ITEMS, GATEWAY_URL, result
+    )
     assert result.attempts == 0  # nothing was asked: no double call
     assert asked.calls == []
     assert not Path(svc.address.rpartition("#")[0]).parent.exists()  # its folder is removed
@@ -140,18 +157,26 @@ def pytest_configure_node(node):
 def _own_service_folders() -> set[Path]:
     """The judge-service folders this process (a pytester session's controller) holds: another
     test process of the suite may hold its own at the same time."""
-    return {p for p in Path(tempfile.gettempdir()).glob("scylla-judge-*")
-            if (p / "owner.pid").is_file()
-            and (p / "owner.pid").read_text().strip() == str(os.getpid())}
+    return {
+        p
+        for p in Path(tempfile.gettempdir()).glob("scylla-judge-*")
+        if (p / "owner.pid").is_file() and (p / "owner.pid").read_text().strip() == str(os.getpid())
+    }
 
 
-def _session(mini: Path, pytester: pytest.Pytester, oracle: list[str], out: str,
-             monkeypatch: pytest.MonkeyPatch) -> tuple[list[dict[str, Any]], list[bool]]:
+def _session(
+    mini: Path,
+    pytester: pytest.Pytester,
+    oracle: list[str],
+    out: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> tuple[list[dict[str, Any]], list[bool]]:
     imports = mini / f"imports-{out}"
     imports.mkdir()
     monkeypatch.setenv("SCYLLA_TEST_IMPORTS", str(imports))
-    result = pytester.runpytest("cases", "-k", "alpha and T0", *workers(2), *oracle,
-                                f"--scylla-out={mini / out}")
+    result = pytester.runpytest(
+        "cases", "-k", "alpha and T0", *workers(2), *oracle, f"--scylla-out={mini / out}"
+    )
     result.assert_outcomes(passed=3)
     records = [json.loads(p.read_text()) for p in sorted((mini / out).glob("runs/*/run.json"))]
     for rec in records:
@@ -162,8 +187,8 @@ def _session(mini: Path, pytester: pytest.Pytester, oracle: list[str], out: str,
 
 @pytest.mark.slow  # its parts have their own tests here; every -n 2 session uses the service
 def test_xdist_workers_judge_through_the_controller_and_never_import_the_sdk(
-        mini: Path, pytester: pytest.Pytester, oracle: list[str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    mini: Path, pytester: pytest.Pytester, oracle: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Every verdict of a 2-worker session is valid, priced and logged by the run's gateway,
     while neither worker imported the SDK; the positive control hands the workers a service
     they cannot reach: they judge in their own processes (and so import it), with the same
@@ -181,13 +206,15 @@ def test_xdist_workers_judge_through_the_controller_and_never_import_the_sdk(
     pytester.makeconftest(RECORDER + UNREACHABLE)
     control, imported = _session(mini, pytester, oracle, "unreachable", monkeypatch)
     assert imported == [True, True]
-    assert [[j["score"] for j in r["judges"]] for r in control] == \
-        [[j["score"] for j in r["judges"]] for r in records]
+    assert [[j["score"] for j in r["judges"]] for r in control] == [
+        [j["score"] for j in r["judges"]] for r in records
+    ]
 
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 def test_a_service_that_dies_mid_call_leaves_the_run_not_judged(
-        running: tuple[service.JudgeService, Asked]) -> None:
+    running: tuple[service.JudgeService, Asked],
+) -> None:
     """The controller killed while it asks (SIGKILL to pytest: its workers finish their run in
     flight): no answer comes, and the ask ends as an interruption, past the panel (which
     catches each judge's Exception), so the run is stored "not judged yet" and resume asks its
@@ -197,8 +224,9 @@ def test_a_service_that_dies_mid_call_leaves_the_run_not_judged(
     service.use(svc.address)
     result = JudgeResult(number=1, model="m", kind="anthropic")
     with pytest.raises(service.ServiceGone):
-        service.ask_remote(JudgeSpec(kind="anthropic", model="m"), PROMPT, ITEMS, GATEWAY_URL,
-                           result)
+        service.ask_remote(
+            JudgeSpec(kind="anthropic", model="m"), PROMPT, ITEMS, GATEWAY_URL, result
+        )
     assert len(asked.calls) == 1  # it was asked
     assert not issubclass(service.ServiceGone, Exception)  # no judge's error
     assert result.errors == []

@@ -39,21 +39,34 @@ def test_latency_is_fixed_or_drawn_reproducibly_per_run_and_call() -> None:
 
 
 def _call(gateway: Gateway, key: str) -> None:
-    httpx.post(gateway.base_url(key) + "/v1/messages", timeout=30, json={
-        "model": "claude-sonnet-5", "max_tokens": 16, "stream": False,
-        "messages": [{"role": "user", "content": "hi"}]}).raise_for_status()
+    httpx.post(
+        gateway.base_url(key) + "/v1/messages",
+        timeout=30,
+        json={
+            "model": "claude-sonnet-5",
+            "max_tokens": 16,
+            "stream": False,
+            "messages": [{"role": "user", "content": "hi"}],
+        },
+    ).raise_for_status()
 
 
 def test_the_gateway_waits_the_latency_before_an_oracle_answer(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Each oracle call's logged latency includes the simulated wait; without the knob (the
     control) it does not."""
     gateway = Gateway().start()
     try:
         for key, value in (("slow-run-0a1b", "1"), ("fast-run-0a1b", "")):
             monkeypatch.setenv(latency.ENV, value)
-            gateway.open(Route(key=key, log_path=tmp_path / f"{key}.jsonl",
-                               script=Script(mode="solution", workspace=tmp_path, files=())))
+            gateway.open(
+                Route(
+                    key=key,
+                    log_path=tmp_path / f"{key}.jsonl",
+                    script=Script(mode="solution", workspace=tmp_path, files=()),
+                )
+            )
             _call(gateway, key)
     finally:
         gateway.stop()
@@ -64,17 +77,21 @@ def test_the_gateway_waits_the_latency_before_an_oracle_answer(
 
 
 def test_an_unreadable_latency_stops_the_session_at_its_start(
-        mini: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    mini: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv(latency.ENV, "fast")
     result = pytester.runpytest("cases", "--co", "-p", "no:xdist", "--scylla-oracle")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: environment: SCYLLA_ORACLE_LATENCY='fast': expected "
-                                 "one of <seconds>, uniform:<low>,<high>, *"])
+    result.stderr.fnmatch_lines(
+        [
+            "ERROR: environment: SCYLLA_ORACLE_LATENCY='fast': expected "
+            "one of <seconds>, uniform:<low>,<high>, *"
+        ]
+    )
     assert "Traceback" not in result.stderr.str()
 
 
-def test_background_imports_are_made_once_in_order_and_a_failing_one_is_left_to_its_user(
-        ) -> None:
+def test_background_imports_are_made_once_in_order_and_a_failing_one_is_left_to_its_user() -> None:
     import sys
 
     from pytest_scylla.core import warm
@@ -112,8 +129,9 @@ print(os.getpriority(os.PRIO_PROCESS, warm._thread.native_id),
 def test_a_controllers_background_imports_run_at_idle_priority() -> None:
     """In a process that runs agents the import thread keeps the process's priority; once the
     process is an xdist controller it drops to idle priority, and only that thread does."""
-    done = subprocess.run([sys.executable, "-c", IDLE], capture_output=True, text=True,
-                          timeout=60, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", IDLE], capture_output=True, text=True, timeout=60, check=True
+    )
     own = os.getpriority(os.PRIO_PROCESS, 0)
     assert done.stdout.split() == [str(own), "19", str(own)]
 
@@ -131,15 +149,23 @@ def pytest_unconfigure(config):
 
 @pytest.mark.parametrize(("select", "tiers"), [("T0", 1), ("T0 or T1", 2)])
 def test_a_session_imports_the_statistics_it_exports_need_in_the_background_and_no_more(
-        standin: Path, pytester: pytest.Pytester, select: str, tiers: int) -> None:
+    standin: Path, pytester: pytest.Pytester, select: str, tiers: int
+) -> None:
     """Issue 18: the exports' libraries are imported in the background as the records arrive
     (scipy.special for the intervals from the first; scipy.stats and statsmodels for the tier
     comparisons once a second tier has one), not after the last run; a one-tier session never
     imports the comparisons' libraries."""
     with open(standin / "conftest.py", "a", encoding="utf-8") as handle:
         handle.write(SEEN)
-    result = pytester.runpytest_subprocess("cases", "-p", "no:xdist", "--scylla-runs=1",
-                                           "-k", select, f"--scylla-out={standin / 'out'}")
+    result = pytester.runpytest_subprocess(
+        "cases",
+        "-p",
+        "no:xdist",
+        "--scylla-runs=1",
+        "-k",
+        select,
+        f"--scylla-out={standin / 'out'}",
+    )
     assert result.ret in (0, 1), result.stdout.str()[-2000:]
     seen = json.loads((standin / "seen.json").read_text())
     modules = set(seen["modules"])

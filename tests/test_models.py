@@ -35,16 +35,18 @@ def _ids(pytester: pytest.Pytester, *args: str) -> list[str]:
     return [line.split("::")[1] for line in result.outlines if "::" in line]
 
 
-def test_the_model_is_in_the_item_id_and_a_marker(mini: Path, pytester: pytest.Pytester
-                                                   ) -> None:
+def test_the_model_is_in_the_item_id_and_a_marker(mini: Path, pytester: pytest.Pytester) -> None:
     ids = _ids(pytester, "-k", "alpha and T0-01")
     assert ids == ["alpha[T0-01-r1-claude-sonnet-5]", "alpha[T0-01-r1-claude-haiku-4-5]"]
     assert _ids(pytester, "-k", "haiku and T0") == [
-        f"{case}[T0-{n}-r1-claude-haiku-4-5]" for case in ("alpha", "beta")
-        for n in ("00", "01", "02")]
+        f"{case}[T0-{n}-r1-claude-haiku-4-5]"
+        for case in ("alpha", "beta")
+        for n in ("00", "01", "02")
+    ]
     marked = _ids(pytester, "-m", "claude-sonnet-5 and T1", "--strict-markers")
-    assert marked == [f"{case}[T1-{n}-r1-claude-sonnet-5]" for case in ("alpha", "beta")
-                      for n in ("01", "02")]
+    assert marked == [
+        f"{case}[T1-{n}-r1-claude-sonnet-5]" for case in ("alpha", "beta") for n in ("01", "02")
+    ]
     assert len(_ids(pytester)) == 2 * len(_ids(pytester, "-k", "haiku"))
     bad = pytester.runpytest("cases", "--collect-only", "--scylla-models=a,b,a")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
@@ -59,44 +61,60 @@ def _check_html(report: Path, profile: Path) -> None:
         assert browser.js("document.getElementById('runs-count').textContent") == "4 of 4 shown"
         browser.choose("select[data-f=model]", "Haiku 4.5")
         assert browser.js("document.getElementById('runs-count').textContent") == "2 of 4 shown"
-        assert browser.js("Array.from(document.querySelectorAll('#runs tbody tr:not([hidden])'))"
-                          ".every(function (r) { return r.textContent.indexOf('haiku') >= 0; })")
-        assert browser.js("Array.from(document.querySelectorAll('h2')).map(function (h) "
-                          "{ return h.textContent; })")[:2] == ["Models",
-                                                                "Tiers (all models pooled)"]
+        assert browser.js(
+            "Array.from(document.querySelectorAll('#runs tbody tr:not([hidden])'))"
+            ".every(function (r) { return r.textContent.indexOf('haiku') >= 0; })"
+        )
+        assert browser.js(
+            "Array.from(document.querySelectorAll('h2')).map(function (h) "
+            "{ return h.textContent; })"
+        )[:2] == ["Models", "Tiers (all models pooled)"]
         assert browser.errors() == []
     finally:
         browser.close()
 
 
 @pytest.mark.slow  # the model axis's collection and keys are tested above
-def test_two_models_end_to_end(mini: Path, pytester: pytest.Pytester, oracle: list[str],
-                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_two_models_end_to_end(
+    mini: Path, pytester: pytest.Pytester, oracle: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
     """Real CLI runs through the gateway per model: the oracle answers as the model asked for
     and the gateway prices it as that model, so Haiku costs less than Sonnet by construction."""
     out = mini / "out"
-    args = ["cases", "-k", "alpha and T0-01", *workers(2), MODELS, *oracle, "--scylla-runs=2",
-            f"--scylla-out={out}", "--scylla-report=terminal,md,html"]
+    args = [
+        "cases",
+        "-k",
+        "alpha and T0-01",
+        *workers(2),
+        MODELS,
+        *oracle,
+        "--scylla-runs=2",
+        f"--scylla-out={out}",
+        "--scylla-report=terminal,md,html",
+    ]
     done = pytester.runpytest(*args)
     done.assert_outcomes(passed=4)
     records = {p.parent.name: json.loads(p.read_text()) for p in out.glob("runs/*/run.json")}
     assert {k: r["model"] for k, r in records.items()} == {
-        f"alpha-T0-01-r{n}-{m}": m for n in (1, 2) for m in ("claude-sonnet-5",
-                                                              "claude-haiku-4-5")}
+        f"alpha-T0-01-r{n}-{m}": m for n in (1, 2) for m in ("claude-sonnet-5", "claude-haiku-4-5")
+    }
     with (out / "runs.csv").open(encoding="utf-8") as handle:
-        assert sorted(r["agent_model"] for r in csv.DictReader(handle)) == \
-            ["Haiku 4.5"] * 2 + ["Sonnet 5"] * 2
+        assert (
+            sorted(r["agent_model"] for r in csv.DictReader(handle))
+            == ["Haiku 4.5"] * 2 + ["Sonnet 5"] * 2
+        )
     summary = json.loads((out / "summary.json").read_text())
     side = {m["agent_model"]: m for m in summary["models"]}
     assert side["Haiku 4.5"]["mean_cost"] < side["Sonnet 5"]["mean_cost"]
     assert side["Haiku 4.5"]["cop"] < side["Sonnet 5"]["cop"]
     assert (side["Haiku 4.5"]["n"], side["Haiku 4.5"]["frontier_tier"]) == (2, "T0")
     assert [(t["agent_model"], t["tier"], t["n"]) for t in summary["model_tiers"]] == [
-        ("Haiku 4.5", "T0", 2), ("Sonnet 5", "T0", 2)]
+        ("Haiku 4.5", "T0", 2),
+        ("Sonnet 5", "T0", 2),
+    ]
     stats = json.loads((out / "statistical_results.json").read_text())
     cost = next(r for r in stats["models"]["pairwise"] if r["metric"] == "cost_usd")
-    assert (cost["group1"], cost["group2"], cost["cliffs_delta"]) == ("Haiku 4.5", "Sonnet 5",
-                                                                      -1.0)
+    assert (cost["group1"], cost["group2"], cost["cliffs_delta"]) == ("Haiku 4.5", "Sonnet 5", -1.0)
     assert [t["agent_model"] for t in stats["tiers_per_model"]] == ["Haiku 4.5", "Sonnet 5"]
     assert "model Haiku 4.5: 2 runs, pass rate 100%" in done.stdout.str()
     assert "## Model comparison" in (out / "tables.md").read_text()
@@ -112,7 +130,9 @@ def test_two_models_end_to_end(mini: Path, pytester: pytest.Pytester, oracle: li
     assert main(["compare", str(out), str(out), "--out", str(mini / "cmp")]) == 0
     result = json.loads((mini / "cmp" / "compare.json").read_text())
     assert {(r["agent_model"], r["tier"]) for r in result["tiers"]} == {
-        ("Haiku 4.5", "T0"), ("Sonnet 5", "T0")}
+        ("Haiku 4.5", "T0"),
+        ("Sonnet 5", "T0"),
+    }
     assert all(r["paired"] for r in result["tiers"])
     assert result["verdicts"]["common_runs"] == 4
     capsys.readouterr()

@@ -91,39 +91,68 @@ class Campaign:
     digests: dict[str, list[str]]  # edited file -> [sha256 before, after the edit]
 
     def dump(self, path: Path) -> None:
-        data = {**asdict(self), "root": str(self.root), "out": str(self.out),
-                "cache": str(self.cache)}
+        data = {
+            **asdict(self),
+            "root": str(self.root),
+            "out": str(self.out),
+            "cache": str(self.cache),
+        }
         path.write_text(json.dumps(data))
 
     @classmethod
     def load(cls, path: Path) -> Campaign:
         data = json.loads(path.read_text())
-        return cls(Path(data["root"]), Path(data["out"]), Path(data["cache"]),
-                   {k: Stage(**v) for k, v in data["stages"].items()}, data["digests"])
+        return cls(
+            Path(data["root"]),
+            Path(data["out"]),
+            Path(data["cache"]),
+            {k: Stage(**v) for k, v in data["stages"].items()},
+            data["digests"],
+        )
 
 
 def _run_campaign(root: Path, cache: str) -> Campaign:
     """The five sessions, each snapshotted."""
     shutil.copytree(FIXTURES / "mini", root)
-    (root / "pytest.ini").write_text("[pytest]\naddopts = -p no:cacheprovider -p no:benchmark "
-                                     f"{' '.join(NO_HYPOTHESIS)}\n")
+    (root / "pytest.ini").write_text(
+        f"[pytest]\naddopts = -p no:cacheprovider -p no:benchmark {' '.join(NO_HYPOTHESIS)}\n"
+    )
     out = root / "reports" / "exp"
     tmp = Path(tempfile.mkdtemp(prefix="scy-"))
     stages: dict[str, Stage] = {}
 
     def session(name: str, *args: str, **env: str) -> None:
         proc = subprocess.run(
-            [sys.executable, "-m", "pytest", "cases", "-p", "no:xdist", "--scylla-oracle=mixed",
-             cache, f"--scylla-out={out}", "--scylla-progress=0", *args],
-            cwd=root, env=_environment(tmp, **env), capture_output=True, text=True,
-            timeout=300, check=False)
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "cases",
+                "-p",
+                "no:xdist",
+                "--scylla-oracle=mixed",
+                cache,
+                f"--scylla-out={out}",
+                "--scylla-progress=0",
+                *args,
+            ],
+            cwd=root,
+            env=_environment(tmp, **env),
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
         assert (out / "manifest.json").is_file(), proc.stdout + proc.stderr
         runs = out / "runs"
         stages[name] = Stage(
-            proc.stdout + proc.stderr, proc.returncode, _records(out),
+            proc.stdout + proc.stderr,
+            proc.returncode,
+            _records(out),
             {k: (runs / k / "model_calls.jsonl").read_text() for k in KEYS},
             {k: (runs / k / "judge_calls.jsonl").read_text() for k in KEYS},
-            json.loads((out / "manifest.json").read_text()))
+            json.loads((out / "manifest.json").read_text()),
+        )
 
     try:
         session("judge_error", "-k", SELECTION, "-v", SCYLLA_ORACLE_JUDGE_FAULT=JUDGE_FAULT)
@@ -131,17 +160,21 @@ def _run_campaign(root: Path, cache: str) -> Campaign:
         session("quiet", "-k", SELECTION, "-rA")  # letters, and the summary's words
         rubric, tier = root / "rubrics" / "basic.yaml", root / "tiers" / "T0.yaml"
         before = [_sha256(rubric), _sha256(tier)]
-        rubric.write_text(rubric.read_text().replace("pass_threshold: 0.6",
-                                                     "pass_threshold: 0.5"))
-        tier.write_text(tier.read_text().replace("the default system prompt",
-                                                 "the CLI's own system prompt"))
+        rubric.write_text(rubric.read_text().replace("pass_threshold: 0.6", "pass_threshold: 0.5"))
+        tier.write_text(
+            tier.read_text().replace("the default system prompt", "the CLI's own system prompt")
+        )
         after = [_sha256(rubric), _sha256(tier)]
         session("fresh", "-k", "alpha and T0-01", "--scylla-fresh")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return Campaign(root, out, Path(cache.partition("=")[2]), stages,
-                    {"rubrics/basic.yaml": [before[0], after[0]],
-                     "tiers/T0.yaml": [before[1], after[1]]})
+    return Campaign(
+        root,
+        out,
+        Path(cache.partition("=")[2]),
+        stages,
+        {"rubrics/basic.yaml": [before[0], after[0]], "tiers/T0.yaml": [before[1], after[1]]},
+    )
 
 
 @pytest.fixture(scope="module")
@@ -167,7 +200,8 @@ def test_a_stored_judge_error_has_only_its_judges_asked_again(campaign: Campaign
     failed, healed = campaign.stages["judge_error"], campaign.stages["rejudged"]
     assert failed.returncode == 1, failed.output
     assert {k: r["outcome"] for k, r in failed.records.items()} == dict.fromkeys(
-        KEYS, "judge_error")
+        KEYS, "judge_error"
+    )
     assert re.search(r"alpha\[T0-00-r1\] ERROR", failed.output), failed.output
     assert "judge_error: only 1 valid judge(s), 2 needed" in failed.output
     for key in KEYS:
@@ -214,29 +248,36 @@ def test_the_manifest_flags_inputs_that_changed_between_runs(campaign: Campaign)
     assert unchanged.manifest["inputs"]["tiers/T0.yaml"] == tier[0]
     assert fresh.returncode == 0, fresh.output
     assert fresh.records["alpha-T0-00-r1"] == unchanged.records["alpha-T0-00-r1"]  # kept
-    assert fresh.records["alpha-T0-01-r1"]["started_at"] != \
-        unchanged.records["alpha-T0-01-r1"]["started_at"]  # ran again
+    assert (
+        fresh.records["alpha-T0-01-r1"]["started_at"]
+        != unchanged.records["alpha-T0-01-r1"]["started_at"]
+    )  # ran again
     manifest = fresh.manifest
     assert manifest["inputs_changed_between_runs"] == ["rubrics/basic.yaml", "tiers/T0.yaml"]
     assert manifest["inputs"]["rubrics/basic.yaml"] == sorted(rubric)
     assert manifest["inputs"]["tiers/T0.yaml"] == sorted(tier)
     assert isinstance(manifest["inputs"]["cases/alpha/"], str)  # the case did not change
     assert [(s["ran"], s["from_disk"], s["rejudged"]) for s in manifest["sessions"]] == [
-        (2, 0, 0), (0, 0, 2), (0, 2, 0), (1, 0, 0)]
+        (2, 0, 0),
+        (0, 0, 2),
+        (0, 2, 0),
+        (1, 0, 0),
+    ]
 
 
 def test_a_run_in_two_merged_folders_is_kept_twice_with_a_warning(
-        campaign: Campaign, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    campaign: Campaign, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """`scylla report A B`: a run key in both folders counts as two runs (the second renamed
     `B/<key>`) and says so, naming both folders; the same folder given twice is read once."""
     a, b = tmp_path / "A", tmp_path / "B"
     for folder, keys in ((a, KEYS), (b, ("alpha-T0-01-r1",))):
         for key in keys:
             shutil.copytree(campaign.out / "runs" / key, folder / "runs" / key)
-    assert main(["report", str(a), str(b), "--out", str(tmp_path / "C"), "--report",
-                 "none"]) == 0
-    warning = (f"run alpha-T0-01-r1 is in {a.resolve()} and {b.resolve()}: both kept as "
-               "separate runs")
+    assert main(["report", str(a), str(b), "--out", str(tmp_path / "C"), "--report", "none"]) == 0
+    warning = (
+        f"run alpha-T0-01-r1 is in {a.resolve()} and {b.resolve()}: both kept as separate runs"
+    )
     assert f"warning: {warning}" in capsys.readouterr().out
     summary = json.loads((tmp_path / "C" / "summary.json").read_text())
     assert summary["warnings"] == [warning]
@@ -246,14 +287,12 @@ def test_a_run_in_two_merged_folders_is_kept_twice_with_a_warning(
     with (tmp_path / "C" / "runs.csv").open() as handle:
         keys = sorted(row["run_key"] for row in csv.DictReader(handle))
     assert keys == ["B/alpha-T0-01-r1", "alpha-T0-00-r1", "alpha-T0-01-r1"]
-    assert main(["report", str(a), str(a), "--out", str(tmp_path / "D"), "--report",
-                 "none"]) == 0
+    assert main(["report", str(a), str(a), "--out", str(tmp_path / "D"), "--report", "none"]) == 0
     once = json.loads((tmp_path / "D" / "summary.json").read_text())
     assert (once["runs"], once["warnings"]) == (2, [])
 
 
-def test_paper_format_folders_sharing_runs_are_kept_twice_with_a_warning(
-        tmp_path: Path) -> None:
+def test_paper_format_folders_sharing_runs_are_kept_twice_with_a_warning(tmp_path: Path) -> None:
     """Two copies of the paper's exported dryrun (7 runs each, runs.csv format): 14 runs, each
     of the second copy renamed and named in a warning, never silently merged into 7."""
     from pytest_scylla.results.tables import load
@@ -274,20 +313,37 @@ def test_paper_format_folders_sharing_runs_are_kept_twice_with_a_warning(
     assert sum(str(r["run_key"]).startswith("B/") for r in tables.runs) == len(rows)
 
 
-def _plan(root: Path, out: Path, oracle: list[str], capfd: pytest.CaptureFixture[str],
-          monkeypatch: pytest.MonkeyPatch) -> str:
+def _plan(
+    root: Path,
+    out: Path,
+    oracle: list[str],
+    capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> str:
     """`scylla plan` for alpha's three T0 runs into `out`; what it printed."""
     monkeypatch.chdir(root)
-    code = main(["plan", "cases", "-k", "alpha and T0", "--scylla-oracle=mixed", oracle[1],
-                 f"--scylla-out={out}"])
+    code = main(
+        [
+            "plan",
+            "cases",
+            "-k",
+            "alpha and T0",
+            "--scylla-oracle=mixed",
+            oracle[1],
+            f"--scylla-out={out}",
+        ]
+    )
     text = capfd.readouterr().out
     assert code == 0, text
     return text
 
 
 def test_plan_estimates_from_runs_stored_in_sibling_folders(
-        campaign: Campaign, oracle: list[str], capfd: pytest.CaptureFixture[str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    campaign: Campaign,
+    oracle: list[str],
+    capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """A new folder beside reports/exp is planned from exp's two runs: alpha x T0 costs their
     mean (agent + judges) per run."""
     text = _plan(campaign.root, campaign.root / "reports" / "next", oracle, capfd, monkeypatch)
@@ -303,8 +359,12 @@ def test_plan_estimates_from_runs_stored_in_sibling_folders(
 
 
 def test_plan_without_history_says_so(
-        campaign: Campaign, oracle: list[str], tmp_path: Path,
-        capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    campaign: Campaign,
+    oracle: list[str],
+    tmp_path: Path,
+    capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """With no stored run in the folder or beside it, the plan says it has no history and
     bounds the runs by their per-run limits (alpha: the default max_cost_usd, $2.00)."""
     (tmp_path / "empty").mkdir()  # a sibling without runs
@@ -312,8 +372,10 @@ def test_plan_without_history_says_so(
     assert re.search(r"^T0\s+3\s+0\s+3\s+\?\s", text, re.M), text  # never a made-up $0.00
     assert "$0.00" not in text
     assert "3 to run: no estimate (no stored runs of history)" in text
-    assert ("no history for 3 runs (? above): not estimated; their per-run limits "
-            "(max_cost_usd) add up to $6.00 of agent spend at most") in text
+    assert (
+        "no history for 3 runs (? above): not estimated; their per-run limits "
+        "(max_cost_usd) add up to $6.00 of agent spend at most"
+    ) in text
 
 
 # ---------------------------------------------------------------------------------------------
@@ -321,20 +383,32 @@ def test_plan_without_history_says_so(
 
 
 def test_the_session_budget_holds_across_xdist_workers(
-        mini: Path, pytester: pytest.Pytester, oracle: list[str]) -> None:
+    mini: Path, pytester: pytest.Pytester, oracle: list[str]
+) -> None:
     """Two workers share the session's spend: it ends within the budget plus one run per
     worker (the runs in flight), later runs are skipped saying why."""
     out, budget = mini / "out", 0.45
-    result = pytester.runpytest("cases", *workers(2), *NO_HYPOTHESIS, *oracle,
-                                f"--scylla-out={out}", f"--scylla-budget-usd={budget}", "-rs")
+    result = pytester.runpytest(
+        "cases",
+        *workers(2),
+        *NO_HYPOTHESIS,
+        *oracle,
+        f"--scylla-out={out}",
+        f"--scylla-budget-usd={budget}",
+        "-rs",
+    )
     recs = _records(out)
     costs = [r["cost_usd"] + r["judge_cost_usd"] for r in recs.values()]
     outcomes = result.parseoutcomes()
     assert outcomes["passed"] == len(recs)
     assert outcomes["skipped"] == 12 - len(recs) > 0
     assert sum(costs) <= budget + 2 * max(costs)
-    result.stdout.fnmatch_lines([f"SKIPPED [[]*[]] *session budget ${budget:.2f} reached: $* "
-                                 "spent on * runs (about $* a run); not started"])
+    result.stdout.fnmatch_lines(
+        [
+            f"SKIPPED [[]*[]] *session budget ${budget:.2f} reached: $* "
+            "spent on * runs (about $* a run); not started"
+        ]
+    )
     ledgers = [json.loads(p.read_text()) for p in out.glob(".session/*/*.json")]
     assert len(ledgers) == 2  # each worker counted its own runs, in the session's one folder
     assert all(entry["runs"] >= 1 for entry in ledgers)
@@ -348,8 +422,8 @@ def test_the_session_budget_holds_across_xdist_workers(
 
 @pytest.mark.slow
 def test_a_usage_window_pause_on_one_worker_holds_new_runs_on_the_other(
-        mini: Path, pytester: pytest.Pytester, oracle: list[str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    mini: Path, pytester: pytest.Pytester, oracle: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Only gw0's upstream answers a usage-window 429: gw1 finishes its run in flight, then
     starts nothing until the pause written to the session's pause.json is over."""
     seconds = 8  # longer than gw1's run in flight, so gw1 has to wait out the rest
@@ -362,13 +436,26 @@ def test_a_usage_window_pause_on_one_worker_holds_new_runs_on_the_other(
     """)
     monkeypatch.setenv("SCYLLA_ORACLE_LIMIT_SECONDS", str(seconds))
     out = mini / "out"
-    result = pytester.runpytest("cases", "-k", "alpha and (T0 or T1)", "-v", *workers(2),
-                                *NO_HYPOTHESIS, *oracle, f"--scylla-out={out}",
-                                "--scylla-retry-wait=2", "--scylla-progress=1")
+    result = pytester.runpytest(
+        "cases",
+        "-k",
+        "alpha and (T0 or T1)",
+        "-v",
+        *workers(2),
+        *NO_HYPOTHESIS,
+        *oracle,
+        f"--scylla-out={out}",
+        "--scylla-retry-wait=2",
+        "--scylla-progress=1",
+    )
     result.assert_outcomes(passed=4, errors=1)
-    worker = {f"alpha-{m[2]}-r1": m[1] for m in re.finditer(
-        r"\[(gw\d)\] \[ *\d+%\] \w+ cases/alpha/test\.yaml::alpha\[(T\d-\d\d)-r1\]",
-        result.stdout.str())}
+    worker = {
+        f"alpha-{m[2]}-r1": m[1]
+        for m in re.finditer(
+            r"\[(gw\d)\] \[ *\d+%\] \w+ cases/alpha/test\.yaml::alpha\[(T\d-\d\d)-r1\]",
+            result.stdout.str(),
+        )
+    }
     recs = _records(out)
     assert sorted(worker) == sorted(recs)
     (pause_file,) = out.glob(".session/*/pause.json")
@@ -380,13 +467,15 @@ def test_a_usage_window_pause_on_one_worker_holds_new_runs_on_the_other(
     for key, rec in recs.items():  # started before the pause began, or once it was over
         start = _epoch(rec["started_at"])
         assert start <= began or start >= int(until), (key, rec["started_at"], until)
-    other = sorted((r for k, r in recs.items() if worker[k] == "gw1"),
-                   key=lambda r: r["started_at"])
+    other = sorted(
+        (r for k, r in recs.items() if worker[k] == "gw1"), key=lambda r: r["started_at"]
+    )
     assert _epoch(other[0]["finished_at"]) < int(until) - 1  # gw1 was free during the pause
     assert any(_epoch(r["started_at"]) >= int(until) for r in other[1:])  # and was held
     stamp = datetime.fromtimestamp(until, UTC)
-    result.stdout.fnmatch_lines([f"scylla: */5 runs*PAUSED until {stamp:%H:%M:%S} UTC by an "
-                                 "upstream usage limit*"])
+    result.stdout.fnmatch_lines(
+        [f"scylla: */5 runs*PAUSED until {stamp:%H:%M:%S} UTC by an upstream usage limit*"]
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -394,8 +483,7 @@ def test_a_usage_window_pause_on_one_worker_holds_new_runs_on_the_other(
 
 
 @pytest.mark.slow  # ~20 s: a long wait by design
-def test_ctrl_c_records_the_run_in_flight_as_interrupted(mini: Path,
-                                                         campaign: Campaign) -> None:
+def test_ctrl_c_records_the_run_in_flight_as_interrupted(mini: Path, campaign: Campaign) -> None:
     """SIGINT to the session while its run's agent waits on the model: the run's run.json says
     infra_error, "interrupted", so the next session runs it again. (The stall fault would stall
     the CLI baseline measurement too, so the session uses the campaign's cache, which holds
@@ -403,16 +491,35 @@ def test_ctrl_c_records_the_run_in_flight_as_interrupted(mini: Path,
     tmp = Path(tempfile.mkdtemp(prefix="scy-"))  # short: the gateway's unix socket lives here
     out, key = mini / "exp", "alpha-T0-01-r1"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pytest", "cases", "-k", "alpha and T0-01", *workers(0),
-         *NO_HYPOTHESIS, "--scylla-oracle", f"--scylla-cache-dir={campaign.cache}",
-         f"--scylla-out={out}", "--scylla-progress=0"],
-        cwd=mini, env=_environment(tmp, SCYLLA_ORACLE_FAULT="stall"), stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=default_sigint)
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "cases",
+            "-k",
+            "alpha and T0-01",
+            *workers(0),
+            *NO_HYPOTHESIS,
+            "--scylla-oracle",
+            f"--scylla-cache-dir={campaign.cache}",
+            f"--scylla-out={out}",
+            "--scylla-progress=0",
+        ],
+        cwd=mini,
+        env=_environment(tmp, SCYLLA_ORACLE_FAULT="stall"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        preexec_fn=default_sigint,
+    )
     try:
         transcript = out / "runs" / key / "transcript.jsonl"
         deadline = time.monotonic() + 60
-        while proc.poll() is None and time.monotonic() < deadline and not (
-                transcript.is_file() and transcript.stat().st_size):
+        while (
+            proc.poll() is None
+            and time.monotonic() < deadline
+            and not (transcript.is_file() and transcript.stat().st_size)
+        ):
             time.sleep(0.05)  # the CLI has started and stalls on its first model call
         assert proc.poll() is None, "the session ended before it could be interrupted"
         assert transcript.is_file(), "the CLI did not start"

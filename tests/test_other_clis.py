@@ -26,42 +26,74 @@ from pytest_scylla.run.gateway.sse import UsageReader
 from .conftest import FIXTURES, needs_bwrap, require, shipped_session, workers
 
 CLIS: dict[str, dict[str, Any]] = {
-    "codex": {"module": codex, "package": "@openai/codex", "binary": "codex",
-              "passed": ["T0-01", "T0-02", "T1-01", "T5-01"], "tool": "exec_command",
-              "endpoint": "/responses", "model": "gpt-5", "instructions": "AGENTS.md",
-              "skipped": {"T0-00": "Codex refuses an empty system prompt",
-                          "T1-02": "Codex has no sub-agents declared by file",
-                          "T5-02": "Codex has no sub-agents declared by file"}},
-    "gemini-cli": {"module": gemini_cli, "package": "@google/gemini-cli", "binary": "gemini",
-                   "passed": ["T0-01", "T1-01", "T1-02"], "tool": "write_file",
-                   "endpoint": "/v1beta/models/gemini-2.5-pro:streamGenerateContent",
-                   "model": "gemini-2.5-pro", "instructions": "GEMINI.md",
-                   "skipped": {"T0-00": "Gemini CLI has no 'none' system prompt mode",
-                               "T0-02": "Gemini CLI has no 'append' system prompt mode",
-                               "T5-01": "Gemini CLI has no 'append' system prompt mode",
-                               "T5-02": "Gemini CLI has no 'append' system prompt mode"}},
-    "opencode": {"module": opencode, "package": "opencode-ai", "binary": "opencode",
-                 "passed": ["T0-01", "T1-01", "T1-02"], "tool": "bash",
-                 "endpoint": "/chat/completions", "model": "gpt-5", "instructions": "AGENTS.md",
-                 "skipped": {"T0-00": "opencode has no 'none' system prompt mode",
-                             "T0-02": "opencode has no 'append' system prompt mode",
-                             "T5-01": "opencode has no 'append' system prompt mode",
-                             "T5-02": "opencode has no 'append' system prompt mode"}},
+    "codex": {
+        "module": codex,
+        "package": "@openai/codex",
+        "binary": "codex",
+        "passed": ["T0-01", "T0-02", "T1-01", "T5-01"],
+        "tool": "exec_command",
+        "endpoint": "/responses",
+        "model": "gpt-5",
+        "instructions": "AGENTS.md",
+        "skipped": {
+            "T0-00": "Codex refuses an empty system prompt",
+            "T1-02": "Codex has no sub-agents declared by file",
+            "T5-02": "Codex has no sub-agents declared by file",
+        },
+    },
+    "gemini-cli": {
+        "module": gemini_cli,
+        "package": "@google/gemini-cli",
+        "binary": "gemini",
+        "passed": ["T0-01", "T1-01", "T1-02"],
+        "tool": "write_file",
+        "endpoint": "/v1beta/models/gemini-2.5-pro:streamGenerateContent",
+        "model": "gemini-2.5-pro",
+        "instructions": "GEMINI.md",
+        "skipped": {
+            "T0-00": "Gemini CLI has no 'none' system prompt mode",
+            "T0-02": "Gemini CLI has no 'append' system prompt mode",
+            "T5-01": "Gemini CLI has no 'append' system prompt mode",
+            "T5-02": "Gemini CLI has no 'append' system prompt mode",
+        },
+    },
+    "opencode": {
+        "module": opencode,
+        "package": "opencode-ai",
+        "binary": "opencode",
+        "passed": ["T0-01", "T1-01", "T1-02"],
+        "tool": "bash",
+        "endpoint": "/chat/completions",
+        "model": "gpt-5",
+        "instructions": "AGENTS.md",
+        "skipped": {
+            "T0-00": "opencode has no 'none' system prompt mode",
+            "T0-02": "opencode has no 'append' system prompt mode",
+            "T5-01": "opencode has no 'append' system prompt mode",
+            "T5-02": "opencode has no 'append' system prompt mode",
+        },
+    },
 }
-CONFIG = {"codex": "config.toml", "gemini-cli": ".gemini/settings.json",  # what the harness
-          "opencode": ".config/opencode/package.json"}  # wrote for the CLI, in its home
+CONFIG = {
+    "codex": "config.toml",
+    "gemini-cli": ".gemini/settings.json",  # what the harness
+    "opencode": ".config/opencode/package.json",
+}  # wrote for the CLI, in its home
 
 
 def _needs(agent: str) -> None:
     cli = CLIS[agent]
     if shutil.which(cli["binary"]) is None:
-        require(f"the {agent} CLI is not on PATH (npm install -g "
-                f"{cli['package']}@{cli['module'].PINNED_VERSION})")
+        require(
+            f"the {agent} CLI is not on PATH (npm install -g "
+            f"{cli['package']}@{cli['module'].PINNED_VERSION})"
+        )
 
 
 @pytest.fixture(scope="module", params=sorted(CLIS))
-def session(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-            ) -> tuple[str, Path, str]:
+def session(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[str, Path, str]:
     """One session of case alpha under a CLI with bodies recorded: the CLI, the experiment
     folder and the session's output (shared by the tests that read them)."""
     agent: str = request.param
@@ -70,16 +102,36 @@ def session(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     shutil.copytree(FIXTURES / "mini", root, dirs_exist_ok=True)
     cache = tmp_path_factory.getbasetemp() / "scylla-cache"
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "cases", "-p", "no:cacheprovider", *workers(0),
-         "--scylla-oracle", f"--scylla-cache-dir={cache}", f"--scylla-agent={agent}", "-rs",
-         "-k", "alpha", "--scylla-record-bodies", f"--scylla-out={root / 'out'}"],
-        cwd=root, capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "cases",
+            "-p",
+            "no:cacheprovider",
+            *workers(0),
+            "--scylla-oracle",
+            f"--scylla-cache-dir={cache}",
+            f"--scylla-agent={agent}",
+            "-rs",
+            "-k",
+            "alpha",
+            "--scylla-record-bodies",
+            f"--scylla-out={root / 'out'}",
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     return agent, root, done.stdout + done.stderr
 
 
 def _records(out: Path) -> dict[str, dict[str, Any]]:
-    return {json.loads(p.read_text())["subtest"]: json.loads(p.read_text())
-            for p in out.glob("runs/*/run.json")}
+    return {
+        json.loads(p.read_text())["subtest"]: json.loads(p.read_text())
+        for p in out.glob("runs/*/run.json")
+    }
 
 
 @pytest.mark.slow  # a session per CLI (~15-45 s); the default suite runs each CLI
@@ -104,8 +156,7 @@ def test_a_cli_runs_the_subtests_it_can_express(session: tuple[str, Path, str]) 
         assert {json.loads(c)["endpoint"] for c in calls.splitlines()} == {cli["endpoint"]}
     observed = {ref: rec["ablation"]["observed"] for ref, rec in recs.items()}
     if "T0-02" in observed:
-        assert [Path(p).name for p in observed["T0-02"]["claude_md_files"]] == [
-            cli["instructions"]]
+        assert [Path(p).name for p in observed["T0-02"]["claude_md_files"]] == [cli["instructions"]]
     assert observed["T0-01"]["claude_md_files"] == []
     assert "review" in observed["T1-01"]["skills"]
     assert "review" not in observed["T0-01"]["skills"]
@@ -120,11 +171,16 @@ def _without(value: Any, dropped: str) -> Any:
     if isinstance(value, dict):
         return {k: _without(v, dropped) for k, v in value.items()}
     if isinstance(value, list):
-        return [_without(v, dropped) for v in value if v != dropped and not (
-            isinstance(v, dict) and str(v.get("text", "")).startswith(dropped))]
+        return [
+            _without(v, dropped)
+            for v in value
+            if v != dropped
+            and not (isinstance(v, dict) and str(v.get("text", "")).startswith(dropped))
+        ]
     if isinstance(value, str):
         return value.replace(f"<name>{dropped}</name>", "<name>other</name>").replace(
-            f"- {dropped}: ", "- other: ")
+            f"- {dropped}: ", "- other: "
+        )
     return value
 
 
@@ -135,56 +191,96 @@ def test_the_ablation_check_reads_a_real_request(session: tuple[str, Path, str])
     check; the same request without the declared skill, the instructions file or the appended
     instructions fails it (negative controls)."""
     agent, root, _ = session
-    request = json.loads((root / "out" / "runs" / "alpha-T1-01-r1" / "bodies" /
-                          "0001.request.json").read_text())
+    request = json.loads(
+        (root / "out" / "runs" / "alpha-T1-01-r1" / "bodies" / "0001.request.json").read_text()
+    )
     seen = ablation.observe(request)
     expected = ablation.Expected(
-        tools=frozenset(seen.tools), mcp_servers=frozenset(), skills=frozenset(seen.skills),
-        agents=frozenset(seen.agents), claude_md_path="", claude_md_blocks=(),
-        other_blocks=(), system_mode="default", system_text=None,
-        default_system_chars=len(seen.system))
+        tools=frozenset(seen.tools),
+        mcp_servers=frozenset(),
+        skills=frozenset(seen.skills),
+        agents=frozenset(seen.agents),
+        claude_md_path="",
+        claude_md_blocks=(),
+        other_blocks=(),
+        system_mode="default",
+        system_text=None,
+        default_system_chars=len(seen.system),
+    )
     assert "review" in expected.skills
     assert ablation.compare(expected, seen) == []
     assert "declared skill 'review' is missing from the request" in ablation.compare(
-        expected, ablation.observe(_without(request, "review")))
+        expected, ablation.observe(_without(request, "review"))
+    )
     if agent != "codex":
         return
-    request = json.loads((root / "out" / "runs" / "alpha-T0-02-r1" / "bodies" /
-                          "0001.request.json").read_text())
+    request = json.loads(
+        (root / "out" / "runs" / "alpha-T0-02-r1" / "bodies" / "0001.request.json").read_text()
+    )
     rule = (root / "tiers" / "blocks" / "rules.md").read_text()
     terse = (root / "tiers" / "prompts" / "terse.md").read_text()
     seen = ablation.observe(request)
     expected = ablation.Expected(
-        tools=frozenset(seen.tools), mcp_servers=frozenset(), skills=frozenset(seen.skills),
-        agents=frozenset(), claude_md_path=next(iter(seen.claude_md)),
-        claude_md_blocks=(("rules", rule),), other_blocks=(), system_mode="append",
-        system_text=terse, default_system_chars=len(seen.system) - len(terse))
+        tools=frozenset(seen.tools),
+        mcp_servers=frozenset(),
+        skills=frozenset(seen.skills),
+        agents=frozenset(),
+        claude_md_path=next(iter(seen.claude_md)),
+        claude_md_blocks=(("rules", rule),),
+        other_blocks=(),
+        system_mode="append",
+        system_text=terse,
+        default_system_chars=len(seen.system) - len(terse),
+    )
     assert ablation.compare(expected, seen) == []
-    for dropped, problem in (("# AGENTS.md instructions", "declared CLAUDE.md block 'rules' "
-                              "is missing from the request"),
-                             (terse.strip()[:30], "the declared system prompt text (append) "
-                              "is missing")):
-        assert problem in ablation.compare(expected, ablation.observe(_without(request,
-                                                                               dropped)))
+    for dropped, problem in (
+        (
+            "# AGENTS.md instructions",
+            "declared CLAUDE.md block 'rules' is missing from the request",
+        ),
+        (terse.strip()[:30], "the declared system prompt text (append) is missing"),
+    ):
+        assert problem in ablation.compare(expected, ablation.observe(_without(request, dropped)))
 
 
 def test_a_tool_result_is_read_for_failure() -> None:
     """The oracle stops when a command failed or the CLI refused the call: Codex states a
     command's exit code (none when it refused), Gemini CLI gives an error object or the shell's
     `Exit Code: N`."""
+
     def codex_request(output: str) -> dict[str, Any]:
-        return {"input": [{"type": "function_call", "call_id": "toolu_oracle_00_00",
-                           "name": "exec_command", "arguments": "{}"},
-                          {"type": "function_call_output", "call_id": "toolu_oracle_00_00",
-                           "output": output}]}
+        return {
+            "input": [
+                {
+                    "type": "function_call",
+                    "call_id": "toolu_oracle_00_00",
+                    "name": "exec_command",
+                    "arguments": "{}",
+                },
+                {"type": "function_call_output", "call_id": "toolu_oracle_00_00", "output": output},
+            ]
+        }
 
     def gemini_request(response: dict[str, Any]) -> dict[str, Any]:
         call = {"id": "toolu_oracle_00_00", "name": "run_shell_command", "args": {}}
-        return {"contents": [{"role": "user", "parts": [{"text": "task"}]},
-                             {"role": "model", "parts": [{"functionCall": call}]},
-                             {"role": "user", "parts": [{"functionResponse": {
-                                 "id": call["id"], "name": call["name"],
-                                 "response": response}}]}]}
+        return {
+            "contents": [
+                {"role": "user", "parts": [{"text": "task"}]},
+                {"role": "model", "parts": [{"functionCall": call}]},
+                {
+                    "role": "user",
+                    "parts": [
+                        {
+                            "functionResponse": {
+                                "id": call["id"],
+                                "name": call["name"],
+                                "response": response,
+                            }
+                        }
+                    ],
+                },
+            ]
+        }
 
     ok = "Chunk ID: a\nProcess exited with code 0\nOutput:\nhello"
     assert turns.oracle_turns(codex_request(ok)) == (1, False)
@@ -200,66 +296,125 @@ def test_the_responses_relay_reads_usage_with_cached_input_apart() -> None:
     input and output: the Responses API counts cached tokens inside input_tokens."""
     counts = {"input_tokens": 100, "cache_read_input_tokens": 900, "output_tokens": 50}
     reader = UsageReader()
-    for piece in responses_wire.events("resp_1", "gpt-5", [{"type": "text", "text": "hi"}],
-                                       counts, False):
+    for piece in responses_wire.events(
+        "resp_1", "gpt-5", [{"type": "text", "text": "hi"}], counts, False
+    ):
         reader.feed(piece)
     assert (reader.model, reader.stop_reason) == ("gpt-5", "completed")
-    assert reader.usage == {"input_tokens": 100, "cache_read_input_tokens": 900,
-                            "output_tokens": 50}
+    assert reader.usage == {
+        "input_tokens": 100,
+        "cache_read_input_tokens": 900,
+        "output_tokens": 50,
+    }
     whole = UsageReader()
-    whole.read_json(json.dumps(responses_wire.response(
-        "resp_1", "gpt-5", [{"type": "text", "text": "hi"}], counts, False)).encode())
+    whole.read_json(
+        json.dumps(
+            responses_wire.response(
+                "resp_1", "gpt-5", [{"type": "text", "text": "hi"}], counts, False
+            )
+        ).encode()
+    )
     assert whole.usage == reader.usage
 
 
 def test_a_failed_codex_turn_is_an_error_result(tmp_path: Path) -> None:
     transcript = tmp_path / "t.jsonl"
-    transcript.write_text("\n".join(json.dumps(e) for e in [
-        {"type": "thread.started", "thread_id": "t1"},
-        {"type": "item.completed", "item": {"type": "mcp_tool_call", "server": "notes",
-                                            "tool": "add", "status": "failed"}},
-        {"type": "item.completed", "item": {"type": "command_execution", "exit_code": 0,
-                                            "status": "completed",
-                                            "command": "cat /h/.codex/skills/review/SKILL.md"}},
-        {"type": "turn.failed", "error": {"message": "stream disconnected"}}]) + "\n{cut")
+    transcript.write_text(
+        "\n".join(
+            json.dumps(e)
+            for e in [
+                {"type": "thread.started", "thread_id": "t1"},
+                {
+                    "type": "item.completed",
+                    "item": {
+                        "type": "mcp_tool_call",
+                        "server": "notes",
+                        "tool": "add",
+                        "status": "failed",
+                    },
+                },
+                {
+                    "type": "item.completed",
+                    "item": {
+                        "type": "command_execution",
+                        "exit_code": 0,
+                        "status": "completed",
+                        "command": "cat /h/.codex/skills/review/SKILL.md",
+                    },
+                },
+                {"type": "turn.failed", "error": {"message": "stream disconnected"}},
+            ]
+        )
+        + "\n{cut"
+    )
     result = codex.parse(transcript)
     assert (result.found, result.is_error, result.final_message) == (
-        True, True, "stream disconnected")
+        True,
+        True,
+        "stream disconnected",
+    )
     assert result.tool_calls == ["mcp__notes__add", "exec_command"]
-    assert (result.tool_errors, result.mcp_used, result.skills_used) == (1, ["notes"],
-                                                                         ["review"])
+    assert (result.tool_errors, result.mcp_used, result.skills_used) == (1, ["notes"], ["review"])
 
 
 def test_a_failed_gemini_run_is_an_error_result(tmp_path: Path) -> None:
     transcript = tmp_path / "t.jsonl"
-    transcript.write_text("\n".join(json.dumps(e) for e in [
-        {"type": "init", "session_id": "s", "model": "gemini-2.5-pro"},
-        {"type": "message", "role": "assistant", "content": "Looking.", "delta": True},
-        {"type": "tool_use", "tool_name": "activate_skill", "parameters": {"name": "review"}},
-        {"type": "tool_use", "tool_name": "mcp_notes_add", "parameters": {}},
-        {"type": "tool_result", "status": "error", "error": {"message": "no"}},
-        {"type": "result", "status": "error", "error": {
-            "type": "FatalTurnLimitedError", "message": "Reached max session turns"},
-         "stats": {"input_tokens": 30, "cached": 10, "output_tokens": 6}}]) + "\n{cut")
+    transcript.write_text(
+        "\n".join(
+            json.dumps(e)
+            for e in [
+                {"type": "init", "session_id": "s", "model": "gemini-2.5-pro"},
+                {"type": "message", "role": "assistant", "content": "Looking.", "delta": True},
+                {
+                    "type": "tool_use",
+                    "tool_name": "activate_skill",
+                    "parameters": {"name": "review"},
+                },
+                {"type": "tool_use", "tool_name": "mcp_notes_add", "parameters": {}},
+                {"type": "tool_result", "status": "error", "error": {"message": "no"}},
+                {
+                    "type": "result",
+                    "status": "error",
+                    "error": {
+                        "type": "FatalTurnLimitedError",
+                        "message": "Reached max session turns",
+                    },
+                    "stats": {"input_tokens": 30, "cached": 10, "output_tokens": 6},
+                },
+            ]
+        )
+        + "\n{cut"
+    )
     result = gemini_cli.parse(transcript)
     assert (result.found, result.is_error, result.final_message, result.terminal_reason) == (
-        True, True, "Reached max session turns", "FatalTurnLimitedError")
+        True,
+        True,
+        "Reached max session turns",
+        "FatalTurnLimitedError",
+    )
     assert result.tool_calls == ["activate_skill", "mcp_notes_add"]
-    assert (result.tool_errors, result.mcp_used, result.skills_used) == (1, ["notes"],
-                                                                         ["review"])
-    assert result.usage == {"input_tokens": 20, "cache_read_input_tokens": 10,
-                            "output_tokens": 6}
+    assert (result.tool_errors, result.mcp_used, result.skills_used) == (1, ["notes"], ["review"])
+    assert result.usage == {"input_tokens": 20, "cache_read_input_tokens": 10, "output_tokens": 6}
 
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.parametrize("everything", [pytest.param(False, id="sample", marks=pytest.mark.slow),
-                                        pytest.param(True, id="all", marks=pytest.mark.campaign)])
+@pytest.mark.parametrize(
+    "everything",
+    [
+        pytest.param(False, id="sample", marks=pytest.mark.slow),
+        pytest.param(True, id="all", marks=pytest.mark.campaign),
+    ],
+)
 @pytest.mark.parametrize("agent", ["claude-code", *sorted(CLIS)])
 def test_every_shipped_case_passes_where_applicable(
-        tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, oracle: list[str],
-        agent: str, everything: bool) -> None:
+    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    oracle: list[str],
+    agent: str,
+    everything: bool,
+) -> None:
     """`pytest cases/<...> --scylla-oracle --scylla-agent=<cli> -n 2` over the slow tier's sample
     of shipped cases (every case in the campaign tier): every case x subtest the CLI can express
     passes with the ablation holding, every other one is skipped with the reason; the noop
@@ -271,29 +426,46 @@ def test_every_shipped_case_passes_where_applicable(
         _needs(agent)
     tiers = TierSet(ROOT / "tiers")
     subs = [tiers.resolve(s.ref) for t in tiers.tiers.values() for s in t.subtests]
-    out, said, cases = shipped_session(agent, tmp_path_factory.getbasetemp(), oracle[1],
-                                       everything)
+    out, said, cases = shipped_session(agent, tmp_path_factory.getbasetemp(), oracle[1], everything)
     applicable = {s.ref for s in subs if unsupported(module.ADAPTER, s, tiers) is None}
     cells = [(c, s.ref) for c, tier in cases.items() for s in subs if tier in (None, s.tier)]
     passed = sum(ref in applicable for _, ref in cells)
     skipped = len(cells) - passed
-    assert f" {passed} passed" + (f", {skipped} skipped" if skipped else "") in said, \
-        said[-3000:]
+    assert f" {passed} passed" + (f", {skipped} skipped" if skipped else "") in said, said[-3000:]
     recs = [json.loads(p.read_text()) for p in out.glob("runs/*/run.json")]
     assert sorted((r["case"], r["subtest"]) for r in recs) == sorted(
-        cell for cell in cells if cell[1] in applicable)
+        cell for cell in cells if cell[1] in applicable
+    )
     for rec in recs:
         assert (rec["outcome"], rec["ablation"]["problems"]) == ("pass", []), rec["run_key"]
         assert len(rec["ablation"]["observed"]["mcp_servers"]) == len(
-            rec["declared"]["mcp_servers"]), rec["run_key"]
+            rec["declared"]["mcp_servers"]
+        ), rec["run_key"]
         handed = rec["oracle_script"]["delegates"]  # the work went down to a sub-agent: the
         if handed:  # CLI's own transcript shows the call
             assert rec["trajectory"]["used"]["agents"][handed[0]] is True, rec["run_key"]
-    noop = subprocess.run([sys.executable, "-m", "pytest", "cases", "-p", "no:cacheprovider",
-                           oracle[1], f"--scylla-agent={agent}", "--scylla-oracle=noop", "-p",
-                           "no:xdist", "-k", "test-001 and T0-01",
-                           f"--scylla-out={tmp_path}/noop"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=600)
+    noop = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "cases",
+            "-p",
+            "no:cacheprovider",
+            oracle[1],
+            f"--scylla-agent={agent}",
+            "--scylla-oracle=noop",
+            "-p",
+            "no:xdist",
+            "-k",
+            "test-001 and T0-01",
+            f"--scylla-out={tmp_path}/noop",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert "1 failed" in noop.stdout, noop.stdout[-3000:]
 
 
@@ -302,7 +474,8 @@ MATRIX = re.compile(r"<!-- support-matrix: .*? -->\n(.*?)<!-- /support-matrix --
 
 @pytest.mark.slow
 def test_the_readme_support_matrix_is_the_measured_one(
-        tmp_path_factory: pytest.TempPathFactory, oracle: list[str]) -> None:
+    tmp_path_factory: pytest.TempPathFactory, oracle: list[str]
+) -> None:
     """The README's CLI support matrix is `scylla matrix` over case test-001 under every tier
     and CLI, as measured here: each component a CLI expresses passed the ablation check of every
     run that declared it, the rest are the adapters' own reasons. Not written by hand."""
@@ -314,10 +487,15 @@ def test_the_readme_support_matrix_is_the_measured_one(
         if agent in CLIS:
             _needs(agent)
         out, _, _ = shipped_session(agent, tmp_path_factory.getbasetemp(), oracle[1])
-        records += [r for r in map(json.loads, (p.read_text() for p in out.glob(
-            "runs/*/run.json"))) if r["case"] == "test-001"]
-    adapters = {a.name: a for a in (claude_code.ADAPTER, codex.ADAPTER, gemini_cli.ADAPTER,
-                                    opencode.ADAPTER)}
+        records += [
+            r
+            for r in map(json.loads, (p.read_text() for p in out.glob("runs/*/run.json")))
+            if r["case"] == "test-001"
+        ]
+    adapters = {
+        a.name: a
+        for a in (claude_code.ADAPTER, codex.ADAPTER, gemini_cli.ADAPTER, opencode.ADAPTER)
+    }
     found = MATRIX.search((ROOT / "README.md").read_text())
     assert found is not None, "README.md has no support-matrix block"
     assert found.group(1) == matrix(records, adapters)
@@ -346,13 +524,21 @@ PY
 echo probed"""
 
 
-@pytest.mark.parametrize(("agent", "sandbox"), [  # the positive control (local) once: what
-    # it shows is the host's; Codex in the default suite, the others in the slow tier (each
-    # CLI's own session runs there too)
-    *(pytest.param(agent, "bwrap", marks=() if agent == "codex" else pytest.mark.slow)
-      for agent in sorted(CLIS)), ("codex", "local")])
+@pytest.mark.parametrize(
+    ("agent", "sandbox"),
+    [  # the positive control (local) once: what
+        # it shows is the host's; Codex in the default suite, the others in the slow tier (each
+        # CLI's own session runs there too)
+        *(
+            pytest.param(agent, "bwrap", marks=() if agent == "codex" else pytest.mark.slow)
+            for agent in sorted(CLIS)
+        ),
+        ("codex", "local"),
+    ],
+)
 def test_a_hostile_agent_of_another_cli_stays_in_its_sandbox(
-        tmp_path: Path, oracle: list[str], sandbox: str, agent: str) -> None:
+    tmp_path: Path, oracle: list[str], sandbox: str, agent: str
+) -> None:
     """The red-team attack through the CLI's own shell tool: under bubblewrap it cannot read
     the user's files or write outside the run, and no process it can see holds the user's
     OpenAI, Gemini or Anthropic key; without a sandbox (`local`, the positive control) the same
@@ -367,18 +553,57 @@ def test_a_hostile_agent_of_another_cli_stays_in_its_sandbox(
     secret, outside = tmp_path / "secret.txt", tmp_path / "outside.txt"
     secret.write_text("not for the agent\n")
     attack = tmp_path / "attack.json"
-    attack.write_text(json.dumps({"final": "Done.", "steps": [[{"name": "Bash", "input": {
-        "command": PROBE.format(secret=secret, outside=outside, canary=canary, config=config)}}]]}))
-    env = {**os.environ, "OPENAI_API_KEY": canary, "ANTHROPIC_API_KEY": canary,
-           "GEMINI_API_KEY": canary,
-           "SCYLLA_ORACLE_ATTACK": str(attack)}
+    attack.write_text(
+        json.dumps(
+            {
+                "final": "Done.",
+                "steps": [
+                    [
+                        {
+                            "name": "Bash",
+                            "input": {
+                                "command": PROBE.format(
+                                    secret=secret, outside=outside, canary=canary, config=config
+                                )
+                            },
+                        }
+                    ]
+                ],
+            }
+        )
+    )
+    env = {
+        **os.environ,
+        "OPENAI_API_KEY": canary,
+        "ANTHROPIC_API_KEY": canary,
+        "GEMINI_API_KEY": canary,
+        "SCYLLA_ORACLE_ATTACK": str(attack),
+    }
     env.pop("PYTEST_XDIST_WORKER", None)
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "cases", "-k", "alpha and T0-01", "-p", "no:xdist",
-         "-p", "no:cacheprovider", *oracle, f"--scylla-agent={agent}",
-         f"--scylla-sandbox={sandbox}", "--scylla-keep-workspaces",
-         f"--scylla-out={tmp_path / 'out'}"],
-        cwd=tmp_path / "p", env=env, capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "cases",
+            "-k",
+            "alpha and T0-01",
+            "-p",
+            "no:xdist",
+            "-p",
+            "no:cacheprovider",
+            *oracle,
+            f"--scylla-agent={agent}",
+            f"--scylla-sandbox={sandbox}",
+            "--scylla-keep-workspaces",
+            f"--scylla-out={tmp_path / 'out'}",
+        ],
+        cwd=tmp_path / "p",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     loot_file = tmp_path / "out" / "runs" / "alpha-T0-01-r1" / "workspace" / "loot.txt"
     assert loot_file.is_file(), done.stdout[-3000:] + done.stderr[-2000:]
     loot = dict(line.split(" ", 1) for line in loot_file.read_text().splitlines())
@@ -396,7 +621,8 @@ def test_a_hostile_agent_of_another_cli_stays_in_its_sandbox(
 
 
 def test_the_support_matrix_says_what_the_ablation_check_found(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A component is "yes" only when every run declaring it passed the check, "no" with the
     count otherwise, the adapter's reason when no run declared it; `scylla matrix` on a folder
     without runs is one error."""
@@ -404,31 +630,48 @@ def test_the_support_matrix_says_what_the_ablation_check_found(
     from pytest_scylla.results.support import matrix
 
     def rec(agent: str, subtest: str, problems: list[str], **declared: Any) -> dict[str, Any]:
-        return {"agent": agent, "tier": subtest[:2], "subtest": subtest,
-                "declared": {"system_prompt": "default", **declared},
-                "ablation": {"checked": True, "problems": problems}}
+        return {
+            "agent": agent,
+            "tier": subtest[:2],
+            "subtest": subtest,
+            "declared": {"system_prompt": "default", **declared},
+            "ablation": {"checked": True, "problems": problems},
+        }
 
-    table = matrix([rec("codex", "T0-01", []), rec("codex", "T1-01", [], skills=["s"]),
-                    rec("toy", "T0-01", []),
-                    rec("toy", "T1-01", ["declared skill 's' is missing from the request"],
-                        skills=["s"]),  # the skill failed, the default prompt did not
-                    rec("toy", "T0-02", ["tool 'Z' is in the request but not declared"],
-                        claude_md=["b"])],  # a problem of no component: all of its run's
-                   {"codex": codex.ADAPTER})
-    rows = {line.split(" | ")[0][2:]: line.split(" | ")[1:] for line in table.splitlines()
-            if line.startswith("| ")}
+    table = matrix(
+        [
+            rec("codex", "T0-01", []),
+            rec("codex", "T1-01", [], skills=["s"]),
+            rec("toy", "T0-01", []),
+            rec(
+                "toy", "T1-01", ["declared skill 's' is missing from the request"], skills=["s"]
+            ),  # the skill failed, the default prompt did not
+            rec("toy", "T0-02", ["tool 'Z' is in the request but not declared"], claude_md=["b"]),
+        ],  # a problem of no component: all of its run's
+        {"codex": codex.ADAPTER},
+    )
+    rows = {
+        line.split(" | ")[0][2:]: line.split(" | ")[1:]
+        for line in table.splitlines()
+        if line.startswith("| ")
+    }
     assert rows["component"] == ["codex", "toy |"]
     assert rows["skills"] == ["yes (1 subtest)", "**no**: 1 of 1 runs failed the check |"]
-    assert rows["system prompt: default"] == ["yes (2 subtests)",
-                                              "**no**: 1 of 3 runs failed the check |"]
+    assert rows["system prompt: default"] == [
+        "yes (2 subtests)",
+        "**no**: 1 of 3 runs failed the check |",
+    ]
     assert rows["instruction blocks (CLAUDE.md)"][1] == "**no**: 1 of 1 runs failed the check |"
     assert rows["sub-agents"][0].startswith("n/a: Codex has no sub-agents declared by file")
     assert rows["sub-agents"][1] == "not run |"  # no adapter to ask
-    gemini = matrix([rec("gemini-cli", "T3-01", [], agents=["a"], lead_agents=[])],
-                    {"gemini-cli": gemini_cli.ADAPTER})
-    assert ("| sub-agents | yes (1 subtest) |\n| sub-agents calling sub-agents | n/a: Gemini "
-            "CLI's sub-agents cannot call sub-agents (agent 'orchestrator' has the Agent tool) |"
-            ) in gemini
+    gemini = matrix(
+        [rec("gemini-cli", "T3-01", [], agents=["a"], lead_agents=[])],
+        {"gemini-cli": gemini_cli.ADAPTER},
+    )
+    assert (
+        "| sub-agents | yes (1 subtest) |\n| sub-agents calling sub-agents | n/a: Gemini "
+        "CLI's sub-agents cannot call sub-agents (agent 'orchestrator' has the Agent tool) |"
+    ) in gemini
     assert rows["T1"] == ["1 of 1", "0 of 1 |"]
     assert rows["T0"] == ["1 of 2", "1 of 2 |"]
     (tmp_path / "empty").mkdir()
@@ -436,8 +679,9 @@ def test_the_support_matrix_says_what_the_ablation_check_found(
     assert "scylla matrix: no runs in" in capsys.readouterr().err
 
 
-def _overlay(module: Any, ref: str, tmp_path: Path, mcp: dict[str, Any] | None = None,
-             **changed: Any) -> tuple[Any, Path, Any]:
+def _overlay(
+    module: Any, ref: str, tmp_path: Path, mcp: dict[str, Any] | None = None, **changed: Any
+) -> tuple[Any, Path, Any]:
     """The adapter's overlay of shipped subtest `ref` (with `changed` fields): the overlay,
     the run's HOME, the subtest."""
     from dataclasses import replace
@@ -464,22 +708,26 @@ def test_tool_lists_and_sub_agents_in_each_clis_own_names(tmp_path: Path) -> Non
 
     tiers = TierSet(ROOT / "tiers")
     _, home, _ = _overlay(gemini_cli, "T2-01", tmp_path)
-    assert json.loads((home / ".gemini/settings.json").read_text())["tools"] == {"core": [
-        "read_file", "write_file", "replace", "run_shell_command", "glob", "grep_search"]}
+    assert json.loads((home / ".gemini/settings.json").read_text())["tools"] == {
+        "core": ["read_file", "write_file", "replace", "run_shell_command", "glob", "grep_search"]
+    }
     _, home, _ = _overlay(gemini_cli, "T2-04", tmp_path)
     assert json.loads((home / ".gemini/settings.json").read_text())["tools"] == {
-        "exclude": ["web_fetch", "google_web_search"]}
+        "exclude": ["web_fetch", "google_web_search"]
+    }
     _, home, _ = _overlay(gemini_cli, "T3-01", tmp_path)
     head, body = (home / ".gemini/agents/implementer.md").read_text().split("---\n")[1:]
     assert yaml.safe_load(head) == {
-        "name": "implementer", "description": "Writes or changes production code to meet a "
+        "name": "implementer",
+        "description": "Writes or changes production code to meet a "
         "precise brief. Use for implementing a feature, applying a fix whose cause is known, "
         "or making a described change to specific files.",
-        "tools": ["read_file", "grep_search", "glob", "replace", "write_file",
-                  "run_shell_command"]}
+        "tools": ["read_file", "grep_search", "glob", "replace", "write_file", "run_shell_command"],
+    }
     assert body.lstrip().startswith("You are the implementer on a small engineering team.")
     assert gemini_cli.unsupported(tiers.resolve("T4-01"), tiers) == (
-        "Gemini CLI's sub-agents cannot call sub-agents (agent 'tech-lead' has the Agent tool)")
+        "Gemini CLI's sub-agents cannot call sub-agents (agent 'tech-lead' has the Agent tool)"
+    )
     assert opencode.unsupported(tiers.resolve("T4-01"), tiers) is None
     assert gemini_cli.unsupported(tiers.resolve("T2-01"), tiers) is None
 
@@ -487,19 +735,36 @@ def test_tool_lists_and_sub_agents_in_each_clis_own_names(tmp_path: Path) -> Non
     config = json.loads(ov.env[opencode.CONFIG_ENV])
     assert config["agent"]["tech-lead"]["mode"] == "subagent"
     assert config["agent"]["tech-lead"]["tools"] == {
-        "*": False, "task": True, "read": True, "grep": True, "glob": True, "bash": True}
+        "*": False,
+        "task": True,
+        "read": True,
+        "grep": True,
+        "glob": True,
+        "bash": True,
+    }
     assert config["agent"]["tech-lead"]["prompt"].startswith("You are the technical lead")
     assert config["subagent_depth"] == 2  # the lead's specialists are one level further down
     ov, _, _ = _overlay(opencode, "T2-03", tmp_path)
     assert json.loads(ov.env[opencode.CONFIG_ENV])["tools"] == {"bash": False}
-    ov, _, _ = _overlay(opencode, "T2-02", tmp_path, {"mcpServers": {"memory": {
-        "command": "python3", "args": []}}}, mcp_servers=("memory",))
+    ov, _, _ = _overlay(
+        opencode,
+        "T2-02",
+        tmp_path,
+        {"mcpServers": {"memory": {"command": "python3", "args": []}}},
+        mcp_servers=("memory",),
+    )
     assert json.loads(ov.env[opencode.CONFIG_ENV])["tools"] == {  # MCP kept, as Claude Code
-        "*": False, "read": True, "write": True, "edit": True, "bash": True,  # keeps it
-        "mcpmemory_*": True}
+        "*": False,
+        "read": True,
+        "write": True,
+        "edit": True,
+        "bash": True,  # keeps it
+        "mcpmemory_*": True,
+    }
     made_up = replace(tiers.resolve("T2-03"), tools_deny=("NotebookEdit",))
     assert opencode.unsupported(made_up, tiers) == (
-        "opencode has no equivalent of Claude Code's tool 'NotebookEdit' (the subtest's tools)")
+        "opencode has no equivalent of Claude Code's tool 'NotebookEdit' (the subtest's tools)"
+    )
 
 
 def test_the_ablation_check_reads_tool_lists_in_the_clis_names(tmp_path: Path) -> None:
@@ -514,16 +779,19 @@ def test_the_ablation_check_reads_tool_lists_in_the_clis_names(tmp_path: Path) -
 
     def check(module: Any, ref: str, offered: set[str]) -> list[str]:
         ov, home, sub = _overlay(module, ref, Path(tempfile.mkdtemp(dir=tmp_path)))
-        expected = expectation(ov, sub, tiers, home.parent / "work",
-                               {**base, "tools": sorted(offered)})
+        expected = expectation(
+            ov, sub, tiers, home.parent / "work", {**base, "tools": sorted(offered)}
+        )
         return ablation.compare(expected, ablation.Observed(tools=offered, system="x" * 100))
 
     assert check(gemini_cli, "T2-03", {"read_file", "write_file"}) == []
     assert check(gemini_cli, "T2-03", {"read_file", "run_shell_command"}) == [
-        "denied tool 'run_shell_command' is in the request"]
+        "denied tool 'run_shell_command' is in the request"
+    ]
     assert check(opencode, "T2-01", {"read", "apply_patch", "bash", "glob", "grep"}) == []
     assert check(opencode, "T2-01", {"read", "apply_patch", "bash", "todowrite"}) == [
-        "tool 'todowrite' is outside the declared allow-list"]
+        "tool 'todowrite' is outside the declared allow-list"
+    ]
 
 
 def test_the_chat_completions_relay_reads_usage_from_the_last_chunk() -> None:
@@ -533,8 +801,9 @@ def test_the_chat_completions_relay_reads_usage_from_the_last_chunk() -> None:
 
     counts = {"input_tokens": 100, "cache_read_input_tokens": 900, "output_tokens": 50}
     reader = UsageReader()
-    for piece in openai_wire.chunks("c1", "gpt-5", [{"type": "text", "text": "hi"}],
-                                    "end_turn", counts, False):
+    for piece in openai_wire.chunks(
+        "c1", "gpt-5", [{"type": "text", "text": "hi"}], "end_turn", counts, False
+    ):
         reader.feed(piece)
     assert (reader.model, reader.stop_reason) == ("gpt-5", "stop")
     assert reader.usage == counts
@@ -543,7 +812,8 @@ def test_the_chat_completions_relay_reads_usage_from_the_last_chunk() -> None:
 @pytest.mark.slow  # a run per CLI with a server that waits 3 s (~15-30 s each)
 @pytest.mark.parametrize("agent", ["claude-code", *sorted(CLIS)])
 def test_a_slow_starting_mcp_server_is_in_the_first_request(
-        tmp_path: Path, oracle: list[str], agent: str) -> None:
+    tmp_path: Path, oracle: list[str], agent: str
+) -> None:
     """A declared MCP server that takes seconds to start (a loaded machine, a heavy server) is
     in the run's first request under every CLI: the adapter makes the CLI wait for it. Codex
     gives an optional server one second, then leaves it out without a word; it voided a T2-09
@@ -553,18 +823,41 @@ def test_a_slow_starting_mcp_server_is_in_the_first_request(
     needs_bwrap()
     root = tmp_path / "p"
     shutil.copytree(FIXTURES / "mini", root)
-    (root / "tiers" / "mcp" / "slow.json").write_text(json.dumps({
-        "description": "the notes server, three seconds late", "command": "sh",
-        "args": ["-c", 'sleep 3; exec python3 "$0"', "${SERVER_DIR}/servers/notes.py"],
-        "files": ["servers/notes.py"]}))
+    (root / "tiers" / "mcp" / "slow.json").write_text(
+        json.dumps(
+            {
+                "description": "the notes server, three seconds late",
+                "command": "sh",
+                "args": ["-c", 'sleep 3; exec python3 "$0"', "${SERVER_DIR}/servers/notes.py"],
+                "files": ["servers/notes.py"],
+            }
+        )
+    )
     (root / "tiers" / "T2.yaml").write_text(
         "tier: T2\nname: Tools\nsubtests:\n  01-slow:\n    description: a slow server\n"
-        "    mcp_servers: [slow]\n")
+        "    mcp_servers: [slow]\n"
+    )
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "cases", "-k", "alpha and T2", "-p", "no:xdist",
-         "-p", "no:cacheprovider", *oracle, f"--scylla-agent={agent}",
-         f"--scylla-out={tmp_path / 'out'}"],
-        cwd=root, capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "cases",
+            "-k",
+            "alpha and T2",
+            "-p",
+            "no:xdist",
+            "-p",
+            "no:cacheprovider",
+            *oracle,
+            f"--scylla-agent={agent}",
+            f"--scylla-out={tmp_path / 'out'}",
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     rec = json.loads((tmp_path / "out" / "runs" / "alpha-T2-01-r1" / "run.json").read_text())
     assert (rec["outcome"], rec["ablation"]["problems"]) == ("pass", []), done.stdout[-3000:]
     assert len(rec["ablation"]["observed"]["mcp_servers"]) == 1  # as the CLI names it

@@ -54,8 +54,10 @@ def test_every_declared_resource_lands_and_nothing_else(ref: str, tmp_path: Path
     claude_md = ws / "CLAUDE.md"
     if sub.claude_md:
         text = claude_md.read_text()
-        positions = [text.index(TIERS.resource_path("claude_md", b).read_text().strip())
-                     for b in sub.claude_md]
+        positions = [
+            text.index(TIERS.resource_path("claude_md", b).read_text().strip())
+            for b in sub.claude_md
+        ]
         assert positions == sorted(positions)  # in declared order
     else:
         assert not claude_md.exists()
@@ -90,7 +92,8 @@ def test_mcp_server_files_are_copied_per_run(tmp_path: Path) -> None:
     ref = next(r for r in EVERY_SUBTEST if "project-facts" in TIERS.resolve(r).mcp_servers)
     ws, run_dir, ov = run_overlay(ref, tmp_path)
     server = json.loads(Path(flag(ov.args, "--mcp-config") or "").read_text())["mcpServers"][
-        "project-facts"]
+        "project-facts"
+    ]
     script = Path(server["args"][0])
     assert script.is_file()
     assert script.is_relative_to(run_dir)

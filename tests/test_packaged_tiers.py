@@ -37,17 +37,17 @@ def test_the_packaged_set_is_the_papers_t0_to_t6() -> None:
     assert (PACKAGED_RUBRICS / "python-change.yaml").is_file()
 
 
-def test_a_project_without_tiers_runs_the_packaged_set(bare: Path,
-                                                        pytester: pytest.Pytester,
-                                                        oracle: list[str]) -> None:
+def test_a_project_without_tiers_runs_the_packaged_set(
+    bare: Path, pytester: pytest.Pytester, oracle: list[str]
+) -> None:
     listed = pytester.runpytest("cases", "--co", "-q", "--scylla-oracle")
-    expected = {f"alpha[{s.ref}-r1]" for t in TierSet(PACKAGED).tiers.values()
-                for s in t.subtests}
+    expected = {f"alpha[{s.ref}-r1]" for t in TierSet(PACKAGED).tiers.values() for s in t.subtests}
     assert _items(listed) == expected
     assert len(expected) > 50  # all of T0-T6
     out = bare / "out"
-    ran = pytester.runpytest("cases", "-k", "T0-01", "-p", "no:xdist", *oracle,
-                             f"--scylla-out={out}")
+    ran = pytester.runpytest(
+        "cases", "-k", "T0-01", "-p", "no:xdist", *oracle, f"--scylla-out={out}"
+    )
     ran.assert_outcomes(passed=1)
     ran.stdout.fnmatch_lines([f"scylla: runs=1 * tiers-dir={PACKAGED}"])
     sources = json.loads((out / "manifest.json").read_text())["tier_sources"]
@@ -60,11 +60,13 @@ def test_project_tiers_laid_over_the_packaged_set(bare: Path, pytester: pytest.P
     tier, and its subtests may use packaged blocks; the rest are the package's."""
     (bare / "tiers").mkdir()
     (bare / "tiers" / "T6.yaml").write_text(
-        "tier: T6\nname: Own everything\nsubtests:\n  01-mine:\n    description: ours\n")
+        "tier: T6\nname: Own everything\nsubtests:\n  01-mine:\n    description: ours\n"
+    )
     packaged_block = sorted((PACKAGED / "blocks").glob("*.md"))[0].stem
     (bare / "tiers" / "T9.yaml").write_text(
         f"tier: T9\nname: Extra\nsubtests:\n  01-block:\n    description: a packaged block\n"
-        f"    claude_md: [{packaged_block}]\n")
+        f"    claude_md: [{packaged_block}]\n"
+    )
     # auto: the project's folder alone, which has no such block
     alone = pytester.runpytest("cases", "--co", "-q")
     alone.stdout.fnmatch_lines([f"tiers/T9.yaml:6: unknown CLAUDE.md block '{packaged_block}'*"])

@@ -25,13 +25,20 @@ def _records(out: Path) -> dict[str, dict[str, Any]]:
 @pytest.mark.slow  # (about 25 s: two sessions of the mini project's runs)
 @pytest.mark.each_sandbox
 def test_an_adaptive_panel_asks_the_strongest_judge_only_when_the_others_disagree(
-        mini: Path, pytester: pytest.Pytester, oracle: list[str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    mini: Path, pytester: pytest.Pytester, oracle: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("SCYLLA_ORACLE_JUDGE_HARSH", f"{HARSH}:0.5")
     for mode in ("full", "adaptive"):
-        done = pytester.runpytest("cases", "-k", "alpha and T0", *workers(0), *oracle,
-                                  "--scylla-runs=2", f"--scylla-panel={mode}",
-                                  f"--scylla-out={mini / mode}")
+        done = pytester.runpytest(
+            "cases",
+            "-k",
+            "alpha and T0",
+            *workers(0),
+            *oracle,
+            "--scylla-runs=2",
+            f"--scylla-panel={mode}",
+            f"--scylla-out={mini / mode}",
+        )
         done.assert_outcomes(passed=6)
     full, adaptive = _records(mini / "full"), _records(mini / "adaptive")
     assert sorted(full) == sorted(adaptive)
@@ -41,8 +48,11 @@ def test_an_adaptive_panel_asks_the_strongest_judge_only_when_the_others_disagre
         harsh = scores[HARSH] < scores["claude-sonnet-5"]  # its judge items all zero
         assert rec["panel"]["escalated"] is harsh, key
         assert (STRONGEST in scores) is harsh
-        assert rec["panel"]["reason"] == (f"scores {scores['claude-sonnet-5'] - scores[HARSH]:.2f}"
-                                          " apart (> 0.15)" if harsh else "")
+        assert rec["panel"]["reason"] == (
+            f"scores {scores['claude-sonnet-5'] - scores[HARSH]:.2f} apart (> 0.15)"
+            if harsh
+            else ""
+        )
         assert rec["panel"]["skipped"] == ([] if harsh else [STRONGEST])
         assert [j["judge_number"] for j in rec["judges"]] == ([1, 2, 3] if harsh else [2, 3])
         assert len(full[key]["judges"]) == 3
@@ -51,11 +61,15 @@ def test_an_adaptive_panel_asks_the_strongest_judge_only_when_the_others_disagre
     assert 0 < escalated < len(adaptive)  # both paths taken
     stats = json.loads((mini / "adaptive" / "statistical_results.json").read_text())
     assert stats["adaptive_panel"]["escalated"] == escalated
-    assert json.loads((mini / "full" / "statistical_results.json").read_text())[
-        "adaptive_panel"] is None
+    assert (
+        json.loads((mini / "full" / "statistical_results.json").read_text())["adaptive_panel"]
+        is None
+    )
     # against the full panel: the same verdict on every run, for less
-    assert main(["compare", str(mini / "full"), str(mini / "adaptive"), "--out",
-                 str(mini / "cmp")]) == 0
+    assert (
+        main(["compare", str(mini / "full"), str(mini / "adaptive"), "--out", str(mini / "cmp")])
+        == 0
+    )
     verdicts = json.loads((mini / "cmp" / "compare.json").read_text())["verdicts"]
     assert (verdicts["common_runs"], verdicts["agreement"]) == (6, 1.0)
     cost = verdicts["judge_cost_per_run"]

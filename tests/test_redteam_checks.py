@@ -28,7 +28,7 @@ HIDDEN = "scylla_hidden_tests/check_real.py"
 # The agent's code: imported by the first check, it rewrites the second check's hidden test so
 # that it passes, adds a module among the hidden files, and leaves a detached process (its own
 # session, so not in the check's process group) rewriting the hidden test again and again.
-EVIL = textwrap.dedent('''
+EVIL = textwrap.dedent("""
     import os, sys, time
     VALUE = 0
     FAKE = "print('fake')\\n"
@@ -55,9 +55,11 @@ EVIL = textwrap.dedent('''
                     pass
             os._exit(0)
         os._exit(0)
-''')
-REAL = ("import os, sys\nsys.path.insert(0, os.getcwd())\nfrom evil import VALUE\n"
-        "assert VALUE == 42, f'VALUE is {VALUE}'\n")
+""")
+REAL = (
+    "import os, sys\nsys.path.insert(0, os.getcwd())\nfrom evil import VALUE\n"
+    "assert VALUE == 42, f'VALUE is {VALUE}'\n"
+)
 
 
 def two_check_case(tmp_path: Path) -> Case:
@@ -67,9 +69,15 @@ def two_check_case(tmp_path: Path) -> Case:
     hidden = tmp_path / "hidden"
     (hidden / "scylla_hidden_tests").mkdir(parents=True)
     (hidden / HIDDEN).write_text(REAL)
-    return replace(base, hidden=hidden, protected=(), checks=(
-        Check(name="imports", run="python -c 'import evil'", timeout_seconds=30),
-        Check(name="hidden-tests", run=f"python {HIDDEN}", timeout_seconds=60)))
+    return replace(
+        base,
+        hidden=hidden,
+        protected=(),
+        checks=(
+            Check(name="imports", run="python -c 'import evil'", timeout_seconds=30),
+            Check(name="hidden-tests", run=f"python {HIDDEN}", timeout_seconds=60),
+        ),
+    )
 
 
 def agent_workspace(case: Case, tmp_path: Path) -> Workspace:
@@ -96,8 +104,10 @@ def test_an_earlier_check_cannot_rewrite_a_later_checks_hidden_test(tmp_path: Pa
         found.extend(integrity.recheck(case, ws.tree(), after))
 
     began = time.monotonic()
-    new = {r.name: r for r in checks.run_checks(case, ws.path, env, tmp_path / "new-f",
-                                                between=between)}
+    new = {
+        r.name: r
+        for r in checks.run_checks(case, ws.path, env, tmp_path / "new-f", between=between)
+    }
     assert not new["hidden-tests"].passed  # the real hidden test ran, and fails
     assert "VALUE is 0" in new["hidden-tests"].stderr
     kinds = {(f.kind, f.path) for f in found}
@@ -111,8 +121,7 @@ def test_an_earlier_check_cannot_rewrite_a_later_checks_hidden_test(tmp_path: Pa
 
 
 @pytest.mark.parametrize("box", ["local", "bwrap"])
-def test_a_process_a_check_detaches_does_not_outlive_the_check(tmp_path: Path, box: str
-                                                               ) -> None:
+def test_a_process_a_check_detaches_does_not_outlive_the_check(tmp_path: Path, box: str) -> None:
     wrap = None
     if box == "bwrap":
         needs_bwrap()
@@ -120,9 +129,11 @@ def test_a_process_a_check_detaches_does_not_outlive_the_check(tmp_path: Path, b
 
         wrap = functools.partial(Bwrap().wrap, cwd=tmp_path, private=tmp_path)
     marker = tmp_path / "still-running"
-    script = (f"import os, time\nif os.fork() == 0:\n    os.setsid()\n"
-              f"    os.close(1); os.close(2)\n    time.sleep(0.6)\n"
-              f"    open({str(marker)!r}, 'w').close()\n    os._exit(0)\n")
+    script = (
+        f"import os, time\nif os.fork() == 0:\n    os.setsid()\n"
+        f"    os.close(1); os.close(2)\n    time.sleep(0.6)\n"
+        f"    open({str(marker)!r}, 'w').close()\n    os._exit(0)\n"
+    )
     check = Check(name="detach", run=(sys.executable, "-c", script), timeout_seconds=30)
     # positive control: the process group alone (the old cleanup) does not reach it
     proc = subprocess.Popen(check.run, start_new_session=True, stdout=subprocess.PIPE)
@@ -174,8 +185,11 @@ def test_a_conftest_planted_300_folders_down_is_found_and_removed(tmp_path: Path
     deep = plant_deep(ws.path, "conftest.py", b"import os\n")
     assert len(os.fsencode(ws.path / deep)) > 4096
     # positive control: a walk by path does not see the deep file
-    by_path = {os.path.relpath(os.path.join(d, f), ws.path)
-               for d, _, names in os.walk(ws.path) for f in names}
+    by_path = {
+        os.path.relpath(os.path.join(d, f), ws.path)
+        for d, _, names in os.walk(ws.path)
+        for f in names
+    }
     assert "shallow/conftest.py" in by_path
     assert deep not in by_path
 
@@ -195,7 +209,8 @@ def test_a_conftest_planted_300_folders_down_is_found_and_removed(tmp_path: Path
 
 
 def test_a_folder_the_walk_cannot_open_is_a_finding_not_a_gap(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     case = load_case(ROOT / "cases" / "test-001" / "test.yaml", ROOT / "rubrics")
     ws = create(case, tmp_path / "ws", tmp_path / "cache", harness=tmp_path / "harness")
     (ws.path / "closed").mkdir()
@@ -220,7 +235,8 @@ def test_a_folder_the_walk_cannot_open_is_a_finding_not_a_gap(
 
 @pytest.mark.parametrize("copy", [False, True], ids=["bind", "copy"])
 def test_in_docker_a_later_check_still_runs_the_real_hidden_file(
-        tmp_path: Path, copy: bool) -> None:
+    tmp_path: Path, copy: bool
+) -> None:
     """The same attack with the checks run in a container (bind-mounted or, with
     --scylla-docker-copy, copied in and out): the host puts the hidden files back between the
     checks, and the container sees what the host put back."""
@@ -237,10 +253,17 @@ def test_in_docker_a_later_check_still_runs_the_real_hidden_file(
     box = Docker(copy=copy)
     found: list[integrity.Finding] = []
     try:
-        results = {r.name: r for r in checks.run_checks(
-            case, ws.path, {"PATH": os.environ["PATH"]}, private / "fresh",
-            execute=box.executor(private),
-            between=lambda after: found.extend(integrity.recheck(case, ws.tree(), after)))}
+        results = {
+            r.name: r
+            for r in checks.run_checks(
+                case,
+                ws.path,
+                {"PATH": os.environ["PATH"]},
+                private / "fresh",
+                execute=box.executor(private),
+                between=lambda after: found.extend(integrity.recheck(case, ws.tree(), after)),
+            )
+        }
     finally:
         box.close(private)
     assert results["imports"].passed, results["imports"].stderr
@@ -251,19 +274,24 @@ def test_in_docker_a_later_check_still_runs_the_real_hidden_file(
 
 @pytest.mark.slow  # the real CLI end to end; the attack and its control run above
 def test_end_to_end_the_record_names_the_rewritten_hidden_file(
-        mini: Path, pytester: pytest.Pytester, edit: Edit, oracle: list[str]) -> None:
+    mini: Path, pytester: pytest.Pytester, edit: Edit, oracle: list[str]
+) -> None:
     """One run of the real CLI (oracle upstream) whose work holds the module above: the later
     check runs the real hidden script and the run's record says what was undone."""
     hidden = mini / "cases" / "alpha" / "hidden" / "scylla_hidden_tests"
     hidden.mkdir(parents=True)
     (hidden / "check_real.py").write_text(REAL)
     (mini / "cases" / "alpha" / "solution" / "evil.py").write_text(EVIL)
-    edit("cases/alpha/test.yaml", "solution: solution",
-         "  - name: imports\n    run: python -c 'import evil'\n"
-         f"  - name: hidden-tests\n    run: python {HIDDEN}\nhidden: hidden\nsolution: solution")
+    edit(
+        "cases/alpha/test.yaml",
+        "solution: solution",
+        "  - name: imports\n    run: python -c 'import evil'\n"
+        f"  - name: hidden-tests\n    run: python {HIDDEN}\nhidden: hidden\nsolution: solution",
+    )
     out = mini / "out"
-    pytester.runpytest("cases", "-k", "alpha and T0-01", "-p", "no:xdist", *oracle,
-                       f"--scylla-out={out}")
+    pytester.runpytest(
+        "cases", "-k", "alpha and T0-01", "-p", "no:xdist", *oracle, f"--scylla-out={out}"
+    )
     rec = json.loads((out / "runs" / "alpha-T0-01-r1" / "run.json").read_text())
     results = {c["name"]: c for c in rec["checks"]}
     assert results["imports"]["passed"], results["imports"]

@@ -35,8 +35,9 @@ class _Vendor(http.server.BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers["content-length"]))
-        type(self).seen.append({"path": self.path, "headers": dict(self.headers.items()),
-                                "bytes": len(body)})
+        type(self).seen.append(
+            {"path": self.path, "headers": dict(self.headers.items()), "bytes": len(body)}
+        )
         held = type(self).open
         held[0] += 1
         held[1] = max(held)
@@ -44,13 +45,20 @@ class _Vendor(http.server.BaseHTTPRequestHandler):
         held[0] -= 1
         request = json.loads(body)
         if "max_tokens" not in request:  # as Anthropic's API answers it
-            return self._answer(400, "application/json", b'{"type":"error","error":{'
-                                b'"type":"invalid_request_error","message":"max_tokens"}}')
-        usage = {"input_tokens": len(body) // 4,
-                 "output_tokens": type(self).output or int(request["max_tokens"])}
-        data = b"".join(sse.message_events("m", request["model"], [{"type": "text",
-                                                                   "text": "ok"}],
-                                           "end_turn", usage))
+            return self._answer(
+                400,
+                "application/json",
+                b'{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens"}}',
+            )
+        usage = {
+            "input_tokens": len(body) // 4,
+            "output_tokens": type(self).output or int(request["max_tokens"]),
+        }
+        data = b"".join(
+            sse.message_events(
+                "m", request["model"], [{"type": "text", "text": "ok"}], "end_turn", usage
+            )
+        )
         self._answer(200, "text/event-stream", data)
 
     def _answer(self, status: int, kind: str, data: bytes) -> None:
@@ -74,11 +82,20 @@ def gateway(monkeypatch: pytest.MonkeyPatch) -> Iterator[Gateway]:
     server.shutdown()
 
 
-def _call(gw: Gateway, key: str, body: dict[str, Any] | bytes,
-          headers: dict[str, str] | None = None, query: str = "") -> httpx.Response:
+def _call(
+    gw: Gateway,
+    key: str,
+    body: dict[str, Any] | bytes,
+    headers: dict[str, str] | None = None,
+    query: str = "",
+) -> httpx.Response:
     content = body if isinstance(body, bytes) else json.dumps(body).encode()
-    return httpx.post(gw.base_url(key) + "/v1/messages" + query, content=content,
-                      headers={"x-api-key": "dummy", **(headers or {})}, timeout=30)
+    return httpx.post(
+        gw.base_url(key) + "/v1/messages" + query,
+        content=content,
+        headers={"x-api-key": "dummy", **(headers or {})},
+        timeout=30,
+    )
 
 
 def _log(path: Path) -> list[dict[str, Any]]:
@@ -118,16 +135,25 @@ def _settled(route: Route) -> None:
 # 3. the budget against parallel calls ---------------------------------------------------------
 def _race(gw: Gateway, tmp_path: Path) -> tuple[Route, list[httpx.Response]]:
     _Vendor.delay = 2.0  # every call is in flight while the others arrive, even on a busy host
-    request = {"model": MODEL, "max_tokens": 2000, "stream": True,
-               "messages": [{"role": "user", "content": "x" * 400}]}
+    request = {
+        "model": MODEL,
+        "max_tokens": 2000,
+        "stream": True,
+        "messages": [{"role": "user", "content": "x" * 400}],
+    }
     one = (len(json.dumps(request)) // 4 * 1.0 + 2000 * 5.0) / 1e6  # what the vendor bills
-    route = gw.open(Route(key="race", log_path=tmp_path / "calls.jsonl", upstream="anthropic",
-                          max_cost_usd=3 * one))
+    route = gw.open(
+        Route(
+            key="race",
+            log_path=tmp_path / "calls.jsonl",
+            upstream="anthropic",
+            max_cost_usd=3 * one,
+        )
+    )
     return route, _at_once(10, lambda: _call(gw, "race", request))
 
 
-def test_parallel_calls_cannot_spend_past_the_run_budget(gateway: Gateway,
-                                                         tmp_path: Path) -> None:
+def test_parallel_calls_cannot_spend_past_the_run_budget(gateway: Gateway, tmp_path: Path) -> None:
     route, answers = _race(gateway, tmp_path)
     _settled(route)
     assert route.spent_usd <= route.max_cost_usd  # every call in flight held its worst case
@@ -142,10 +168,12 @@ def test_parallel_calls_cannot_spend_past_the_run_budget(gateway: Gateway,
 
 
 def test_positive_control_without_the_reservation_ten_calls_overspend(
-        gateway: Gateway, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    gateway: Gateway, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # the check before this fix: only what was already spent counts
-    monkeypatch.setattr(limits, "admit", lambda spent, reserved, estimate, in_flight, limit:
-                        spent < limit)
+    monkeypatch.setattr(
+        limits, "admit", lambda spent, reserved, estimate, in_flight, limit: spent < limit
+    )
     route, answers = _race(gateway, tmp_path)
     assert all(a.status_code == 200 for a in answers)
     _settled(route)
@@ -157,16 +185,27 @@ def _honest(gw: Gateway, tmp_path: Path) -> tuple[Route, list[httpx.Response]]:
     budget, though what they really cost (10 output tokens each) fits it many times over: a
     CLI's side calls and parallel sub-agents."""
     _Vendor.delay, _Vendor.output = 0.5, 10
-    request = {"model": MODEL, "max_tokens": 2000, "stream": True,
-               "messages": [{"role": "user", "content": "x" * 400}]}
+    request = {
+        "model": MODEL,
+        "max_tokens": 2000,
+        "stream": True,
+        "messages": [{"role": "user", "content": "x" * 400}],
+    }
     worst = limits.worst_case_usd(MODEL, request, len(json.dumps(request)))
-    route = gw.open(Route(key="honest", log_path=tmp_path / "calls.jsonl", upstream="anthropic",
-                          max_cost_usd=2.5 * worst))
+    route = gw.open(
+        Route(
+            key="honest",
+            log_path=tmp_path / "calls.jsonl",
+            upstream="anthropic",
+            max_cost_usd=2.5 * worst,
+        )
+    )
     return route, _at_once(6, lambda: _call(gw, "honest", request))
 
 
-def test_honest_parallel_calls_near_the_budget_wait_their_turn(gateway: Gateway,
-                                                               tmp_path: Path) -> None:
+def test_honest_parallel_calls_near_the_budget_wait_their_turn(
+    gateway: Gateway, tmp_path: Path
+) -> None:
     """None is refused: those that would overrun the budget at their worst wait for a call in
     flight to settle, so no more than two were ever in flight together."""
     route, answers = _honest(gateway, tmp_path)
@@ -178,18 +217,23 @@ def test_honest_parallel_calls_near_the_budget_wait_their_turn(gateway: Gateway,
 
 
 def test_control_refusing_instead_of_waiting_ends_honest_calls(
-        gateway: Gateway, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    gateway: Gateway, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The rule before: a call is refused once spent and reserved reach the budget."""
-    monkeypatch.setattr(limits, "admit", lambda spent, reserved, estimate, in_flight, limit:
-                        spent + reserved < limit)
+    monkeypatch.setattr(
+        limits,
+        "admit",
+        lambda spent, reserved, estimate, in_flight, limit: spent + reserved < limit,
+    )
     route, answers = _honest(gateway, tmp_path)
     assert sorted(a.status_code for a in answers) == [200, 200, 200, 400, 400, 400]
     assert route.budget_exceeded
 
 
 def test_a_failed_call_gives_its_reservation_back(gateway: Gateway, tmp_path: Path) -> None:
-    route = gateway.open(Route(key="bad", log_path=tmp_path / "calls.jsonl",
-                               upstream="anthropic", max_cost_usd=1.0))
+    route = gateway.open(
+        Route(key="bad", log_path=tmp_path / "calls.jsonl", upstream="anthropic", max_cost_usd=1.0)
+    )
     answer = _call(gateway, "bad", {"model": MODEL, "messages": []})  # refused: no max_tokens
     assert answer.status_code == 400
     _settled(route)
@@ -205,19 +249,29 @@ def _raw(gw: Gateway, key: str, length: str) -> tuple[bytes, float]:
     """A request that states `length` and sends no body: the answer, and how long it took."""
     began = time.monotonic()
     with socket.create_connection(("127.0.0.1", gw.port), timeout=10) as conn:
-        conn.sendall(f"POST /run/{key}/v1/messages HTTP/1.1\r\nhost: x\r\n"
-                     f"content-length: {length}\r\n\r\n".encode())
+        conn.sendall(
+            f"POST /run/{key}/v1/messages HTTP/1.1\r\nhost: x\r\n"
+            f"content-length: {length}\r\n\r\n".encode()
+        )
         answer = conn.recv(65536)
     return answer, time.monotonic() - began
 
 
-@pytest.mark.parametrize(("length", "status"), [
-    (str(limits.MAX_BODY_BYTES + 1), b"413"), ("-1", b"400"), ("12abc", b"400"),
-    ("1e9", b"400")])
+@pytest.mark.parametrize(
+    ("length", "status"),
+    [(str(limits.MAX_BODY_BYTES + 1), b"413"), ("-1", b"400"), ("12abc", b"400"), ("1e9", b"400")],
+)
 def test_an_oversized_or_malformed_body_is_refused_before_it_is_read(
-        gateway: Gateway, tmp_path: Path, length: str, status: bytes) -> None:
-    gateway.open(Route(key="big", log_path=tmp_path / "calls.jsonl", upstream="anthropic",
-                       bodies_dir=tmp_path / "bodies"))
+    gateway: Gateway, tmp_path: Path, length: str, status: bytes
+) -> None:
+    gateway.open(
+        Route(
+            key="big",
+            log_path=tmp_path / "calls.jsonl",
+            upstream="anthropic",
+            bodies_dir=tmp_path / "bodies",
+        )
+    )
     answer, took = _raw(gateway, "big", length)
     assert answer.startswith(b"HTTP/1.1 " + status)  # answered without waiting for a body
     assert took < 5
@@ -226,8 +280,9 @@ def test_an_oversized_or_malformed_body_is_refused_before_it_is_read(
     assert _log(tmp_path / "calls.jsonl")[0]["status"] == int(status)
 
 
-def test_positive_control_a_body_just_under_the_cap_goes_through(gateway: Gateway,
-                                                                 tmp_path: Path) -> None:
+def test_positive_control_a_body_just_under_the_cap_goes_through(
+    gateway: Gateway, tmp_path: Path
+) -> None:
     gateway.open(Route(key="big", log_path=tmp_path / "calls.jsonl", upstream="anthropic"))
     head = json.dumps({"model": MODEL, "max_tokens": 1, "messages": [], "pad": ""})
     body = head[:-2].encode() + b"y" * (limits.MAX_BODY_BYTES - len(head)) + b'"}'
@@ -238,11 +293,13 @@ def test_positive_control_a_body_just_under_the_cap_goes_through(gateway: Gatewa
 
 
 def test_calls_beyond_the_open_limit_get_429_without_an_upstream_call(
-        gateway: Gateway, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    gateway: Gateway, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(limits, "MAX_OPEN_CALLS", 3)
     _Vendor.delay = 0.5
-    route = gateway.open(Route(key="flood", log_path=tmp_path / "calls.jsonl",
-                               upstream="anthropic"))
+    route = gateway.open(
+        Route(key="flood", log_path=tmp_path / "calls.jsonl", upstream="anthropic")
+    )
     request = {"model": MODEL, "max_tokens": 1, "messages": []}
     answers = _at_once(8, lambda: _call(gateway, "flood", request))
     statuses = sorted(a.status_code for a in answers)
@@ -257,10 +314,15 @@ def test_calls_beyond_the_open_limit_get_429_without_an_upstream_call(
 
 
 # 4. another model, forwarded headers and query -------------------------------------------------
-def test_a_call_naming_another_model_is_refused_and_noted(gateway: Gateway,
-                                                          tmp_path: Path) -> None:
-    route = gateway.open(Route(key="m", log_path=tmp_path / "calls.jsonl", upstream="anthropic",
-                               models=frozenset({MODEL})))
+def test_a_call_naming_another_model_is_refused_and_noted(gateway: Gateway, tmp_path: Path) -> None:
+    route = gateway.open(
+        Route(
+            key="m",
+            log_path=tmp_path / "calls.jsonl",
+            upstream="anthropic",
+            models=frozenset({MODEL}),
+        )
+    )
     dear = {"model": "claude-opus-4-1", "max_tokens": 10, "messages": []}
     refused = _call(gateway, "m", dear)
     assert refused.status_code == 400
@@ -279,13 +341,24 @@ def test_a_call_naming_another_model_is_refused_and_noted(gateway: Gateway,
 
 
 def test_only_allowed_headers_and_query_go_upstream_and_the_rest_is_logged(
-        gateway: Gateway, tmp_path: Path) -> None:
+    gateway: Gateway, tmp_path: Path
+) -> None:
     gateway.open(Route(key="h", log_path=tmp_path / "calls.jsonl", upstream="anthropic"))
-    sent = {"anthropic-version": "2023-06-01", "x-stainless-lang": "js",
-            "anthropic-beta": "interleaved-thinking-2025-05-14,context-1m-2025-08-07",
-            "x-forwarded-for": "10.0.0.1", "x-made-up": "1", "cookie": "a=b"}
-    answer = _call(gateway, "h", {"model": MODEL, "max_tokens": 1, "messages": []}, sent,
-                   "?beta=true&evil=1&key=leak")
+    sent = {
+        "anthropic-version": "2023-06-01",
+        "x-stainless-lang": "js",
+        "anthropic-beta": "interleaved-thinking-2025-05-14,context-1m-2025-08-07",
+        "x-forwarded-for": "10.0.0.1",
+        "x-made-up": "1",
+        "cookie": "a=b",
+    }
+    answer = _call(
+        gateway,
+        "h",
+        {"model": MODEL, "max_tokens": 1, "messages": []},
+        sent,
+        "?beta=true&evil=1&key=leak",
+    )
     assert answer.status_code == 200
     upstream = _Vendor.seen[0]
     assert upstream["path"] == "/v1/messages?beta=true"
@@ -297,9 +370,9 @@ def test_only_allowed_headers_and_query_go_upstream_and_the_rest_is_logged(
     assert got["x-api-key"] == "sk-real"
     assert not {"x-forwarded-for", "x-made-up", "cookie"} & set(got)
     logged = _log(tmp_path / "calls.jsonl")[0]
-    assert sorted(logged["stripped"]) == sorted([
-        "x-forwarded-for", "x-made-up", "cookie", "anthropic-beta=context-1m-2025-08-07",
-        "?evil"])
+    assert sorted(logged["stripped"]) == sorted(
+        ["x-forwarded-for", "x-made-up", "cookie", "anthropic-beta=context-1m-2025-08-07", "?evil"]
+    )
 
 
 def test_each_run_may_call_its_model_and_its_clis_declared_side_models() -> None:

@@ -15,7 +15,8 @@ from pytest_scylla.run.sandbox.limits import DEFAULT_LIMITS
 
 pytestmark = pytest.mark.skipif(bwrap_works() is not None, reason=f"bwrap: {bwrap_works()}")
 needs_cgroups = pytest.mark.skipif(
-    not {"memory", "pids"} <= set(limits.parents()), reason="no writable memory/pids cgroup here")
+    not {"memory", "pids"} <= set(limits.parents()), reason="no writable memory/pids cgroup here"
+)
 
 SMALL = (256 << 20, 1.0, 64)  # memory=256m (so /tmp=64m), cpus=1, pids=64
 
@@ -59,8 +60,16 @@ def _run(tmp_path: Path, script: str, box: Sandbox) -> tuple[str, int | None]:
     out, err = tmp_path / "out", tmp_path / "err"
     try:
         with out.open("wb") as so, err.open("wb") as se:
-            finished = box.run([sys.executable, "-c", script], private / "work", private,
-                               base_env(private), None, 60, so, se)
+            finished = box.run(
+                [sys.executable, "-c", script],
+                private / "work",
+                private,
+                base_env(private),
+                None,
+                60,
+                so,
+                se,
+            )
     finally:
         box.close(private)
     return out.read_text() + err.read_text(), finished.exit_code
@@ -68,8 +77,9 @@ def _run(tmp_path: Path, script: str, box: Sandbox) -> tuple[str, int | None]:
 
 @needs_cgroups
 @pytest.mark.parametrize(("limited", "expect"), [(True, "capped"), (False, "control")])
-def test_a_fork_loop_is_capped_at_the_pids_limit(tmp_path: Path, limited: bool,
-                                                 expect: str) -> None:
+def test_a_fork_loop_is_capped_at_the_pids_limit(
+    tmp_path: Path, limited: bool, expect: str
+) -> None:
     text, _ = _run(tmp_path, FORK, Bwrap(limits=SMALL if limited else None))
     started = int(text.split("started ")[1].split()[0])
     if limited:
@@ -106,8 +116,16 @@ def test_a_runs_cgroups_are_removed_even_after_a_timeout(tmp_path: Path) -> None
     box = Bwrap(limits=DEFAULT_LIMITS)
     private = tmp_path / "private"
     (private / "work").mkdir(parents=True)
-    finished = box.run(["sh", "-c", "sleep 60 & sleep 60 & wait"], private / "work", private,
-                       base_env(private), None, 1, -3, -3)
+    finished = box.run(
+        ["sh", "-c", "sleep 60 & sleep 60 & wait"],
+        private / "work",
+        private,
+        base_env(private),
+        None,
+        1,
+        -3,
+        -3,
+    )
     assert finished.timed_out
     made = list(box.groups[private].dirs)
     assert made  # control: the run had its cgroups
@@ -126,7 +144,7 @@ def test_what_cannot_be_limited_is_said(monkeypatch: pytest.MonkeyPatch) -> None
     assert ("pids NOT limited" in said) == (os.geteuid() == 0)
     box = Bwrap(limits=SMALL)
     argv = box.wrap(["true"], Path("/"), Path("/nonexistent"))
-    assert ["--size", str(64 << 20), "--tmpfs", "/tmp"] == argv[argv.index("--size"):][:4]
+    assert ["--size", str(64 << 20), "--tmpfs", "/tmp"] == argv[argv.index("--size") :][:4]
     box.close(Path("/nonexistent"))
 
 
@@ -138,20 +156,22 @@ def test_the_local_sandbox_says_it_limits_nothing() -> None:
 
 
 @needs_cgroups
-def test_the_header_names_the_limits_of_the_sandbox(mini: Path,
-                                                   pytester: pytest.Pytester) -> None:
+def test_the_header_names_the_limits_of_the_sandbox(mini: Path, pytester: pytest.Pytester) -> None:
     """End to end: the session header says what bwrap limits (and local, that it limits
     nothing)."""
-    bw = pytester.runpytest("cases", "--co", "--scylla-sandbox=bwrap",
-                            "--scylla-limits=memory=256m,pids=64")
-    bw.stdout.fnmatch_lines(["scylla: sandbox=bwrap",
-                             "scylla: limits: memory=256m, cpus=2, pids=64, /tmp=64m"])
+    bw = pytester.runpytest(
+        "cases", "--co", "--scylla-sandbox=bwrap", "--scylla-limits=memory=256m,pids=64"
+    )
+    bw.stdout.fnmatch_lines(
+        ["scylla: sandbox=bwrap", "scylla: limits: memory=256m, cpus=2, pids=64, /tmp=64m"]
+    )
     local = pytester.runpytest("cases", "--co", "--scylla-sandbox=local")
     local.stdout.fnmatch_lines(["scylla: sandbox=local", "scylla: limits: none (local: *)"])
 
 
 def test_a_cgroup_that_cannot_be_made_is_a_clear_sandbox_error(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from pytest_scylla.run.sandbox import SandboxError
 
     monkeypatch.setattr(limits, "parents", lambda: {"pids": tmp_path / "gone"})

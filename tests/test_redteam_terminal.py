@@ -37,7 +37,7 @@ VISIBLE = "all good\\x1b]52;c;cm0gLXJmIH4=\\x07\\x1b]0;pwned\\x07\\x1b[2J\\x1b[H
 
 # The stand-in runner (tests/fixtures/standin) with the run's text made hostile, as a real judge
 # quoting the agent, a check printing what the agent wrote and a forged model/agent name would.
-HOSTILE_STANDIN = f'''
+HOSTILE_STANDIN = f"""
 
 HOSTILE = {HOSTILE!r}
 _judge = StandIn.judge
@@ -60,13 +60,15 @@ def _hostile_judge(self):
 
 
 StandIn.judge = _hostile_judge
-'''
+"""
 
 
 def no_raw_controls(text: str) -> None:
     found = RAW.search(text)
-    assert found is None, f"raw {found.group()!r} at {found.start()}: " \
-                          f"{text[max(0, found.start() - 60):found.start() + 20]!r}"
+    assert found is None, (
+        f"raw {found.group()!r} at {found.start()}: "
+        f"{text[max(0, found.start() - 60) : found.start() + 20]!r}"
+    )
 
 
 def hostile_session(root: Path, pytester: pytest.Pytester, n: int) -> tuple[str, Path]:
@@ -75,8 +77,9 @@ def hostile_session(root: Path, pytester: pytest.Pytester, n: int) -> tuple[str,
     with (root / "conftest.py").open("a") as conftest:
         conftest.write(HOSTILE_STANDIN)
     out = root / "exp"
-    result = pytester.runpytest("cases", "-k", "T0-01 or T1-01", *workers(n), "-rA",
-                                f"--scylla-out={out}")
+    result = pytester.runpytest(
+        "cases", "-k", "T0-01 or T1-01", *workers(n), "-rA", f"--scylla-out={out}"
+    )
     assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()[-3000:]
     return result.stdout.str() + result.stderr.str(), out
 
@@ -86,8 +89,9 @@ def stored(out: Path) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("n", [0, 2])
-def test_the_pytest_output_shows_hostile_run_text_escaped(mini: Path, pytester: pytest.Pytester,
-                                                         n: int) -> None:
+def test_the_pytest_output_shows_hostile_run_text_escaped(
+    mini: Path, pytester: pytest.Pytester, n: int
+) -> None:
     printed, out = hostile_session(mini, pytester, n)
     recs = stored(out)
     assert len(recs) == 4
@@ -108,8 +112,11 @@ def test_the_pytest_output_shows_hostile_run_text_escaped(mini: Path, pytester: 
 
 
 def test_scylla_report_and_compare_show_hostile_run_text_escaped(
-        mini: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    mini: Path,
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     _, out = hostile_session(mini, pytester, 0)
     capsys.readouterr()  # the session's own output (tested above) is not the command's
     # the control: the formatters themselves return the raw sequences
@@ -129,23 +136,27 @@ def test_scylla_report_and_compare_show_hostile_run_text_escaped(
 
 @pytest.mark.slow  # the real CLI end to end; the attack and its control run above
 def test_a_hostile_agent_message_through_the_real_cli_is_escaped(
-        mini: Path, pytester: pytest.Pytester, oracle: list[str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    mini: Path, pytester: pytest.Pytester, oracle: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """End to end with the real CLI: the hostile oracle's agent ends with a message carrying
     the sequences and writes a main.py that prints them (the check's output); an evaluation's
     assert quotes the message, as a user's test would, and prints it."""
     attack = mini / "attack.json"
     script = f"print({HOSTILE!r})\n"
-    write = {"name": "Bash", "input": {"command": f"cat > main.py <<'PY'\n{script}PY",
-                                       "description": "red team"}}
+    write = {
+        "name": "Bash",
+        "input": {"command": f"cat > main.py <<'PY'\n{script}PY", "description": "red team"},
+    }
     attack.write_text(json.dumps({"steps": [[write]], "final": HOSTILE}))
     monkeypatch.setenv("SCYLLA_ORACLE_ATTACK", str(attack))
     (mini / "cases" / "test_hostile.py").write_text(
         "import pytest\n\n\n@pytest.mark.scylla(case='alpha', tiers=['T0'])\n"
         "def test_message(scylla_run):\n    print(scylla_run.final_message)\n"
-        "    assert scylla_run.final_message == 'Done.'\n")
-    result = pytester.runpytest("cases/test_hostile.py", "-p", "no:xdist", "-k", "T0-01",
-                                *oracle, "--scylla-out=exp")
+        "    assert scylla_run.final_message == 'Done.'\n"
+    )
+    result = pytester.runpytest(
+        "cases/test_hostile.py", "-p", "no:xdist", "-k", "T0-01", *oracle, "--scylla-out=exp"
+    )
     printed = result.stdout.str() + result.stderr.str()
     assert result.ret == pytest.ExitCode.TESTS_FAILED, printed[-3000:]
     (rec,) = stored(mini / "exp")

@@ -21,8 +21,16 @@ import pytest
 from .conftest import TIMINGS, workers
 
 REFERENCE = Path(__file__).parent / "reference" / "oracle-session"
-EXPORTS = ("runs.csv", "judges.csv", "criteria.csv", "subtests.csv", "summary.json",
-           "statistical_results.json", "report.md", "tables.md")
+EXPORTS = (
+    "runs.csv",
+    "judges.csv",
+    "criteria.csv",
+    "subtests.csv",
+    "summary.json",
+    "statistical_results.json",
+    "report.md",
+    "tables.md",
+)
 # what two runs of the same session may not share, masked in every export
 VOLATILE = [
     (re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)?"), "<time>"),
@@ -60,23 +68,38 @@ def _without_latency(markdown: str) -> str:
 
 def _without(value: object) -> object:
     if isinstance(value, dict):
-        return {k: _without(v) for k, v in value.items()
-                if k not in TIMINGS and k not in ("session", "written_at", "experiment_dir")}
+        return {
+            k: _without(v)
+            for k, v in value.items()
+            if k not in TIMINGS and k not in ("session", "written_at", "experiment_dir")
+        }
     if isinstance(value, list):
         return [_without(v) for v in value]
     return value
 
 
 @pytest.mark.slow
-def test_the_oracle_sessions_exports_match_the_reference(mini: Path, pytester: pytest.Pytester,
-                                                         oracle: list[str]) -> None:
+def test_the_oracle_sessions_exports_match_the_reference(
+    mini: Path, pytester: pytest.Pytester, oracle: list[str]
+) -> None:
     out = mini / "out" / "reference"
-    done = pytester.runpytest("cases", "-k", "T0 or T1-01", *workers(0),
-                              "--scylla-oracle=mixed", *oracle[1:], "--scylla-runs=2",
-                              f"--scylla-out={out}", "--scylla-report=md,json,csv")
+    done = pytester.runpytest(
+        "cases",
+        "-k",
+        "T0 or T1-01",
+        *workers(0),
+        "--scylla-oracle=mixed",
+        *oracle[1:],
+        "--scylla-runs=2",
+        f"--scylla-out={out}",
+        "--scylla-report=md,json,csv",
+    )
     assert done.ret in (0, 1), done.stdout.str()[-2000:]
-    exports = {name: _masked(name, (out / name).read_text(encoding="utf-8"))
-               for name in EXPORTS if (out / name).exists()}
+    exports = {
+        name: _masked(name, (out / name).read_text(encoding="utf-8"))
+        for name in EXPORTS
+        if (out / name).exists()
+    }
     assert {"runs.csv", "summary.json", "statistical_results.json"} <= set(exports)
     if os.environ.get("SCYLLA_WRITE_REFERENCE") == "1":
         REFERENCE.mkdir(parents=True, exist_ok=True)
@@ -96,12 +119,14 @@ def test_the_masks_keep_what_a_refactoring_could_change() -> None:
     assert _masked("runs.csv", csv_text) != _masked("runs.csv", csv_text.replace("0.75", "0.7"))
     md = "written 2026-11-27 06:40 UTC from /tmp/pytest-1/x, agent 12.5 s; pass rate 50%"
     assert _masked("report.md", md) == _masked(
-        "report.md", md.replace("06:40", "07:01").replace("pytest-1", "pytest-9")
-        .replace("12.5 s", "3 s"))
+        "report.md",
+        md.replace("06:40", "07:01").replace("pytest-1", "pytest-9").replace("12.5 s", "3 s"),
+    )
     assert _masked("report.md", md) != _masked("report.md", md.replace("50%", "51%"))
     latency = "## Latency breakdown\n| T0 | 12 | 0.982 |\n## Tiers\n| T0 | 12 | 0.417 |"
     assert _masked("tables.md", latency) == _masked("tables.md", latency.replace("0.982", "1.6"))
     assert _masked("tables.md", latency) != _masked("tables.md", latency.replace("0.417", "0.4"))
     doc = {"score": 0.5, "mean_duration": 3.0, "written_at": "x"}
     assert _masked("summary.json", json.dumps(doc)) != _masked(
-        "summary.json", json.dumps({**doc, "score": 0.6}))
+        "summary.json", json.dumps({**doc, "score": 0.6})
+    )

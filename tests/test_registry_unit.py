@@ -8,15 +8,18 @@ from pytest_scylla.core.registry import RegistryError, gather
 
 
 def test_names_from_every_offerer_in_the_order_offered() -> None:
-    found = gather("sandbox", [("scylla", [("local", 1), ("bwrap", 2)]),
-                               ("acme", [("firecracker", 3)])])
+    found = gather(
+        "sandbox", [("scylla", [("local", 1), ("bwrap", 2)]), ("acme", [("firecracker", 3)])]
+    )
     assert found == {"local": 1, "bwrap": 2, "firecracker": 3}
     assert list(found) == ["local", "bwrap", "firecracker"]
 
 
 def test_a_taken_name_is_an_error_naming_both_offerers() -> None:
-    with pytest.raises(RegistryError, match="two plugins offer a sandbox named 'bwrap': "
-                                            "scylla and acme; give one another name"):
+    with pytest.raises(
+        RegistryError,
+        match="two plugins offer a sandbox named 'bwrap': scylla and acme; give one another name",
+    ):
         gather("sandbox", [("scylla", [("bwrap", 1)]), ("acme", [("bwrap", 2)])])
 
 
@@ -26,7 +29,7 @@ def test_a_reserved_word_is_no_name(word: str) -> None:
         gather("report writer", [("acme", [(word, 1)])])
 
 
-TAKER = '''
+TAKER = """
 import pytest
 
 
@@ -42,25 +45,31 @@ def pytest_scylla_sandboxes(config):
     from pytest_scylla.api import Sandbox
 
     return {{"{sandbox}": Sandbox}}
-'''
+"""
 
 
-@pytest.mark.parametrize(("agent", "sandbox", "taken"), [
-    ("codex", "jail", "an agent named 'codex'"),
-    ("toy-cli", "bwrap", "a sandbox named 'bwrap'"),
-])
+@pytest.mark.parametrize(
+    ("agent", "sandbox", "taken"),
+    [
+        ("codex", "jail", "an agent named 'codex'"),
+        ("toy-cli", "bwrap", "a sandbox named 'bwrap'"),
+    ],
+)
 def test_a_plugin_taking_a_built_in_name_stops_the_session(
-        mini: object, pytester: pytest.Pytester, agent: str, sandbox: str, taken: str) -> None:
+    mini: object, pytester: pytest.Pytester, agent: str, sandbox: str, taken: str
+) -> None:
     """Built-in names are offered through the same hooks, so taking one is the same error."""
     pytester.makeconftest(TAKER.format(agent=agent, sandbox=sandbox))
     done = pytester.runpytest("cases", "--co", "-p", "no:xdist")
     assert done.ret == pytest.ExitCode.USAGE_ERROR
-    done.stderr.fnmatch_lines([f"ERROR: two plugins offer {taken}: * and *conftest.py; give "
-                               "one another name"])
+    done.stderr.fnmatch_lines(
+        [f"ERROR: two plugins offer {taken}: * and *conftest.py; give one another name"]
+    )
 
 
 def test_new_names_from_a_plugin_sit_beside_the_built_in_ones(
-        mini: object, pytester: pytest.Pytester) -> None:
+    mini: object, pytester: pytest.Pytester
+) -> None:
     """Positive control: the same plugin with names of its own collects."""
     pytester.makeconftest(TAKER.format(agent="toy-cli", sandbox="jail"))
     done = pytester.runpytest("cases", "--co", "-p", "no:xdist", "--scylla-sandbox=jail")

@@ -20,9 +20,13 @@ SELECTION = "alpha and (T0-01 or T1-01)"
 
 def _exports(out: Path) -> dict[str, list[dict[str, str]]]:
     """The csv exports without timings and the experiment's own name."""
-    return {name: [{k: v for k, v in row.items() if k not in TIMINGS | {"experiment"}}
-                   for row in export_rows(out / name)]
-            for name in ("runs.csv", "subtests.csv", "criteria.csv", "judges.csv")}
+    return {
+        name: [
+            {k: v for k, v in row.items() if k not in TIMINGS | {"experiment"}}
+            for row in export_rows(out / name)
+        ]
+        for name in ("runs.csv", "subtests.csv", "criteria.csv", "judges.csv")
+    }
 
 
 def _records(out: Path) -> dict[str, dict]:
@@ -31,83 +35,123 @@ def _records(out: Path) -> dict[str, dict]:
 
 @pytest.mark.slow  # 4 real runs at -n 0; the replay's matching and hostile recordings below
 def test_a_recorded_experiment_replays_to_the_same_exports(
-        mini: Path, pytester: pytest.Pytester, oracle: list[str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    mini: Path, pytester: pytest.Pytester, oracle: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     args = ["cases", *workers(0), *oracle, "--scylla-report=csv"]
-    pytester.runpytest(*args, "-k", SELECTION, "--scylla-record-bodies",
-                       f"--scylla-out={mini / 'rec'}").assert_outcomes(passed=2)
+    pytester.runpytest(
+        *args, "-k", SELECTION, "--scylla-record-bodies", f"--scylla-out={mini / 'rec'}"
+    ).assert_outcomes(passed=2)
     bodies = mini / "rec" / "runs" / "alpha-T1-01-r1" / "bodies"
     assert sorted(p.name for p in bodies.iterdir() if p.is_dir()) == [
-        "judge1", "judge2", "judge3"]  # the judges' calls too
+        "judge1",
+        "judge2",
+        "judge3",
+    ]  # the judges' calls too
     # an oracle that only answers 529 now: every answer must come from the recording
     monkeypatch.setenv("SCYLLA_ORACLE_FAULT", "overloaded")
-    pytester.runpytest(*args, "-k", SELECTION, f"--scylla-replay={mini / 'rec'}",
-                       f"--scylla-out={mini / 'rep'}").assert_outcomes(passed=2)
+    pytester.runpytest(
+        *args, "-k", SELECTION, f"--scylla-replay={mini / 'rec'}", f"--scylla-out={mini / 'rep'}"
+    ).assert_outcomes(passed=2)
     assert _exports(mini / "rep") == _exports(mini / "rec")
     for key, rec in _records(mini / "rep").items():
-        calls = [json.loads(line) for name in ("model_calls.jsonl", "judge_calls.jsonl")
-                 for line in (mini / "rep" / "runs" / key / name).read_text().splitlines()]
+        calls = [
+            json.loads(line)
+            for name in ("model_calls.jsonl", "judge_calls.jsonl")
+            for line in (mini / "rep" / "runs" / key / name).read_text().splitlines()
+        ]
         assert calls
         assert all(c["status"] == 200 and c["replayed"] >= 1 for c in calls), key
         assert rec["ablation"]["problems"] == []  # the live CLI's requests still checked
 
 
-
 @pytest.mark.slow  # the replay itself is in the default suite; this records again (5 runs)
 def test_a_replay_that_diverges_from_its_recording_ends_the_run_as_infra_error(
-        mini: Path, pytester: pytest.Pytester, oracle: list[str]) -> None:
+    mini: Path, pytester: pytest.Pytester, oracle: list[str]
+) -> None:
     """Tampered: one recorded request of T0-01 no longer what the CLI sends; T0-02 not
     recorded. Each of those runs is an infra_error naming the call; T1-01 replays."""
     args = ["cases", *workers(0), *oracle, "--scylla-report=csv"]
-    pytester.runpytest(*args, "-k", SELECTION, "--scylla-record-bodies",
-                       f"--scylla-out={mini / 'rec'}").assert_outcomes(passed=2)
+    pytester.runpytest(
+        *args, "-k", SELECTION, "--scylla-record-bodies", f"--scylla-out={mini / 'rec'}"
+    ).assert_outcomes(passed=2)
     shutil.copytree(mini / "rec", mini / "tampered")
     first = mini / "tampered" / "runs" / "alpha-T0-01-r1" / "bodies" / "0001.request.json"
     request = json.loads(first.read_text())
     request["max_tokens"] = 7
     first.write_text(json.dumps(request))
-    done = pytester.runpytest(*args, "-k", "alpha and (T0-01 or T0-02 or T1-01)",
-                              f"--scylla-replay={mini / 'tampered'}",
-                              f"--scylla-out={mini / 'again'}")
+    done = pytester.runpytest(
+        *args,
+        "-k",
+        "alpha and (T0-01 or T0-02 or T1-01)",
+        f"--scylla-replay={mini / 'tampered'}",
+        f"--scylla-out={mini / 'again'}",
+    )
     done.assert_outcomes(passed=1, errors=2)
     recs = _records(mini / "again")
     assert recs["alpha-T1-01-r1"]["outcome"] == "pass"
     assert (recs["alpha-T0-01-r1"]["outcome"], recs["alpha-T0-02-r1"]["outcome"]) == (
-        "infra_error", "infra_error")
+        "infra_error",
+        "infra_error",
+    )
     assert recs["alpha-T0-01-r1"]["reason"].startswith(
-        "replay diverged at call 1: recorded call 1 differs: $.max_tokens")
+        "replay diverged at call 1: recorded call 1 differs: $.max_tokens"
+    )
     assert recs["alpha-T0-02-r1"]["reason"] == (
-        "replay diverged at call 1: the recording has no more calls (0 recorded)")
+        "replay diverged at call 1: the recording has no more calls (0 recorded)"
+    )
     done.stdout.fnmatch_lines(["*infra_error: replay diverged at call 1: *$.max_tokens*"])
 
 
 def test_replay_of_a_folder_without_recordings_is_one_usage_error(
-        mini: Path, pytester: pytest.Pytester) -> None:
+    mini: Path, pytester: pytest.Pytester
+) -> None:
     (mini / "empty").mkdir()
     done = pytester.runpytest("cases", "-p", "no:xdist", f"--scylla-replay={mini / 'empty'}")
     assert done.ret == pytest.ExitCode.USAGE_ERROR
-    done.stderr.fnmatch_lines(["*--scylla-replay=*empty: no recorded model calls there "
-                               "(runs/<run>/bodies/); record an experiment with "
-                               "--scylla-record-bodies first*"])
+    done.stderr.fnmatch_lines(
+        [
+            "*--scylla-replay=*empty: no recorded model calls there "
+            "(runs/<run>/bodies/); record an experiment with "
+            "--scylla-record-bodies first*"
+        ]
+    )
     assert "Traceback" not in done.stderr.str()
 
 
 def test_what_differs_between_two_runs_of_the_same_thing_is_ignored() -> None:
-    one = {"metadata": {"user_id": "a"}, "messages": [
-        {"role": "user", "content": "in /tmp/scylla-run-ab_cd123/work on 2026-11-25; "
-                                    "<run-data-0123456789abcdef>x</run-data-0123456789abcdef>"}],
-        "input": [{"type": "message", "id": "msg_01a214d4-4afa-7081-aace-70901fdfca10"},
-                  {"type": "function_call_output", "output": "Chunk ID: 5546d7\nWall time: "
-                                                             "0.0012 seconds"}]}
-    two = json.loads(json.dumps(one).replace("ab_cd123", "zz-9y8x7").replace(
-        "2026-11-25", "2027-01-02").replace("0123456789abcdef", "fedcba9876543210").replace(
-        "5546d7", "7c54bf").replace("0.0012", "0.0101").replace('"a"', '"b"').replace(
-        "70901fdfca10", "99999fdfca10"))
+    one = {
+        "metadata": {"user_id": "a"},
+        "messages": [
+            {
+                "role": "user",
+                "content": "in /tmp/scylla-run-ab_cd123/work on 2026-11-25; "
+                "<run-data-0123456789abcdef>x</run-data-0123456789abcdef>",
+            }
+        ],
+        "input": [
+            {"type": "message", "id": "msg_01a214d4-4afa-7081-aace-70901fdfca10"},
+            {
+                "type": "function_call_output",
+                "output": "Chunk ID: 5546d7\nWall time: 0.0012 seconds",
+            },
+        ],
+    }
+    two = json.loads(
+        json.dumps(one)
+        .replace("ab_cd123", "zz-9y8x7")
+        .replace("2026-11-25", "2027-01-02")
+        .replace("0123456789abcdef", "fedcba9876543210")
+        .replace("5546d7", "7c54bf")
+        .replace("0.0012", "0.0101")
+        .replace('"a"', '"b"')
+        .replace("70901fdfca10", "99999fdfca10")
+    )
     assert replay.normalized(one) == replay.normalized(two)
     three = json.loads(json.dumps(one).replace("work on", "work in"))
     assert replay.difference(replay.normalized(one), replay.normalized(three)) == (
         "$.messages[0].content at character 30: recorded 'on <date>; <run-data-<fence>>x"
-        "</run-data-<fence>>', now 'in <date>; <run-data-<fence>>x</run-data-<fence>>'")
+        "</run-data-<fence>>', now 'in <date>; <run-data-<fence>>x</run-data-<fence>>'"
+    )
 
 
 def test_a_hostile_recording_cannot_inject_headers_or_paths(tmp_path: Path) -> None:
@@ -129,13 +173,27 @@ def test_a_hostile_recording_cannot_inject_headers_or_paths(tmp_path: Path) -> N
     (folder / "0001.request.json").write_text(json.dumps(request))
     (folder / "0001.response").write_bytes(b'{"type": "message", "content": "a a"}')
     evil = "text/event-stream\r\nSet-Cookie: stolen=1"
-    (folder / "0001.meta.json").write_text(json.dumps({
-        "status": "200\r\nX-Evil: 1", "content_type": evil, "private": "a",
-        "model": "claude-haiku-4-5", "usage": {"input_tokens": "9" * 9, "output_tokens": -5}}))
+    (folder / "0001.meta.json").write_text(
+        json.dumps(
+            {
+                "status": "200\r\nX-Evil: 1",
+                "content_type": evil,
+                "private": "a",
+                "model": "claude-haiku-4-5",
+                "usage": {"input_tokens": "9" * 9, "output_tokens": -5},
+            }
+        )
+    )
     gw = Gateway().start()
     try:
-        route = gw.open(Route(key="r", log_path=tmp_path / "calls.jsonl",
-                              replay=replay.Recording.load(folder), private="scylla-run-abcd1234"))
+        route = gw.open(
+            Route(
+                key="r",
+                log_path=tmp_path / "calls.jsonl",
+                replay=replay.Recording.load(folder),
+                private="scylla-run-abcd1234",
+            )
+        )
         with httpx.Client(timeout=30) as client:
             answer = client.post(gw.base_url("r") + "/v1/messages", json=request)
     finally:

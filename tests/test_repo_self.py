@@ -18,8 +18,9 @@ GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.org", "-c", "comm
 
 
 def _git(repo: Path, *args: str) -> str:
-    return subprocess.run([*GIT, *args], cwd=repo, check=True, capture_output=True,
-                          text=True).stdout.strip()
+    return subprocess.run(
+        [*GIT, *args], cwd=repo, check=True, capture_output=True, text=True
+    ).stdout.strip()
 
 
 def _project(root: Path, commit: str | None = None, repo: str = "self") -> str:
@@ -36,8 +37,11 @@ def _project(root: Path, commit: str | None = None, repo: str = "self") -> str:
     shutil.copytree(FIXTURES / "mini" / "cases" / "alpha", case)
     shutil.rmtree(case / "source")
     text = (case / "test.yaml").read_text().replace("id: alpha", "id: own")
-    (case / "test.yaml").write_text(text.replace(
-        "source:\n  path: source\n", f"source:\n  repo: {repo}\n  commit: {commit or first}\n"))
+    (case / "test.yaml").write_text(
+        text.replace(
+            "source:\n  path: source\n", f"source:\n  repo: {repo}\n  commit: {commit or first}\n"
+        )
+    )
     (root / "pytest.ini").write_text("[pytest]\naddopts = -p no:cacheprovider\n")
     _git(root, "add", "-A")
     _git(root, "commit", "-qm", "a case about it")
@@ -46,7 +50,8 @@ def _project(root: Path, commit: str | None = None, repo: str = "self") -> str:
 
 @pytest.mark.parametrize("sandbox", ["bwrap", pytest.param("docker", marks=pytest.mark.slow)])
 def test_a_case_of_its_own_repository_runs_from_any_folder(
-        pytester: pytest.Pytester, oracle: list[str], tmp_path: Path, sandbox: str) -> None:
+    pytester: pytest.Pytester, oracle: list[str], tmp_path: Path, sandbox: str
+) -> None:
     from .conftest import needs_bwrap, needs_docker
 
     needs_docker() if sandbox == "docker" else needs_bwrap()
@@ -57,9 +62,24 @@ def test_a_case_of_its_own_repository_runs_from_any_folder(
     elsewhere.mkdir(parents=True)
     pytester.chdir()
     done = subprocess.run(
-        ["python", "-m", "pytest", str(root / "cases"), "-k", "T0-01", *oracle,
-         f"--scylla-sandbox={sandbox}", f"--scylla-out={tmp_path / 'out'}", "-p", "no:xdist"],
-        cwd=elsewhere, capture_output=True, text=True, timeout=600)
+        [
+            "python",
+            "-m",
+            "pytest",
+            str(root / "cases"),
+            "-k",
+            "T0-01",
+            *oracle,
+            f"--scylla-sandbox={sandbox}",
+            f"--scylla-out={tmp_path / 'out'}",
+            "-p",
+            "no:xdist",
+        ],
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stdout[-3000:]
     rec = json.loads((tmp_path / "out" / "runs" / "own-T0-01-r1" / "run.json").read_text())
     assert rec["outcome"] == "pass"
@@ -68,26 +88,34 @@ def test_a_case_of_its_own_repository_runs_from_any_folder(
     assert "cases/" not in (tmp_path / "out" / "runs" / "own-T0-01-r1" / "files.txt").read_text()
 
 
-@pytest.mark.parametrize(("repo", "said"), [
-    (".", "is a relative path, which would be read from the harness's cache folder; write "
-          "`self`"),
-    ("self", "repo: self, but no git repository holds"),
-])
+@pytest.mark.parametrize(
+    ("repo", "said"),
+    [
+        (
+            ".",
+            "is a relative path, which would be read from the harness's cache folder; write `self`",
+        ),
+        ("self", "repo: self, but no git repository holds"),
+    ],
+)
 def test_a_repo_that_cannot_work_is_refused_at_collection(
-        pytester: pytest.Pytester, tmp_path: Path, repo: str, said: str) -> None:
+    pytester: pytest.Pytester, tmp_path: Path, repo: str, said: str
+) -> None:
     root = tmp_path / "checkout"
     root.mkdir()
     _project(root, repo=repo)
     if repo == "self":
         shutil.rmtree(root / ".git")  # the same files, in no repository
-    result = pytester.runpytest_subprocess(str(root / "cases"), "--scylla-oracle", "--co",
-                                           "--scylla-sandbox=bwrap")
+    result = pytester.runpytest_subprocess(
+        str(root / "cases"), "--scylla-oracle", "--co", "--scylla-sandbox=bwrap"
+    )
     result.stdout.fnmatch_lines([f"*cases/own/test.yaml:6: *{said}*"])
     assert result.ret == pytest.ExitCode.INTERRUPTED
 
 
 def test_a_pinned_commit_that_holds_the_case_is_refused(
-        pytester: pytest.Pytester, oracle: list[str], tmp_path: Path) -> None:
+    pytester: pytest.Pytester, oracle: list[str], tmp_path: Path
+) -> None:
     """The case's own folder at the pinned commit would hand the agent its hidden tests and
     solution: the run is an infra_error saying which commit to pin instead."""
     from .conftest import needs_bwrap
@@ -101,9 +129,24 @@ def test_a_pinned_commit_that_holds_the_case_is_refused(
     first = text.split("commit: ")[1].split()[0]
     (root / "cases/own/test.yaml").write_text(text.replace(first, head))
     done = subprocess.run(
-        ["python", "-m", "pytest", "cases", "-k", "T0-01", *oracle, "--scylla-sandbox=bwrap",
-         f"--scylla-out={tmp_path / 'out'}", "-p", "no:xdist"],
-        cwd=root, capture_output=True, text=True, timeout=600)
+        [
+            "python",
+            "-m",
+            "pytest",
+            "cases",
+            "-k",
+            "T0-01",
+            *oracle,
+            "--scylla-sandbox=bwrap",
+            f"--scylla-out={tmp_path / 'out'}",
+            "-p",
+            "no:xdist",
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     rec = json.loads((tmp_path / "out" / "runs" / "own-T0-01-r1" / "run.json").read_text())
     assert rec["outcome"] == "infra_error", done.stdout[-2000:]
     assert "already holds this case's folder cases/own/" in rec["reason"]

@@ -22,17 +22,17 @@ DRYRUN = Path(__file__).parent / "fixtures" / "dryrun"
 
 @pytest.mark.slow  # tests/test_shards.py merges shards in the default suite
 def test_shards_from_two_sessions_merge_into_one_report(
-        standin: Path, pytester: pytest.Pytester, oracle: list[str],
-        capsys: pytest.CaptureFixture[str]) -> None:
+    standin: Path, pytester: pytest.Pytester, oracle: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
     mini = standin  # the controller and the merge are the subject: the stand-in runner
     for marker, name in (("T0", "shard-a"), ("T1 or T5", "shard-b")):
-        result = pytester.runpytest("cases", "-m", marker, *workers(0), *oracle,
-                                    f"--scylla-out={mini / name}")
+        result = pytester.runpytest(
+            "cases", "-m", marker, *workers(0), *oracle, f"--scylla-out={mini / name}"
+        )
         assert result.ret in (0, 1)  # the stand-in's mixed outcomes
         assert "error" not in result.parseoutcomes()
     merged = mini / "merged"
-    assert main(["report", str(mini / "shard-a"), str(mini / "shard-b"), "--out",
-                 str(merged)]) == 0
+    assert main(["report", str(mini / "shard-a"), str(mini / "shard-b"), "--out", str(merged)]) == 0
     printed = capsys.readouterr().out
     assert "T0 " in printed
     assert "T5 " in printed
@@ -45,8 +45,10 @@ def test_shards_from_two_sessions_merge_into_one_report(
     assert summary["warnings"] == []
     assert json.loads((merged / "statistical_results.json").read_text())["n_runs"] == 12
     manifest = json.loads((merged / "manifest.json").read_text())
-    assert [m["folder"] for m in manifest["merged_from"]] == [str(mini / "shard-a"),
-                                                               str(mini / "shard-b")]
+    assert [m["folder"] for m in manifest["merged_from"]] == [
+        str(mini / "shard-a"),
+        str(mini / "shard-b"),
+    ]
     assert [m["options"]["oracle"] for m in manifest["merged_from"]] == ["solution"] * 2
     assert {"tiers/T0.yaml", "tiers/T5.yaml", "cases/alpha/"} <= set(manifest["inputs"])
     assert len(manifest["config_hashes"]) == 12
@@ -62,15 +64,18 @@ def test_shards_from_two_sessions_merge_into_one_report(
 
 
 def test_paper_format_csvs_reproduce_alpha_and_the_frontier(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["report", str(DRYRUN), "--out", str(tmp_path / "out")]) == 0
     # T5's row, each number from outside the package: 1 run that passed (runs.csv); the exact
     # Clopper-Pearson interval for 1 of 1 is [(0.05/2)^(1/1), 1] = [2.5%, 100%], printed "2%";
     # mean score 0.983 (the paper's Table 16) to two places; grade A (Table 16); CoP = cost
     # when every run passes: $0.06531415 (runs.csv), the paper's Frontier CoP ("$0.065", 7.2)
     # the frontier keeps its small-sample warning: one run says little
-    assert ("T5        1         100% [2%, 100%]   0.98     A   $0.0653   $0.0653 <- frontier,"
-            "  n=1 < 10: interval is wide") in capsys.readouterr().out
+    assert (
+        "T5        1         100% [2%, 100%]   0.98     A   $0.0653   $0.0653 <- frontier,"
+        "  n=1 < 10: interval is wide"
+    ) in capsys.readouterr().out
     results = json.loads((tmp_path / "out" / "statistical_results.json").read_text())
     # the paper, section 7.5: "Krippendorff's α (interval): -0.117" (test_stats derives it by
     # hand from the judges' scores too)
@@ -80,8 +85,9 @@ def test_paper_format_csvs_reproduce_alpha_and_the_frontier(
     assert summary["frontier"]["tier"] == "T5"
 
 
-def test_report_input_errors_are_one_line(tmp_path: Path,
-                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_report_input_errors_are_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["report", str(tmp_path / "missing")]) == 2
     assert "missing: no such folder" in capsys.readouterr().err
     assert main(["report", str(tmp_path), str(tmp_path)]) == 2
@@ -95,20 +101,25 @@ def test_report_input_errors_are_one_line(tmp_path: Path,
     # the last line cut short by a kill: left out, saying so, and the rest is reported
     (tmp_path / "runs.jsonl").write_text(f'{a}\n{{"run_ke')
     assert main(["report", str(tmp_path), "--report", "none"]) == 0
-    assert "runs.jsonl:2: a record cut short (the session was killed while writing it) is " \
-           "left out" in capsys.readouterr().out
+    assert (
+        "runs.jsonl:2: a record cut short (the session was killed while writing it) is "
+        "left out" in capsys.readouterr().out
+    )
 
 
 def test_import_of_the_papers_dryrun_reproduces_its_exports(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     dest = tmp_path / "2026-01-20T06-13-07-test-001"  # the paper's experiment name
     assert main(["import", str(DRYRUN), str(dest)]) == 0
     assert "imported 7 runs" in capsys.readouterr().out
     assert main(["report", str(dest), "--report", "none"]) == 0  # subtests.csv is a summary
-    keys = {"runs.csv": ("tier", "subtest", "run_number"),
-            "judges.csv": ("tier", "subtest", "run_number", "judge_number"),
-            "criteria.csv": ("tier", "subtest", "run_number", "judge_number", "criterion"),
-            "subtests.csv": ("tier", "subtest")}
+    keys = {
+        "runs.csv": ("tier", "subtest", "run_number"),
+        "judges.csv": ("tier", "subtest", "run_number", "judge_number"),
+        "criteria.csv": ("tier", "subtest", "run_number", "judge_number", "criterion"),
+        "subtests.csv": ("tier", "subtest"),
+    }
     for name, key in keys.items():
         with (DRYRUN / name).open() as handle:
             paper = {tuple(r[k] for k in key): r for r in csv.DictReader(handle)}
@@ -125,13 +136,24 @@ def test_import_of_the_papers_dryrun_reproduces_its_exports(
 
 @pytest.mark.slow  # the report loads in chromium in the default suite
 def test_html_and_markdown_reports_are_self_contained(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "dryrun"
     assert main(["report", str(DRYRUN), "--out", str(out)]) == 0
     html = (out / "report.html").read_text()
     figures = sorted(p.stem for p in (out / "figures").glob("*.png"))
-    assert {"pass_rate", "cop", "pareto", "tokens", "latency", "scores", "criteria", "judges",
-            "judge_scores", "grades"} == set(figures)
+    assert {
+        "pass_rate",
+        "cop",
+        "pareto",
+        "tokens",
+        "latency",
+        "scores",
+        "criteria",
+        "judges",
+        "judge_scores",
+        "grades",
+    } == set(figures)
     assert html.count("data:image/png;base64,") == len(figures)
     assert sorted(p.stem for p in (out / "figures").glob("*.svg")) == figures
     assert "http://" not in html
@@ -149,11 +171,20 @@ def test_html_and_markdown_reports_are_self_contained(
         assert path.read_bytes() == (again / "figures" / path.name).read_bytes(), path.name
 
 
-def test_a_session_writes_the_html_report_on_request(mini: Path, pytester: pytest.Pytester,
-                                                     oracle: list[str]) -> None:
+def test_a_session_writes_the_html_report_on_request(
+    mini: Path, pytester: pytest.Pytester, oracle: list[str]
+) -> None:
     out = mini / "out"
-    result = pytester.runpytest("cases", "-k", "alpha and T0", "-p", "no:xdist", *oracle,
-                                f"--scylla-out={out}", "--scylla-report=terminal,html,md")
+    result = pytester.runpytest(
+        "cases",
+        "-k",
+        "alpha and T0",
+        "-p",
+        "no:xdist",
+        *oracle,
+        f"--scylla-out={out}",
+        "--scylla-report=terminal,html,md",
+    )
     result.assert_outcomes(passed=3)
     html = (out / "report.html").read_text()
     assert "SIMULATED MODEL" in html
@@ -166,17 +197,36 @@ def test_a_session_writes_the_html_report_on_request(mini: Path, pytester: pytes
 def test_html_report_loads_in_headless_chromium_without_console_errors(tmp_path: Path) -> None:
     """Chromium opens the report, exits 0 and draws a full-size screenshot, with no console
     error; where chromium is missing it is skipped, saying so, and under CI it fails."""
-    require(None if shutil.which("chromium") else
-            "Debian's chromium is not installed (.ci/run installs it)")
+    require(
+        None
+        if shutil.which("chromium")
+        else "Debian's chromium is not installed (.ci/run installs it)"
+    )
     out = tmp_path / "dryrun"
     assert main(["report", str(DRYRUN), "--out", str(out)]) == 0
     shot = tmp_path / "report.png"
     done = subprocess.run(
-        ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-         "--no-first-run", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr",
-         "--v=0", f"--screenshot={shot}", "--window-size=1200,2400",
-         (out / "report.html").as_uri()], capture_output=True, text=True, timeout=120)
+        [
+            "chromium",
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--enable-logging=stderr",
+            "--v=0",
+            f"--screenshot={shot}",
+            "--window-size=1200,2400",
+            (out / "report.html").as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     png = shot.read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"  # a PNG, whose IHDR holds width and height
@@ -187,21 +237,40 @@ def test_html_report_loads_in_headless_chromium_without_console_errors(tmp_path:
 
 
 # The paper's printed Tables 16-18 (section 7) and Table 19, at their printed precision.
-TABLE_16 = {"T0": (1.000, 0.973, 0.973, "A", 0.14), "T1": (1.000, 0.970, 0.970, "A", 0.13),
-            "T2": (1.000, 0.983, 0.983, "A", 0.14), "T3": (1.000, 0.983, 0.983, "A", 0.13),
-            "T4": (1.000, 0.9595, 0.9595, "A", 0.17), "T5": (1.000, 0.983, 0.983, "A", 0.07),
-            "T6": (1.000, 0.943, 0.943, "A", 0.25)}
-TABLE_17 = {"T0": (29, 656, 23106, 112686, 136477), "T1": (25, 558, 23266, 91477, 115326),
-            "T2": (29, 711, 23350, 113858, 137948), "T3": (25, 668, 23352, 91771, 115816),
-            "T4": (23, 725, 23556, 91828, 116132), "T5": (26, 625, 4629, 109368, 114648),
-            "T6": (29, 722, 44337, 218778, 263866)}
-TABLE_18 = {"T0": (35.3, 167.8, 203.1, 82.6), "T1": (29.3, 178.0, 207.3, 85.9),
-            "T2": (36.8, 161.7, 198.5, 81.5), "T3": (29.9, 149.1, 179.0, 83.3),
-            "T4": (41.2, 137.0, 178.2, 76.9), "T5": (24.8, 128.4, 153.1, 83.8),
-            "T6": (28.4, 141.1, 169.5, 83.2)}
-TABLE_19 = {"functional": (1.000, 0.000), "code_quality": (1.000, 0.000),
-            "proportionality": (0.940, 0.083), "build_pipeline": (1.000, 0.000),
-            "overall_quality": (0.975, 0.039)}
+TABLE_16 = {
+    "T0": (1.000, 0.973, 0.973, "A", 0.14),
+    "T1": (1.000, 0.970, 0.970, "A", 0.13),
+    "T2": (1.000, 0.983, 0.983, "A", 0.14),
+    "T3": (1.000, 0.983, 0.983, "A", 0.13),
+    "T4": (1.000, 0.9595, 0.9595, "A", 0.17),
+    "T5": (1.000, 0.983, 0.983, "A", 0.07),
+    "T6": (1.000, 0.943, 0.943, "A", 0.25),
+}
+TABLE_17 = {
+    "T0": (29, 656, 23106, 112686, 136477),
+    "T1": (25, 558, 23266, 91477, 115326),
+    "T2": (29, 711, 23350, 113858, 137948),
+    "T3": (25, 668, 23352, 91771, 115816),
+    "T4": (23, 725, 23556, 91828, 116132),
+    "T5": (26, 625, 4629, 109368, 114648),
+    "T6": (29, 722, 44337, 218778, 263866),
+}
+TABLE_18 = {
+    "T0": (35.3, 167.8, 203.1, 82.6),
+    "T1": (29.3, 178.0, 207.3, 85.9),
+    "T2": (36.8, 161.7, 198.5, 81.5),
+    "T3": (29.9, 149.1, 179.0, 83.3),
+    "T4": (41.2, 137.0, 178.2, 76.9),
+    "T5": (24.8, 128.4, 153.1, 83.8),
+    "T6": (28.4, 141.1, 169.5, 83.2),
+}
+TABLE_19 = {
+    "functional": (1.000, 0.000),
+    "code_quality": (1.000, 0.000),
+    "proportionality": (0.940, 0.083),
+    "build_pipeline": (1.000, 0.000),
+    "overall_quality": (0.975, 0.039),
+}
 
 
 def _printed(value: float, printed: float) -> bool:
@@ -225,8 +294,13 @@ def test_the_papers_tables_16_to_19_come_out_of_its_imported_dryrun(tmp_path: Pa
         assert row["grade"] == grade
         assert _printed(row["cop"], cop)
     for row in paper["tokens"]:
-        assert (row["input_tokens"], row["output_tokens"], row["cache_creation_tokens"],
-                row["cache_read_tokens"], row["total_tokens"]) == TABLE_17[row["tier"]]
+        assert (
+            row["input_tokens"],
+            row["output_tokens"],
+            row["cache_creation_tokens"],
+            row["cache_read_tokens"],
+            row["total_tokens"],
+        ) == TABLE_17[row["tier"]]
     for row in paper["latency"]:
         agent, judge, total, share = TABLE_18[row["tier"]]
         assert _printed(row["agent_seconds"], agent)
@@ -234,8 +308,9 @@ def test_the_papers_tables_16_to_19_come_out_of_its_imported_dryrun(tmp_path: Pa
         assert _printed(row["total_seconds"], total)
         # the paper divided its rounded times (T1: 178.0 / 207.3 = 85.9 %; exactly 85.85 %)
         assert abs(100 * row["judge_share"] - share) <= 0.1
-    assert {r["criterion"]: (round(r["mean"], 3), round(r["sd"], 3))
-            for r in paper["criteria"]} == TABLE_19
+    assert {
+        r["criterion"]: (round(r["mean"], 3), round(r["sd"], 3)) for r in paper["criteria"]
+    } == TABLE_19
     assert main(["report", str(dest), "--report", "md"]) == 0
     md = (dest / "tables.md").read_text()
     assert "## Tier summary (the paper's Table 16)" in md
@@ -250,15 +325,34 @@ def test_the_papers_tables_16_to_19_come_out_of_its_imported_dryrun(tmp_path: Pa
 
 
 def test_latex_tables_render_infinity_and_escape_text() -> None:
-    rows = [{"tier": "T0", "outcome": "fail", "passed": False, "score": 0.1, "cost_usd": 0.5,
-             "grade": "F", "case_id": "c_1", "experiment": "e"}] * 2 + [
-        {"tier": "T1", "outcome": "pass", "passed": True, "score": 0.9, "cost_usd": 0.25,
-         "grade": "A", "case_id": "c_1", "experiment": "e"}] * 2
+    rows = [
+        {
+            "tier": "T0",
+            "outcome": "fail",
+            "passed": False,
+            "score": 0.1,
+            "cost_usd": 0.5,
+            "grade": "F",
+            "case_id": "c_1",
+            "experiment": "e",
+        }
+    ] * 2 + [
+        {
+            "tier": "T1",
+            "outcome": "pass",
+            "passed": True,
+            "score": 0.9,
+            "cost_usd": 0.25,
+            "grade": "A",
+            "case_id": "c_1",
+            "experiment": "e",
+        }
+    ] * 2
     tables = Tables(runs=rows)
-    summary = {"experiment": "50%_run #1", "simulated": True,
-               "tiers": metrics.group_summary(rows)}
-    tex = text_tables.latex(summary, report.statistical_results(tables),
-                       report.paper_tables(tables, summary["tiers"]))
+    summary = {"experiment": "50%_run #1", "simulated": True, "tiers": metrics.group_summary(rows)}
+    tex = text_tables.latex(
+        summary, report.statistical_results(tables), report.paper_tables(tables, summary["tiers"])
+    )
     assert "% 50\\%\\_run \\#1:" in tex
     assert "% SIMULATED MODEL" in tex
     assert "(SIMULATED)}" in tex
@@ -279,7 +373,9 @@ def _example(name: str) -> str:
 
 
 # the README's report writer, and a count of how often a session asks for it
-WRITER = _example("report-writer") + '''
+WRITER = (
+    _example("report-writer")
+    + """
 
 _offered = pytest_scylla_report_writers
 
@@ -289,25 +385,41 @@ def pytest_scylla_report_writers(config):
         with open(config.rootpath / "asked.txt", "a") as asked:
             asked.write("asked\\n")
     return _offered(config)
-'''
+"""
+)
 
 
 def test_a_report_writer_from_a_plugin_or_an_entry_point(
-        mini: Path, pytester: pytest.Pytester, oracle: list[str], tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    mini: Path,
+    pytester: pytest.Pytester,
+    oracle: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The README's report writer (importing only `pytest_scylla.api`): as a `conftest.py` it
     adds a report `--scylla-report` names; as a package of the `pytest_scylla` entry-point
     group it adds it to `scylla report` too. Without them the name is refused (the controls)."""
     assert "from pytest_scylla.api import" in WRITER
-    assert [line for line in WRITER.splitlines() if line.startswith(("from pytest_scylla",
-            "import pytest_scylla"))] == ["from pytest_scylla.api import ReportInput, Writer"]
+    assert [
+        line
+        for line in WRITER.splitlines()
+        if line.startswith(("from pytest_scylla", "import pytest_scylla"))
+    ] == ["from pytest_scylla.api import ReportInput, Writer"]
     out = mini / "out"
     refused = pytester.runpytest("cases", "--co", "-p", "no:xdist", "--scylla-report=txt")
     assert refused.ret == pytest.ExitCode.USAGE_ERROR
     refused.stderr.fnmatch_lines(["ERROR: --scylla-report: unknown report format 'txt'; *"])
     (mini / "conftest.py").write_text(WRITER)
-    done = pytester.runpytest("cases", "-k", "alpha and T0-01", "-p", "no:xdist", *oracle,
-                              "--scylla-report=terminal,txt", f"--scylla-out={out}")
+    done = pytester.runpytest(
+        "cases",
+        "-k",
+        "alpha and T0-01",
+        "-p",
+        "no:xdist",
+        *oracle,
+        "--scylla-report=terminal,txt",
+        f"--scylla-out={out}",
+    )
     done.assert_outcomes(passed=1)
     assert (out / "runs.txt").read_text() == "1 runs, 1 passed\n"
     assert (mini / "asked.txt").read_text() == "asked\n"  # once per session
@@ -318,13 +430,23 @@ def test_a_report_writer_from_a_plugin_or_an_entry_point(
     (site / "toy_writer-0.1.dist-info").mkdir(parents=True)
     (site / "toy_writer.py").write_text(WRITER)
     (site / "toy_writer-0.1.dist-info" / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: toy-writer\nVersion: 0.1\n")
+        "Metadata-Version: 2.1\nName: toy-writer\nVersion: 0.1\n"
+    )
     (site / "toy_writer-0.1.dist-info" / "entry_points.txt").write_text(
-        "[pytest_scylla]\ntoy = toy_writer\n")
+        "[pytest_scylla]\ntoy = toy_writer\n"
+    )
     monkeypatch.syspath_prepend(str(site))
     assert main(["report", str(out), "--report", "txt"]) == 0
     assert (out / "runs.txt").read_text() == "1 runs, 1 passed\n"
-    again = pytester.runpytest("cases", "-k", "alpha and T0-01", "-p", "no:xdist", *oracle,
-                               "--scylla-report=txt", f"--scylla-out={mini / 'out2'}")
+    again = pytester.runpytest(
+        "cases",
+        "-k",
+        "alpha and T0-01",
+        "-p",
+        "no:xdist",
+        *oracle,
+        "--scylla-report=txt",
+        f"--scylla-out={mini / 'out2'}",
+    )
     again.assert_outcomes(passed=1)  # the session registers the group's modules as plugins
     assert (mini / "out2" / "runs.txt").read_text() == "1 runs, 1 passed\n"

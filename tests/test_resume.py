@@ -32,7 +32,8 @@ def lines(path: Path) -> list[str]:
 
 @pytest.mark.each_sandbox
 def test_a_second_session_reuses_stored_runs_and_reruns_what_is_missing(
-        mini: Path, pytester: pytest.Pytester, oracle: list[str]) -> None:
+    mini: Path, pytester: pytest.Pytester, oracle: list[str]
+) -> None:
     out = mini / "out"
     first = pytester.runpytest("cases", "-k", T0, *workers(0), *oracle, f"--scylla-out={out}")
     first.assert_outcomes(passed=3)
@@ -45,11 +46,16 @@ def test_a_second_session_reuses_stored_runs_and_reruns_what_is_missing(
     (out / "runs/alpha-T0-01-r1/run.json").write_text(json.dumps(void))
     with open(out / "runs.jsonl", "a") as handle:
         handle.write('{"run_key": "alpha-T0-02-r1", "outc')
-    second = pytester.runpytest("cases", "-k", "alpha and (T0 or T1-01)", "-v", *workers(2),
-                                *oracle, f"--scylla-out={out}")
+    second = pytester.runpytest(
+        "cases", "-k", "alpha and (T0 or T1-01)", "-v", *workers(2), *oracle, f"--scylla-out={out}"
+    )
     second.assert_outcomes(passed=4)
-    second.stdout.fnmatch_lines(["*PASSED (cached)*alpha[[]T0-02-r1[]]*",
-                                 "*resumed out: 3 run now, 1 reused from disk (cached)*"])
+    second.stdout.fnmatch_lines(
+        [
+            "*PASSED (cached)*alpha[[]T0-02-r1[]]*",
+            "*resumed out: 3 run now, 1 reused from disk (cached)*",
+        ]
+    )
     assert second.stdout.str().count("(cached)") == 2  # that run's line, and the summary
     after = records(out)
     assert after["alpha-T0-02-r1"] == before["alpha-T0-02-r1"]  # untouched, not re-run
@@ -67,45 +73,78 @@ def test_a_second_session_reuses_stored_runs_and_reruns_what_is_missing(
 
 @pytest.mark.each_sandbox
 def test_changed_conditions_refuse_to_mix_unless_fresh(
-        mini: Path, pytester: pytest.Pytester, oracle: list[str], edit: Edit) -> None:
+    mini: Path, pytester: pytest.Pytester, oracle: list[str], edit: Edit
+) -> None:
     out = mini / "out"
-    pytester.runpytest("cases", "-k", "alpha and T0-02", *workers(0), *oracle,
-                       f"--scylla-out={out}").assert_outcomes(passed=1)
+    pytester.runpytest(
+        "cases", "-k", "alpha and T0-02", *workers(0), *oracle, f"--scylla-out={out}"
+    ).assert_outcomes(passed=1)
     stored = records(out)["alpha-T0-02-r1"]
     edit("tiers/blocks/rules.md", "", "Different rules now.\n")
-    again = pytester.runpytest("cases", "-k", "alpha and T0", *workers(0), *oracle,
-                               f"--scylla-out={out}", "-p", "no:randomly")
+    again = pytester.runpytest(
+        "cases",
+        "-k",
+        "alpha and T0",
+        *workers(0),
+        *oracle,
+        f"--scylla-out={out}",
+        "-p",
+        "no:randomly",
+    )
     again.assert_outcomes(passed=2, errors=1)  # T0-00, T0-01 new; the conflict stops it
-    again.stdout.fnmatch_lines([
-        "*alpha-T0-02-r1: the stored run was made under other conditions (config hash *"
-        "changed: tiers/blocks/rules.md: changed). Run it again with --scylla-fresh*",
-        "*Interrupted: pytest-scylla: a stored run conflicts with the current conditions*"])
+    again.stdout.fnmatch_lines(
+        [
+            "*alpha-T0-02-r1: the stored run was made under other conditions (config hash *"
+            "changed: tiers/blocks/rules.md: changed). Run it again with --scylla-fresh*",
+            "*Interrupted: pytest-scylla: a stored run conflicts with the current conditions*",
+        ]
+    )
     assert "Traceback" not in again.stdout.str()
     assert records(out)["alpha-T0-02-r1"] == stored  # nothing lost
-    fresh = pytester.runpytest("cases", "-k", "alpha and T0-02", *workers(0), *oracle,
-                               f"--scylla-out={out}", "--scylla-fresh")
+    fresh = pytester.runpytest(
+        "cases",
+        "-k",
+        "alpha and T0-02",
+        *workers(0),
+        *oracle,
+        f"--scylla-out={out}",
+        "--scylla-fresh",
+    )
     fresh.assert_outcomes(passed=1)
     assert records(out)["alpha-T0-02-r1"]["config_hash"] != stored["config_hash"]
 
 
 @pytest.mark.each_sandbox
 def test_rejudge_rescores_stored_runs_after_a_rubric_edit_without_agent_calls(
-        mini: Path, pytester: pytest.Pytester, oracle: list[str], edit: Edit,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    mini: Path,
+    pytester: pytest.Pytester,
+    oracle: list[str],
+    edit: Edit,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     out = mini / "out"
-    pytester.runpytest("cases", "-k", T0, *workers(0), *oracle,
-                       f"--scylla-out={out}").assert_outcomes(passed=3)
+    pytester.runpytest(
+        "cases", "-k", T0, *workers(0), *oracle, f"--scylla-out={out}"
+    ).assert_outcomes(passed=3)
     before = records(out)
     agent_calls = {k: lines(out / "runs" / k / "model_calls.jsonl") for k in before}
     judge_calls = {k: len(lines(out / "runs" / k / "judge_calls.jsonl")) for k in before}
     # the edit: Q1 now worth 0.3 points; the oracle judges score in quarter points (0.25 of it)
-    edit("rubrics/basic.yaml", "the change is minimal\n        points: 1",
-         "the change is minimal\n        points: 0.3")
+    edit(
+        "rubrics/basic.yaml",
+        "the change is minimal\n        points: 1",
+        "the change is minimal\n        points: 0.3",
+    )
     stale = pytester.runpytest("cases", "-k", T0, *workers(0), *oracle, f"--scylla-out={out}")
-    stale.stdout.fnmatch_lines(["*the rubric or the judge panel changed since this run was "
-                                "scored. Re-score stored runs with --scylla-rejudge*"])
-    result = pytester.runpytest("cases", "-k", T0, "-v", *workers(2), *oracle,
-                                f"--scylla-out={out}", "--scylla-rejudge")
+    stale.stdout.fnmatch_lines(
+        [
+            "*the rubric or the judge panel changed since this run was "
+            "scored. Re-score stored runs with --scylla-rejudge*"
+        ]
+    )
+    result = pytester.runpytest(
+        "cases", "-k", T0, "-v", *workers(2), *oracle, f"--scylla-out={out}", "--scylla-rejudge"
+    )
     result.assert_outcomes(passed=3)
     result.stdout.fnmatch_lines(["*PASSED (rejudged)*", "*3 re-scored*"])
     after = records(out)
@@ -118,8 +157,10 @@ def test_rejudge_rescores_stored_runs_after_a_rubric_edit_without_agent_calls(
         assert rec["rejudged"][0]["previous"]["grade"] == "S"
         assert rec["judge_hash"] != before[key]["judge_hash"]
         # the record names the rubric it was scored under now (the manifest reads it)
-        assert rec["inputs"]["rubrics/basic.yaml"] == hashlib.sha256(
-            (mini / "rubrics/basic.yaml").read_bytes()).hexdigest()
+        assert (
+            rec["inputs"]["rubrics/basic.yaml"]
+            == hashlib.sha256((mini / "rubrics/basic.yaml").read_bytes()).hexdigest()
+        )
         assert rec["inputs"]["rubrics/basic.yaml"] != before[key]["inputs"]["rubrics/basic.yaml"]
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["rejudges"][0]["runs"] == sorted(after)
@@ -131,13 +172,22 @@ def test_rejudge_rescores_stored_runs_after_a_rubric_edit_without_agent_calls(
 
 
 def test_the_session_budget_skips_new_runs_with_the_reason(
-        mini: Path, pytester: pytest.Pytester, oracle: list[str]) -> None:
+    mini: Path, pytester: pytest.Pytester, oracle: list[str]
+) -> None:
     """A run starts only while the session's spend plus its average run cost fits the budget;
     the runs that would not are skipped, saying why. Checked against the spend the records
     show, whatever the oracle's prices."""
     out, budget = mini / "out", 0.3
-    result = pytester.runpytest("cases", *workers(0), *oracle, f"--scylla-out={out}",
-                                f"--scylla-budget-usd={budget}", "-rs", "-p", "no:randomly")
+    result = pytester.runpytest(
+        "cases",
+        *workers(0),
+        *oracle,
+        f"--scylla-out={out}",
+        f"--scylla-budget-usd={budget}",
+        "-rs",
+        "-p",
+        "no:randomly",
+    )
     outcomes = result.parseoutcomes()
     # at -n 0 runs go one after the other, and runs.jsonl gets each record as its run ends
     ran = [json.loads(line) for line in lines(out / "runs.jsonl")]
@@ -154,11 +204,14 @@ def test_the_session_budget_skips_new_runs_with_the_reason(
     spent += costs[-1]
     assert spent + spent / started > budget  # and one more run would not have
     skipped = len(MINI_ITEMS) - started
-    result.stdout.fnmatch_lines([
-        f"PARTIAL: not every run was run: {skipped} skipped (session budget $0.30 reached)*"])
-    said = re.findall(r"SKIPPED \[(\d+)\] cases/\w+/test.yaml:\d+: session budget \$0.30 "
-                      rf"reached: \${spent:.4f} spent on {started} runs .*not started",
-                      result.stdout.str())
+    result.stdout.fnmatch_lines(
+        [f"PARTIAL: not every run was run: {skipped} skipped (session budget $0.30 reached)*"]
+    )
+    said = re.findall(
+        r"SKIPPED \[(\d+)\] cases/\w+/test.yaml:\d+: session budget \$0.30 "
+        rf"reached: \${spent:.4f} spent on {started} runs .*not started",
+        result.stdout.str(),
+    )
     assert sum(map(int, said)) == skipped  # each skip points at its case's file
     summary = json.loads((out / "summary.json").read_text())
     assert summary["runs"] == started
@@ -168,42 +221,85 @@ def test_the_session_budget_skips_new_runs_with_the_reason(
 
 @pytest.mark.slow  # ~20 s: a long wait by design
 def test_a_usage_window_limit_pauses_new_runs_then_they_go_on(
-        mini: Path, pytester: pytest.Pytester, oracle: list[str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    mini: Path, pytester: pytest.Pytester, oracle: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("SCYLLA_ORACLE_FAULT", "usage-limit")
     monkeypatch.setenv("SCYLLA_ORACLE_LIMIT_SECONDS", "6")
     out = mini / "out"
-    result = pytester.runpytest_subprocess("cases", "-k", T0, "-p", "no:xdist", *oracle,
-                                           f"--scylla-out={out}", "--scylla-retry-wait=2",
-                                           "-p", "no:randomly")
+    result = pytester.runpytest_subprocess(
+        "cases",
+        "-k",
+        T0,
+        "-p",
+        "no:xdist",
+        *oracle,
+        f"--scylla-out={out}",
+        "--scylla-retry-wait=2",
+        "-p",
+        "no:randomly",
+    )
     result.assert_outcomes(passed=2, errors=1)
-    result.stdout.fnmatch_lines([
-        "scylla: PAUSED by an upstream usage limit (usage limit reached for the current window "
-        "(oracle fault)); new runs wait *s, until *UTC",
-        "*infra_error: upstream failure*upstream usage limit*"])
+    result.stdout.fnmatch_lines(
+        [
+            "scylla: PAUSED by an upstream usage limit (usage limit reached for the current window "
+            "(oracle fault)); new runs wait *s, until *UTC",
+            "*infra_error: upstream failure*upstream usage limit*",
+        ]
+    )
     first, *rest = sorted(records(out).values(), key=lambda r: r["started_at"])
     assert first["outcome"] == "infra_error"
     assert all(r["outcome"] == "pass" for r in rest)
     # and a pause longer than --scylla-max-pause skips the rest, saying why
     out2 = mini / "out2"
-    skipped = pytester.runpytest_subprocess("cases", "-k", T0, "-p", "no:xdist", *oracle,
-                                            f"--scylla-out={out2}", "--scylla-retry-wait=2",
-                                            "--scylla-max-pause=1", "-rs")
+    skipped = pytester.runpytest_subprocess(
+        "cases",
+        "-k",
+        T0,
+        "-p",
+        "no:xdist",
+        *oracle,
+        f"--scylla-out={out2}",
+        "--scylla-retry-wait=2",
+        "--scylla-max-pause=1",
+        "-rs",
+    )
     skipped.assert_outcomes(errors=1, skipped=2)
-    skipped.stdout.fnmatch_lines(["*upstream usage limit (*): new runs paused for *s, longer "
-                                  "than --scylla-max-pause=1; resume later with the same "
-                                  "--scylla-out*"])
+    skipped.stdout.fnmatch_lines(
+        [
+            "*upstream usage limit (*): new runs paused for *s, longer "
+            "than --scylla-max-pause=1; resume later with the same "
+            "--scylla-out*"
+        ]
+    )
 
 
 def test_plan_estimates_from_history_and_runs_nothing(
-        mini: Path, pytester: pytest.Pytester, oracle: list[str]) -> None:
+    mini: Path, pytester: pytest.Pytester, oracle: list[str]
+) -> None:
     out = mini / "out"
-    pytester.runpytest("cases", "-k", T0, *workers(0), *oracle,
-                       f"--scylla-out={out}").assert_outcomes(passed=3)
-    proc = subprocess.run([sys.executable, "-m", "pytest_scylla.cli", "plan", "cases",
-                           *oracle, f"--scylla-out={out}", "--scylla-runs=2", "-n", "2",
-                           "--scylla-budget-usd=100"], cwd=mini, capture_output=True,
-                          text=True, timeout=300, check=False)
+    pytester.runpytest(
+        "cases", "-k", T0, *workers(0), *oracle, f"--scylla-out={out}"
+    ).assert_outcomes(passed=3)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest_scylla.cli",
+            "plan",
+            "cases",
+            *oracle,
+            f"--scylla-out={out}",
+            "--scylla-runs=2",
+            "-n",
+            "2",
+            "--scylla-budget-usd=100",
+        ],
+        cwd=mini,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     text = proc.stdout
     assert "scylla plan (nothing has run)" in text
@@ -216,20 +312,32 @@ def test_plan_estimates_from_history_and_runs_nothing(
 
 
 @pytest.mark.slow
-def test_progress_lines_count_runs_and_spend(mini: Path, pytester: pytest.Pytester,
-                                             oracle: list[str],
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_progress_lines_count_runs_and_spend(
+    mini: Path, pytester: pytest.Pytester, oracle: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """While runs go on, a status line counts the runs done and passed and what they spent
     (agent plus judges) against the budget."""
     monkeypatch.setenv("SCYLLA_ORACLE_JUDGE_DELAY", "1")
     out = mini / "out"
-    result = pytester.runpytest("cases", "-k", T0, *workers(2), *oracle,
-                                f"--scylla-out={out}", "--scylla-progress=0.5",
-                                "--scylla-budget-usd=50")
+    result = pytester.runpytest(
+        "cases",
+        "-k",
+        T0,
+        *workers(2),
+        *oracle,
+        f"--scylla-out={out}",
+        "--scylla-progress=0.5",
+        "--scylla-budget-usd=50",
+    )
     result.assert_outcomes(passed=3)
-    shown = [(int(done), int(passes), spend) for done, passes, spend in re.findall(
-        r"^scylla: (\d+)/3 runs, (\d+) pass, spend \$([0-9.]+) of \$50\.00 budget",
-        result.stdout.str(), re.MULTILINE)]
+    shown = [
+        (int(done), int(passes), spend)
+        for done, passes, spend in re.findall(
+            r"^scylla: (\d+)/3 runs, (\d+) pass, spend \$([0-9.]+) of \$50\.00 budget",
+            result.stdout.str(),
+            re.MULTILINE,
+        )
+    ]
     progressed = [line for line in shown if line[0] >= 1]
     assert progressed, shown  # a line after a run had finished, not only "0/3 runs"
     costs = [float(r["cost_usd"]) + float(r["judge_cost_usd"]) for r in records(out).values()]
@@ -242,49 +350,87 @@ def test_progress_lines_count_runs_and_spend(mini: Path, pytester: pytest.Pytest
     assert [d for d, _, _ in shown] == sorted(d for d, _, _ in shown)  # it only counts up
 
 
-CONDITIONS = {"model": "claude-sonnet-5", "cli": "2.1.197", "oracle": None, "sandbox": "bwrap",
-              "inputs": {"cases/alpha/prompt.md": "1" * 16}, "subtest": {}}
+CONDITIONS = {
+    "model": "claude-sonnet-5",
+    "cli": "2.1.197",
+    "oracle": None,
+    "sandbox": "bwrap",
+    "inputs": {"cases/alpha/prompt.md": "1" * 16},
+    "subtest": {},
+}
 
 
-@pytest.mark.parametrize(("stored", "options", "action", "says"), [
-    (None, {}, "run", ""),
-    ("folder only", {}, "run", "half-written run"),
-    (None, {"rejudge": True}, "skip", "nothing to re-score"),
-    ("not json", {}, "run", "unreadable record"),
-    ("not json", {"rejudge": True}, "skip", "unreadable"),
-    ({"outcome": "pass"}, {}, "cached", ""),
-    ({"outcome": "pass"}, {"fresh": True}, "run", "--scylla-fresh"),
-    ({"outcome": "fail"}, {"rejudge": True}, "rejudge", ""),
-    ({"outcome": "infra_error", "reason": "interrupted"}, {}, "run", "stored infra_error"),
-    ({"outcome": "infra_error"}, {"rejudge": True}, "skip", "is an infra_error"),
-    ({"outcome": "judge_error"}, {}, "rejudge", "judges are asked again"),
-    ({"outcome": "pass", "config_hash": "other", "inputs": {"tiers/T0.yaml": "a"}}, {},
-     "conflict", "changed: tiers/T0.yaml: changed). Run it again with --scylla-fresh"),
-    # only the model changed: named with both values, not a list of every possible cause
-    ({"outcome": "pass", "config_hash": "other", "conditions": {**CONDITIONS, "model": "a"}},
-     {}, "conflict", "(config hash other, now now; changed: model: a -> claude-sonnet-5). "),
-    ({"outcome": "pass", "config_hash": "other", "conditions": {
-        **CONDITIONS, "inputs": {"cases/alpha/prompt.md": "0" * 16}, "subtest": {"tools": 1}}},
-     {}, "conflict", "changed: cases/alpha/prompt.md: changed; subtest.tools: removed). "),
-    ({"outcome": "pass", "config_hash": "other", "model": "a"}, {}, "conflict",
-     "changed: model: a -> claude-sonnet-5). "),  # a record from before conditions were kept
-    ({"outcome": "pass", "judge_hash": "other"}, {}, "conflict", "--scylla-rejudge"),
-])
+@pytest.mark.parametrize(
+    ("stored", "options", "action", "says"),
+    [
+        (None, {}, "run", ""),
+        ("folder only", {}, "run", "half-written run"),
+        (None, {"rejudge": True}, "skip", "nothing to re-score"),
+        ("not json", {}, "run", "unreadable record"),
+        ("not json", {"rejudge": True}, "skip", "unreadable"),
+        ({"outcome": "pass"}, {}, "cached", ""),
+        ({"outcome": "pass"}, {"fresh": True}, "run", "--scylla-fresh"),
+        ({"outcome": "fail"}, {"rejudge": True}, "rejudge", ""),
+        ({"outcome": "infra_error", "reason": "interrupted"}, {}, "run", "stored infra_error"),
+        ({"outcome": "infra_error"}, {"rejudge": True}, "skip", "is an infra_error"),
+        ({"outcome": "judge_error"}, {}, "rejudge", "judges are asked again"),
+        (
+            {"outcome": "pass", "config_hash": "other", "inputs": {"tiers/T0.yaml": "a"}},
+            {},
+            "conflict",
+            "changed: tiers/T0.yaml: changed). Run it again with --scylla-fresh",
+        ),
+        # only the model changed: named with both values, not a list of every possible cause
+        (
+            {"outcome": "pass", "config_hash": "other", "conditions": {**CONDITIONS, "model": "a"}},
+            {},
+            "conflict",
+            "(config hash other, now now; changed: model: a -> claude-sonnet-5). ",
+        ),
+        (
+            {
+                "outcome": "pass",
+                "config_hash": "other",
+                "conditions": {
+                    **CONDITIONS,
+                    "inputs": {"cases/alpha/prompt.md": "0" * 16},
+                    "subtest": {"tools": 1},
+                },
+            },
+            {},
+            "conflict",
+            "changed: cases/alpha/prompt.md: changed; subtest.tools: removed). ",
+        ),
+        (
+            {"outcome": "pass", "config_hash": "other", "model": "a"},
+            {},
+            "conflict",
+            "changed: model: a -> claude-sonnet-5). ",
+        ),  # a record from before conditions were kept
+        ({"outcome": "pass", "judge_hash": "other"}, {}, "conflict", "--scylla-rejudge"),
+    ],
+)
 def test_what_resume_does_with_each_kind_of_stored_run(
-        tmp_path: Path, stored: Any, options: dict[str, bool], action: str, says: str) -> None:
+    tmp_path: Path, stored: Any, options: dict[str, bool], action: str, says: str
+) -> None:
     from pytest_scylla.operations.resume import decide
 
     run_dir = tmp_path / "runs" / "alpha-T0-01-r1"
     if stored is not None:
         run_dir.mkdir(parents=True)
     if isinstance(stored, dict):
-        rec = {"config_hash": "now", "judge_hash": "panel", "inputs": {"tiers/T0.yaml": "b"},
-               **stored}
+        rec = {
+            "config_hash": "now",
+            "judge_hash": "panel",
+            "inputs": {"tiers/T0.yaml": "b"},
+            **stored,
+        }
         (run_dir / "run.json").write_text(json.dumps(rec))
     elif stored == "not json":
         (run_dir / "run.json").write_text('{"outc')
-    decision = decide(run_dir, "now", "panel", {"tiers/T0.yaml": "b"}, **options,
-                      conditions=CONDITIONS)
+    decision = decide(
+        run_dir, "now", "panel", {"tiers/T0.yaml": "b"}, **options, conditions=CONDITIONS
+    )
     assert (decision.action, says in decision.reason) == (action, True), decision.reason
 
 
@@ -300,8 +446,7 @@ def test_a_stored_runs_evidence_is_what_its_judges_saw_live(tmp_path: Path) -> N
     (tmp_path / "files.txt").write_text("\n".join(files) + "\n", encoding="utf-8")
     (tmp_path / "diff.patch").write_text(diff, encoding="utf-8")
     check = CheckResult("runs", False, 1, 0.1, "nok\n", "", "stdout differs")
-    evidence = stored_evidence(tmp_path, {"final_message": "done", "checks": [
-        check.to_json()]})
+    evidence = stored_evidence(tmp_path, {"final_message": "done", "checks": [check.to_json()]})
     assert (evidence.final_message, evidence.diff, evidence.files) == ("done", diff, files)
     # by value: an in-process pytester session may leave a second copy of the module loaded
     assert [c.to_json() for c in evidence.checks] == [check.to_json()]

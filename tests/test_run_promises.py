@@ -51,24 +51,38 @@ def fake_bwrap(folder: Path, script: str, monkeypatch: pytest.MonkeyPatch) -> No
 # 1. the sandbox a session is told to use
 
 
-HOSTNAME_CHECK = ("solution: solution", "  - name: where\n"
-                  "    run: [python, -c, 'import socket; print(socket.gethostname())']\n"
-                  "solution: solution")
+HOSTNAME_CHECK = (
+    "solution: solution",
+    "  - name: where\n"
+    "    run: [python, -c, 'import socket; print(socket.gethostname())']\n"
+    "solution: solution",
+)
 
 
-@pytest.mark.parametrize(("kind", "hostname"), [
-    pytest.param("bwrap", "scylla", id="bwrap"),  # its own UTS namespace, named by the sandbox
-    pytest.param("local", socket.gethostname(), id="local"),  # this machine's
-])
+@pytest.mark.parametrize(
+    ("kind", "hostname"),
+    [
+        pytest.param("bwrap", "scylla", id="bwrap"),  # its own UTS namespace, named by the sandbox
+        pytest.param("local", socket.gethostname(), id="local"),  # this machine's
+    ],
+)
 def test_a_forced_sandbox_is_the_one_the_run_uses_and_the_header_names(
-        mini: Path, pytester: pytest.Pytester, edit: Edit, oracle: list[str], kind: str,
-        hostname: str) -> None:
+    mini: Path, pytester: pytest.Pytester, edit: Edit, oracle: list[str], kind: str, hostname: str
+) -> None:
     """--scylla-sandbox=bwrap|local: the header line, the record's and the manifest's `sandbox`
     say it, and the run's checks (started by the same sandbox as the agent) really ran in it."""
     edit("cases/alpha/test.yaml", *HOSTNAME_CHECK)
     out = mini / "out"
-    result = pytester.runpytest("cases", "-k", ALPHA, "-p", "no:xdist", *oracle,
-                                f"--scylla-out={out}", f"--scylla-sandbox={kind}")
+    result = pytester.runpytest(
+        "cases",
+        "-k",
+        ALPHA,
+        "-p",
+        "no:xdist",
+        *oracle,
+        f"--scylla-out={out}",
+        f"--scylla-sandbox={kind}",
+    )
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines([f"scylla: sandbox={kind}"])
     rec = records(out)["alpha-T0-01-r1"]
@@ -81,20 +95,30 @@ def test_a_forced_sandbox_is_the_one_the_run_uses_and_the_header_names(
 
 
 def test_forcing_an_unusable_bwrap_is_one_setup_error_and_nothing_runs(
-        mini: Path, pytester: pytest.Pytester, oracle: list[str],
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    mini: Path,
+    pytester: pytest.Pytester,
+    oracle: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
     """--scylla-sandbox=bwrap where bubblewrap cannot create a sandbox: the header says so, the
     first run errors with the reason and the fix, and the session stops there: no fallback to
     an unisolated run, no wall of errors."""
-    fake_bwrap(tmp_path / "bin", "echo 'bwrap: setting up uid map: Permission denied' >&2\n"
-               "exit 1\n", monkeypatch)
+    fake_bwrap(
+        tmp_path / "bin",
+        "echo 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n",
+        monkeypatch,
+    )
     out = mini / "out"
-    result = pytester.runpytest("cases", "-p", "no:xdist", *oracle, f"--scylla-out={out}",
-                                "--scylla-sandbox=bwrap")
+    result = pytester.runpytest(
+        "cases", "-p", "no:xdist", *oracle, f"--scylla-out={out}", "--scylla-sandbox=bwrap"
+    )
     from pytest_scylla.run.sandbox.probe import bwrap_advice
 
-    problem = ("--scylla-sandbox=bwrap: bubblewrap cannot create a sandbox here: bwrap: setting "
-               "up uid map: Permission denied; to fix: " + bwrap_advice("uid map"))
+    problem = (
+        "--scylla-sandbox=bwrap: bubblewrap cannot create a sandbox here: bwrap: setting "
+        "up uid map: Permission denied; to fix: " + bwrap_advice("uid map")
+    )
     assert "AppArmor" in problem  # what blocks it here, not "install it"
     result.stdout.fnmatch_lines([f"scylla: sandbox problem: {problem}"])
     result.stdout.fnmatch_lines(["*ERROR at setup of alpha[[]T0-00-r1]*", f"setup: {problem}"])
@@ -144,21 +168,32 @@ exec /usr/bin/bwrap "$@"
 
 
 def test_a_sandbox_that_cannot_start_after_setup_is_an_infra_error_with_its_record(
-        mini: Path, pytester: pytest.Pytester, oracle: list[str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    mini: Path, pytester: pytest.Pytester, oracle: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """bubblewrap disappears between the session's setup and a run: the run is an infra_error
     (pytest ERROR, not FAIL) whose reason names the missing program, and its record is written
     although the agent never started."""
     pytester.makeconftest(BWRAP_GONE)
     monkeypatch.setenv("PATH", os.environ["PATH"])  # put back after the session, whatever happens
     out = mini / "out"
-    result = pytester.runpytest("cases", "-k", ALPHA, "-p", "no:xdist", *oracle,
-                                f"--scylla-out={out}", "--scylla-sandbox=bwrap")
+    result = pytester.runpytest(
+        "cases",
+        "-k",
+        ALPHA,
+        "-p",
+        "no:xdist",
+        *oracle,
+        f"--scylla-out={out}",
+        "--scylla-sandbox=bwrap",
+    )
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines([
-        "*ERROR at setup of alpha[[]T0-01-r1]*",
-        "infra_error: FileNotFoundError: [[]Errno 2] No such file or directory: 'bwrap'",
-        f"run folder: {out}/runs/alpha-T0-01-r1"])
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at setup of alpha[[]T0-01-r1]*",
+            "infra_error: FileNotFoundError: [[]Errno 2] No such file or directory: 'bwrap'",
+            f"run folder: {out}/runs/alpha-T0-01-r1",
+        ]
+    )
     assert "Traceback" not in result.stdout.str()
     rec = records(out)["alpha-T0-01-r1"]
     assert (rec["outcome"], rec["passed"], rec["sandbox"]) == ("infra_error", False, "bwrap")
@@ -170,19 +205,33 @@ def test_a_sandbox_that_cannot_start_after_setup_is_an_infra_error_with_its_reco
 
 
 def test_a_sandbox_that_fails_to_set_up_a_run_is_an_infra_error(
-        mini: Path, pytester: pytest.Pytester, oracle: list[str],
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    mini: Path,
+    pytester: pytest.Pytester,
+    oracle: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
     """bubblewrap works for the session's setup, then exits 1 setting up a run's sandbox: that
     is the harness failing (infra_error, pytest ERROR) with bubblewrap's message, not a FAIL."""
     fake_bwrap(tmp_path / "bin", BWRAP_FAILS_AT_RUNS, monkeypatch)
     out = mini / "out"
-    result = pytester.runpytest("cases", "-k", ALPHA, "-p", "no:xdist", *oracle,
-                                f"--scylla-out={out}", "--scylla-sandbox=bwrap")
+    result = pytester.runpytest(
+        "cases",
+        "-k",
+        ALPHA,
+        "-p",
+        "no:xdist",
+        *oracle,
+        f"--scylla-out={out}",
+        "--scylla-sandbox=bwrap",
+    )
     rec = records(out)["alpha-T0-01-r1"]
     assert rec["api_calls"] == 0  # the CLI never started
     assert rec["outcome"] == "infra_error", rec["reason"]
-    assert rec["reason"] == ("the sandbox could not start the CLI: bwrap: Creating new "
-                             "namespace failed: No space left on device")
+    assert rec["reason"] == (
+        "the sandbox could not start the CLI: bwrap: Creating new "
+        "namespace failed: No space left on device"
+    )
     result.assert_outcomes(errors=1)
 
 
@@ -211,32 +260,47 @@ def pytest_unconfigure(config):  # inline runs share this process's modules: put
 
 
 def test_hidden_files_are_out_of_the_agents_sight_and_there_for_the_checks(
-        mini: Path, pytester: pytest.Pytester, edit: Edit, oracle: list[str]) -> None:
+    mini: Path, pytester: pytest.Pytester, edit: Edit, oracle: list[str]
+) -> None:
     """A case's hidden/ folder is copied in only after the agent finished: the agent's own
     listing of its workspace (a Bash call of the real CLI, in its sandbox) lacks the hidden
     files, so do the file list and diff handed to the judges; the checks then find them."""
     hidden = mini / "cases" / "alpha" / "hidden"
     (hidden / "deep").mkdir(parents=True)
-    (hidden / "check_hidden.py").write_text(
-        "print(open('deep/expected.txt').read().strip())\n")
+    (hidden / "check_hidden.py").write_text("print(open('deep/expected.txt').read().strip())\n")
     (hidden / "deep" / "expected.txt").write_text("hidden check ran\n")
-    edit("cases/alpha/test.yaml", "solution: solution",
-         "  - name: hidden\n    run: [python, check_hidden.py]\n"
-         "    expect_stdout: {exact: \"hidden check ran\\n\"}\nhidden: hidden\nsolution: solution")
+    edit(
+        "cases/alpha/test.yaml",
+        "solution: solution",
+        "  - name: hidden\n    run: [python, check_hidden.py]\n"
+        '    expect_stdout: {exact: "hidden check ran\\n"}\nhidden: hidden\nsolution: solution',
+    )
     pytester.makeconftest(LIST_FIRST)
     out = mini / "out"
-    result = pytester.runpytest("cases", "-k", ALPHA, "-p", "no:xdist", *oracle,
-                                f"--scylla-out={out}")
+    result = pytester.runpytest(
+        "cases", "-k", ALPHA, "-p", "no:xdist", *oracle, f"--scylla-out={out}"
+    )
     result.assert_outcomes(passed=1)
     key = "alpha-T0-01-r1"
-    listing_id = next(b["id"] for e in events(out, key) if e["type"] == "assistant"
-                      for b in e["message"]["content"]
-                      if b["type"] == "tool_use" and b["name"] == "Bash")
-    [listing] = [b for e in events(out, key) if e["type"] == "user"
-                 for b in e["message"]["content"]
-                 if isinstance(b, dict) and b.get("tool_use_id") == listing_id]
-    seen = listing["content"] if isinstance(listing["content"], str) else "".join(
-        part.get("text", "") for part in listing["content"])
+    listing_id = next(
+        b["id"]
+        for e in events(out, key)
+        if e["type"] == "assistant"
+        for b in e["message"]["content"]
+        if b["type"] == "tool_use" and b["name"] == "Bash"
+    )
+    [listing] = [
+        b
+        for e in events(out, key)
+        if e["type"] == "user"
+        for b in e["message"]["content"]
+        if isinstance(b, dict) and b.get("tool_use_id") == listing_id
+    ]
+    seen = (
+        listing["content"]
+        if isinstance(listing["content"], str)
+        else "".join(part.get("text", "") for part in listing["content"])
+    )
     assert not listing.get("is_error"), seen
     assert "./main.py" in seen.splitlines()  # the listing works: it shows the source
     assert "check_hidden.py" not in seen
@@ -259,15 +323,24 @@ def test_hidden_files_are_out_of_the_agents_sight_and_there_for_the_checks(
 UNPRICED = "claude-sonnet-6"
 
 
-def test_an_unpriced_model_costs_what_the_cli_says(mini: Path, pytester: pytest.Pytester,
-                                                   oracle: list[str]) -> None:
+def test_an_unpriced_model_costs_what_the_cli_says(
+    mini: Path, pytester: pytest.Pytester, oracle: list[str]
+) -> None:
     """--scylla-model with an id missing from the price table: the run's cost is the CLI's own
     figure from its result line (cost_source cli), the model is flagged unpriced, and the
     gateway's estimate (priced as the dearest model in the table, $15/$75 per Mtok in, out) is
     kept beside it; the session's agent spend is the CLI's figure."""
     out = mini / "out"
-    result = pytester.runpytest("cases", "-k", ALPHA, "-p", "no:xdist", *oracle,
-                                f"--scylla-out={out}", f"--scylla-model={UNPRICED}")
+    result = pytester.runpytest(
+        "cases",
+        "-k",
+        ALPHA,
+        "-p",
+        "no:xdist",
+        *oracle,
+        f"--scylla-out={out}",
+        f"--scylla-model={UNPRICED}",
+    )
     result.assert_outcomes(passed=1)
     key = "alpha-T0-01-r1"
     rec = records(out)[key]
@@ -279,9 +352,16 @@ def test_an_unpriced_model_costs_what_the_cli_says(mini: Path, pytester: pytest.
     assert rec["cost_usd"] == rec["cli_cost_usd"] == cli_result["total_cost_usd"]
     usages = [c["usage"] for c in calls(out, key)]
     assert {c["model"] for c in calls(out, key)} == {UNPRICED}
-    dearest = sum(u["input_tokens"] * 15 + u["output_tokens"] * 75
-                  + u["cache_creation_input_tokens"] * 15 * 1.25
-                  + u["cache_read_input_tokens"] * 15 * 0.1 for u in usages) / 1e6
+    dearest = (
+        sum(
+            u["input_tokens"] * 15
+            + u["output_tokens"] * 75
+            + u["cache_creation_input_tokens"] * 15 * 1.25
+            + u["cache_read_input_tokens"] * 15 * 0.1
+            for u in usages
+        )
+        / 1e6
+    )
     assert rec["gateway_cost_usd"] == pytest.approx(dearest, abs=2e-6)
     assert rec["gateway_cost_usd"] != pytest.approx(rec["cost_usd"])  # the source decides
     summary = json.loads((out / "summary.json").read_text())
@@ -293,14 +373,16 @@ def test_an_unpriced_model_costs_what_the_cli_says(mini: Path, pytester: pytest.
 
 
 def test_the_cases_max_turns_stops_the_cli_and_the_run_is_still_judged(
-        mini: Path, pytester: pytest.Pytester, edit: Edit, oracle: list[str]) -> None:
+    mini: Path, pytester: pytest.Pytester, edit: Edit, oracle: list[str]
+) -> None:
     """max_turns: 2 in the case reaches the CLI: the oracle needs three model calls for alpha
     (read main.py, write it, sum up) and the CLI stops after two with error_max_turns. That end
     is judged on what the agent left (here: the written fix passes), not an agent_error."""
     edit("cases/alpha/test.yaml", "rubric: basic", "rubric: basic\nmax_turns: 2")
     out = mini / "out"
-    result = pytester.runpytest("cases", "-k", ALPHA, "-p", "no:xdist", *oracle,
-                                f"--scylla-out={out}")
+    result = pytester.runpytest(
+        "cases", "-k", ALPHA, "-p", "no:xdist", *oracle, f"--scylla-out={out}"
+    )
     result.assert_outcomes(passed=1)
     key = "alpha-T0-01-r1"
     rec = records(out)[key]
@@ -330,16 +412,34 @@ class _Rejecting(http.server.BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["content-length"])))
         if body.get("tool_choice"):
             required = body["tools"][0]["input_schema"]["properties"]["items"]["required"]
-            verdict = {"items": {i: {"achieved": 0, "reason": "stand-in"} for i in required},
-                       "reasoning": "stand-in"}
-            status, answer = 200, {
-                "id": "msg_j", "type": "message", "role": "assistant", "model": body["model"],
-                "stop_reason": "tool_use", "usage": {"input_tokens": 100, "output_tokens": 10},
-                "content": [{"type": "tool_use", "id": "toolu_j",
-                             "name": body["tools"][0]["name"], "input": verdict}]}
+            verdict = {
+                "items": {i: {"achieved": 0, "reason": "stand-in"} for i in required},
+                "reasoning": "stand-in",
+            }
+            status, answer = (
+                200,
+                {
+                    "id": "msg_j",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": body["model"],
+                    "stop_reason": "tool_use",
+                    "usage": {"input_tokens": 100, "output_tokens": 10},
+                    "content": [
+                        {
+                            "type": "tool_use",
+                            "id": "toolu_j",
+                            "name": body["tools"][0]["name"],
+                            "input": verdict,
+                        }
+                    ],
+                },
+            )
         else:
-            status, answer = 400, {"type": "error", "error": {
-                "type": "invalid_request_error", "message": REJECTION}}
+            status, answer = (
+                400,
+                {"type": "error", "error": {"type": "invalid_request_error", "message": REJECTION}},
+            )
         data = json.dumps(answer).encode()
         self.send_response(status)
         self.send_header("content-type", "application/json")
@@ -364,15 +464,24 @@ def rejecting_upstream(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 
 
 def test_a_cli_error_result_is_an_agent_error_counted_as_a_fail(
-        mini: Path, pytester: pytest.Pytester, oracle: list[str],
-        rejecting_upstream: str) -> None:
+    mini: Path, pytester: pytest.Pytester, oracle: list[str], rejecting_upstream: str
+) -> None:
     """The API answers the agent's request with a 400 and the CLI ends with `is_error: true` in
     its result line: the run is an agent_error, a pytest FAIL (not an ERROR) carrying the CLI's
     message, and it counts in the tier's pass rate as a failed run."""
     out = mini / "out"
-    result = pytester.runpytest("cases", "-k", ALPHA, "-p", "no:xdist", oracle[1],
-                                f"--scylla-out={out}", "--scylla-model=claude-haiku-4-5",
-                                "--scylla-judges=claude-haiku-4-5", "--scylla-min-judges=1")
+    result = pytester.runpytest(
+        "cases",
+        "-k",
+        ALPHA,
+        "-p",
+        "no:xdist",
+        oracle[1],
+        f"--scylla-out={out}",
+        "--scylla-model=claude-haiku-4-5",
+        "--scylla-judges=claude-haiku-4-5",
+        "--scylla-min-judges=1",
+    )
     result.assert_outcomes(failed=1)
     key = "alpha-T0-01-r1"
     [cli_result] = [e for e in events(out, key) if e["type"] == "result"]
@@ -386,8 +495,12 @@ def test_a_cli_error_result_is_an_agent_error_counted_as_a_fail(
     assert rec["infra_events"] == []  # a 400 is no outage: nothing for the harness to retry
     assert rec["reason"].startswith("CLI reported an error (exit code 1, ")
     assert REJECTION in rec["reason"]
-    result.stdout.fnmatch_lines(["*_ alpha[[]T0-01-r1] (01-vanilla) _*",
-                                 f"agent_error: CLI reported an error (exit code 1, *{REJECTION}*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*_ alpha[[]T0-01-r1] (01-vanilla) _*",
+            f"agent_error: CLI reported an error (exit code 1, *{REJECTION}*",
+        ]
+    )
     assert "ERROR at setup" not in result.stdout.str()
     [tier] = json.loads((out / "summary.json").read_text())["tiers"]
     assert (tier["tier"], tier["n"], tier["excluded"], tier["passes"]) == ("T0", 1, 0, 0)
@@ -406,26 +519,41 @@ ATTEMPTS = "expected a number of attempts from 1 to 20"
 SECONDS = "expected a number of seconds >= 0"
 DOLLARS = "expected a number of dollars > 0"
 RANGES: dict[str, tuple[str, dict[str, str], dict[str, float]]] = {
-    "runs": ("runs", {"0": RUNS, "1001": RUNS, "2.5": WHOLE_RUNS, "ten": WHOLE_RUNS},
-             {"1": 1, "1000": 1000}),
-    "min-judges": ("min_judges", {"0": JUDGES, "-1": JUDGES, "two": JUDGES},
-                   {"1": 1, "5": 3}),  # at most the panel: the default one has three judges
-    "retries": ("retries", {"0": ATTEMPTS, "21": ATTEMPTS, "four": ATTEMPTS},
-                {"1": 1, "20": 20}),
-    "retry-wait": ("retry_wait", {"-0.5": SECONDS, "soon": SECONDS, "nan": SECONDS,
-                                  "inf": SECONDS}, {"0": 0.0, "7.5": 7.5}),
+    "runs": (
+        "runs",
+        {"0": RUNS, "1001": RUNS, "2.5": WHOLE_RUNS, "ten": WHOLE_RUNS},
+        {"1": 1, "1000": 1000},
+    ),
+    "min-judges": (
+        "min_judges",
+        {"0": JUDGES, "-1": JUDGES, "two": JUDGES},
+        {"1": 1, "5": 3},
+    ),  # at most the panel: the default one has three judges
+    "retries": ("retries", {"0": ATTEMPTS, "21": ATTEMPTS, "four": ATTEMPTS}, {"1": 1, "20": 20}),
+    "retry-wait": (
+        "retry_wait",
+        {"-0.5": SECONDS, "soon": SECONDS, "nan": SECONDS, "inf": SECONDS},
+        {"0": 0.0, "7.5": 7.5},
+    ),
     "max-pause": ("max_pause", {"-1": SECONDS, "6h": SECONDS, "inf": SECONDS}, {"0": 0.0}),
     "progress": ("progress", {"-1": SECONDS, "often": SECONDS, "nan": SECONDS}, {"0": 0.0}),
-    "budget-usd": ("budget_usd", {"0": DOLLARS, "-5": DOLLARS, "$5": DOLLARS, "inf": DOLLARS},
-                   {"0.01": 0.01, "25": 25.0}),
-    "max-run-cost": ("max_run_cost", {"0": DOLLARS, "-0.1": DOLLARS, "lots": DOLLARS},
-                     {"0.01": 0.01}),
+    "budget-usd": (
+        "budget_usd",
+        {"0": DOLLARS, "-5": DOLLARS, "$5": DOLLARS, "inf": DOLLARS},
+        {"0.01": 0.01, "25": 25.0},
+    ),
+    "max-run-cost": (
+        "max_run_cost",
+        {"0": DOLLARS, "-0.1": DOLLARS, "lots": DOLLARS},
+        {"0.01": 0.01},
+    ),
 }
 
 
 @pytest.mark.parametrize("name", sorted(RANGES))
 def test_numeric_options_reject_out_of_range_values_and_accept_their_bounds(
-        pytester: pytest.Pytester, name: str) -> None:
+    pytester: pytest.Pytester, name: str
+) -> None:
     """Each numeric --scylla-* option: a value out of its range or not a number is one usage
     error line naming the option, the value and what is allowed; the bounds are accepted and
     used."""
@@ -437,8 +565,9 @@ def test_numeric_options_reject_out_of_range_values_and_accept_their_bounds(
         result = pytester.runpytest(*quick, "--collect-only", f"--scylla-{name}={value}")
         assert result.ret == pytest.ExitCode.USAGE_ERROR, (value, result.stdout.str())
         [line] = [ln for ln in result.errlines if ln.strip()]
-        assert line.startswith((f"ERROR: --scylla-{name}={value}: ",
-                                f"ERROR: --scylla-{name}={value!r}: ")), line
+        assert line.startswith(
+            (f"ERROR: --scylla-{name}={value}: ", f"ERROR: --scylla-{name}={value!r}: ")
+        ), line
         assert expected in line, line
         assert result.outlines == []  # no traceback, no session
     for value, used in accepted.items():
@@ -455,28 +584,42 @@ BETA_FAILED = "cases/beta/test.yaml::beta[T0-01-r1]"
 
 
 def test_x_stops_after_the_first_failing_run_and_junitxml_has_each_run(
-        mini: Path, pytester: pytest.Pytester, oracle: list[str]) -> None:
+    mini: Path, pytester: pytest.Pytester, oracle: list[str]
+) -> None:
     """-x stops the session after the first failing run (the next is never started);
     --junitxml holds one testcase per run that ran, under its node id, with its record, the
     failure carrying the run's verdict; pytest's cache notes the failed run's node id."""
     pytester.makeini(WITH_CACHE)
     (mini / "cases" / "beta" / "solution" / "README.md").write_text("# Beta\n\nNothing here.\n")
     out, junit = mini / "out", mini / "junit.xml"
-    result = pytester.runpytest("cases", "-k", "T0-01 or beta and T0-02", "-p", "no:xdist",
-                                *oracle, f"--scylla-out={out}", "-x", f"--junitxml={junit}")
+    result = pytester.runpytest(
+        "cases",
+        "-k",
+        "T0-01 or beta and T0-02",
+        "-p",
+        "no:xdist",
+        *oracle,
+        f"--scylla-out={out}",
+        "-x",
+        f"--junitxml={junit}",
+    )
     # in order: alpha[T0-01] passes, beta[T0-01] fails (its README lacks "mod"), beta[T0-02]
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*! stopping after 1 failures !*"])
     assert sorted(records(out)) == ["alpha-T0-01-r1", "beta-T0-01-r1"]
     cases = ET.parse(junit).getroot().findall(".//testcase")
     assert [(c.get("classname"), c.get("name")) for c in cases] == [
-        ("cases.alpha.test.yaml", "alpha[T0-01-r1]"), ("cases.beta.test.yaml", "beta[T0-01-r1]")]
+        ("cases.alpha.test.yaml", "alpha[T0-01-r1]"),
+        ("cases.beta.test.yaml", "beta[T0-01-r1]"),
+    ]
     assert cases[0].find("failure") is None
     failure = cases[1].find("failure")
     assert failure is not None
     assert failure.get("message", "").startswith("Failed: fail: consensus ")
-    assert (failure.text or "").startswith("fail: consensus 0.00 (grade F) is below the pass "
-                                           "threshold 0.60; required items not met: D1")
+    assert (failure.text or "").startswith(
+        "fail: consensus 0.00 (grade F) is below the pass "
+        "threshold 0.60; required items not met: D1"
+    )
     assert "FAIL check readme" in (failure.text or "")
     for case, key in zip(cases, ["alpha-T0-01-r1", "beta-T0-01-r1"], strict=True):
         [record] = [p.get("value") for p in case.iter("property") if p.get("name") == "scylla_run"]
@@ -484,23 +627,32 @@ def test_x_stops_after_the_first_failing_run_and_junitxml_has_each_run(
         assert len(record or "") < 1000
         rec = records(out)[key]
         props = {p.get("name"): p.get("value") for p in case.iter("property")}
-        assert {n: props[f"scylla_{n}"] for n in ("tier", "subtest", "outcome", "score", "grade",
-                                                  "cost_usd")} == {
-            "tier": "T0", "subtest": rec["subtest"], "outcome": rec["outcome"],
-            "score": str(rec["score"]), "grade": rec["grade"], "cost_usd": str(rec["cost_usd"])}
+        assert {
+            n: props[f"scylla_{n}"]
+            for n in ("tier", "subtest", "outcome", "score", "grade", "cost_usd")
+        } == {
+            "tier": "T0",
+            "subtest": rec["subtest"],
+            "outcome": rec["outcome"],
+            "score": str(rec["score"]),
+            "grade": rec["grade"],
+            "cost_usd": str(rec["cost_usd"]),
+        }
     lastfailed = mini / ".pytest_cache" / "v" / "cache" / "lastfailed"
     assert json.loads(lastfailed.read_text()) == {BETA_FAILED: True}
 
 
-def test_lf_selects_only_the_run_that_failed_last_time(mini: Path,
-                                                       pytester: pytest.Pytester) -> None:
+def test_lf_selects_only_the_run_that_failed_last_time(
+    mini: Path, pytester: pytest.Pytester
+) -> None:
     """--lf after a session whose one failure was beta[T0-01] (pytest's cache as the test above
     shows that session leaves it) selects just that run out of the -k selection."""
     pytester.makeini(WITH_CACHE)
     cache = mini / ".pytest_cache" / "v" / "cache"
     cache.mkdir(parents=True)
     (cache / "lastfailed").write_text(json.dumps({BETA_FAILED: True}))
-    result = pytester.runpytest("cases", "-k", "T0-01 or beta and T0-02", "-p", "no:xdist",
-                                "--lf", "--collect-only", "-q")
+    result = pytester.runpytest(
+        "cases", "-k", "T0-01 or beta and T0-02", "-p", "no:xdist", "--lf", "--collect-only", "-q"
+    )
     assert result.ret == pytest.ExitCode.OK
     assert [ln for ln in result.outlines if "test.yaml::" in ln] == [BETA_FAILED]

@@ -43,8 +43,12 @@ def _probe(sandbox: Sandbox, gateway: Gateway, tmp_path: Path) -> dict[str, str]
     ws = private / "work"
     ws.mkdir(parents=True)
     outside = tmp_path / "outside.txt"
-    argv = sandbox.wrap([sys.executable, "-c", PROBE, str(ws), str(outside),
-                         sandbox.base_url("x")], ws, private, bridge=True)
+    argv = sandbox.wrap(
+        [sys.executable, "-c", PROBE, str(ws), str(outside), sandbox.base_url("x")],
+        ws,
+        private,
+        bridge=True,
+    )
     done = subprocess.run(argv, cwd=ws, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert (ws / "made-inside.txt").read_text() == "ok"  # the workspace is writable and shared
@@ -60,8 +64,7 @@ def gateway() -> Gateway:
     gw.stop()
 
 
-def test_bwrap_allows_only_the_workspace_and_the_gateway(gateway: Gateway,
-                                                         tmp_path: Path) -> None:
+def test_bwrap_allows_only_the_workspace_and_the_gateway(gateway: Gateway, tmp_path: Path) -> None:
     """A process in the bwrap sandbox reaches the gateway and writes its workspace, and
     nothing else: no DNS, no internet, no write to /usr or to the host's /tmp."""
     needs_bwrap()
@@ -81,7 +84,8 @@ def test_local_sandbox_is_reported_as_not_isolated(gateway: Gateway, tmp_path: P
 
 
 def test_auto_prefers_bwrap_when_it_works_and_no_docker_engine_answers(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """Where bubblewrap works and no Docker engine answers, `auto` picks bwrap and says why
     (in CI, where bubblewrap is installed, this always runs)."""
     needs_bwrap()
@@ -89,13 +93,15 @@ def test_auto_prefers_bwrap_when_it_works_and_no_docker_engine_answers(
     kind, note = choose("auto")
     assert kind is Bwrap
     assert note is not None
-    assert note.startswith("sandbox=bwrap (auto: bubblewrap works; no docker: no Docker engine "
-                           "answers")
+    assert note.startswith(
+        "sandbox=bwrap (auto: bubblewrap works; no docker: no Docker engine answers"
+    )
 
 
 @pytest.mark.parametrize("real_model", [False, True], ids=["oracle", "real"])
 def test_auto_never_falls_back_to_local_where_nothing_isolates(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, real_model: bool) -> None:
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, real_model: bool
+) -> None:
     """Where bubblewrap is not installed and no Docker engine answers, `auto` stops, with the
     oracle as with a real model (a smoke job must fail where the real job would), naming both
     reasons, what to install, and `local` as the knowing choice."""
@@ -113,15 +119,21 @@ def test_auto_never_falls_back_to_local_where_nothing_isolates(
 
 
 BLOCKED = {  # what bubblewrap prints where the kernel refuses it, and the advice expected
-    "apparmor": ("bwrap: setting up uid map: Permission denied",
-                 "kernel.apparmor_restrict_unprivileged_userns=0"),
-    "container": ("bwrap: No permissions to creating new namespace, likely because the kernel "
-                  "does not allow non-privileged user namespaces", "inside a container"),
+    "apparmor": (
+        "bwrap: setting up uid map: Permission denied",
+        "kernel.apparmor_restrict_unprivileged_userns=0",
+    ),
+    "container": (
+        "bwrap: No permissions to creating new namespace, likely because the kernel "
+        "does not allow non-privileged user namespaces",
+        "inside a container",
+    ),
 }
 
 
-def _blocked(where: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, rest: str
-             ) -> tuple[str, str]:
+def _blocked(
+    where: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, rest: str
+) -> tuple[str, str]:
     """A bubblewrap first on PATH that fails as the kernel makes it fail `where`, and no Docker
     engine: (what it prints, the advice expected)."""
     printed, advice = BLOCKED[where]
@@ -136,7 +148,8 @@ def _blocked(where: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, rest: 
 
 @pytest.mark.parametrize("where", sorted(BLOCKED))
 def test_a_blocked_bubblewrap_says_what_blocks_it_and_what_to_do(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, where: str) -> None:
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, where: str
+) -> None:
     """Installed but refused by the kernel (GitHub's Ubuntu 24.04 runners, GitLab's Docker
     executor): the message quotes bubblewrap and gives that case's fix, not "install it"; the
     control: the same probe with a bubblewrap that works chooses bwrap."""
@@ -174,42 +187,58 @@ def _fake_installs(root: Path) -> dict[str, Path]:
 
 
 def test_bwrap_binds_a_cli_install_not_the_folder_around_it(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gateway: Gateway) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gateway: Gateway
+) -> None:
     """The CLI's own files are visible in the sandbox (it runs), the rest of ~/.local is not."""
     needs_bwrap()
     from pytest_scylla.run.sandbox import bwrap as sandbox_mod
 
     made = _fake_installs(tmp_path)
-    monkeypatch.setenv("PATH", f"{made['local'] / 'bin'}:{tmp_path / 'npm' / 'bin'}:"
-                       f"{os.environ['PATH']}")
+    monkeypatch.setenv(
+        "PATH", f"{made['local'] / 'bin'}:{tmp_path / 'npm' / 'bin'}:{os.environ['PATH']}"
+    )
     paths = sandbox_mod.system_paths.__wrapped__()
     assert made["local"] / "bin" / "claude" in paths
     assert made["version"] in paths
     assert made["package"] in paths  # the npm package folder, found through its package.json
     assert {p for p in paths if p == made["local"] or made["local"] in p.parents} == {
-        made["local"] / "bin" / "claude", made["version"]}
+        made["local"] / "bin" / "claude",
+        made["version"],
+    }
     monkeypatch.setattr(sandbox_mod, "system_paths", lambda: paths)
     private = tmp_path / "private"
     (private / "work").mkdir(parents=True)
     secret = made["local"] / "share" / "secret.txt"
     argv = Bwrap(gateway.port, gateway.socket_dir).wrap(
-        ["/bin/sh", "-c", f"claude; cat {secret} || echo secret-unreadable"], private / "work",
-        private)
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "PATH": os.environ["PATH"]})
+        ["/bin/sh", "-c", f"claude; cat {secret} || echo secret-unreadable"],
+        private / "work",
+        private,
+    )
+    done = subprocess.run(
+        argv,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PATH": os.environ["PATH"]},
+    )
     assert "native-cli-ran" in done.stdout
     assert "secret-unreadable" in done.stdout
     assert "not for the agent" not in done.stdout
     # positive control: bound the old way (the folder around the command), the secret shows
     monkeypatch.setattr(sandbox_mod, "system_paths", lambda: (*paths, made["local"]))
     argv = Bwrap(gateway.port, gateway.socket_dir).wrap(
-        ["/bin/sh", "-c", f"cat {secret}"], private / "work", private)
-    assert "not for the agent" in subprocess.run(argv, capture_output=True, text=True,
-                                                 timeout=60).stdout
+        ["/bin/sh", "-c", f"cat {secret}"], private / "work", private
+    )
+    assert (
+        "not for the agent"
+        in subprocess.run(argv, capture_output=True, text=True, timeout=60).stdout
+    )
 
 
-DETACH = ("setsid sleep {t}1 & nohup sleep {t}2 >/dev/null 2>&1 & (sleep {t}3 &) ; "
-          "sh -c 'sleep {t}4 &' ; echo started")
+DETACH = (
+    "setsid sleep {t}1 & nohup sleep {t}2 >/dev/null 2>&1 & (sleep {t}3 &) ; "
+    "sh -c 'sleep {t}4 &' ; echo started"
+)
 
 
 def _sleepers(tag: str) -> list[int]:
@@ -229,8 +258,12 @@ def test_local_stops_what_the_agent_left_running_and_counts_it(tmp_path: Path) -
     control, started the plain way); under the local sandbox they are killed when it exits, and
     the run records how many there were."""
     one, two = f"7{os.getpid()}", f"8{os.getpid()}"  # tags no other process has
-    control = subprocess.run(["/bin/sh", "-c", DETACH.format(t=one)],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30)
+    control = subprocess.run(
+        ["/bin/sh", "-c", DETACH.format(t=one)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        timeout=30,
+    )
     assert control.returncode == 0
     try:
         assert len(_sleepers(f"sleep {one}")) == 4
@@ -239,9 +272,16 @@ def test_local_stops_what_the_agent_left_running_and_counts_it(tmp_path: Path) -
             os.kill(pid, 9)
     private = tmp_path / "private"
     (private / "work").mkdir(parents=True)
-    finished = Sandbox().run(["/bin/sh", "-c", DETACH.format(t=two)], private / "work",
-                             private, {"PATH": os.environ["PATH"]}, None, 30,
-                             subprocess.DEVNULL, subprocess.DEVNULL)
+    finished = Sandbox().run(
+        ["/bin/sh", "-c", DETACH.format(t=two)],
+        private / "work",
+        private,
+        {"PATH": os.environ["PATH"]},
+        None,
+        30,
+        subprocess.DEVNULL,
+        subprocess.DEVNULL,
+    )
     assert finished.exit_code == 0
     assert finished.leftovers == 4
     assert _sleepers(f"sleep {two}") == []
@@ -268,7 +308,8 @@ def test_a_zombie_owner_counts_as_gone_for_stale_folders(tmp_path: Path) -> None
 
 
 def test_a_removal_cut_by_ctrl_c_is_finished_at_the_session_end(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """Ctrl-C may land while a run's folder is being removed (a big workspace takes a while):
     the folder stays claimed, and the session's end removes it; released folders are not
     claimed any more, and another process's folder is never touched."""
@@ -330,8 +371,8 @@ def test_waiting_on_the_cli_works_past_file_number_1023() -> None:
 
 
 def test_scylla_sandbox_says_which_one_works_or_why_none_with_exit_1(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-        ) -> None:
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """`scylla sandbox KIND`, a CI step before a session: exit 0 naming the sandbox where it
     works; where bubblewrap is blocked (AppArmor's words) or no engine answers, exit 1 with the
     reason and the fix."""
@@ -354,7 +395,8 @@ def test_scylla_sandbox_says_which_one_works_or_why_none_with_exit_1(
 
 
 def test_scylla_image_list_and_rm_touch_only_the_images_it_made(
-        capsys: pytest.CaptureFixture[str]) -> None:
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     """`scylla image list` shows the host image under each of its tags; `rm` removes a tag of
     one of ours and refuses any other image, removing nothing; `scylla sandbox docker` of an
     image the engine lacks names the build command."""

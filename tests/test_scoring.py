@@ -19,8 +19,10 @@ DRYRUN = Path(__file__).parent / "fixtures" / "dryrun"
 
 def _criteria() -> dict[tuple[str, str, str, str, str], dict[str, str]]:
     with (DRYRUN / "criteria.csv").open() as handle:
-        return {(r["tier"], r["subtest"], r["run_number"], r["judge_number"], r["criterion"]): r
-                for r in csv.DictReader(handle)}
+        return {
+            (r["tier"], r["subtest"], r["run_number"], r["judge_number"], r["criterion"]): r
+            for r in csv.DictReader(handle)
+        }
 
 
 def test_rescoring_the_papers_judges_reproduces_criteria_and_flags_their_arithmetic() -> None:
@@ -33,14 +35,15 @@ def test_rescoring_the_papers_judges_reproduces_criteria_and_flags_their_arithme
             items = {i: (v["achieved"], v["max"]) for i, v in reported["items"].items()}
             achieved, maximum = scoring.category_totals(items)
             row = rows[(tier, subtest, str(int(run[4:])), str(int(judge[6:])), category)]
-            if (achieved, maximum) == (float(row["criterion_achieved"]),
-                                       float(row["criterion_max"])):
+            if (achieved, maximum) == (
+                float(row["criterion_achieved"]),
+                float(row["criterion_max"]),
+            ):
                 matched += 1
             else:
                 # the export carried the judge's own total, which is not the sum of its items
                 assert float(row["criterion_achieved"]) == reported["achieved"]
-                wrong.append((tier, subtest, judge, category, achieved,
-                              reported["achieved"]))
+                wrong.append((tier, subtest, judge, category, achieved, reported["achieved"]))
     assert matched == 99
     assert len(wrong) == 6
     assert {w[3] for w in wrong} == {"proportionality", "build_pipeline"}
@@ -49,22 +52,44 @@ def test_rescoring_the_papers_judges_reproduces_criteria_and_flags_their_arithme
 def _rubric(spec: list[tuple[float, list[tuple[float, bool]]]], threshold: float = 0.6) -> Rubric:
     categories = []
     for c, (weight, items) in enumerate(spec):
-        categories.append(Category(name=f"c{c}", weight=weight, items=tuple(
-            RubricItem(id=f"c{c}i{i}", category=f"c{c}", description="d", points=points,
-                       required=required) for i, (points, required) in enumerate(items))))
+        categories.append(
+            Category(
+                name=f"c{c}",
+                weight=weight,
+                items=tuple(
+                    RubricItem(
+                        id=f"c{c}i{i}",
+                        category=f"c{c}",
+                        description="d",
+                        points=points,
+                        required=required,
+                    )
+                    for i, (points, required) in enumerate(items)
+                ),
+            )
+        )
     total = sum(c.weight for c in categories)
     categories = [Category(c.name, c.weight / total, c.items) for c in categories]
-    return Rubric(path=Path("r.yaml"), name="r", categories=tuple(categories),
-                  pass_threshold=threshold)
+    return Rubric(
+        path=Path("r.yaml"), name="r", categories=tuple(categories), pass_threshold=threshold
+    )
 
 
 def _rubrics(min_items: int = 1) -> st.SearchStrategy[Rubric]:
     """Rubrics of 1-4 weighted categories of 1-4 items, with at least `min_items` items."""
-    spec = st.lists(st.tuples(st.floats(0.05, 1.0), st.lists(
-        st.tuples(st.sampled_from([0.25, 0.5, 1.0, 2.0]), st.booleans()), min_size=1,
-        max_size=4)), min_size=1, max_size=4)
-    return spec.filter(lambda cats: sum(len(items) for _, items in cats) >= min_items).map(
-        _rubric)
+    spec = st.lists(
+        st.tuples(
+            st.floats(0.05, 1.0),
+            st.lists(
+                st.tuples(st.sampled_from([0.25, 0.5, 1.0, 2.0]), st.booleans()),
+                min_size=1,
+                max_size=4,
+            ),
+        ),
+        min_size=1,
+        max_size=4,
+    )
+    return spec.filter(lambda cats: sum(len(items) for _, items in cats) >= min_items).map(_rubric)
 
 
 rubrics = _rubrics()
@@ -91,8 +116,9 @@ def test_score_is_within_0_and_1_and_impl_rate_too(case: tuple[Rubric, dict[str,
 
 
 @given(_rubrics(min_items=2), st.data())
-def test_marking_one_item_na_keeps_a_full_score_rubric_full(rubric: Rubric,
-                                                            data: st.DataObject) -> None:
+def test_marking_one_item_na_keeps_a_full_score_rubric_full(
+    rubric: Rubric, data: st.DataObject
+) -> None:
     """With two items or more, something is left to score after one N/A: every category that
     remains is full (achieved = max), so their weighted mean is 1 whatever the weights."""
     full = {i.id: i.points for i in rubric.items}  # everything achieved
@@ -102,8 +128,9 @@ def test_marking_one_item_na_keeps_a_full_score_rubric_full(rubric: Rubric,
 
 
 @given(st.sampled_from([0.25, 0.5, 1.0, 2.0]), st.booleans())
-def test_a_verdict_with_every_item_na_scores_zero_with_no_impl_rate(points: float,
-                                                                    required: bool) -> None:
+def test_a_verdict_with_every_item_na_scores_zero_with_no_impl_rate(
+    points: float, required: bool
+) -> None:
     """A one-item rubric whose item is N/A has nothing left to score: no category counts, the
     score is 0 (not 1, not a division by zero) and the implementation rate is undefined."""
     rubric = _rubric([(1.0, [(points, required)])])
@@ -115,7 +142,8 @@ def test_a_verdict_with_every_item_na_scores_zero_with_no_impl_rate(points: floa
 
 @given(rubric_and_verdict(), st.data())
 def test_marking_an_item_that_scored_zero_na_never_lowers_the_score(
-        case: tuple[Rubric, dict[str, Any]], data: st.DataObject) -> None:
+    case: tuple[Rubric, dict[str, Any]], data: st.DataObject
+) -> None:
     """Within its category a zero item only adds to the max, so leaving it out raises or keeps
     the category's score; when it was the category's last scorable item, the category scored
     0 and leaves the weighted mean, which can only raise it (or keep it at 0 when nothing is
@@ -157,10 +185,14 @@ def test_grade_is_monotone_in_score(a: float, b: float) -> None:
 
 def test_consensus_is_the_mean_and_required_items_decide_by_majority() -> None:
     rubric = _rubric([(0.5, [(1.0, True), (1.0, False)]), (0.5, [(2.0, False)])])
-    judges = [scoring.score(rubric, v) for v in (
-        {"c0i0": 1.0, "c0i1": 1.0, "c1i0": 2.0},   # 1.0
-        {"c0i0": 1.0, "c0i1": 0.0, "c1i0": 1.0},   # 0.5
-        {"c0i0": 0.0, "c0i1": 1.0, "c1i0": 2.0})]  # 0.75, required item unmet
+    judges = [
+        scoring.score(rubric, v)
+        for v in (
+            {"c0i0": 1.0, "c0i1": 1.0, "c1i0": 2.0},  # 1.0
+            {"c0i0": 1.0, "c0i1": 0.0, "c1i0": 1.0},  # 0.5
+            {"c0i0": 0.0, "c0i1": 1.0, "c1i0": 2.0},
+        )
+    ]  # 0.75, required item unmet
     panel = scoring.consensus(rubric, judges)
     assert panel.score == (1.0 + 0.5 + 0.75) / 3
     assert panel.unmet_required == ()  # one judge of three is not a majority

@@ -23,8 +23,10 @@ TIERS = TierSet(ROOT / "tiers")
 CASE_DIRS = sorted(p.parent for p in (ROOT / "cases").glob("*/test.yaml"))
 # running a case's checks takes seconds (test-003's suite ~15 s): the first case's run in the
 # default suite, every case's in the slow tier
-CHECKED = [pytest.param(d, id=d.name, marks=() if i == 0 else pytest.mark.slow)
-           for i, d in enumerate(CASE_DIRS)]
+CHECKED = [
+    pytest.param(d, id=d.name, marks=() if i == 0 else pytest.mark.slow)
+    for i, d in enumerate(CASE_DIRS)
+]
 RUBRICS = sorted((ROOT / "rubrics").glob("*.yaml"))
 SUBTESTS = [s.ref for t in TIERS.tiers.values() for s in t.subtests]
 
@@ -56,8 +58,7 @@ def test_every_subtest_resolves(ref: str) -> None:
 
 
 def test_resource_counts_and_every_resource_is_used() -> None:
-    used: dict[str, set[str]] = {k: set() for k in ("claude_md", "skills", "agents",
-                                                    "mcp_servers")}
+    used: dict[str, set[str]] = {k: set() for k in ("claude_md", "skills", "agents", "mcp_servers")}
     for ref in SUBTESTS:
         sub = TIERS.resolve(ref)
         for kind, names in used.items():
@@ -73,8 +74,11 @@ def test_resource_counts_and_every_resource_is_used() -> None:
     assert len(present["skills"]) >= 4
     assert len(present["agents"]) >= 6
     assert {"memory", "sequential-thinking", "filesystem"} <= present["mcp_servers"]
-    orchestrators = [n for n in present["agents"]
-                     if "Agent" in (ROOT / f"tiers/agents/{n}.md").read_text().split("---")[1]]
+    orchestrators = [
+        n
+        for n in present["agents"]
+        if "Agent" in (ROOT / f"tiers/agents/{n}.md").read_text().split("---")[1]
+    ]
     assert len(orchestrators) >= 2, "T4 needs at least two orchestrators"
     t4_agents = {a for s in TIERS.tiers["T4"].subtests for a in TIERS.resolve(s.ref).agents}
     assert set(orchestrators) <= t4_agents
@@ -82,14 +86,17 @@ def test_resource_counts_and_every_resource_is_used() -> None:
 
 @pytest.mark.parametrize(
     "path",
-    sorted(p for p in (ROOT / "tiers").rglob("*")
-           if (p.is_file() and p.parent.name in ("blocks", "agents", "mcp"))
-           or p.name == "SKILL.md"),
+    sorted(
+        p
+        for p in (ROOT / "tiers").rglob("*")
+        if (p.is_file() and p.parent.name in ("blocks", "agents", "mcp")) or p.name == "SKILL.md"
+    ),
     ids=lambda p: str(p.relative_to(ROOT)),
 )
 def test_every_resource_file_is_valid(path: Path) -> None:
     kind = {"blocks": "claude_md", "agents": "agents", "mcp": "mcp_servers"}.get(
-        path.parent.name, "skills")
+        path.parent.name, "skills"
+    )
     name = path.parent.name if kind == "skills" else path.stem
     assert check_resource(kind, name, path) == []  # type: ignore[arg-type]
 
@@ -107,8 +114,11 @@ def test_no_stray_files_under_tiers() -> None:
     for server in (ROOT / "tiers/mcp").glob("*.json"):
         for rel in json.loads(server.read_text()).get("files", []):
             expected.add((server.parent / rel).resolve())
-    files = {p.resolve() for p in (ROOT / "tiers").rglob("*") if p.is_file()
-             and "__pycache__" not in p.parts and "skills" not in p.parts}
+    files = {
+        p.resolve()
+        for p in (ROOT / "tiers").rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and "skills" not in p.parts
+    }
     assert files - expected == set()
 
 
@@ -117,27 +127,48 @@ def test_local_mcp_server_speaks_json_rpc(tmp_path: Path) -> None:
     script = ROOT / "tiers/mcp" / server["files"][0]
     (tmp_path / "a.py").write_text("def f():\n    return 1\n")
     requests = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-         "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                    "clientInfo": {"name": "t", "version": "0"}}},
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "0"},
+            },
+        },
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
         {"jsonrpc": "2.0", "id": 3, "method": "no/such/method"},
     ]
-    proc = subprocess.run([sys.executable, str(script), "--root", str(tmp_path)],
-                          input="".join(json.dumps(r) + "\n" for r in requests),
-                          capture_output=True, text=True, timeout=30, check=False)
+    proc = subprocess.run(
+        [sys.executable, str(script), "--root", str(tmp_path)],
+        input="".join(json.dumps(r) + "\n" for r in requests),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
     replies = [json.loads(line) for line in proc.stdout.splitlines()]
     assert [r["id"] for r in replies] == [1, 2, 3]
     assert replies[0]["result"]["protocolVersion"] == "2025-06-18"
     assert replies[1]["result"]["tools"]
     assert replies[2]["error"]["code"] == -32601
     tool = replies[1]["result"]["tools"][0]["name"]
-    call = {"jsonrpc": "2.0", "id": 4, "method": "tools/call",
-            "params": {"name": tool, "arguments": {}}}
-    proc = subprocess.run([sys.executable, str(script), "--root", str(tmp_path)],
-                          input=json.dumps(requests[0]) + "\n" + json.dumps(call) + "\n",
-                          capture_output=True, text=True, timeout=30, check=False)
+    call = {
+        "jsonrpc": "2.0",
+        "id": 4,
+        "method": "tools/call",
+        "params": {"name": tool, "arguments": {}},
+    }
+    proc = subprocess.run(
+        [sys.executable, str(script), "--root", str(tmp_path)],
+        input=json.dumps(requests[0]) + "\n" + json.dumps(call) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
     result = json.loads(proc.stdout.splitlines()[1])["result"]
     assert result["content"][0]["type"] == "text"
     assert not list(tmp_path.rglob("__pycache__"))
@@ -159,8 +190,13 @@ def test_at_least_five_cases_in_distinct_categories() -> None:
 def test_hello_world_follows_the_paper() -> None:
     case = load(ROOT / "cases/test-001")
     weights = {c.name: c.weight for c in case.rubric.categories}
-    assert weights == {"functional": 0.35, "code_quality": 0.20, "proportionality": 0.15,
-                       "build_pipeline": 0.10, "overall_quality": 0.20}
+    assert weights == {
+        "functional": 0.35,
+        "code_quality": 0.20,
+        "proportionality": 0.15,
+        "build_pipeline": 0.10,
+        "overall_quality": 0.20,
+    }
     assert case.rubric.pass_threshold == 0.60
     assert any(c.expect_stdout == ("exact", "Hello, World!\n") for c in case.checks)
 
@@ -176,7 +212,8 @@ def test_case_files_are_all_accounted_for(case_dir: Path) -> None:
         if path.is_file() and "__pycache__" not in path.parts:
             resolved = path.resolve()
             assert resolved in owned or any(resolved.is_relative_to(f) for f in folders), (
-                f"{path} is not part of the case")
+                f"{path} is not part of the case"
+            )
 
 
 def _workspace(case: Case, tmp_path: Path, solved: bool) -> Path:
@@ -195,18 +232,22 @@ def _workspace(case: Case, tmp_path: Path, solved: bool) -> Path:
 @pytest.mark.parametrize("case_dir", CHECKED)
 def test_reference_solution_passes_every_check(case_dir: Path, tmp_path: Path) -> None:
     case = load(case_dir)
-    results = run_checks(case, _workspace(case, tmp_path, solved=True), os.environ,
-                         tmp_path / "fresh")
-    failed = {r.name: (r.reason, r.stdout[-500:], r.stderr[-500:]) for r in results
-              if not r.passed}
+    results = run_checks(
+        case, _workspace(case, tmp_path, solved=True), os.environ, tmp_path / "fresh"
+    )
+    failed = {r.name: (r.reason, r.stdout[-500:], r.stderr[-500:]) for r in results if not r.passed}
     assert failed == {}
 
 
 @pytest.mark.parametrize("case_dir", CHECKED)
 def test_untouched_source_fails_a_required_check(case_dir: Path, tmp_path: Path) -> None:
     case = load(case_dir)
-    results = {r.name: r for r in run_checks(
-        case, _workspace(case, tmp_path, solved=False), os.environ, tmp_path / "fresh")}
+    results = {
+        r.name: r
+        for r in run_checks(
+            case, _workspace(case, tmp_path, solved=False), os.environ, tmp_path / "fresh"
+        )
+    }
     required = {i.check for i in case.rubric.items if i.kind == "check" and i.required}
     assert required, "a case needs at least one required check item"
     assert any(not results[name].passed for name in required)
@@ -219,7 +260,8 @@ def test_shared_rubric_serves_a_case_with_the_checks_it_names(tmp_path: Path) ->
     (case_dir / "test.yaml").write_text(
         "id: demo\nname: Demo\ncategory: bug-fixing\nsource: {path: src}\nprompt: prompt.md\n"
         "rubric: python-change\nchecks:\n  - {name: hidden-tests, run: 'true'}\n"
-        "  - {name: lint, run: 'true'}\n")
+        "  - {name: lint, run: 'true'}\n"
+    )
     case = load_case(case_dir / "test.yaml", ROOT / "rubrics", known_tiers=TIERS.names)
     assert case.rubric.name == "python-change"
     assert {i.check for i in case.rubric.items if i.kind == "check"} == {"hidden-tests", "lint"}

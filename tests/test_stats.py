@@ -21,8 +21,10 @@ def _rows(name: str) -> list[dict[str, str]]:
 
 
 def _scores() -> list[tuple[str, str, float]]:
-    return [(r["judge_model"], f"{r['tier']}-{r['subtest']}-{r['run_number']}",
-             float(r["judge_score"])) for r in _rows("judges.csv")]
+    return [
+        (r["judge_model"], f"{r['tier']}-{r['subtest']}-{r['run_number']}", float(r["judge_score"]))
+        for r in _rows("judges.csv")
+    ]
 
 
 def _interval_alpha(units: list[list[float]]) -> float:
@@ -31,8 +33,12 @@ def _interval_alpha(units: list[list[float]]) -> float:
     differences of the ordered pairs of values within each unit, weighted by 1/(m_u - 1), over
     the n values, and D_e averages them over every ordered pair of all n values."""
     n = sum(len(u) for u in units)
-    observed = sum(sum((a - b) ** 2 for a, b in itertools.permutations(u, 2)) / (len(u) - 1)
-                   for u in units) / n
+    observed = (
+        sum(
+            sum((a - b) ** 2 for a, b in itertools.permutations(u, 2)) / (len(u) - 1) for u in units
+        )
+        / n
+    )
     values = [v for u in units for v in u]
     expected = sum((a - b) ** 2 for a, b in itertools.permutations(values, 2)) / (n * (n - 1))
     return 1 - observed / expected
@@ -56,18 +62,32 @@ def test_krippendorff_alpha_of_the_dryrun_is_the_papers() -> None:
 # categories=sorted values).gwet()`), with Krippendorff's interval alpha of the same scores; the
 # second panel agrees on all but two of 30 scores, and alpha calls that disagreement.
 AC2_CASES = {
-    "varied": ({"j1": [0.9, 0.8, 0.1, 0.95, 0.5], "j2": [0.85, 0.8, 0.2, 0.9, None],
-                "j3": [0.9, 0.7, 0.1, 1.0, 0.5]}, 0.98102, 0.9792),
-    "skewed": ({"j1": [1.0] * 9 + [0.9], "j2": [1.0] * 8 + [0.9, 1.0], "j3": [1.0] * 10},
-               0.84772, -0.03571),
+    "varied": (
+        {
+            "j1": [0.9, 0.8, 0.1, 0.95, 0.5],
+            "j2": [0.85, 0.8, 0.2, 0.9, None],
+            "j3": [0.9, 0.7, 0.1, 1.0, 0.5],
+        },
+        0.98102,
+        0.9792,
+    ),
+    "skewed": (
+        {"j1": [1.0] * 9 + [0.9], "j2": [1.0] * 8 + [0.9, 1.0], "j3": [1.0] * 10},
+        0.84772,
+        -0.03571,
+    ),
 }
 
 
 @pytest.mark.parametrize("case", sorted(AC2_CASES))
 def test_gwet_ac2_equals_irrcac_and_stays_high_where_alpha_collapses(case: str) -> None:
     panel, ac2, alpha = AC2_CASES[case]
-    scores = [(judge, f"run{i}", value) for judge, values in panel.items()
-              for i, value in enumerate(values) if value is not None]
+    scores = [
+        (judge, f"run{i}", value)
+        for judge, values in panel.items()
+        for i, value in enumerate(values)
+        if value is not None
+    ]
     found = stats.gwet_ac2(scores)
     assert found["ac2"] == pytest.approx(ac2, abs=5e-6)
     assert (found["judges"], found["runs"]) == (3, len(panel["j1"]))
@@ -78,14 +98,20 @@ def test_gwet_ac2_equals_irrcac_and_stays_high_where_alpha_collapses(case: str) 
 def test_judge_pair_correlations_of_the_dryrun() -> None:
     """Spearman, Pearson and mean |difference| of each judge pair equal pandas' and numpy's on
     the raw scores, and the paper's printed correlations."""
-    pairs = {(p["judge1"].split("-")[1], p["judge2"].split("-")[1]): p
-             for p in stats.judge_pairs(_scores())}
+    pairs = {
+        (p["judge1"].split("-")[1], p["judge2"].split("-")[1]): p
+        for p in stats.judge_pairs(_scores())
+    }
     assert set(pairs) == {("haiku", "opus"), ("haiku", "sonnet"), ("opus", "sonnet")}
-    table = pandas.DataFrame.from_records(_rows("judges.csv")).assign(
-        judge=lambda f: f["judge_model"].str.split("-").str[1],
-        run=lambda f: f["tier"] + "-" + f["subtest"] + "-" + f["run_number"],
-        score=lambda f: f["judge_score"].astype(float)).pivot(
-        index="run", columns="judge", values="score")  # one column a judge, aligned by run
+    table = (
+        pandas.DataFrame.from_records(_rows("judges.csv"))
+        .assign(
+            judge=lambda f: f["judge_model"].str.split("-").str[1],
+            run=lambda f: f["tier"] + "-" + f["subtest"] + "-" + f["run_number"],
+            score=lambda f: f["judge_score"].astype(float),
+        )
+        .pivot(index="run", columns="judge", values="score")
+    )  # one column a judge, aligned by run
     for (first, second), row in pairs.items():
         a, b = table[first], table[second]
         assert row["n"] == len(table) == 7
@@ -110,9 +136,17 @@ def test_frontier_cop_of_the_dryrun_is_t5() -> None:
     """The frontier is the tier of least CoP (mean cost / pass rate), computed here from the
     raw runs, and matches the paper's printed $0.065 (T5)."""
     raw = _rows("runs.csv")
-    rows = [{"tier": r["tier"], "outcome": "pass" if r["passed"] == "True" else "fail",
-             "passed": r["passed"] == "True", "score": float(r["score"]),
-             "cost_usd": float(r["cost_usd"]), "grade": r["grade"]} for r in raw]
+    rows = [
+        {
+            "tier": r["tier"],
+            "outcome": "pass" if r["passed"] == "True" else "fail",
+            "passed": r["passed"] == "True",
+            "score": float(r["score"]),
+            "cost_usd": float(r["cost_usd"]),
+            "grade": r["grade"],
+        }
+        for r in raw
+    ]
     tier, value = metrics.frontier(metrics.group_summary(rows))  # type: ignore[misc]
     by_tier: dict[str, list[dict[str, str]]] = {}
     for r in raw:
@@ -121,8 +155,7 @@ def test_frontier_cop_of_the_dryrun_is_t5() -> None:
     for name, runs in by_tier.items():
         passes = sum(r["passed"] == "True" for r in runs)
         if passes:
-            cop[name] = (sum(float(r["cost_usd"]) for r in runs) / len(runs)) / (
-                passes / len(runs))
+            cop[name] = (sum(float(r["cost_usd"]) for r in runs) / len(runs)) / (passes / len(runs))
     assert len(cop) == 7  # every tier passed in the dryrun: seven finite CoPs to compare
     assert tier == min(cop, key=cop.__getitem__)
     assert value == pytest.approx(cop[tier], abs=1e-12)
@@ -143,9 +176,11 @@ def test_tier_tests_say_why_they_cannot_run_on_tiny_samples() -> None:
 
 
 def test_tier_tests_find_a_real_difference_with_holm() -> None:
-    groups = {"T0": [0.1, 0.2, 0.15, 0.3, 0.25, 0.2, 0.1, 0.2],
-              "T1": [0.8, 0.9, 0.85, 0.95, 0.9, 0.7, 0.8, 0.9],
-              "T2": [0.82, 0.88, 0.9, 0.93, 0.85, 0.75, 0.8, 0.91]}
+    groups = {
+        "T0": [0.1, 0.2, 0.15, 0.3, 0.25, 0.2, 0.1, 0.2],
+        "T1": [0.8, 0.9, 0.85, 0.95, 0.9, 0.7, 0.8, 0.9],
+        "T2": [0.82, 0.88, 0.9, 0.93, 0.85, 0.75, 0.8, 0.91],
+    }
     omnibus = stats.kruskal(groups)
     assert omnibus["significant"] is True
     rows = {(r["group1"], r["group2"]): r for r in stats.pairwise(groups, ["T0", "T1", "T2"])}
@@ -180,19 +215,29 @@ def test_bootstrap_intervals_do_not_depend_on_the_order_runs_finished_in() -> No
         rng.shuffle(passed)
         rng.shuffle(scores_a)
         rng.shuffle(scores_b)
-        assert (metrics.pass_rate_ci(passed),
-                stats.cliffs_delta_ci(scores_a, scores_b)) == before
+        assert (metrics.pass_rate_ci(passed), stats.cliffs_delta_ci(scores_a, scores_b)) == before
     assert before[0][2] == "bca"  # the bootstrapped interval, not the exact fallback
 
 
 def test_group_summary_per_case_cop_and_pass_at_k() -> None:
     def row(case: str, passed: bool, cost: float) -> dict[str, object]:
-        return {"tier": "T1", "case_id": case, "outcome": "pass" if passed else "fail",
-                "passed": passed, "score": 1.0 if passed else 0.0, "cost_usd": cost,
-                "grade": "A" if passed else "F", "impl_rate": 0.5}
+        return {
+            "tier": "T1",
+            "case_id": case,
+            "outcome": "pass" if passed else "fail",
+            "passed": passed,
+            "score": 1.0 if passed else 0.0,
+            "cost_usd": cost,
+            "grade": "A" if passed else "F",
+            "impl_rate": 0.5,
+        }
 
-    rows = [row("a", True, 0.1)] * 3 + [row("a", False, 0.1)] * 2 + [
-        row("b", True, 0.3)] * 1 + [row("b", False, 0.3)] * 4
+    rows = (
+        [row("a", True, 0.1)] * 3
+        + [row("a", False, 0.1)] * 2
+        + [row("b", True, 0.3)] * 1
+        + [row("b", False, 0.3)] * 4
+    )
     [tier] = metrics.group_summary(rows)
     assert tier["cop"] == pytest.approx(0.2 / 0.4)  # pooled: mean cost / pass rate
     assert tier["cop_per_case_mean"] == pytest.approx((0.1 / 0.6 + 0.3 / 0.2) / 2)
@@ -210,26 +255,54 @@ def test_judge_vs_checks_counts_each_kind_of_contradiction() -> None:
     from pytest_scylla.results import report, text_tables
 
     def rec(outcome: str, checks: list[bool], functional: dict[str, float]) -> dict[str, object]:
-        return {"outcome": outcome, "checks": [{"passed": p} for p in checks],
-                "judges": [{"judge_model": j, "valid": True,
-                            "categories": [{"name": "functional", "score": s},
-                                           {"name": "code_quality", "score": 1.0 - s}]}
-                           for j, s in functional.items()]}
+        return {
+            "outcome": outcome,
+            "checks": [{"passed": p} for p in checks],
+            "judges": [
+                {
+                    "judge_model": j,
+                    "valid": True,
+                    "categories": [
+                        {"name": "functional", "score": s},
+                        {"name": "code_quality", "score": 1.0 - s},
+                    ],
+                }
+                for j, s in functional.items()
+            ],
+        }
 
-    records = [rec("pass", [True, True], {"a": 1.0, "b": 0.2}),  # b: broken, checks pass
-               rec("fail", [True, False], {"a": 0.9, "b": 0.0}),  # a: works, checks fail
-               rec("fail", [False], {"a": 0.1, "b": 0.6}),  # b at the threshold: works
-               rec("pass", [], {"a": 0.0, "b": 0.0}),  # no checks: left out
-               rec("infra_error", [False], {"a": 1.0, "b": 1.0})]  # not counted: left out
+    records = [
+        rec("pass", [True, True], {"a": 1.0, "b": 0.2}),  # b: broken, checks pass
+        rec("fail", [True, False], {"a": 0.9, "b": 0.0}),  # a: works, checks fail
+        rec("fail", [False], {"a": 0.1, "b": 0.6}),  # b at the threshold: works
+        rec("pass", [], {"a": 0.0, "b": 0.0}),  # no checks: left out
+        rec("infra_error", [False], {"a": 1.0, "b": 1.0}),
+    ]  # not counted: left out
     rows = report.judge_vs_checks(records)
     assert rows == [
-        {"judge": "a", "n": 3, "says_works_checks_fail": 1, "says_broken_checks_pass": 0,
-         "contradiction_rate": pytest.approx(1 / 3)},
-        {"judge": "b", "n": 3, "says_works_checks_fail": 1, "says_broken_checks_pass": 1,
-         "contradiction_rate": pytest.approx(2 / 3)}]
-    titles = [title for title, _, _ in text_tables.sections(
-        {"tiers": []}, {**report.statistical_results(report.Tables(records=records)),
-                        "judge_vs_checks": rows}, report.paper_tables(report.Tables(), []))]
+        {
+            "judge": "a",
+            "n": 3,
+            "says_works_checks_fail": 1,
+            "says_broken_checks_pass": 0,
+            "contradiction_rate": pytest.approx(1 / 3),
+        },
+        {
+            "judge": "b",
+            "n": 3,
+            "says_works_checks_fail": 1,
+            "says_broken_checks_pass": 1,
+            "contradiction_rate": pytest.approx(2 / 3),
+        },
+    ]
+    titles = [
+        title
+        for title, _, _ in text_tables.sections(
+            {"tiers": []},
+            {**report.statistical_results(report.Tables(records=records)), "judge_vs_checks": rows},
+            report.paper_tables(report.Tables(), []),
+        )
+    ]
     assert any(t.startswith("Judge vs checks") for t in titles)
 
 
@@ -237,23 +310,48 @@ def test_ablation_score_pairs_subtests_that_differ_by_one_component() -> None:
     from pytest_scylla.results.ablation import ablation_scores
 
     def declared(prompt: str = "default", **parts: list[str]) -> dict[str, object]:
-        return {"system_prompt": prompt, "claude_md": [], "skills": [], "agents": [],
-                "mcp_servers": [], "tools_allow": None, "tools_deny": [], **parts}
+        return {
+            "system_prompt": prompt,
+            "claude_md": [],
+            "skills": [],
+            "agents": [],
+            "mcp_servers": [],
+            "tools_allow": None,
+            "tools_deny": [],
+            **parts,
+        }
 
-    subtests = {"T0-01": declared(), "T0-02": declared(claude_md=["rules"]),
-                "T1-01": declared(claude_md=["rules"], skills=["review"], agents=["helper"]),
-                "T0-00": declared("none")}
-    scores = {"T0-01": [0.5, 0.6, 0.7], "T0-02": [0.8, 0.9, 1.0], "T1-01": [0.2, 0.3, 0.4],
-              "T0-00": [0.1, 0.1, 0.2]}
-    records = [{"outcome": "pass" if s >= 0.6 else "fail", "passed": s >= 0.6, "score": s,
-                "subtest": sub, "case": f"c{i % 2}", "declared": subtests[sub]}
-               for sub, values in scores.items() for i, s in enumerate(values)]
+    subtests = {
+        "T0-01": declared(),
+        "T0-02": declared(claude_md=["rules"]),
+        "T1-01": declared(claude_md=["rules"], skills=["review"], agents=["helper"]),
+        "T0-00": declared("none"),
+    }
+    scores = {
+        "T0-01": [0.5, 0.6, 0.7],
+        "T0-02": [0.8, 0.9, 1.0],
+        "T1-01": [0.2, 0.3, 0.4],
+        "T0-00": [0.1, 0.1, 0.2],
+    }
+    records = [
+        {
+            "outcome": "pass" if s >= 0.6 else "fail",
+            "passed": s >= 0.6,
+            "score": s,
+            "subtest": sub,
+            "case": f"c{i % 2}",
+            "declared": subtests[sub],
+        }
+        for sub, values in scores.items()
+        for i, s in enumerate(values)
+    ]
     records.append({**records[0], "outcome": "infra_error", "score": 0.0})  # not counted
     rows = ablation_scores(records)
     # T0-02 vs T0-01 is the only pair one component apart: the system prompt of T0-00 and the
     # skill and agent T1-01 adds to T0-02 are two components each
     assert [(r["component"], r["with"], r["without"]) for r in rows] == [
-        ("CLAUDE.md block rules", "T0-02", "T0-01")]
+        ("CLAUDE.md block rules", "T0-02", "T0-01")
+    ]
     (row,) = rows
     assert row["score_delta"] == pytest.approx(0.3)
     assert row["pass_rate_delta"] == pytest.approx(1 - 2 / 3)
@@ -266,11 +364,22 @@ def test_r_prog_counts_the_milestones_reached_in_order() -> None:
     from pytest_scylla.run.checks import CheckResult
 
     def result(name: str, passed: bool) -> CheckResult:
-        return CheckResult(name=name, passed=passed, exit_code=0 if passed else 1, seconds=0.1,
-                           stdout="", stderr="", reason="" if passed else "exit 1")
+        return CheckResult(
+            name=name,
+            passed=passed,
+            exit_code=0 if passed else 1,
+            seconds=0.1,
+            stdout="",
+            stderr="",
+            reason="" if passed else "exit 1",
+        )
 
-    results = [result("builds", True), result("unit", True), result("e2e", False),
-               result("lint", True)]
+    results = [
+        result("builds", True),
+        result("unit", True),
+        result("e2e", False),
+        result("lint", True),
+    ]
     assert r_prog(("builds", "unit", "e2e", "lint"), results) == 0.5  # stops at e2e
     assert r_prog(("lint", "builds"), results) == 1.0
     assert r_prog(("e2e", "builds"), results) == 0.0  # a later one passing does not count

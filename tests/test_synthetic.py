@@ -17,14 +17,14 @@ TIERS = {  # one subtest a tier, built from the mini project's resources
     "T0": "  01-rules:\n    description: one block\n    claude_md: [rules]\n",
     "T1": "  01-review:\n    description: one skill\n    skills: [review]\n",
     "T2": "  01-core:\n    description: core tools\n"
-          "    tools: {allow: [Read, Write, Edit, Bash]}\n",
+    "    tools: {allow: [Read, Write, Edit, Bash]}\n",
     "T3": "  01-helper:\n    description: one agent\n    agents: [helper]\n",
     "T4": "  01-lead:\n    description: agent and block\n    agents: [helper]\n"
-          "    claude_md: [rules]\n",
+    "    claude_md: [rules]\n",
     "T5": "  01-hybrid:\n    description: skill and agent\n    skills: [review]\n"
-          "    agents: [helper]\n",
+    "    agents: [helper]\n",
     "T6": "  01-all:\n    description: everything\n    skills: [review]\n    agents: [helper]\n"
-          "    claude_md: [rules]\n    mcp_servers: [notes]\n",
+    "    claude_md: [rules]\n    mcp_servers: [notes]\n",
 }
 
 
@@ -34,7 +34,8 @@ def synthetic(mini: Path) -> Path:
         tier.unlink()
     for tier, body in TIERS.items():
         (mini / "tiers" / f"{tier}.yaml").write_text(
-            f"tier: {tier}\nname: {tier} synthetic\nsubtests:\n{body}")
+            f"tier: {tier}\nname: {tier} synthetic\nsubtests:\n{body}"
+        )
     beta = mini / "cases" / "beta" / "test.yaml"
     beta.write_text(beta.read_text().replace("tiers: [T0, T1]\n", ""))
     shutil.copytree(mini / "cases" / "alpha", mini / "cases" / "gamma")
@@ -43,17 +44,25 @@ def synthetic(mini: Path) -> Path:
     return mini
 
 
-@pytest.mark.parametrize("runs", [pytest.param(2, marks=pytest.mark.slow),
-                                  pytest.param(10, marks=pytest.mark.campaign)])
+@pytest.mark.parametrize(
+    "runs", [pytest.param(2, marks=pytest.mark.slow), pytest.param(10, marks=pytest.mark.campaign)]
+)
 def test_a_synthetic_experiment_exports_the_same_at_0_and_4_workers(
-        synthetic: Path, pytester: pytest.Pytester, oracle: list[str], runs: int) -> None:
+    synthetic: Path, pytester: pytest.Pytester, oracle: list[str], runs: int
+) -> None:
     total = 7 * 3 * runs
     outs = {}
     for n in (0, 4):
         out = synthetic / f"n{n}" / "synthetic"  # the same experiment name in both
-        result = pytester.runpytest("cases", *workers(n), oracle[1], "--scylla-oracle=mixed",
-                                    f"--scylla-runs={runs}", f"--scylla-out={out}",
-                                    "--scylla-report=md,json,csv")
+        result = pytester.runpytest(
+            "cases",
+            *workers(n),
+            oracle[1],
+            "--scylla-oracle=mixed",
+            f"--scylla-runs={runs}",
+            f"--scylla-out={out}",
+            "--scylla-report=md,json,csv",
+        )
         counts = result.parseoutcomes()
         assert counts.get("passed", 0) + counts.get("failed", 0) == total, counts
         assert counts.get("failed", 0) >= total // 10  # mixed: some runs botch or skip the task
@@ -79,6 +88,7 @@ def test_a_synthetic_experiment_exports_the_same_at_0_and_4_workers(
     stats = json.loads((outs[0] / "statistical_results.json").read_text())
     assert stats["n_runs"] == total
     assert {p["group1"] for p in stats["pairwise"]} >= {"T0", "T5"}
-    passed = {r["tier"]: sum(x["passed"] == "True" for x in rows if x["tier"] == r["tier"])
-              for r in rows}
+    passed = {
+        r["tier"]: sum(x["passed"] == "True" for x in rows if x["tier"] == r["tier"]) for r in rows
+    }
     assert 0 < sum(passed.values()) < total

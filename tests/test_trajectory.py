@@ -17,82 +17,146 @@ from .conftest import workers
 
 
 def _message(role: str, blocks: list[dict[str, Any]], parent: str | None = None) -> str:
-    return json.dumps({"type": role, "message": {"role": role, "content": blocks},
-                       "parent_tool_use_id": parent})
+    return json.dumps(
+        {"type": role, "message": {"role": role, "content": blocks}, "parent_tool_use_id": parent}
+    )
 
 
 def test_the_transcript_gives_the_trajectory_and_what_was_used(tmp_path: Path) -> None:
     lines = [
         json.dumps({"type": "system", "subtype": "init", "tools": ["Read", "Skill"]}),
-        _message("assistant", [{"type": "text", "text": "looking"},
-                               {"type": "tool_use", "id": "t1", "name": "Read",
-                                "input": {"file_path": "main.py"}}]),
+        _message(
+            "assistant",
+            [
+                {"type": "text", "text": "looking"},
+                {"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "main.py"}},
+            ],
+        ),
         _message("user", [{"type": "tool_result", "tool_use_id": "t1", "is_error": True}]),
-        _message("assistant", [{"type": "tool_use", "id": "t2", "name": "Skill",
-                                "input": {"skill": "review"}}]),
-        _message("assistant", [{"type": "tool_use", "id": "t3", "name": "Agent",
-                                "input": {"subagent_type": "helper", "prompt": "fix it"}}]),
-        _message("assistant", [{"type": "tool_use", "id": "t4", "name": "mcp__notes__add",
-                                "input": {"text": "done"}}], parent="t3"),
-        _message("assistant", [{"type": "tool_use", "id": "t5", "name": "Write",
-                                "input": "not an object"}], parent="t3"),
-        "{\"type\": \"assistant\", \"message\": ",  # a line cut by a kill
+        _message(
+            "assistant",
+            [{"type": "tool_use", "id": "t2", "name": "Skill", "input": {"skill": "review"}}],
+        ),
+        _message(
+            "assistant",
+            [
+                {
+                    "type": "tool_use",
+                    "id": "t3",
+                    "name": "Agent",
+                    "input": {"subagent_type": "helper", "prompt": "fix it"},
+                }
+            ],
+        ),
+        _message(
+            "assistant",
+            [
+                {
+                    "type": "tool_use",
+                    "id": "t4",
+                    "name": "mcp__notes__add",
+                    "input": {"text": "done"},
+                }
+            ],
+            parent="t3",
+        ),
+        _message(
+            "assistant",
+            [{"type": "tool_use", "id": "t5", "name": "Write", "input": "not an object"}],
+            parent="t3",
+        ),
+        '{"type": "assistant", "message": ',  # a line cut by a kill
         json.dumps({"type": "result", "subtype": "success", "num_turns": 4, "result": "ok"}),
     ]
     transcript = tmp_path / "transcript.jsonl"
     transcript.write_text("\n".join(lines) + "\n")
     result = parse(transcript)
-    assert result.tool_calls == ["Read", "Skill", "Agent", "helper/mcp__notes__add",
-                                 "helper/Write"]
+    assert result.tool_calls == ["Read", "Skill", "Agent", "helper/mcp__notes__add", "helper/Write"]
     assert (result.tool_errors, result.skills_used, result.agents_used, result.mcp_used) == (
-        1, ["review"], ["helper"], ["notes"])
+        1,
+        ["review"],
+        ["helper"],
+        ["notes"],
+    )
     assert "tool_calls" not in result.to_json()  # the CLI's own figures stay apart
-    declared = {"skills": ["review", "style"], "agents": ["helper"], "mcp_servers": ["notes"],
-                "claude_md": ["rules"]}
+    declared = {
+        "skills": ["review", "style"],
+        "agents": ["helper"],
+        "mcp_servers": ["notes"],
+        "claude_md": ["rules"],
+    }
     trajectory = result.trajectory(declared)
-    assert trajectory["used"] == {"skills": {"review": True, "style": False},
-                                  "agents": {"helper": True}, "mcp_servers": {"notes": True}}
+    assert trajectory["used"] == {
+        "skills": {"review": True, "style": False},
+        "agents": {"helper": True},
+        "mcp_servers": {"notes": True},
+    }
     assert (trajectory["tool_calls"], trajectory["sub_agent_calls"], trajectory["turns"]) == (
-        5, 1, 4)
+        5,
+        1,
+        4,
+    )
     assert trajectory["per_tool"]["helper/Write"] == 1
 
 
 def test_utilisation_per_tier_says_when_a_tier_never_used_what_it_adds() -> None:
     def rec(tier: str, outcome: str, **used: dict[str, bool]) -> dict[str, Any]:
-        return {"tier": tier, "outcome": outcome, "trajectory": {"used": {
-            "skills": {}, "agents": {}, "mcp_servers": {}, **used}}}
+        return {
+            "tier": tier,
+            "outcome": outcome,
+            "trajectory": {"used": {"skills": {}, "agents": {}, "mcp_servers": {}, **used}},
+        }
 
-    rows = utilisation([rec("T1", "pass", skills={"review": True}),
-                        rec("T1", "fail", skills={"review": False, "style": True}),
-                        rec("T1", "pass", skills={"review": False}),
-                        rec("T1", "infra_error", skills={"review": True}),  # not counted
-                        rec("T3", "pass", agents={"helper": False}),
-                        rec("T0", "pass")])  # declares nothing: no row
+    rows = utilisation(
+        [
+            rec("T1", "pass", skills={"review": True}),
+            rec("T1", "fail", skills={"review": False, "style": True}),
+            rec("T1", "pass", skills={"review": False}),
+            rec("T1", "infra_error", skills={"review": True}),  # not counted
+            rec("T3", "pass", agents={"helper": False}),
+            rec("T0", "pass"),
+        ]
+    )  # declares nothing: no row
     assert rows == [
         {"tier": "T1", "kind": "skill", "runs": 3, "used": 2, "share": 2 / 3, "note": ""},
-        {"tier": "T3", "kind": "sub-agent", "runs": 1, "used": 0, "share": 0.0,
-         "note": "never used: not an ablation of it"}]
+        {
+            "tier": "T3",
+            "kind": "sub-agent",
+            "runs": 1,
+            "used": 0,
+            "share": 0.0,
+            "note": "never used: not an ablation of it",
+        },
+    ]
 
 
 @pytest.mark.each_sandbox
 def test_the_oracle_asked_to_use_skills_and_mcp_tools_shows_full_utilisation(
-        mini: Path, pytester: pytest.Pytester, oracle: list[str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    mini: Path, pytester: pytest.Pytester, oracle: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """`SCYLLA_ORACLE_USE=skills,mcp`: the oracle invokes the declared skill and MCP server
     through the real CLI before the work; the runs pass, and the trajectory and the report say
     they were used (the default oracle uses none: tests/test_runs.py)."""
     monkeypatch.setenv("SCYLLA_ORACLE_USE", "skills,mcp")
     out = mini / "out"
-    done = pytester.runpytest("cases", "-k", "alpha and (T1-01 or T5-02)", *workers(0),
-                              *oracle, f"--scylla-out={out}")
+    done = pytester.runpytest(
+        "cases", "-k", "alpha and (T1-01 or T5-02)", *workers(0), *oracle, f"--scylla-out={out}"
+    )
     done.assert_outcomes(passed=2)
     recs = {p.parent.name: json.loads(p.read_text()) for p in out.glob("runs/*/run.json")}
     t5 = recs["alpha-T5-02-r1"]["trajectory"]
     assert t5["sequence"][:2] == ["Skill", "mcp__notes__note"]
-    assert t5["used"] == {"skills": {"review": True}, "agents": {"helper": False},
-                          "mcp_servers": {"notes": True}}
+    assert t5["used"] == {
+        "skills": {"review": True},
+        "agents": {"helper": False},
+        "mcp_servers": {"notes": True},
+    }
     assert recs["alpha-T1-01-r1"]["trajectory"]["used"]["skills"] == {"review": True}
     stats = json.loads((out / "statistical_results.json").read_text())
     shares = {(u["tier"], u["kind"]): u["share"] for u in stats["utilisation"]}
-    assert shares == {("T1", "skill"): 1.0, ("T5", "skill"): 1.0, ("T5", "MCP server"): 1.0,
-                      ("T5", "sub-agent"): 0.0}
+    assert shares == {
+        ("T1", "skill"): 1.0,
+        ("T5", "skill"): 1.0,
+        ("T5", "MCP server"): 1.0,
+        ("T5", "sub-agent"): 0.0,
+    }

@@ -31,8 +31,9 @@ def test_folder_source_is_committed_deterministically(case: Case, tmp_path: Path
         create(case, tmp_path / "one", tmp_path / "cache", tmp_path / "h" / "one")
 
 
-def test_diff_shows_committed_staged_unstaged_and_untracked_work(case: Case,
-                                                                 tmp_path: Path) -> None:
+def test_diff_shows_committed_staged_unstaged_and_untracked_work(
+    case: Case, tmp_path: Path
+) -> None:
     ws = create(case, tmp_path / "ws", tmp_path / "cache", tmp_path / "h" / "ws")
     (ws.path / "committed.py").write_text("x = 1\n")
     git(["add", "committed.py"], ws.path)
@@ -49,8 +50,13 @@ def test_diff_shows_committed_staged_unstaged_and_untracked_work(case: Case,
         assert f"b/{name}" in text
     assert "CLAUDE.md" not in text
     assert git(["status", "--porcelain"], ws.path) == status_before  # own index untouched
-    assert file_list(ws.path) == ["CLAUDE.md", "README.md", "committed.py",
-                                  "new dir/untracked.py", "staged.py"]
+    assert file_list(ws.path) == [
+        "CLAUDE.md",
+        "README.md",
+        "committed.py",
+        "new dir/untracked.py",
+        "staged.py",
+    ]
 
 
 @pytest.fixture
@@ -69,8 +75,9 @@ def upstream(tmp_path: Path) -> tuple[Path, str, str]:
     return repo, pinned, future
 
 
-def test_repo_source_holds_only_the_pinned_history(case: Case, tmp_path: Path,
-                                                   upstream: tuple[Path, str, str]) -> None:
+def test_repo_source_holds_only_the_pinned_history(
+    case: Case, tmp_path: Path, upstream: tuple[Path, str, str]
+) -> None:
     repo, pinned, future = upstream
     remote = replace(case, source=Source(repo=repo.as_uri(), commit=pinned, url=repo.as_uri()))
     ws = create(remote, tmp_path / "ws", tmp_path / "cache", tmp_path / "h" / "ws")
@@ -83,8 +90,8 @@ def test_repo_source_holds_only_the_pinned_history(case: Case, tmp_path: Path,
 
 
 def test_mirror_is_shared_and_locked_across_concurrent_runs(
-        case: Case, tmp_path: Path, upstream: tuple[Path, str, str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    case: Case, tmp_path: Path, upstream: tuple[Path, str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     repo, pinned, _ = upstream
     remote = replace(case, source=Source(repo=repo.as_uri(), commit=pinned, url=repo.as_uri()))
     clones = []
@@ -97,15 +104,22 @@ def test_mirror_is_shared_and_locked_across_concurrent_runs(
 
     monkeypatch.setattr(wsmod, "git", counting_git)
     with ThreadPoolExecutor(4) as pool:
-        made = list(pool.map(lambda i: create(remote, tmp_path / f"ws{i}", tmp_path / "cache",
-                                              tmp_path / "h" / f"ws{i}"), range(4)))
+        made = list(
+            pool.map(
+                lambda i: create(
+                    remote, tmp_path / f"ws{i}", tmp_path / "cache", tmp_path / "h" / f"ws{i}"
+                ),
+                range(4),
+            )
+        )
     assert {w.base_commit for w in made} == {pinned}
     assert len(clones) == 1
     assert len(list((tmp_path / "cache/mirrors").glob("*.git"))) == 1
 
 
-def test_unknown_commit_is_a_clear_error(case: Case, tmp_path: Path,
-                                         upstream: tuple[Path, str, str]) -> None:
+def test_unknown_commit_is_a_clear_error(
+    case: Case, tmp_path: Path, upstream: tuple[Path, str, str]
+) -> None:
     repo, _, _ = upstream
     missing = "0" * 40
     remote = replace(case, source=Source(repo=repo.as_uri(), commit=missing, url=repo.as_uri()))

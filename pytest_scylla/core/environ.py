@@ -10,5 +10,8 @@ CREDENTIAL_PREFIXES = ("ANTHROPIC_", "OPENAI_", "CLAUDE_CODE_OAUTH", "GEMINI_", 
 
 
 def credential_free() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items()
-            if not k.startswith(CREDENTIAL_PREFIXES) and "API_KEY" not in k}
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(CREDENTIAL_PREFIXES) and "API_KEY" not in k
+    }

@@ -24,8 +24,11 @@ def read_problem(path: Path, base: Path, holding: str) -> str | None:
     """What keeps the absolute `path` from being a folder of `holding`; None when it is one."""
     if os.path.isdir(path):
         return None
-    what = _not_a_folder(path, base) if os.path.lexists(path) else \
-        f"{shown(path, base)} does not exist"
+    what = (
+        _not_a_folder(path, base)
+        if os.path.lexists(path)
+        else f"{shown(path, base)} does not exist"
+    )
     return f"{what}; expected a folder of {holding}"
 
 

@@ -56,9 +56,12 @@ class Price:
             value = usage.get(key, 0)
             return value if isinstance(value, int) else 0
 
-        dollars = (n("input_tokens") * self.input + n("output_tokens") * self.output
-                   + n("cache_creation_input_tokens") * self.input * CACHE_WRITE_FACTOR
-                   + n("cache_read_input_tokens") * self.input * self.cache_read)
+        dollars = (
+            n("input_tokens") * self.input
+            + n("output_tokens") * self.output
+            + n("cache_creation_input_tokens") * self.input * CACHE_WRITE_FACTOR
+            + n("cache_read_input_tokens") * self.input * self.cache_read
+        )
         return dollars / 1_000_000
 
 
@@ -67,8 +70,9 @@ def price(model: str | None) -> Price:
     matches = [p for p in PRICES if name == p or name.startswith(p + "-")]
     if matches:
         best = max(matches, key=len)
-        read = next((f for p, f in CACHE_READ_FACTORS.items() if name.startswith(p)),
-                    CACHE_READ_FACTOR)
+        read = next(
+            (f for p, f in CACHE_READ_FACTORS.items() if name.startswith(p)), CACHE_READ_FACTOR
+        )
         return Price(name, *PRICES[best], known=True, cache_read=read)
     top = max(PRICES.values(), key=lambda io: io[1])
     return Price(name, *top, known=False)
@@ -80,8 +84,14 @@ def cost(model: str | None, usage: dict[str, Any]) -> float:
 
 def token_totals(usage: dict[str, dict[str, int]]) -> dict[str, int]:
     """Per-model usage summed over models, plus `total_tokens`."""
-    total = {k: sum(u.get(k, 0) for u in usage.values()) for k in (
-        "input_tokens", "output_tokens", "cache_creation_input_tokens",
-        "cache_read_input_tokens")}
+    total = {
+        k: sum(u.get(k, 0) for u in usage.values())
+        for k in (
+            "input_tokens",
+            "output_tokens",
+            "cache_creation_input_tokens",
+            "cache_read_input_tokens",
+        )
+    }
     total["total_tokens"] = sum(total.values())
     return total

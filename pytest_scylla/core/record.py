@@ -149,16 +149,21 @@ def verdict_table(rec: RunRecord) -> str:
     judges = [j for j in rec.get("judges", []) if j.get("valid")]
     if judges:
         names = [c["name"] for c in judges[0]["categories"]]
-        lines.append("  " + f"{'judge':<22}" + "".join(f"{n[:14]:>15}" for n in names)
-                     + f"{'score':>8}")
+        lines.append(
+            "  " + f"{'judge':<22}" + "".join(f"{n[:14]:>15}" for n in names) + f"{'score':>8}"
+        )
         for j in judges:
-            cells = "".join(f"{'n/a' if c['score'] is None else format(c['score'], '.2f'):>15}"
-                            for c in j["categories"])
+            cells = "".join(
+                f"{'n/a' if c['score'] is None else format(c['score'], '.2f'):>15}"
+                for c in j["categories"]
+            )
             lines.append(f"  {j['judge_model'][:22]:<22}{cells}{j['score']:>8.2f}")
     c = rec.get("consensus")
     if c:
-        lines.append(f"  consensus {c['score']:.2f} grade {c['grade']} (pass threshold "
-                     f"{rec.get('pass_threshold', 0.6):.2f}), {c['valid_judges']} valid judges")
+        lines.append(
+            f"  consensus {c['score']:.2f} grade {c['grade']} (pass threshold "
+            f"{rec.get('pass_threshold', 0.6):.2f}), {c['valid_judges']} valid judges"
+        )
     weakest: dict[str, tuple[float, str, str, str]] = {}
     for j in judges:
         for item_id, v in (j.get("verdict") or {}).get("items", {}).items():
@@ -172,16 +177,27 @@ def verdict_table(rec: RunRecord) -> str:
             lines.append(f"  FAIL check {check['name']:<20} {check['reason']}".rstrip())
     for finding in rec.get("integrity", []):
         lines.append(f"  TAMPERING {finding['kind']}: {finding['path']} ({finding['detail']})")
-    lines.append(f"  cost ${rec.get('cost_usd') or 0:.4f} agent ({rec.get('cost_source')}) + "
-                 f"${rec.get('judge_cost_usd') or 0:.4f} judges, {rec.get('num_turns')} turns, "
-                 f"agent {rec['timings'].get('agent_s')}s"
-                 f"{'  [SIMULATED MODEL]' if rec.get('simulated') else ''}")
+    lines.append(
+        f"  cost ${rec.get('cost_usd') or 0:.4f} agent ({rec.get('cost_source')}) + "
+        f"${rec.get('judge_cost_usd') or 0:.4f} judges, {rec.get('num_turns')} turns, "
+        f"agent {rec['timings'].get('agent_s')}s"
+        f"{'  [SIMULATED MODEL]' if rec.get('simulated') else ''}"
+    )
     return "\n".join(lines)
 
 
 REPORT_PROPERTY = "scylla_run"  # the run's record on its pytest reports (crosses from workers)
-SUMMARY_FIELDS = ("run_key", "tier", "subtest", "outcome", "passed", "score", "grade",
-                  "cost_usd", "cached")
+SUMMARY_FIELDS = (
+    "run_key",
+    "tier",
+    "subtest",
+    "outcome",
+    "passed",
+    "score",
+    "grade",
+    "cost_usd",
+    "cached",
+)
 
 
 def of_report(report: Any) -> dict[str, Any] | None:
@@ -205,8 +221,9 @@ def bound_report(report: Any) -> None:
     reason = str(rec.get("reason") or "")
     summary["reason"] = reason if len(reason) <= 300 else reason[:297] + "..."
     summary["record"] = f"runs/{rec.get('run_key')}/{RECORD_FILE}"
-    report.user_properties = [(k, json.dumps(summary) if k == REPORT_PROPERTY else v)
-                              for k, v in report.user_properties]
+    report.user_properties = [
+        (k, json.dumps(summary) if k == REPORT_PROPERTY else v) for k, v in report.user_properties
+    ]
 
 
 def stored_records(out: Path) -> dict[str, dict[str, Any]]:

@@ -25,10 +25,14 @@ def gather(kind: str, offers: Iterable[tuple[str, Iterable[tuple[str, T]]]]) -> 
     for offerer, items in offers:
         for name, thing in items:
             if name in RESERVED:
-                raise RegistryError(f"{offerer} offers {kind} named '{name}', a word that "
-                                    "selects rather than names; give it another name")
+                raise RegistryError(
+                    f"{offerer} offers {kind} named '{name}', a word that "
+                    "selects rather than names; give it another name"
+                )
             if name in owners:
-                raise RegistryError(f"two plugins offer {kind} named '{name}': "
-                                    f"{owners[name]} and {offerer}; give one another name")
+                raise RegistryError(
+                    f"two plugins offer {kind} named '{name}': "
+                    f"{owners[name]} and {offerer}; give one another name"
+                )
             found[name], owners[name] = thing, offerer
     return found

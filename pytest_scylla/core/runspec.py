@@ -18,8 +18,10 @@ if TYPE_CHECKING:
     from pytest_scylla.formats.spec import Case
     from pytest_scylla.formats.tiers import Subtest
 
-ITEM_NAME = re.compile(r"(?P<case>[^\[/:]+)\[(?P<tier>T\d+)-(?P<number>\d{2})-r(?P<run>\d+)"
-                       r"(?:-(?P<model>[A-Za-z0-9._-]+))?\]$")
+ITEM_NAME = re.compile(
+    r"(?P<case>[^\[/:]+)\[(?P<tier>T\d+)-(?P<number>\d{2})-r(?P<run>\d+)"
+    r"(?:-(?P<model>[A-Za-z0-9._-]+))?\]$"
+)
 NOT_IN_LABEL = re.compile(r"[^A-Za-z0-9._-]")
 
 
@@ -64,8 +66,9 @@ class RunKey:
         match = ITEM_NAME.search(nodeid.rpartition("::")[2])
         if match is None or "::" not in nodeid:
             return None
-        return cls(match["case"], match["tier"], match["number"], int(match["run"]),
-                   match["model"] or "")
+        return cls(
+            match["case"], match["tier"], match["number"], int(match["run"]), match["model"] or ""
+        )
 
 
 def is_run_item(nodeid: str) -> bool:
@@ -83,5 +86,10 @@ class RunSpec:
 
     @property
     def key(self) -> RunKey:
-        return RunKey(self.case.id, self.subtest.tier, self.subtest.number, self.run,
-                      model_label(self.model) if self.model else "")
+        return RunKey(
+            self.case.id,
+            self.subtest.tier,
+            self.subtest.number,
+            self.run,
+            model_label(self.model) if self.model else "",
+        )

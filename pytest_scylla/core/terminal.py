@@ -23,8 +23,9 @@ from typing import Any, TextIO
 # C0 controls but tab and newline, a carriage return not ending a line (it moves the cursor back
 # over what was printed), DEL, C1 controls (0x9b is a one-byte CSI), and the bidirectional
 # marks, embeddings, overrides and isolates (they reorder what is shown: "Trojan Source")
-UNSAFE = re.compile("\r(?!\n)|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f"
-                    "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+UNSAFE = re.compile(
+    "\r(?!\n)|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
 
 
 def _shown(match: re.Match[str]) -> str:
@@ -51,8 +52,11 @@ def scrub(value: Any) -> Any:
         value[:] = [scrub(v) for v in value]
         return value
     if isinstance(value, tuple):
-        return type(value)(*map(scrub, value)) if hasattr(value, "_fields") else \
-            tuple(scrub(v) for v in value)
+        return (
+            type(value)(*map(scrub, value))
+            if hasattr(value, "_fields")
+            else tuple(scrub(v) for v in value)
+        )
     if isinstance(value, dict):
         return {k: scrub(v) for k, v in value.items()}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):

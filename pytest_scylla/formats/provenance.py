@@ -54,11 +54,17 @@ def input_hashes(case: Case, sub: Subtest, tiers: TierSet) -> dict[str, str]:
     apart), the rubric, the tier file and every resource the subtest names."""
     rubric = case.rubric.path.resolve()
     inside = rubric.is_relative_to(case.root.resolve())  # a case's own rubric.yaml
-    found = {_name(case.root, case.root.parent): content_hash(case.root, exclude=(rubric,)),
-             _name(rubric, case.root.parent if inside else rubric.parent): content_hash(rubric)}
+    found = {
+        _name(case.root, case.root.parent): content_hash(case.root, exclude=(rubric,)),
+        _name(rubric, case.root.parent if inside else rubric.parent): content_hash(rubric),
+    }
     found[_name(sub.file, tiers.layer_of(sub.file))] = content_hash(sub.file)
-    for kind, names in (("claude_md", sub.claude_md), ("skills", sub.skills),
-                        ("agents", sub.agents), ("mcp_servers", sub.mcp_servers)):
+    for kind, names in (
+        ("claude_md", sub.claude_md),
+        ("skills", sub.skills),
+        ("agents", sub.agents),
+        ("mcp_servers", sub.mcp_servers),
+    ):
         for name in names:
             path = tiers.resource_path(kind, name)  # type: ignore[arg-type]
             if kind == "skills":
@@ -74,8 +80,10 @@ def _scoring_inputs(case: Case, sub: Subtest, tiers: TierSet) -> tuple[str, str]
     """The names, in `input_hashes`, of the rubric and of the tier file."""
     rubric = case.rubric.path.resolve()
     inside = rubric.is_relative_to(case.root.resolve())
-    return (_name(rubric, case.root.parent if inside else rubric.parent),
-            _name(sub.file, tiers.layer_of(sub.file)))
+    return (
+        _name(rubric, case.root.parent if inside else rubric.parent),
+        _name(sub.file, tiers.layer_of(sub.file)),
+    )
 
 
 def subtest_conditions(sub: Subtest, tiers: TierSet) -> dict[str, Any]:
@@ -87,7 +95,8 @@ def subtest_conditions(sub: Subtest, tiers: TierSet) -> dict[str, Any]:
         prompt = sub.system_prompt.file
         fields["system_prompt"] = {
             "mode": sub.system_prompt.mode,
-            "file": None if prompt is None else content_hash(tiers.dir / prompt)}
+            "file": None if prompt is None else content_hash(tiers.dir / prompt),
+        }
     return fields
 
 
@@ -113,34 +122,50 @@ def differences(old: Any, new: Any, path: str = "") -> list[str]:
     if isinstance(old, dict) and isinstance(new, dict):
         found: list[str] = []
         for key in sorted(set(old) | set(new), key=str):
-            found += differences(old.get(key, ABSENT), new.get(key, ABSENT),
-                                 key if not path or path == "inputs" else f"{path}.{key}")
+            found += differences(
+                old.get(key, ABSENT),
+                new.get(key, ABSENT),
+                key if not path or path == "inputs" else f"{path}.{key}",
+            )
         return found
     if old == new:
         return []
     if old is ABSENT or new is ABSENT:
         return [f"{path}: {'added' if old is ABSENT else 'removed'}"]
-    if isinstance(old, str) and isinstance(new, str) and len(old) == len(new) >= 16 and \
-            all(c in "0123456789abcdef" for c in old + new):
+    if (
+        isinstance(old, str)
+        and isinstance(new, str)
+        and len(old) == len(new) >= 16
+        and all(c in "0123456789abcdef" for c in old + new)
+    ):
         return [f"{path}: changed"]  # a content hash (sha256, or its first 16 digits)
     return [f"{path}: {_shown(old)} -> {_shown(new)}"]
 
 
 def _shown(value: Any) -> str:
-    text = json.dumps(value, sort_keys=True, default=str) if not isinstance(value, str) \
-        else value
+    text = json.dumps(value, sort_keys=True, default=str) if not isinstance(value, str) else value
     return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _short(parts: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()
-                          ).hexdigest()[:16]
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def conditions(spec: RunSpec, tiers: TierSet, *, model: str, cli_version: str,
-               oracle: str | None, sandbox: str, judges: list[str], min_judges: int,
-               evaluation: str | None = None, container: dict[str, Any] | None = None,
-               panel: str = "full", agent: str = "claude-code") -> Conditions:
+def conditions(
+    spec: RunSpec,
+    tiers: TierSet,
+    *,
+    model: str,
+    cli_version: str,
+    oracle: str | None,
+    sandbox: str,
+    judges: list[str],
+    min_judges: int,
+    evaluation: str | None = None,
+    container: dict[str, Any] | None = None,
+    panel: str = "full",
+    agent: str = "claude-code",
+) -> Conditions:
     """The run's conditions. The config hash covers the inputs but the rubric (it only scores
     the run: a rubric edit calls for --scylla-rejudge, not a re-run) and the tier file (the
     resolved subtest stands for it: editing a neighbouring subtest changes nothing), plus model,
@@ -153,19 +178,38 @@ def conditions(spec: RunSpec, tiers: TierSet, *, model: str, cli_version: str,
     if evaluation is not None:
         inputs["evaluation"] = evaluation
     rubric, tier_file = _scoring_inputs(case, sub, tiers)
-    parts = json.loads(json.dumps({
-        "inputs": {k: v for k, v in inputs.items()
-                   if k not in (rubric, tier_file, "evaluation")},
-        "subtest": subtest_conditions(sub, tiers), "model": model, "cli": cli_version,
-        "oracle": oracle, "sandbox": sandbox, "max_turns": case.max_turns,
-        "timeout": case.timeout_seconds, "plugin": __version__,
-        **({"container": container} if container else {}),
-        **({"agent": agent} if agent != "claude-code" else {})},  # claude-code: as before
-        sort_keys=True, default=str))
+    parts = json.loads(
+        json.dumps(
+            {
+                "inputs": {
+                    k: v for k, v in inputs.items() if k not in (rubric, tier_file, "evaluation")
+                },
+                "subtest": subtest_conditions(sub, tiers),
+                "model": model,
+                "cli": cli_version,
+                "oracle": oracle,
+                "sandbox": sandbox,
+                "max_turns": case.max_turns,
+                "timeout": case.timeout_seconds,
+                "plugin": __version__,
+                **({"container": container} if container else {}),
+                **({"agent": agent} if agent != "claude-code" else {}),
+            },  # claude-code: as before
+            sort_keys=True,
+            default=str,
+        )
+    )
     config = _short(parts)
-    judge = _short({"rubric": inputs[rubric], "judges": judges, "min_judges": min_judges,
-                    "oracle": oracle, **({"evaluation": evaluation} if evaluation else {}),
-                    **({"panel": panel} if panel != "full" else {})})  # full: hashes as before
+    judge = _short(
+        {
+            "rubric": inputs[rubric],
+            "judges": judges,
+            "min_judges": min_judges,
+            "oracle": oracle,
+            **({"evaluation": evaluation} if evaluation else {}),
+            **({"panel": panel} if panel != "full" else {}),
+        }
+    )  # full: hashes as before
     return Conditions(inputs=inputs, config_hash=config, judge_hash=judge, config=parts)
 
 
@@ -176,32 +220,51 @@ def plugin_commit() -> str | None:
     if not (here / ".git").exists():
         return None
     try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True,
-                              text=True, timeout=10, check=True,
-                              env=credential_free()).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                               cwd=here, capture_output=True, text=True, timeout=10,
-                               check=True, env=credential_free()).stdout.strip()
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=here,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+            env=credential_free(),
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=here,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+            env=credential_free(),
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None
     return head + ("+dirty" if dirty else "")
 
 
-def manifest(records: list[dict[str, Any]], options: dict[str, Any] | None = None,
-             sources: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def manifest(
+    records: list[dict[str, Any]],
+    options: dict[str, Any] | None = None,
+    sources: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     """The experiment's manifest from its run records. `options` are the session's; `sources`
     the manifests of the folders a `scylla report` merged."""
     inputs = _input_digests(records)
     return {
         "written_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "plugin_version": __version__, "plugin_commit": plugin_commit(),
-        "python": sys.version.split()[0], "platform": platform.platform(),
+        "plugin_version": __version__,
+        "plugin_commit": plugin_commit(),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
         **_what_ran(records),
         "prices_as_of": pricing.PRICES_AS_OF,
-        "prices_usd_per_mtok": {m: {"input": i, "output": o}
-                                for m, (i, o) in pricing.PRICES.items()},
-        "inputs": {n: sorted(d)[0] if len(d) == 1 else sorted(d) for n, d in
-                   sorted(inputs.items())},
+        "prices_usd_per_mtok": {
+            m: {"input": i, "output": o} for m, (i, o) in pricing.PRICES.items()
+        },
+        "inputs": {
+            n: sorted(d)[0] if len(d) == 1 else sorted(d) for n, d in sorted(inputs.items())
+        },
         "inputs_changed_between_runs": sorted(n for n, d in inputs.items() if len(d) > 1),
         "source_commits": _source_commits(records),
         "config_hashes": dict(sorted((r["run_key"], r.get("config_hash")) for r in records)),
@@ -227,7 +290,8 @@ def _source_commits(records: list[dict[str, Any]]) -> dict[str, list[str]]:
         if rec.get("case") and (src.get("commit") or src.get("base_commit")):
             commits.setdefault(rec["case"], set()).add(
                 f"{src.get('repo') or src.get('path') or 'local'}@"
-                f"{src.get('commit') or src.get('base_commit')}")
+                f"{src.get('commit') or src.get('base_commit')}"
+            )
     return {c: sorted(v) for c, v in sorted(commits.items())}
 
 
@@ -237,11 +301,24 @@ def _what_ran(records: list[dict[str, Any]]) -> dict[str, Any]:
         "cli_versions": sorted({r["cli_version"] for r in records if r.get("cli_version")}),
         "agents": sorted({r["agent"] for r in records if r.get("agent")}),
         "agent_models": sorted({r["model"] for r in records if r.get("model")}),
-        "judge_models": sorted({j["judge_model"] for r in records for j in r.get("judges") or []
-                                if j.get("judge_model")}),
+        "judge_models": sorted(
+            {
+                j["judge_model"]
+                for r in records
+                for j in r.get("judges") or []
+                if j.get("judge_model")
+            }
+        ),
         "sandboxes": sorted({r["sandbox"] for r in records if r.get("sandbox")}),
-        "images": [{"ref": ref, "id": digest} for ref, digest in sorted(
-            {(str(i.get("ref")), str(i.get("id"))) for i in (r.get("image") for r in records)
-             if isinstance(i, dict)})],
+        "images": [
+            {"ref": ref, "id": digest}
+            for ref, digest in sorted(
+                {
+                    (str(i.get("ref")), str(i.get("id")))
+                    for i in (r.get("image") for r in records)
+                    if isinstance(i, dict)
+                }
+            )
+        ],
         "oracle_modes": sorted({r["oracle"] for r in records if r.get("oracle")}),
     }

@@ -29,8 +29,17 @@ DEFAULT_MAX_COST_USD = 2.0
 DEFAULT_MAX_TURNS = 50
 DEFAULT_CHECK_TIMEOUT_SECONDS = 60
 # The paper's workflow categories (Table 15); each is also a pytest marker.
-CATEGORIES = ("build-system", "ci-cd", "bug-fixing", "new-feature", "refactoring",
-              "optimization", "review", "documentation", "issue-filing")
+CATEGORIES = (
+    "build-system",
+    "ci-cd",
+    "bug-fixing",
+    "new-feature",
+    "refactoring",
+    "optimization",
+    "review",
+    "documentation",
+    "issue-filing",
+)
 
 
 @dataclass(frozen=True)
@@ -64,15 +73,25 @@ def source_url(doc: Document, repo: str, root: Path, problems: list[Problem]) ->
     if repo == SELF:
         top = next((p for p in (root, *root.parents) if (p / ".git").exists()), None)
         if top is None:
-            problems.append(doc.problem(("source", "repo"), f"repo: self, but no git repository "
-                                        f"holds {display(root)}; commit the case into one, or "
-                                        "name the repository's URL"))
+            problems.append(
+                doc.problem(
+                    ("source", "repo"),
+                    f"repo: self, but no git repository "
+                    f"holds {display(root)}; commit the case into one, or "
+                    "name the repository's URL",
+                )
+            )
         return str(top) if top else None
     if REMOTE.match(repo) or Path(repo).is_absolute():
         return repo
-    problems.append(doc.problem(("source", "repo"), f"repo '{repo}' is a relative path, which "
-                                "would be read from the harness's cache folder; write `self` for "
-                                "the repository this case lives in, or a URL or absolute path"))
+    problems.append(
+        doc.problem(
+            ("source", "repo"),
+            f"repo '{repo}' is a relative path, which "
+            "would be read from the harness's cache folder; write `self` for "
+            "the repository this case lives in, or a URL or absolute path",
+        )
+    )
     return None
 
 
@@ -104,23 +123,34 @@ class Case:
     milestones: tuple[str, ...] = ()  # check names in the order the task reaches them (R_Prog)
 
 
-def inside(doc: Document, where: tuple[str | int, ...], rel: str, root: Path,
-           want: Literal["file", "dir", "any"], problems: list[Problem]) -> Path | None:
+def inside(
+    doc: Document,
+    where: tuple[str | int, ...],
+    rel: str,
+    root: Path,
+    want: Literal["file", "dir", "any"],
+    problems: list[Problem],
+) -> Path | None:
     """Resolve `rel` inside `root`; on any problem, record it and return None."""
     what = {"file": "a file", "dir": "a folder", "any": "a file or folder"}[want]
     if Path(rel).is_absolute():
-        problems.append(doc.problem(where, f"'{rel}' is an absolute path; use a path relative "
-                                    f"to {display(root)}"))
+        problems.append(
+            doc.problem(
+                where, f"'{rel}' is an absolute path; use a path relative to {display(root)}"
+            )
+        )
         return None
     target = (root / rel).resolve()
     if not target.is_relative_to(root.resolve()):
-        problems.append(doc.problem(where, f"'{rel}' points outside {display(root)}; "
-                                    f"expected {what} inside it"))
+        problems.append(
+            doc.problem(where, f"'{rel}' points outside {display(root)}; expected {what} inside it")
+        )
         return None
     ok = {"file": target.is_file, "dir": target.is_dir, "any": target.exists}[want]()
     if not ok:
-        problems.append(doc.problem(where, f"'{rel}' not found: expected {what} at "
-                                    f"{display(root / rel)}"))
+        problems.append(
+            doc.problem(where, f"'{rel}' not found: expected {what} at {display(root / rel)}")
+        )
         return None
     return target
 
@@ -128,24 +158,33 @@ def inside(doc: Document, where: tuple[str | int, ...], rel: str, root: Path,
 def _check(raw: dict[str, Any]) -> Check:
     run = raw["run"]
     stdout = raw.get("expect_stdout")
-    return Check(name=raw["name"], run=run if isinstance(run, str) else tuple(run),
-                 expect_exit=raw.get("expect_exit", 0),
-                 expect_stdout=next(iter(stdout.items())) if stdout else None,
-                 timeout_seconds=raw.get("timeout_seconds", DEFAULT_CHECK_TIMEOUT_SECONDS),
-                 description=raw.get("description", ""))
+    return Check(
+        name=raw["name"],
+        run=run if isinstance(run, str) else tuple(run),
+        expect_exit=raw.get("expect_exit", 0),
+        expect_stdout=next(iter(stdout.items())) if stdout else None,
+        timeout_seconds=raw.get("timeout_seconds", DEFAULT_CHECK_TIMEOUT_SECONDS),
+        description=raw.get("description", ""),
+    )
 
 
-def _rubric_for(doc: Document, ref: str, root: Path, rubrics_dir: Path,
-                problems: list[Problem]) -> Rubric | None:
+def _rubric_for(
+    doc: Document, ref: str, root: Path, rubrics_dir: Path, problems: list[Problem]
+) -> Rubric | None:
     """A rubric file inside the case, or a shared rubric named under `rubrics_dir`."""
     if "/" not in ref and "\\" not in ref and not ref.endswith((".yaml", ".yml")):
         shared = rubrics_dir / f"{ref}.yaml"
         if not shared.is_file() and (PACKAGED_RUBRICS / f"{ref}.yaml").is_file():
             shared = PACKAGED_RUBRICS / f"{ref}.yaml"  # the package's shared rubrics
         if not shared.is_file():
-            problems.append(doc.problem(("rubric",), f"rubric '{ref}' not found: expected "
-                                        f"{display(shared)} (a shared rubric) or a .yaml file "
-                                        "in the case"))
+            problems.append(
+                doc.problem(
+                    ("rubric",),
+                    f"rubric '{ref}' not found: expected "
+                    f"{display(shared)} (a shared rubric) or a .yaml file "
+                    "in the case",
+                )
+            )
             return None
         path: Path | None = shared
     else:
@@ -166,8 +205,13 @@ def load_case(file: Path, rubrics_dir: Path, known_tiers: Collection[str] | None
     data, root = doc.data, file.parent
     problems: list[Problem] = []
     if data["id"] != root.name:
-        problems.append(doc.problem(("id",), f"id '{data['id']}' differs from the case folder "
-                                    f"name '{root.name}'; make them equal"))
+        problems.append(
+            doc.problem(
+                ("id",),
+                f"id '{data['id']}' differs from the case folder "
+                f"name '{root.name}'; make them equal",
+            )
+        )
     source = _source(doc, root, problems)
     prompt = _prompt(doc, root, problems)
     hidden = _optional_path(doc, "hidden", root, "dir", problems)
@@ -187,16 +231,29 @@ def load_case(file: Path, rubrics_dir: Path, known_tiers: Collection[str] | None
     assert prompt is not None
     assert rubric is not None
     return Case(
-        id=data["id"], name=data["name"], category=data["category"], root=root, file=file,
-        line=doc.line(("id",)), source=source, prompt=prompt, rubric=rubric, checks=checks,
-        description=data.get("description", ""), tags=tuple(data.get("tags", [])),
+        id=data["id"],
+        name=data["name"],
+        category=data["category"],
+        root=root,
+        file=file,
+        line=doc.line(("id",)),
+        source=source,
+        prompt=prompt,
+        rubric=rubric,
+        checks=checks,
+        description=data.get("description", ""),
+        tags=tuple(data.get("tags", [])),
         size=data.get("size"),
         timeout_seconds=data.get("timeout_seconds", DEFAULT_TIMEOUT_SECONDS),
         max_cost_usd=float(data.get("max_cost_usd", DEFAULT_MAX_COST_USD)),
-        max_turns=data.get("max_turns", DEFAULT_MAX_TURNS), hidden=hidden, solution=solution,
+        max_turns=data.get("max_turns", DEFAULT_MAX_TURNS),
+        hidden=hidden,
+        solution=solution,
         tiers=tuple(data["tiers"]) if "tiers" in data else None,
-        protected=tuple(data.get("protected", ())), image=data.get("image"),
-        milestones=tuple(data.get("milestones", ())))
+        protected=tuple(data.get("protected", ())),
+        image=data.get("image"),
+        milestones=tuple(data.get("milestones", ())),
+    )
 
 
 def _source(doc: Document, root: Path, problems: list[Problem]) -> Source:
@@ -215,15 +272,24 @@ def _prompt(doc: Document, root: Path, problems: list[Problem]) -> Path | None:
     prompt = inside(doc, ("prompt",), doc.data["prompt"], root, "file", problems)
     try:
         if prompt is not None and not read_text(prompt).strip():
-            problems.append(doc.problem(("prompt",), f"prompt file {display(prompt)} is empty; "
-                                        "write the task the agent is given"))
+            problems.append(
+                doc.problem(
+                    ("prompt",),
+                    f"prompt file {display(prompt)} is empty; write the task the agent is given",
+                )
+            )
     except SpecError as exc:  # not UTF-8, or a control character: named where it is
         problems.extend(exc.problems)
     return prompt
 
 
-def _optional_path(doc: Document, key: str, root: Path, want: Literal["file", "dir", "any"],
-                   problems: list[Problem]) -> Path | None:
+def _optional_path(
+    doc: Document,
+    key: str,
+    root: Path,
+    want: Literal["file", "dir", "any"],
+    problems: list[Problem],
+) -> Path | None:
     """The path under `key` resolved inside the case, when the case gives one."""
     return inside(doc, (key,), doc.data[key], root, want, problems) if key in doc.data else None
 
@@ -236,52 +302,84 @@ def _check_names(
     names: dict[str, int] = {}
     for i, check in enumerate(checks):
         if check.name in names:
-            problems.append(doc.problem(("checks", i), f"duplicate check name '{check.name}' "
-                                        f"(first at line {names[check.name]})"))
+            problems.append(
+                doc.problem(
+                    ("checks", i),
+                    f"duplicate check name '{check.name}' (first at line {names[check.name]})",
+                )
+            )
         names.setdefault(check.name, doc.line(("checks", i)))
         if check.expect_stdout and check.expect_stdout[0] == "regex":
             try:
                 re.compile(check.expect_stdout[1], re.MULTILINE)
             except re.error as exc:  # found now, not after the agent has run
-                problems.append(doc.problem(("checks", i, "expect_stdout", "regex"),
-                                            f"the regex does not compile: {exc.msg} at "
-                                            f"position {exc.pos}; fix the pattern"))
+                problems.append(
+                    doc.problem(
+                        ("checks", i, "expect_stdout", "regex"),
+                        f"the regex does not compile: {exc.msg} at "
+                        f"position {exc.pos}; fix the pattern",
+                    )
+                )
     return names
 
 
-def _validate_source_folder(doc: Document, folder: Path, hidden: Path | None,
-                            solution: Path | None, problems: list[Problem]) -> None:
+def _validate_source_folder(
+    doc: Document, folder: Path, hidden: Path | None, solution: Path | None, problems: list[Problem]
+) -> None:
     """The agent gets a copy of the source folder: it must hold nothing the agent must not see."""
-    for what, path in (("the hidden tests", hidden), ("the solution", solution),
-                       ("the case file", doc.path)):
+    for what, path in (
+        ("the hidden tests", hidden),
+        ("the solution", solution),
+        ("the case file", doc.path),
+    ):
         if path is not None and path.resolve().is_relative_to(folder.resolve()):
-            problems.append(doc.problem(("source", "path"), f"source.path "
-                                        f"'{doc.data['source']['path']}' contains {what} "
-                                        f"({display(path)}), which the agent must not "
-                                        "see; point it at a folder with the code only"))
+            problems.append(
+                doc.problem(
+                    ("source", "path"),
+                    f"source.path "
+                    f"'{doc.data['source']['path']}' contains {what} "
+                    f"({display(path)}), which the agent must not "
+                    "see; point it at a folder with the code only",
+                )
+            )
 
 
 def _validate_milestones(doc: Document, names: dict[str, int], problems: list[Problem]) -> None:
     """Every milestone must name one of the case's checks."""
     for i, name in enumerate(doc.data.get("milestones", [])):
         if name not in names:
-            problems.append(doc.problem(("milestones", i), f"milestone '{name}' is not one of "
-                                        f"the case's checks: {', '.join(names)}"))
+            problems.append(
+                doc.problem(
+                    ("milestones", i),
+                    f"milestone '{name}' is not one of the case's checks: {', '.join(names)}",
+                )
+            )
 
 
 def _validate_tiers(doc: Document, known_tiers: Collection[str], problems: list[Problem]) -> None:
     """Every tier the case lists must be a known one."""
     for i, tier in enumerate(doc.data.get("tiers", [])):
         if tier not in known_tiers:
-            problems.append(doc.problem(("tiers", i), f"unknown tier '{tier}'; known tiers: "
-                                        f"{', '.join(known_tiers) or 'none'}"))
+            problems.append(
+                doc.problem(
+                    ("tiers", i),
+                    f"unknown tier '{tier}'; known tiers: {', '.join(known_tiers) or 'none'}",
+                )
+            )
 
 
-def _validate_item_checks(rubric: Rubric, file: Path, names: dict[str, int],
-                          problems: list[Problem]) -> None:
+def _validate_item_checks(
+    rubric: Rubric, file: Path, names: dict[str, int], problems: list[Problem]
+) -> None:
     """Every check a rubric item names must be one the case defines."""
     for item in rubric.items:
         if item.check is not None and item.check not in names:
-            problems.append(Problem(rubric.path, item.line, f"item '{item.id}' names check "
-                                    f"'{item.check}', which {display(file)} does not define;"
-                                    f" its checks: {', '.join(names)}"))
+            problems.append(
+                Problem(
+                    rubric.path,
+                    item.line,
+                    f"item '{item.id}' names check "
+                    f"'{item.check}', which {display(file)} does not define;"
+                    f" its checks: {', '.join(names)}",
+                )
+            )

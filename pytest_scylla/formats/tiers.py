@@ -84,9 +84,12 @@ def tier_sources(dirs: Sequence[Path]) -> dict[str, str]:
     """Where each tier comes from: the package (with its version) or a project's file."""
     from pytest_scylla import __version__
 
-    return {name: f"packaged (pytest-scylla {__version__})"
-            if path.resolve().is_relative_to(PACKAGED.resolve()) else str(path)
-            for name, path in tier_files(dirs).items()}
+    return {
+        name: f"packaged (pytest-scylla {__version__})"
+        if path.resolve().is_relative_to(PACKAGED.resolve())
+        else str(path)
+        for name, path in tier_files(dirs).items()
+    }
 
 
 def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
@@ -132,33 +135,56 @@ class TierSet:
         data = doc.data
         problems: list[Problem] = []
         if data["tier"] != name:
-            problems.append(doc.problem(("tier",), f"tier '{data['tier']}' differs from the file "
-                                        f"name '{path.name}'; make them equal"))
+            problems.append(
+                doc.problem(
+                    ("tier",),
+                    f"tier '{data['tier']}' differs from the file "
+                    f"name '{path.name}'; make them equal",
+                )
+            )
         numbers: dict[str, str] = {}
         subtests = []
         for sub_name, raw in data["subtests"].items():
             where = ("subtests", sub_name)
             if sub_name[:2] in numbers:
-                problems.append(doc.problem(where, f"subtests '{numbers[sub_name[:2]]}' and "
-                                            f"'{sub_name}' share the number {sub_name[:2]}; "
-                                            "each subtest needs its own two-digit prefix"))
+                problems.append(
+                    doc.problem(
+                        where,
+                        f"subtests '{numbers[sub_name[:2]]}' and "
+                        f"'{sub_name}' share the number {sub_name[:2]}; "
+                        "each subtest needs its own two-digit prefix",
+                    )
+                )
             numbers.setdefault(sub_name[:2], sub_name)
             subtests.append(self._subtest(doc, name, sub_name, raw, where, problems))
         if problems:
             raise SpecError(problems)
-        return Tier(name=name, title=data["name"], description=data.get("description", ""),
-                    file=path, subtests=tuple(sorted(subtests, key=lambda s: s.name)))
+        return Tier(
+            name=name,
+            title=data["name"],
+            description=data.get("description", ""),
+            file=path,
+            subtests=tuple(sorted(subtests, key=lambda s: s.name)),
+        )
 
-    def _subtest(self, doc: Document, tier: str, name: str, raw: dict[str, Any],
-                 where: tuple[str, ...], problems: list[Problem]) -> Subtest:
+    def _subtest(
+        self,
+        doc: Document,
+        tier: str,
+        name: str,
+        raw: dict[str, Any],
+        where: tuple[str, ...],
+        problems: list[Problem],
+    ) -> Subtest:
         prompt = None
         raw_prompt = raw.get("system_prompt")
         if isinstance(raw_prompt, str):
             prompt = SystemPrompt(mode=raw_prompt)  # type: ignore[arg-type]
         elif isinstance(raw_prompt, dict):
             mode, rel = next(iter(raw_prompt.items()))
-            file = inside(doc, (*where, "system_prompt", mode), rel, doc.path.parent, "file",
-                          problems)
+            file = inside(
+                doc, (*where, "system_prompt", mode), rel, doc.path.parent, "file", problems
+            )
             prompt = SystemPrompt(mode=mode, file=file)
         kinds: tuple[ResourceKind, ...] = ("claude_md", "skills", "agents", "mcp_servers")
         for kind in kinds:
@@ -170,19 +196,32 @@ class TierSet:
                         problems.append(doc.problem((*where, kind, i), problem.message))
         tools = raw.get("tools", {})
         return Subtest(
-            tier=tier, name=name, description=raw["description"], file=doc.path,
-            line=doc.line(where), extends=tuple(raw.get("extends", [])), system_prompt=prompt,
-            claude_md=tuple(raw.get("claude_md", [])), skills=tuple(raw.get("skills", [])),
-            agents=tuple(raw.get("agents", [])), mcp_servers=tuple(raw.get("mcp_servers", [])),
+            tier=tier,
+            name=name,
+            description=raw["description"],
+            file=doc.path,
+            line=doc.line(where),
+            extends=tuple(raw.get("extends", [])),
+            system_prompt=prompt,
+            claude_md=tuple(raw.get("claude_md", [])),
+            skills=tuple(raw.get("skills", [])),
+            agents=tuple(raw.get("agents", [])),
+            mcp_servers=tuple(raw.get("mcp_servers", [])),
             tools_allow=tuple(tools["allow"]) if "allow" in tools else None,
-            tools_deny=tuple(tools.get("deny", [])), settings=raw.get("settings", {}),
-            model=raw.get("model"))
+            tools_deny=tuple(tools.get("deny", [])),
+            settings=raw.get("settings", {}),
+            model=raw.get("model"),
+        )
 
     def resource_path(self, kind: ResourceKind, name: str) -> Path:
         """Where a named resource is: in the first layer that has it (else the first layer's
         place, for the error message)."""
-        rel = {"claude_md": f"blocks/{name}.md", "skills": f"skills/{name}/SKILL.md",
-               "agents": f"agents/{name}.md", "mcp_servers": f"mcp/{name}.json"}[kind]
+        rel = {
+            "claude_md": f"blocks/{name}.md",
+            "skills": f"skills/{name}/SKILL.md",
+            "agents": f"agents/{name}.md",
+            "mcp_servers": f"mcp/{name}.json",
+        }[kind]
         return next((d / rel for d in self.dirs if (d / rel).exists()), self.dir / rel)
 
     def layer_of(self, path: Path) -> Path:
@@ -190,14 +229,14 @@ class TierSet:
         resolved = path.resolve()
         return next((d for d in self.dirs if resolved.is_relative_to(d.resolve())), self.dir)
 
-
     def _resource(self, kind: ResourceKind, name: str) -> list[Problem]:
         """Problems with one named resource (checked once). A problem without a line means the
         resource is missing and is reported where it is named."""
         key = (kind, name)
         if key not in self._resource_problems:
-            self._resource_problems[key] = check_resource(kind, name,
-                                                          self.resource_path(kind, name))
+            self._resource_problems[key] = check_resource(
+                kind, name, self.resource_path(kind, name)
+            )
         return self._resource_problems[key]
 
     # -- composition ----------------------------------------------------------------------
@@ -230,21 +269,32 @@ class TierSet:
             try:
                 parents.append(self._compose(parent_ref, (*stack, ref)))
             except KeyError:
-                raise SpecError([doc_problem(
-                    f"{ref} extends '{parent_ref}', which does not exist; known subtests: "
-                    f"{', '.join(self.known_refs())}")]) from None
+                raise SpecError(
+                    [
+                        doc_problem(
+                            f"{ref} extends '{parent_ref}', which does not exist; known subtests: "
+                            f"{', '.join(self.known_refs())}"
+                        )
+                    ]
+                ) from None
         if not parents:
             return replace(own, system_prompt=own.system_prompt or SystemPrompt())
         problems, settled = [], {}
         for attr in ("system_prompt", "model"):
             # the values the parents set (a default system prompt sets nothing), one parent each
-            given = {repr(getattr(p, attr)): p for p in parents
-                     if getattr(p, attr) not in (None, SystemPrompt())}
+            given = {
+                repr(getattr(p, attr)): p
+                for p in parents
+                if getattr(p, attr) not in (None, SystemPrompt())
+            }
             settled[attr] = getattr(own, attr)
             if settled[attr] is None and len(given) > 1:
-                problems.append(doc_problem(
-                    f"{ref} extends {', '.join(p.ref for p in given.values())}, which set "
-                    f"different '{attr}' values; set '{attr}' in {ref} itself to settle it"))
+                problems.append(
+                    doc_problem(
+                        f"{ref} extends {', '.join(p.ref for p in given.values())}, which set "
+                        f"different '{attr}' values; set '{attr}' in {ref} itself to settle it"
+                    )
+                )
             elif settled[attr] is None and given:
                 settled[attr] = getattr(next(iter(given.values())), attr)
         if problems:
@@ -259,7 +309,8 @@ class TierSet:
             skills=_union(*(s.skills for s in chain)),
             agents=_union(*(s.agents for s in chain)),
             mcp_servers=_union(*(s.mcp_servers for s in chain)),
-            tools_allow=own.tools_allow if own.tools_allow is not None
+            tools_allow=own.tools_allow
+            if own.tools_allow is not None
             else (_union(*allows) if allows else None),
             tools_deny=_union(*(s.tools_deny for s in chain)),
             settings=functools.reduce(deep_merge, (s.settings for s in chain), {}),
@@ -271,9 +322,11 @@ class TierSet:
 
 def _problem_at(sub: Subtest, key: str) -> Any:
     """A factory of problems located at a subtest key (line looked up lazily)."""
+
     def make(message: str) -> Problem:
         doc = load_yaml(sub.file)
         return doc.problem(("subtests", sub.name, key), message)
+
     return make
 
 

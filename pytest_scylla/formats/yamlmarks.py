@@ -80,17 +80,21 @@ def read_text(path: Path) -> str:
     except UnicodeDecodeError as exc:
         start = exc.start + (3 if data.startswith(b"\xef\xbb\xbf") else 0)
         line = data.count(b"\n", 0, start) + 1
-        column = len(data[data.rfind(b"\n", 0, start) + 1:start].decode("utf-8", "replace")) + 1
-        raise SpecError.one(path, line, f"column {column}: byte 0x{data[start]:02x} is not "
-                            "UTF-8; save the file as UTF-8") from None
+        column = len(data[data.rfind(b"\n", 0, start) + 1 : start].decode("utf-8", "replace")) + 1
+        raise SpecError.one(
+            path,
+            line,
+            f"column {column}: byte 0x{data[start]:02x} is not UTF-8; save the file as UTF-8",
+        ) from None
     found = CONTROL.search(text)
     if found:
         line = text.count("\n", 0, found.start()) + 1
         column = found.start() - (text.rfind("\n", 0, found.start()) + 1) + 1
         code = ord(found.group())
         hint = " (a terminal colour code?)" if code == 0x1B else ""
-        raise SpecError.one(path, line, f"column {column}: control character U+{code:04X}"
-                            f"{hint}; remove it")
+        raise SpecError.one(
+            path, line, f"column {column}: control character U+{code:04X}{hint}; remove it"
+        )
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
@@ -154,8 +158,12 @@ def _build(
             if not isinstance(key, str):
                 raise SpecError.one(path, line, f"key {key!r} must be a string")
             if key in out:
-                raise SpecError.one(path, line, f"duplicate key '{key}' (first at line "
-                                    f"{lines[(*where, key)]}); keep one of them")
+                raise SpecError.one(
+                    path,
+                    line,
+                    f"duplicate key '{key}' (first at line "
+                    f"{lines[(*where, key)]}); keep one of them",
+                )
             lines[(*where, key)] = line
             out[key] = _build(loader, value_node, (*where, key), lines, path)
         return out
@@ -171,8 +179,9 @@ def _build(
 @cache
 def schema(name: str) -> dict[str, Any]:
     """A schema shipped in `pytest_scylla/formats/schemas/<name>.schema.json`."""
-    text = resources.files("pytest_scylla.formats.schemas").joinpath(
-        f"{name}.schema.json").read_text()
+    text = (
+        resources.files("pytest_scylla.formats.schemas").joinpath(f"{name}.schema.json").read_text()
+    )
     loaded: dict[str, Any] = json.loads(text)
     return loaded
 
@@ -187,8 +196,11 @@ def _validator(name: str) -> Any:
     from jsonschema import Draft202012Validator, validators
 
     checker = Draft202012Validator.TYPE_CHECKER.redefine(
-        "number", lambda _checker, value: Draft202012Validator.TYPE_CHECKER.is_type(
-            value, "number") and not _infinite(value))
+        "number",
+        lambda _checker, value: (
+            Draft202012Validator.TYPE_CHECKER.is_type(value, "number") and not _infinite(value)
+        ),
+    )
     return validators.extend(Draft202012Validator, type_checker=checker)(schema(name))
 
 
@@ -196,9 +208,13 @@ def validate(doc: Document, schema_name: str) -> None:
     """Raise a SpecError listing every way `doc` breaks the named schema."""
     errors = list(_validator(schema_name).iter_errors(doc.data))
     typed = {tuple(err.absolute_path) for err in errors if err.validator == "type"}
-    problems = [_problem(doc, err) for err in errors  # .inf: the type error alone, no minimum
-                if err.validator == "type" or not _infinite(err.instance)
-                or tuple(err.absolute_path) not in typed]
+    problems = [
+        _problem(doc, err)
+        for err in errors  # .inf: the type error alone, no minimum
+        if err.validator == "type"
+        or not _infinite(err.instance)
+        or tuple(err.absolute_path) not in typed
+    ]
     if problems:
         raise SpecError(problems)
 
@@ -216,13 +232,25 @@ def _loc(where: Where) -> str:
 
 
 def _kind(value: Any) -> str:
-    return {dict: "a mapping", list: "a list", str: "a string", bool: "true/false",
-            int: "an integer", float: "a number", type(None): "empty (null)"}.get(
-                type(value), type(value).__name__)
+    return {
+        dict: "a mapping",
+        list: "a list",
+        str: "a string",
+        bool: "true/false",
+        int: "an integer",
+        float: "a number",
+        type(None): "empty (null)",
+    }.get(type(value), type(value).__name__)
 
 
-_TYPES = {"object": "a mapping", "array": "a list", "string": "a string", "integer": "an integer",
-          "number": "a number", "boolean": "true or false"}
+_TYPES = {
+    "object": "a mapping",
+    "array": "a list",
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "true or false",
+}
 
 
 def _problem(doc: Document, err: Any) -> Problem:
@@ -236,8 +264,10 @@ def _problem(doc: Document, err: Any) -> Problem:
         unknown = [k for k in err.instance if k not in allowed]
         first = unknown[0] if unknown else ""
         names = ", ".join(f"'{k}'" for k in unknown)
-        return doc.problem((*where, first), f"unknown key {names} in {loc}; allowed keys: "
-                           f"{', '.join(sorted(allowed))}")
+        return doc.problem(
+            (*where, first),
+            f"unknown key {names} in {loc}; allowed keys: {', '.join(sorted(allowed))}",
+        )
     if kind == "required":
         missing = err.message.split("'")[1] if "'" in err.message else err.message
         return doc.problem(where, f"missing required key '{missing}' in {loc}")
@@ -248,18 +278,22 @@ def _problem(doc: Document, err: Any) -> Problem:
         wanted = err.validator_value
         wanted = [wanted] if isinstance(wanted, str) else wanted
         names = " or ".join(_TYPES.get(t, t) for t in wanted)
-        return doc.problem(where, f"{loc} must be {names}, not {_kind(err.instance)} "
-                           f"({err.instance!r})")
+        return doc.problem(
+            where, f"{loc} must be {names}, not {_kind(err.instance)} ({err.instance!r})"
+        )
     if kind == "enum":
         options = ", ".join(str(v) for v in err.validator_value)
         return doc.problem(where, f"{loc} is {err.instance!r}; expected one of: {options}")
     if kind == "propertyNames":
-        return doc.problem((*where, err.instance),
-                           f"name {err.instance!r} in {loc} is not allowed: "
-                           f"{err.message}")
+        return doc.problem(
+            (*where, err.instance), f"name {err.instance!r} in {loc} is not allowed: {err.message}"
+        )
     if kind == "pattern":
-        return doc.problem(where, f"{loc} is {err.instance!r}, which is not valid"
-                           f"{expected or f'; expected a match of {err.validator_value}'}")
+        return doc.problem(
+            where,
+            f"{loc} is {err.instance!r}, which is not valid"
+            f"{expected or f'; expected a match of {err.validator_value}'}",
+        )
     if kind in ("minItems", "minProperties", "minLength") and not err.instance:
         return doc.problem(where, f"{loc} must not be empty")
     if kind == "uniqueItems":

@@ -17,16 +17,23 @@ MAX_TOKENS = 4096
 
 
 def _add_usage(result: JudgeResult, usage: Any, model: str) -> None:
-    counts = {k: int(getattr(usage, k, 0) or 0) for k in (
-        "input_tokens", "output_tokens", "cache_creation_input_tokens",
-        "cache_read_input_tokens")}
+    counts = {
+        k: int(getattr(usage, k, 0) or 0)
+        for k in (
+            "input_tokens",
+            "output_tokens",
+            "cache_creation_input_tokens",
+            "cache_read_input_tokens",
+        )
+    }
     for key, value in counts.items():
         result.usage[key] = result.usage.get(key, 0) + value
     result.cost_usd += pricing.cost(model, counts)
 
 
-def ask(spec: JudgeSpec, prompt: Prompt, items: Sequence[RubricItem], base_url: str,
-        result: JudgeResult) -> None:
+def ask(
+    spec: JudgeSpec, prompt: Prompt, items: Sequence[RubricItem], base_url: str, result: JudgeResult
+) -> None:
     """Through the session's judge service when this process has one, else here."""
     if not service.ask_remote(spec, prompt, items, base_url, result):
         ask_here(spec, prompt, items, base_url, result)
@@ -35,12 +42,12 @@ def ask(spec: JudgeSpec, prompt: Prompt, items: Sequence[RubricItem], base_url: 
 def _client(base_url: str) -> Any:
     import anthropic
 
-    return anthropic.Anthropic(base_url=base_url, api_key=DUMMY_KEY, max_retries=2,
-                               timeout=300.0)
+    return anthropic.Anthropic(base_url=base_url, api_key=DUMMY_KEY, max_retries=2, timeout=300.0)
 
 
-def ask_here(spec: JudgeSpec, prompt: Prompt, items: Sequence[RubricItem], base_url: str,
-             result: JudgeResult) -> None:
+def ask_here(
+    spec: JudgeSpec, prompt: Prompt, items: Sequence[RubricItem], base_url: str, result: JudgeResult
+) -> None:
     # a client per call (the URL names the call's gateway route), closed after it: its pooled
     # connections would otherwise stay open until the garbage collector finds it
     with _client(base_url) as client:
@@ -56,8 +63,14 @@ class SharedClient:
         self._client: Any = None
         self._lock = threading.Lock()
 
-    def __call__(self, spec: JudgeSpec, prompt: Prompt, items: Sequence[RubricItem],
-                 base_url: str, result: JudgeResult) -> None:
+    def __call__(
+        self,
+        spec: JudgeSpec,
+        prompt: Prompt,
+        items: Sequence[RubricItem],
+        base_url: str,
+        result: JudgeResult,
+    ) -> None:
         with self._lock:
             if self._client is None:
                 self._client = _client(base_url)
@@ -69,21 +82,29 @@ class SharedClient:
                 self._client.close()
 
 
-def _converse(client: Any, spec: JudgeSpec, prompt: Prompt, items: Sequence[RubricItem],
-              result: JudgeResult) -> None:
+def _converse(
+    client: Any, spec: JudgeSpec, prompt: Prompt, items: Sequence[RubricItem], result: JudgeResult
+) -> None:
     messages: list[dict[str, Any]] = [_question(prompt)]
     create: Any = client.messages.create  # plain dicts, as the API documents them
     for _ in range(MAX_ATTEMPTS):
         result.attempts += 1
-        response = create(model=spec.model, max_tokens=MAX_TOKENS, system=prompt.system,
-                          tools=[verdict.tool(items)],
-                          tool_choice={"type": "tool", "name": verdict.TOOL_NAME},
-                          messages=messages)
+        response = create(
+            model=spec.model,
+            max_tokens=MAX_TOKENS,
+            system=prompt.system,
+            tools=[verdict.tool(items)],
+            tool_choice={"type": "tool", "name": verdict.TOOL_NAME},
+            messages=messages,
+        )
         result.response_model = response.model
         _add_usage(result, response.usage, response.model or spec.model)
         call = next((b for b in response.content if b.type == "tool_use"), None)
-        found = (["no submit_verdict call in the answer"] if call is None
-                 else verdict.problems(call.input, items))
+        found = (
+            ["no submit_verdict call in the answer"]
+            if call is None
+            else verdict.problems(call.input, items)
+        )
         if not found and call is not None:
             result.valid, result.verdict = True, dict(call.input)
             return
@@ -93,17 +114,38 @@ def _converse(client: Any, spec: JudgeSpec, prompt: Prompt, items: Sequence[Rubr
 
 def _question(prompt: Prompt) -> dict[str, Any]:
     """The first message: the cacheable prefix (task and rubric), then the run's material."""
-    return {"role": "user", "content": [
-        {"type": "text", "text": prompt.prefix, "cache_control": {"type": "ephemeral"}},
-        {"type": "text", "text": prompt.material}]}
+    return {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": prompt.prefix, "cache_control": {"type": "ephemeral"}},
+            {"type": "text", "text": prompt.material},
+        ],
+    }
 
 
 def _rejection(response: Any, call: Any, found: list[str]) -> list[dict[str, Any]]:
     """The judge's rejected answer and the reply that asks for a valid verdict again."""
-    feedback = ("The verdict was not accepted: " + "; ".join(found)
-                + ". Call submit_verdict again with a complete, valid verdict.")
-    return [{"role": "assistant",
-             "content": [b.model_dump(exclude_none=True) for b in response.content]},
-            {"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": call.id, "is_error": True,
-                 "content": feedback}] if call is not None else feedback}]
+    feedback = (
+        "The verdict was not accepted: "
+        + "; ".join(found)
+        + ". Call submit_verdict again with a complete, valid verdict."
+    )
+    return [
+        {
+            "role": "assistant",
+            "content": [b.model_dump(exclude_none=True) for b in response.content],
+        },
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": call.id,
+                    "is_error": True,
+                    "content": feedback,
+                }
+            ]
+            if call is not None
+            else feedback,
+        },
+    ]

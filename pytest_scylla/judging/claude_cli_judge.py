@@ -22,8 +22,9 @@ from pytest_scylla.run.agents import claude_code
 TIMEOUT_SECONDS = 600
 
 
-def ask(spec: JudgeSpec, prompt: Prompt, items: Sequence[RubricItem], base_url: str,
-        result: JudgeResult) -> None:
+def ask(
+    spec: JudgeSpec, prompt: Prompt, items: Sequence[RubricItem], base_url: str, result: JudgeResult
+) -> None:
     cli = claude_code.find_cli(os.environ.get("SCYLLA_JUDGE_CLI"))
     neutral = claim_private()  # removed by the next session if this one is killed
     try:
@@ -32,29 +33,45 @@ def ask(spec: JudgeSpec, prompt: Prompt, items: Sequence[RubricItem], base_url: 
         question = prompt.prefix + "\n\n" + prompt.material
         for _ in range(MAX_ATTEMPTS):
             result.attempts += 1
-            done = subprocess.run(argv, input=question, cwd=neutral, env=env,
-                                  capture_output=True, text=True, timeout=TIMEOUT_SECONDS)
+            done = subprocess.run(
+                argv,
+                input=question,
+                cwd=neutral,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=TIMEOUT_SECONDS,
+            )
             answer = _answer(done, result)
             if answer is None:
                 continue
             given = answer.get("structured_output")
-            found = (["no structured output in the result: "
-                      + str(answer.get("result"))[:200]] if given is None
-                     else verdict.problems(given, items))
+            found = (
+                ["no structured output in the result: " + str(answer.get("result"))[:200]]
+                if given is None
+                else verdict.problems(given, items)
+            )
             if not found:
                 result.valid, result.verdict = True, given
                 return
             result.errors.append("; ".join(found))
-            question += ("\n\nYour previous verdict was not accepted: " + "; ".join(found)
-                         + ". Give a complete, valid verdict.")
+            question += (
+                "\n\nYour previous verdict was not accepted: "
+                + "; ".join(found)
+                + ". Give a complete, valid verdict."
+            )
     finally:
         release_private(neutral)
 
 
 def _environment(base_url: str, neutral: Path) -> dict[str, str]:
     """The CLI's environment: a neutral home, the gateway, and the API key or the CLI login."""
-    env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": str(neutral),
-           **claude_code.FIXED_ENV, "ANTHROPIC_BASE_URL": base_url}
+    env = {
+        "PATH": os.environ.get("PATH", os.defpath),
+        "HOME": str(neutral),
+        **claude_code.FIXED_ENV,
+        "ANTHROPIC_BASE_URL": base_url,
+    }
     login = Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude")
     has_key = os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")
     if has_key or not (login / ".credentials.json").exists():
@@ -64,13 +81,27 @@ def _environment(base_url: str, neutral: Path) -> dict[str, str]:
     return env
 
 
-def _command(cli: Path, spec: JudgeSpec, prompt: Prompt,
-             items: Sequence[RubricItem]) -> list[str]:
+def _command(cli: Path, spec: JudgeSpec, prompt: Prompt, items: Sequence[RubricItem]) -> list[str]:
     """`claude -p` with no tools or settings, the verdict forced into the schema's shape."""
-    return [str(cli), "-p", "--output-format", "json", "--tools", "", "--json-schema",
-            json.dumps(verdict.schema(items)), "--model", spec.model, "--max-turns", "3",
-            "--no-session-persistence", "--setting-sources", "", "--system-prompt",
-            prompt.system]
+    return [
+        str(cli),
+        "-p",
+        "--output-format",
+        "json",
+        "--tools",
+        "",
+        "--json-schema",
+        json.dumps(verdict.schema(items)),
+        "--model",
+        spec.model,
+        "--max-turns",
+        "3",
+        "--no-session-persistence",
+        "--setting-sources",
+        "",
+        "--system-prompt",
+        prompt.system,
+    ]
 
 
 def _answer(done: subprocess.CompletedProcess[str], result: JudgeResult) -> dict[str, Any] | None:
@@ -78,8 +109,10 @@ def _answer(done: subprocess.CompletedProcess[str], result: JudgeResult) -> dict
     try:
         answer: dict[str, Any] = json.loads(done.stdout)
     except ValueError:
-        result.errors.append(f"claude exited {done.returncode} without a JSON result: "
-                             f"{(done.stderr or done.stdout).strip()[-300:]}")
+        result.errors.append(
+            f"claude exited {done.returncode} without a JSON result: "
+            f"{(done.stderr or done.stdout).strip()[-300:]}"
+        )
         return None
     for key, value in (answer.get("usage") or {}).items():
         if isinstance(value, int):

@@ -19,10 +19,31 @@ from pytest_scylla.run.gateway import gemini_wire
 DUMMY_KEY = "scylla-judge-dummy-key-the-gateway-holds-the-real-one"
 # the JSON Schema keywords Gemini's `responseJsonSchema` takes (Google's documentation); the
 # verdict schema's others are rewritten (`const`) or left to `verdict.problems` (`minLength`)
-SUPPORTED = frozenset({"$id", "$defs", "$ref", "$anchor", "type", "format", "title",
-                       "description", "enum", "items", "prefixItems", "minItems", "maxItems",
-                       "minimum", "maximum", "anyOf", "oneOf", "properties",
-                       "additionalProperties", "required", "propertyOrdering"})
+SUPPORTED = frozenset(
+    {
+        "$id",
+        "$defs",
+        "$ref",
+        "$anchor",
+        "type",
+        "format",
+        "title",
+        "description",
+        "enum",
+        "items",
+        "prefixItems",
+        "minItems",
+        "maxItems",
+        "minimum",
+        "maximum",
+        "anyOf",
+        "oneOf",
+        "properties",
+        "additionalProperties",
+        "required",
+        "propertyOrdering",
+    }
+)
 
 
 def response_schema(node: Any) -> Any:
@@ -47,35 +68,62 @@ def response_schema(node: Any) -> Any:
 def _text(data: dict[str, Any]) -> tuple[str, str | None]:
     """The answer's text (its thought parts left out), or why there is none."""
     candidates = data.get("candidates")
-    first = candidates[0] if isinstance(candidates, list) and candidates and isinstance(
-        candidates[0], dict) else {}
+    first = (
+        candidates[0]
+        if isinstance(candidates, list) and candidates and isinstance(candidates[0], dict)
+        else {}
+    )
     parts = (first.get("content") or {}).get("parts") or []
-    text = "".join(str(p.get("text") or "") for p in parts
-                   if isinstance(p, dict) and not p.get("thought"))
+    text = "".join(
+        str(p.get("text") or "") for p in parts if isinstance(p, dict) and not p.get("thought")
+    )
     if text:
         return text, None
     blocked = (data.get("promptFeedback") or {}).get("blockReason")
-    return "", (f"no answer text (finishReason {first.get('finishReason')}"
-                + (f", blockReason {blocked}" if blocked else "") + ")")
+    return "", (
+        f"no answer text (finishReason {first.get('finishReason')}"
+        + (f", blockReason {blocked}" if blocked else "")
+        + ")"
+    )
 
 
-def ask(spec: JudgeSpec, prompt: Prompt, items: Sequence[RubricItem], base_url: str,
-        result: JudgeResult) -> None:
+def ask(
+    spec: JudgeSpec, prompt: Prompt, items: Sequence[RubricItem], base_url: str, result: JudgeResult
+) -> None:
     import httpx
 
     url = f"{base_url.rstrip('/')}/v1beta/models/{spec.model}:generateContent"
     headers = {"content-type": "application/json", "x-goog-api-key": DUMMY_KEY}
-    contents: list[dict[str, Any]] = [{"role": "user", "parts": [
-        {"text": prompt.prefix + "\n\n" + prompt.material
-         + "\n\nAnswer with the verdict as JSON matching the given schema."}]}]
-    config = {"responseMimeType": "application/json",
-              "responseJsonSchema": response_schema(verdict.schema(items)), "temperature": 0}
+    contents: list[dict[str, Any]] = [
+        {
+            "role": "user",
+            "parts": [
+                {
+                    "text": prompt.prefix
+                    + "\n\n"
+                    + prompt.material
+                    + "\n\nAnswer with the verdict as JSON matching the given schema."
+                }
+            ],
+        }
+    ]
+    config = {
+        "responseMimeType": "application/json",
+        "responseJsonSchema": response_schema(verdict.schema(items)),
+        "temperature": 0,
+    }
     with httpx.Client(timeout=300.0) as client:
         for _ in range(MAX_ATTEMPTS):
             result.attempts += 1
-            reply = client.post(url, headers=headers, json={
-                "systemInstruction": {"parts": [{"text": prompt.system}]},
-                "contents": contents, "generationConfig": config})
+            reply = client.post(
+                url,
+                headers=headers,
+                json={
+                    "systemInstruction": {"parts": [{"text": prompt.system}]},
+                    "contents": contents,
+                    "generationConfig": config,
+                },
+            )
             if reply.is_error:  # the gateway's message (no key, budget spent) or Google's
                 raise RuntimeError(f"HTTP {reply.status_code}: {reply.text[:500]}")
             data = reply.json()
@@ -86,11 +134,12 @@ def ask(spec: JudgeSpec, prompt: Prompt, items: Sequence[RubricItem], base_url: 
                 result.usage[key] = result.usage.get(key, 0) + value
             result.cost_usd += pricing.cost(model, counts)  # as the gateway prices it
             text, missing = _text(data)
-            answer, found = verdict.from_json(text, items) if missing is None else (None,
-                                                                                    [missing])
+            answer, found = verdict.from_json(text, items) if missing is None else (None, [missing])
             if not found:
                 result.valid, result.verdict = True, answer
                 return
             result.errors.append("; ".join(found))
-            contents += [{"role": "model", "parts": [{"text": text or "(no answer)"}]},
-                         {"role": "user", "parts": [{"text": verdict.again(found)}]}]
+            contents += [
+                {"role": "model", "parts": [{"text": text or "(no answer)"}]},
+                {"role": "user", "parts": [{"text": verdict.again(found)}]},
+            ]

@@ -49,9 +49,12 @@ def oracle_verdict(items: list[RubricItem], results: list[checks.CheckResult]) -
     (in quarter points), so a run that passes its checks scores high and one that fails low."""
     share = sum(r.passed for r in results) / len(results) if results else 1.0
     reason = f"oracle judge: {sum(r.passed for r in results)} of {len(results)} checks passed"
-    return {"items": {i.id: {"achieved": round(i.points * share * 4) / 4, "reason": reason}
-                      for i in items},
-            "reasoning": f"SIMULATED verdict derived from the checks ({reason})."}
+    return {
+        "items": {
+            i.id: {"achieved": round(i.points * share * 4) / 4, "reason": reason} for i in items
+        },
+        "reasoning": f"SIMULATED verdict derived from the checks ({reason}).",
+    }
 
 
 def upstream_of(spec: JudgeSpec, oracle: bool) -> tuple[str, str | None]:
@@ -83,18 +86,26 @@ def judge(case: Case, key: str, run_dir: Path, rt: Runtime, evidence: Evidence) 
         valid = [scoring.score(case.rubric, from_checks)]
     need = _judges_needed(rt) if items else 1
     out: RunRecord = {
-        "judges": verdicts, "valid_judges": len(valid), "min_judges": need,
+        "judges": verdicts,
+        "valid_judges": len(valid),
+        "min_judges": need,
         "judge_cost_usd": round(sum(r.cost_usd for r in panel), 6),
         "judge_duration_seconds": round(time.monotonic() - began, 3),
         "judge_tokens": pricing.token_totals({r.model: r.usage for r in panel}),
-        "consensus": None}
+        "consensus": None,
+    }
     if adaptive is not None:
         out["panel"] = adaptive
     if len(valid) >= need:
         panel_verdict = scoring.consensus(case.rubric, valid)
         out["consensus"] = asdict(panel_verdict)
-        out.update({"score": panel_verdict.score, "impl_rate": panel_verdict.impl_rate,
-                    "grade": panel_verdict.grade})
+        out.update(
+            {
+                "score": panel_verdict.score,
+                "impl_rate": panel_verdict.impl_rate,
+                "grade": panel_verdict.grade,
+            }
+        )
     return out
 
 
@@ -103,47 +114,76 @@ def _judges_needed(rt: Runtime) -> int:
     return max(1, min(rt.settings.min_judges, len(rt.settings.judges)))
 
 
-def _ask_panel(case: Case, key: str, run_dir: Path, rt: Runtime, evidence: Evidence,
-               items: list[RubricItem], from_checks: dict[str, Any]
-               ) -> tuple[list[JudgeResult], dict[str, Any] | None]:
+def _ask_panel(
+    case: Case,
+    key: str,
+    run_dir: Path,
+    rt: Runtime,
+    evidence: Evidence,
+    items: list[RubricItem],
+    from_checks: dict[str, Any],
+) -> tuple[list[JudgeResult], dict[str, Any] | None]:
     """The panel's answers (see `_ask`), each judge through a gateway route of its own."""
     results = evidence.checks
-    prompt = judge_prompt.build(case, items, evidence.final_message, evidence.diff,
-                                evidence.files, [r.to_json() for r in results])
-    script = (Script(mode="judge", workspace=run_dir, files=(),
-                     verdict=oracle_verdict(items, results)) if rt.settings.oracle else None)
+    prompt = judge_prompt.build(
+        case,
+        items,
+        evidence.final_message,
+        evidence.diff,
+        evidence.files,
+        [r.to_json() for r in results],
+    )
+    script = (
+        Script(mode="judge", workspace=run_dir, files=(), verdict=oracle_verdict(items, results))
+        if rt.settings.oracle
+        else None
+    )
     routes: list[Route] = []
     base_url = _route_opener(key, run_dir, rt, script, routes)
     try:
-        return _ask(rt.settings.judges, rt.settings.panel, _judges_needed(rt), case,
-                    lambda specs, numbers: run_panel(specs, prompt, items, base_url, numbers),
-                    lambda result: _scored(case, from_checks, result))
+        return _ask(
+            rt.settings.judges,
+            rt.settings.panel,
+            _judges_needed(rt),
+            case,
+            lambda specs, numbers: run_panel(specs, prompt, items, base_url, numbers),
+            lambda result: _scored(case, from_checks, result),
+        )
     finally:
         for route in routes:
             rt.gateway.close(route.key)
 
 
-def _route_opener(key: str, run_dir: Path, rt: Runtime, script: Script | None,
-                  routes: list[Route]) -> Callable[[int, JudgeSpec], str]:
+def _route_opener(
+    key: str, run_dir: Path, rt: Runtime, script: Script | None, routes: list[Route]
+) -> Callable[[int, JudgeSpec], str]:
     """The URL a judge calls: a gateway route opened for it (and kept in `routes` to close)."""
+
     def base_url(number: int, spec: JudgeSpec) -> str:
         upstream, upstream_url = upstream_of(spec, bool(rt.settings.oracle))
-        route = rt.gateway.open(Route(
-            key=f"{key}-judge{number}-{secrets.token_hex(8)}",
-            log_path=run_dir / "judge_calls.jsonl", script=script, upstream=upstream,
-            upstream_url=upstream_url,
-            pass_auth=spec.upstream[1],
-            bodies_dir=run_dir / "bodies" / f"judge{number}"
-            if rt.settings.record_bodies else None,
-            replay=recorded(rt.settings.replay, run_dir.name, "bodies", f"judge{number}")))
+        route = rt.gateway.open(
+            Route(
+                key=f"{key}-judge{number}-{secrets.token_hex(8)}",
+                log_path=run_dir / "judge_calls.jsonl",
+                script=script,
+                upstream=upstream,
+                upstream_url=upstream_url,
+                pass_auth=spec.upstream[1],
+                bodies_dir=run_dir / "bodies" / f"judge{number}"
+                if rt.settings.record_bodies
+                else None,
+                replay=recorded(rt.settings.replay, run_dir.name, "bodies", f"judge{number}"),
+            )
+        )
         routes.append(route)
         return rt.gateway.base_url(route.key)
 
     return base_url
 
 
-def _verdicts(case: Case, from_checks: dict[str, Any],
-              panel: list[JudgeResult]) -> tuple[list[dict[str, Any]], list[Any]]:
+def _verdicts(
+    case: Case, from_checks: dict[str, Any], panel: list[JudgeResult]
+) -> tuple[list[dict[str, Any]], list[Any]]:
     """Each judge's entry for the record (scored when its verdict is valid), and the scores of
     the valid verdicts."""
     verdicts = []
@@ -152,12 +192,14 @@ def _verdicts(case: Case, from_checks: dict[str, Any],
         entry["judge_model"], entry["judge_number"] = result.model, result.number
         scored = _scored(case, from_checks, result)
         if scored is not None:
-            entry.update(score=scored.score, impl_rate=scored.impl_rate,
-                         grade=case.rubric.grade(scored.score),
-                         passed=scored.score >= case.rubric.pass_threshold
-                         and scored.required_met,
-                         categories=[asdict(c) for c in scored.categories],
-                         unmet_required=list(scored.unmet_required))
+            entry.update(
+                score=scored.score,
+                impl_rate=scored.impl_rate,
+                grade=case.rubric.grade(scored.score),
+                passed=scored.score >= case.rubric.pass_threshold and scored.required_met,
+                categories=[asdict(c) for c in scored.categories],
+                unmet_required=list(scored.unmet_required),
+            )
             entry["_scored"] = scored
         verdicts.append(entry)
     valid = [v.pop("_scored") for v in verdicts if "_scored" in v]
@@ -175,9 +217,14 @@ def _scored(case: Case, from_checks: dict[str, Any], result: JudgeResult) -> Any
     return scoring.score(case.rubric, achieved)
 
 
-def _ask(judges: tuple[JudgeSpec, ...], mode: str, need: int, case: Case,
-         ask: Callable[[list[JudgeSpec], list[int]], list[JudgeResult]],
-         scored: Callable[[JudgeResult], Any]) -> tuple[list[JudgeResult], dict[str, Any] | None]:
+def _ask(
+    judges: tuple[JudgeSpec, ...],
+    mode: str,
+    need: int,
+    case: Case,
+    ask: Callable[[list[JudgeSpec], list[int]], list[JudgeResult]],
+    scored: Callable[[JudgeResult], Any],
+) -> tuple[list[JudgeResult], dict[str, Any] | None]:
     """The panel's answers. `adaptive`: the cheaper judges first; the most expensive one (by
     the price table's output price) only when they leave the verdict open — fewer valid
     verdicts than needed, scores more than ADAPTIVE_SPREAD apart, or some passing and some
@@ -191,13 +238,21 @@ def _ask(judges: tuple[JudgeSpec, ...], mode: str, need: int, case: Case,
     scores = [s for s in (scored(r) for r in panel) if s is not None]
     passes = {s.score >= case.rubric.pass_threshold and s.required_met for s in scores}
     spread = max(s.score for s in scores) - min(s.score for s in scores) if scores else 0.0
-    reason = (f"{len(scores)} valid verdicts of {need} needed" if len(scores) < need else
-              "the verdicts straddle the pass line" if len(passes) > 1 else
-              f"scores {spread:.2f} apart (> {ADAPTIVE_SPREAD})" if spread > ADAPTIVE_SPREAD
-              else "")
+    reason = (
+        f"{len(scores)} valid verdicts of {need} needed"
+        if len(scores) < need
+        else "the verdicts straddle the pass line"
+        if len(passes) > 1
+        else f"scores {spread:.2f} apart (> {ADAPTIVE_SPREAD})"
+        if spread > ADAPTIVE_SPREAD
+        else ""
+    )
     if reason:
         panel = sorted(panel + ask([strongest[1]], [strongest[0]]), key=lambda r: r.number)
-    return panel, {"mode": "adaptive", "escalated": bool(reason), "reason": reason,
-                   "strongest": strongest[1].label,
-                   "skipped": [] if reason else [strongest[1].label]}
-
+    return panel, {
+        "mode": "adaptive",
+        "escalated": bool(reason),
+        "reason": reason,
+        "strongest": strongest[1].label,
+        "skipped": [] if reason else [strongest[1].label],
+    }

@@ -80,16 +80,21 @@ def parse(entry: str, kinds: Mapping[str, JudgeKind] | None = None) -> JudgeSpec
     kind, _, rest = text.partition(":") if ":" in head else ("anthropic", "", text)
     handler = kinds.get(kind)
     if handler is None:
-        known = ", ".join(f"{name}:<model>@<base-url>" if k.needs_url else f"{name}:<model>"
-                          for name, k in kinds.items())
-        raise JudgeSpecError(f"unknown judge kind '{kind}' in '{entry}'; use a model id or "
-                             f"one of {known}")
+        known = ", ".join(
+            f"{name}:<model>@<base-url>" if k.needs_url else f"{name}:<model>"
+            for name, k in kinds.items()
+        )
+        raise JudgeSpecError(
+            f"unknown judge kind '{kind}' in '{entry}'; use a model id or one of {known}"
+        )
     model, _, base_url = rest.partition("@")
     if not model or any(c.isspace() for c in model):
         raise JudgeSpecError(f"'{entry}' names no model")
     if handler.needs_url and not base_url.startswith(("http://", "https://")):
-        raise JudgeSpecError(f"'{entry}': an {kind} judge needs its endpoint, e.g. "
-                             f"{kind}:llama3@http://127.0.0.1:11434/v1")
+        raise JudgeSpecError(
+            f"'{entry}': an {kind} judge needs its endpoint, e.g. "
+            f"{kind}:llama3@http://127.0.0.1:11434/v1"
+        )
     return JudgeSpec(kind=kind, model=model, base_url=base_url or None, handler=handler)
 
 

@@ -15,31 +15,49 @@ from pytest_scylla.judging.judges import MAX_ATTEMPTS, JudgeResult, JudgeSpec
 from pytest_scylla.judging.prompt import Prompt
 
 
-def ask(spec: JudgeSpec, prompt: Prompt, items: Sequence[RubricItem], base_url: str,
-        result: JudgeResult) -> None:
+def ask(
+    spec: JudgeSpec, prompt: Prompt, items: Sequence[RubricItem], base_url: str, result: JudgeResult
+) -> None:
     import httpx
 
     url = base_url.rstrip("/") + "/chat/completions"
     headers = {"content-type": "application/json"}
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": prompt.system},
-        {"role": "user", "content": prompt.prefix + "\n\n" + prompt.material
-         + "\n\nAnswer with the verdict as JSON matching the given schema."}]
-    response_format = {"type": "json_schema", "json_schema": {
-        "name": verdict.TOOL_NAME, "strict": True, "schema": verdict.schema(items)}}
+        {
+            "role": "user",
+            "content": prompt.prefix
+            + "\n\n"
+            + prompt.material
+            + "\n\nAnswer with the verdict as JSON matching the given schema.",
+        },
+    ]
+    response_format = {
+        "type": "json_schema",
+        "json_schema": {"name": verdict.TOOL_NAME, "strict": True, "schema": verdict.schema(items)},
+    }
     with httpx.Client(timeout=300.0) as client:
         for _ in range(MAX_ATTEMPTS):
             result.attempts += 1
-            reply = client.post(url, headers=headers, json={
-                "model": spec.model, "messages": messages, "response_format": response_format,
-                "temperature": 0})
+            reply = client.post(
+                url,
+                headers=headers,
+                json={
+                    "model": spec.model,
+                    "messages": messages,
+                    "response_format": response_format,
+                    "temperature": 0,
+                },
+            )
             reply.raise_for_status()
             data = reply.json()
             usage = data.get("usage") or {}
             cached = int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
-            counts = {"input_tokens": int(usage.get("prompt_tokens", 0)) - cached,
-                      "output_tokens": int(usage.get("completion_tokens", 0)),
-                      **({"cache_read_input_tokens": cached} if cached else {})}
+            counts = {
+                "input_tokens": int(usage.get("prompt_tokens", 0)) - cached,
+                "output_tokens": int(usage.get("completion_tokens", 0)),
+                **({"cache_read_input_tokens": cached} if cached else {}),
+            }
             for key, value in counts.items():
                 result.usage[key] = result.usage.get(key, 0) + value
             result.cost_usd += pricing.cost(spec.model, counts)  # as the gateway prices it
@@ -49,5 +67,7 @@ def ask(spec: JudgeSpec, prompt: Prompt, items: Sequence[RubricItem], base_url: 
                 result.valid, result.verdict = True, answer
                 return
             result.errors.append("; ".join(found))
-            messages += [{"role": "assistant", "content": text},
-                         {"role": "user", "content": verdict.again(found)}]
+            messages += [
+                {"role": "assistant", "content": text},
+                {"role": "user", "content": verdict.again(found)},
+            ]

@@ -14,11 +14,16 @@ from pytest_scylla.judging.prompt import Prompt
 Asker = Callable[[JudgeSpec, Prompt, Sequence[RubricItem], str, JudgeResult], None]
 
 
-def run_panel(specs: Sequence[JudgeSpec], prompt: Prompt, items: Sequence[RubricItem],
-              base_url: Callable[[int, JudgeSpec], str],
-              numbers: Sequence[int] | None = None) -> list[JudgeResult]:
+def run_panel(
+    specs: Sequence[JudgeSpec],
+    prompt: Prompt,
+    items: Sequence[RubricItem],
+    base_url: Callable[[int, JudgeSpec], str],
+    numbers: Sequence[int] | None = None,
+) -> list[JudgeResult]:
     """Ask every judge at once; each result says whether its verdict is valid. `numbers` are
     the judges' numbers in the whole panel (default 1, 2, ...: a part of it keeps its own)."""
+
     def one(number: int, spec: JudgeSpec) -> JudgeResult:
         result = JudgeResult(number=number, model=spec.model, kind=spec.kind)
         began = time.monotonic()
@@ -32,6 +37,8 @@ def run_panel(specs: Sequence[JudgeSpec], prompt: Prompt, items: Sequence[Rubric
         return result
 
     with ThreadPoolExecutor(max_workers=max(1, len(specs))) as pool:
-        futures = [pool.submit(one, n, spec) for n, spec in
-                   zip(numbers or range(1, len(specs) + 1), specs, strict=True)]
+        futures = [
+            pool.submit(one, n, spec)
+            for n, spec in zip(numbers or range(1, len(specs) + 1), specs, strict=True)
+        ]
         return [f.result() for f in futures]

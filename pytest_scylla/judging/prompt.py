@@ -52,8 +52,10 @@ def _cut(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     half = limit // 2
-    return (f"{text[:half]}\n[... {len(text) - limit} characters omitted by the harness ...]\n"
-            f"{text[-half:]}")
+    return (
+        f"{text[:half]}\n[... {len(text) - limit} characters omitted by the harness ...]\n"
+        f"{text[-half:]}"
+    )
 
 
 def fence(data: str) -> str:
@@ -64,12 +66,26 @@ def fence(data: str) -> str:
             return tag
 
 
-def build(case: Case, items: Sequence[RubricItem], final_message: str, diff: str,
-          files: Sequence[str], checks: Sequence[dict[str, Any]]) -> Prompt:
+def build(
+    case: Case,
+    items: Sequence[RubricItem],
+    final_message: str,
+    diff: str,
+    files: Sequence[str],
+    checks: Sequence[dict[str, Any]],
+) -> Prompt:
     task = case.prompt.read_text(encoding="utf-8").strip()
-    prefix = "\n".join([
-        f"# Rubric items to score ({case.rubric.name})", *(_item(i) for i in items), "",
-        "# The task the agent was given", "<task>", task, "</task>"])
+    prefix = "\n".join(
+        [
+            f"# Rubric items to score ({case.rubric.name})",
+            *(_item(i) for i in items),
+            "",
+            "# The task the agent was given",
+            "<task>",
+            task,
+            "</task>",
+        ]
+    )
     shown = list(files[:FILES_LIMIT])
     if len(files) > FILES_LIMIT:
         shown.append(f"[... {len(files) - FILES_LIMIT} more files ...]")
@@ -77,15 +93,25 @@ def build(case: Case, items: Sequence[RubricItem], final_message: str, diff: str
     for check in checks:
         status = "passed" if check["passed"] else f"FAILED ({check['reason']})"
         output = _cut((check.get("stdout") or "") + (check.get("stderr") or ""), OUTPUT_LIMIT)
-        check_lines.append(f"## check {check['name']}: {status}, exit {check['exit_code']}\n"
-                           f"{output.strip() or '(no output)'}")
-    data = "\n".join([
-        "# The agent's final message", _cut(final_message, MESSAGE_LIMIT).strip() or "(none)", "",
-        "# Diff against the starting commit (untracked files included)",
-        _cut(diff, DIFF_LIMIT).strip() or "(no changes)", "",
-        "# Files in the workspace after the run", *shown, "",
-        "# Automatic checks (run after the agent finished; hidden tests copied in first)",
-        *(check_lines or ["(none)"])])
+        check_lines.append(
+            f"## check {check['name']}: {status}, exit {check['exit_code']}\n"
+            f"{output.strip() or '(no output)'}"
+        )
+    data = "\n".join(
+        [
+            "# The agent's final message",
+            _cut(final_message, MESSAGE_LIMIT).strip() or "(none)",
+            "",
+            "# Diff against the starting commit (untracked files included)",
+            _cut(diff, DIFF_LIMIT).strip() or "(no changes)",
+            "",
+            "# Files in the workspace after the run",
+            *shown,
+            "",
+            "# Automatic checks (run after the agent finished; hidden tests copied in first)",
+            *(check_lines or ["(none)"]),
+        ]
+    )
     tag = fence(data)
     material = f"<{tag}>\n{data}\n</{tag}>\n\nCall submit_verdict now."
     return Prompt(system=SYSTEM, prefix=prefix, material=material)

@@ -75,9 +75,13 @@ def score(rubric: Rubric, achieved: Mapping[str, Any]) -> Scored:
     weighted = [(c.weight, c.score) for c in categories if c.score is not None]
     weight_sum = sum(w for w, _ in weighted)
     final = sum(w * s for w, s in weighted) / weight_sum if weight_sum > 0 else 0.0
-    return Scored(score=final, impl_rate=total_achieved / total_max if total_max > 0 else None,
-                  categories=tuple(categories), required_met=not unmet,
-                  unmet_required=tuple(unmet))
+    return Scored(
+        score=final,
+        impl_rate=total_achieved / total_max if total_max > 0 else None,
+        categories=tuple(categories),
+        required_met=not unmet,
+        unmet_required=tuple(unmet),
+    )
 
 
 @dataclass(frozen=True)
@@ -104,9 +108,14 @@ def consensus(rubric: Rubric, judges: Sequence[Scored]) -> Consensus:
             votes[item] = votes.get(item, 0) + 1
     unmet = tuple(sorted(i for i, n in votes.items() if n * 2 > len(judges)))
     passed = mean >= rubric.pass_threshold - EPSILON and not unmet
-    return Consensus(score=mean, impl_rate=statistics.median(rates) if rates else None,
-                     passed=passed, grade=rubric.grade(mean), unmet_required=unmet,
-                     valid_judges=len(judges))
+    return Consensus(
+        score=mean,
+        impl_rate=statistics.median(rates) if rates else None,
+        passed=passed,
+        grade=rubric.grade(mean),
+        unmet_required=unmet,
+        valid_judges=len(judges),
+    )
 
 
 def check_items(rubric: Rubric, passed: Mapping[str, bool]) -> list[dict[str, Any]]:
@@ -115,9 +124,17 @@ def check_items(rubric: Rubric, passed: Mapping[str, bool]) -> list[dict[str, An
     rows = []
     for item in (i for i in rubric.items if i.kind == "check"):
         met = bool(passed.get(item.check or ""))
-        rows.append({"id": item.id, "category": item.category, "check": item.check,
-                     "points": item.points, "achieved": item.points if met else 0.0,
-                     "required": item.required, "met": met})
+        rows.append(
+            {
+                "id": item.id,
+                "category": item.category,
+                "check": item.check,
+                "points": item.points,
+                "achieved": item.points if met else 0.0,
+                "required": item.required,
+                "met": met,
+            }
+        )
     return rows
 
 

@@ -54,8 +54,7 @@ class _Handler(socketserver.StreamRequestHandler):
     def handle(self) -> None:
         try:
             asked = json.loads(self.rfile.readline())
-            if not hmac.compare_digest(str(asked["token"]).encode(),
-                                       self.server.token.encode()):
+            if not hmac.compare_digest(str(asked["token"]).encode(), self.server.token.encode()):
                 return  # not a worker of this session: closed unanswered
             base_url = str(asked["base_url"])
             if not base_url.startswith(LOCAL_GATEWAY):
@@ -84,8 +83,12 @@ class JudgeService:
         self._server = _Server(str(path), _Handler)
         self._server.token, self._server.ask = secrets.token_hex(16), ask
         self.address = f"{path}#{self._server.token}"
-        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                         name="scylla-judges", daemon=True).start()
+        threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="scylla-judges",
+            daemon=True,
+        ).start()
         import_soon("anthropic")  # while the workers start
 
     def stop(self) -> None:
@@ -108,8 +111,9 @@ def remote() -> bool:
     return _address is not None
 
 
-def ask_remote(spec: JudgeSpec, prompt: Prompt, items: Sequence[RubricItem], base_url: str,
-               result: JudgeResult) -> bool:
+def ask_remote(
+    spec: JudgeSpec, prompt: Prompt, items: Sequence[RubricItem], base_url: str, result: JudgeResult
+) -> bool:
     """Ask through the session's service and fill in `result` as an in-process ask would;
     False when there is no service to reach (nothing was asked: the caller asks itself).
     Raises ServiceGone when it closed without an answer (the call may have been made)."""
@@ -122,8 +126,13 @@ def ask_remote(spec: JudgeSpec, prompt: Prompt, items: Sequence[RubricItem], bas
     except OSError:
         conn.close()
         return False
-    request = {"token": token, "model": spec.model, "base_url": base_url,
-               "prompt": asdict(prompt), "items": [asdict(item) for item in items]}
+    request = {
+        "token": token,
+        "model": spec.model,
+        "base_url": base_url,
+        "prompt": asdict(prompt),
+        "items": [asdict(item) for item in items],
+    }
     with conn, conn.makefile("rwb") as stream:
         stream.write(json.dumps(request).encode() + b"\n")
         stream.flush()

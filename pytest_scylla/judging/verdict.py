@@ -18,19 +18,33 @@ def schema(items: Sequence[RubricItem]) -> dict[str, Any]:
         number = {"type": "number", "minimum": 0, "maximum": item.points}
         achieved = {"anyOf": [number, {"const": NA}]} if item.na_condition else number
         properties[item.id] = {
-            "type": "object", "additionalProperties": False, "required": ["achieved", "reason"],
-            "properties": {"achieved": achieved, "reason": {"type": "string", "minLength": 1}}}
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["achieved", "reason"],
+            "properties": {"achieved": achieved, "reason": {"type": "string", "minLength": 1}},
+        }
     return {
-        "type": "object", "additionalProperties": False, "required": ["items", "reasoning"],
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["items", "reasoning"],
         "properties": {
-            "items": {"type": "object", "additionalProperties": False,
-                      "required": [i.id for i in items], "properties": properties},
-            "reasoning": {"type": "string"}}}
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": [i.id for i in items],
+                "properties": properties,
+            },
+            "reasoning": {"type": "string"},
+        },
+    }
 
 
 def tool(items: Sequence[RubricItem]) -> dict[str, Any]:
-    return {"name": TOOL_NAME, "description": "Submit the score of every rubric item.",
-            "input_schema": schema(items)}
+    return {
+        "name": TOOL_NAME,
+        "description": "Submit the score of every rubric item.",
+        "input_schema": schema(items),
+    }
 
 
 def problems(verdict: Any, items: Sequence[RubricItem]) -> list[str]:
@@ -42,8 +56,7 @@ def problems(verdict: Any, items: Sequence[RubricItem]) -> list[str]:
     for error in sorted(validator.iter_errors(verdict), key=lambda e: list(e.path)):
         where = "/".join(str(p) for p in error.path) or "(top level)"
         found.append(f"{where}: {error.message}")
-    if not found and items and all(v.get("achieved") == NA
-                                   for v in verdict["items"].values()):
+    if not found and items and all(v.get("achieved") == NA for v in verdict["items"].values()):
         found.append("items: every item is N/A; score the items that apply")
     return found
 
@@ -62,5 +75,8 @@ def from_json(text: str, items: Sequence[RubricItem]) -> tuple[Any, list[str]]:
 
 def again(found: list[str]) -> str:
     """What a judge is told after an unacceptable verdict."""
-    return ("The verdict was not accepted: " + "; ".join(found)
-            + ". Answer again with complete, valid JSON.")
+    return (
+        "The verdict was not accepted: "
+        + "; ".join(found)
+        + ". Answer again with complete, valid JSON."
+    )

@@ -51,16 +51,19 @@ class Ledger:
 
     def add(self, dollars: float, passed: bool) -> None:
         """Count one finished run of this process."""
-        self._own = Totals(self._own.spent_usd + dollars, self._own.runs + 1,
-                           self._own.passes + int(passed))
+        self._own = Totals(
+            self._own.spent_usd + dollars, self._own.runs + 1, self._own.passes + int(passed)
+        )
         write_json(self.mine, asdict(self._own))
 
     def totals(self) -> Totals:
         """The whole session's, over every process's file."""
         files = [read_dict(p) for p in self.dir.glob("*.json") if p.name != "pause.json"]
-        return Totals(spent_usd=sum((float(d.get("spent_usd") or 0) for d in files), 0.0),
-                      runs=sum(int(d.get("runs") or 0) for d in files),
-                      passes=sum(int(d.get("passes") or 0) for d in files))
+        return Totals(
+            spent_usd=sum((float(d.get("spent_usd") or 0) for d in files), 0.0),
+            runs=sum(int(d.get("runs") or 0) for d in files),
+            passes=sum(int(d.get("passes") or 0) for d in files),
+        )
 
     def over_budget(self, budget: float | None) -> str | None:
         """Why no new run may start under `budget` (None: it may). A run is expected to cost
@@ -70,8 +73,10 @@ class Ledger:
         t = self.totals()
         expected = t.spent_usd / t.runs if t.runs else 0.0
         if t.spent_usd + expected > budget or t.spent_usd >= budget:
-            return (f"session budget ${budget:.2f} reached: ${t.spent_usd:.4f} spent on "
-                    f"{t.runs} runs (about ${expected:.4f} a run); not started")
+            return (
+                f"session budget ${budget:.2f} reached: ${t.spent_usd:.4f} spent on "
+                f"{t.runs} runs (about ${expected:.4f} a run); not started"
+            )
         return None
 
     def pause(self, seconds: float, reason: str) -> None:
@@ -86,5 +91,3 @@ class Ledger:
         if not data or float(data.get("until") or 0) <= time.time():
             return None
         return Pause(float(data["until"]), str(data.get("reason") or ""))
-
-

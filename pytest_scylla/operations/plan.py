@@ -32,14 +32,21 @@ def history(out: Path, simulated: bool) -> list[dict[str, Any]]:
             records = read_records(folder)
         except (ReportInputError, OSError, ValueError):
             continue
-        found += [r for r in records if r.get("outcome") not in (None, "infra_error")
-                  and bool(r.get("simulated")) == simulated and r.get("timings")]
+        found += [
+            r
+            for r in records
+            if r.get("outcome") not in (None, "infra_error")
+            and bool(r.get("simulated")) == simulated
+            and r.get("timings")
+        ]
     return found
 
 
 def _sample(rec: dict[str, Any]) -> Sample:
-    return (float(rec.get("cost_usd") or 0) + float(rec.get("judge_cost_usd") or 0),
-            float((rec.get("timings") or {}).get("total_s") or 0))
+    return (
+        float(rec.get("cost_usd") or 0) + float(rec.get("judge_cost_usd") or 0),
+        float((rec.get("timings") or {}).get("total_s") or 0),
+    )
 
 
 def _levels(case: Any, tier: Any) -> tuple[Any, ...]:
@@ -47,19 +54,31 @@ def _levels(case: Any, tier: Any) -> tuple[Any, ...]:
     return (case, tier), case, tier, None
 
 
-def estimate(specs: list[Any], out: Path, model: str, oracle: str | None, fresh: bool,
-             rejudge: bool, workers: int, budget: float | None) -> list[str]:
+def estimate(
+    specs: list[Any],
+    out: Path,
+    model: str,
+    oracle: str | None,
+    fresh: bool,
+    rejudge: bool,
+    workers: int,
+    budget: float | None,
+) -> list[str]:
     """The plan's lines. `specs` are the collected items' RunSpecs (case, subtest, run, and
     model on a model axis); a real run is estimated from its own model's history only."""
     stored = {} if fresh else stored_records(out)
     past = history(out, simulated=oracle is not None)
     pooled = _pool(past, model, oracle)
     rows, unknown_cap = _tier_rows(specs, stored, pooled, model, oracle, rejudge)
-    total = {k: sum(r[k] for r in rows.values()) for k in ("runs", "stored", "cost", "seconds",
-                                                           "unknown")}
-    return [*_table(rows, oracle, workers),
-            _total_line(total, out, rejudge, workers, len(past)),
-            *_unknown_and_budget_lines(total, unknown_cap, budget)]
+    total = {
+        k: sum(r[k] for r in rows.values())
+        for k in ("runs", "stored", "cost", "seconds", "unknown")
+    }
+    return [
+        *_table(rows, oracle, workers),
+        _total_line(total, out, rejudge, workers, len(past)),
+        *_unknown_and_budget_lines(total, unknown_cap, budget),
+    ]
 
 
 def _pool(past: list[dict[str, Any]], model: str, oracle: str | None) -> Pool:
@@ -73,8 +92,14 @@ def _pool(past: list[dict[str, Any]], model: str, oracle: str | None) -> Pool:
     return pooled
 
 
-def _tier_rows(specs: list[Any], stored: dict[str, dict[str, Any]], pooled: Pool, model: str,
-               oracle: str | None, rejudge: bool) -> tuple[dict[str, dict[str, Any]], float]:
+def _tier_rows(
+    specs: list[Any],
+    stored: dict[str, dict[str, Any]],
+    pooled: Pool,
+    model: str,
+    oracle: str | None,
+    rejudge: bool,
+) -> tuple[dict[str, dict[str, Any]], float]:
     """Per tier, its runs, how many are stored, and the estimated cost and time of the rest;
     and the summed cost limits of the runs without history."""
     rows: dict[str, dict[str, Any]] = {}
@@ -82,8 +107,9 @@ def _tier_rows(specs: list[Any], stored: dict[str, dict[str, Any]], pooled: Pool
     for spec in specs:
         key = spec.key.folder
         tier = spec.subtest.tier
-        row = rows.setdefault(tier, {"runs": 0, "stored": 0, "cost": 0.0, "seconds": 0.0,
-                                     "unknown": 0})
+        row = rows.setdefault(
+            tier, {"runs": 0, "stored": 0, "cost": 0.0, "seconds": 0.0, "unknown": 0}
+        )
         row["runs"] += 1
         old = stored.get(key)
         if old is not None and old.get("outcome") != "infra_error" and not rejudge:
@@ -92,9 +118,14 @@ def _tier_rows(specs: list[Any], stored: dict[str, dict[str, Any]], pooled: Pool
         if rejudge and old is None:
             continue  # nothing to re-score
         used = None if oracle else spec.model or spec.subtest.model or model
-        samples = next((pooled[used, level, place]
-                        for level, place in enumerate(_levels(spec.case.id, tier))
-                        if pooled.get((used, level, place))), None)
+        samples = next(
+            (
+                pooled[used, level, place]
+                for level, place in enumerate(_levels(spec.case.id, tier))
+                if pooled.get((used, level, place))
+            ),
+            None,
+        )
         if samples is None:
             row["unknown"] += 1
             unknown_cap += spec.case.max_cost_usd
@@ -103,8 +134,9 @@ def _tier_rows(specs: list[Any], stored: dict[str, dict[str, Any]], pooled: Pool
     return rows, unknown_cap
 
 
-def _add_estimate(row: dict[str, Any], samples: list[Sample], old: dict[str, Any] | None,
-                  rejudge: bool) -> None:
+def _add_estimate(
+    row: dict[str, Any], samples: list[Sample], old: dict[str, Any] | None, rejudge: bool
+) -> None:
     """One run's estimated cost and time, added to its tier's row."""
     if rejudge:  # judges only: the stored run's judge cost is the best guess
         row["cost"] += float((old or {}).get("judge_cost_usd") or 0)
@@ -116,44 +148,62 @@ def _add_estimate(row: dict[str, Any], samples: list[Sample], old: dict[str, Any
 
 def _table(rows: dict[str, dict[str, Any]], oracle: str | None, workers: int) -> list[str]:
     """The plan's title and its table: a line per tier."""
-    lines = ["scylla plan (nothing has run)" + (" -- SIMULATED MODEL: oracle runs cost "
-                                                 "nothing real" if oracle else ""),
-             f"{'tier':<6}{'runs':>6}{'stored':>8}{'to run':>8}{'est. cost':>12}"
-             f"{'est. time':>11}"]
+    lines = [
+        "scylla plan (nothing has run)"
+        + (" -- SIMULATED MODEL: oracle runs cost nothing real" if oracle else ""),
+        f"{'tier':<6}{'runs':>6}{'stored':>8}{'to run':>8}{'est. cost':>12}{'est. time':>11}",
+    ]
     for tier in sorted(rows, key=tier_key):
         r = rows[tier]
-        lines.append(f"{tier:<6}{r['runs']:>6}{r['stored']:>8}{r['runs'] - r['stored']:>8}"
-                     f"{_dollars(r):>12}{_time(r['seconds'] / workers):>11}")
+        lines.append(
+            f"{tier:<6}{r['runs']:>6}{r['stored']:>8}{r['runs'] - r['stored']:>8}"
+            f"{_dollars(r):>12}{_time(r['seconds'] / workers):>11}"
+        )
     return lines
 
 
-def _total_line(total: dict[str, Any], out: Path, rejudge: bool, workers: int,
-                history_runs: int) -> str:
+def _total_line(
+    total: dict[str, Any], out: Path, rejudge: bool, workers: int, history_runs: int
+) -> str:
     """The totals: runs, stored ones, and the estimate for those with history."""
     to_run = total["runs"] - total["stored"]
     known = to_run - total["unknown"]
-    return (f"total: {total['runs']} runs, {total['stored']} stored in {out}"
-            f"{' (reused)' if total['stored'] else ''}, {to_run} to "
-            f"{'re-score' if rejudge else 'run'}: " + (
-                f"about ${total['cost']:.2f} and {_time(total['seconds'] / workers)} "
-                f"for {known} on {workers} worker(s), from {history_runs} stored runs of "
-                "history" if known else "no estimate (no stored runs of history)"))
+    return (
+        f"total: {total['runs']} runs, {total['stored']} stored in {out}"
+        f"{' (reused)' if total['stored'] else ''}, {to_run} to "
+        f"{'re-score' if rejudge else 'run'}: "
+        + (
+            f"about ${total['cost']:.2f} and {_time(total['seconds'] / workers)} "
+            f"for {known} on {workers} worker(s), from {history_runs} stored runs of "
+            "history"
+            if known
+            else "no estimate (no stored runs of history)"
+        )
+    )
 
 
-def _unknown_and_budget_lines(total: dict[str, Any], unknown_cap: float,
-                              budget: float | None) -> list[str]:
+def _unknown_and_budget_lines(
+    total: dict[str, Any], unknown_cap: float, budget: float | None
+) -> list[str]:
     """What the runs without history may cost at most, and whether the estimate fits the
     budget."""
     lines = []
     if total["unknown"]:
-        lines.append(f"no history for {total['unknown']} runs (? above): not estimated; "
-                     f"their per-run limits (max_cost_usd) add up to ${unknown_cap:.2f} of "
-                     "agent spend at most, judges not included")
+        lines.append(
+            f"no history for {total['unknown']} runs (? above): not estimated; "
+            f"their per-run limits (max_cost_usd) add up to ${unknown_cap:.2f} of "
+            "agent spend at most, judges not included"
+        )
     if budget is not None:
-        verdict = "fits" if total["cost"] + (unknown_cap if total["unknown"] else 0) <= budget \
+        verdict = (
+            "fits"
+            if total["cost"] + (unknown_cap if total["unknown"] else 0) <= budget
             else "may not fit: later runs would be skipped"
-        lines.append(f"budget ${budget:.2f}: the estimate {verdict}" + (
-            " (the runs without history counted at their limits)" if total["unknown"] else ""))
+        )
+        lines.append(
+            f"budget ${budget:.2f}: the estimate {verdict}"
+            + (" (the runs without history counted at their limits)" if total["unknown"] else "")
+        )
     return lines
 
 
@@ -168,5 +218,10 @@ def _time(seconds: float) -> str:
     if not math.isfinite(seconds) or seconds <= 0:
         return "-"
     minutes = seconds / 60
-    return f"{minutes / 60:.1f} h" if minutes >= 90 else f"{minutes:.0f} min" \
-        if minutes >= 1 else f"{seconds:.0f} s"
+    return (
+        f"{minutes / 60:.1f} h"
+        if minutes >= 90
+        else f"{minutes:.0f} min"
+        if minutes >= 1
+        else f"{seconds:.0f} s"
+    )

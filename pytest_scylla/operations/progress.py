@@ -40,10 +40,14 @@ class Progress:
     def __init__(self, config: pytest.Config, s: Settings, out: Path, session_id: str) -> None:
         self.config = config
         self.budget = s.budget_usd
-        tty = config.get_terminal_writer().hasmarkup if config.pluginmanager.get_plugin(
-            "terminalreporter") else False
-        self.interval = s.progress if s.progress is not None else (
-            TTY_INTERVAL if tty else LOG_INTERVAL)
+        tty = (
+            config.get_terminal_writer().hasmarkup
+            if config.pluginmanager.get_plugin("terminalreporter")
+            else False
+        )
+        self.interval = (
+            s.progress if s.progress is not None else (TTY_INTERVAL if tty else LOG_INTERVAL)
+        )
         if s.plan:
             self.interval = 0.0
         self.ledger = Ledger(out, session_id)
@@ -65,8 +69,7 @@ class Progress:
         self.total = max(self.total, sum(is_run_item(i) for i in ids))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        finished = report.when in ("call", "???") or (report.when == "setup"
-                                                      and not report.passed)
+        finished = report.when in ("call", "???") or (report.when == "setup" and not report.passed)
         if not finished or not is_run_item(report.nodeid):
             return
         self.done += 1
@@ -80,20 +83,25 @@ class Progress:
                 self.cached += 1
             else:
                 self.ran += 1
-                self.spent += (float(rec.get("cost_usd") or 0)
-                               + float(rec.get("judge_cost_usd") or 0))
+                self.spent += float(rec.get("cost_usd") or 0) + float(
+                    rec.get("judge_cost_usd") or 0
+                )
         if self.interval > 0 and time.monotonic() - self._printed >= self.interval:
             self._write()
 
     # -- the line -----------------------------------------------------------------------------
     def line(self) -> str:
-        parts = [f"scylla: {self.done}/{self.total or '?'} runs"
-                 + (f" ({self.cached} from disk)" if self.cached else ""),
-                 f"{self.passes} pass"]
+        parts = [
+            f"scylla: {self.done}/{self.total or '?'} runs"
+            + (f" ({self.cached} from disk)" if self.cached else ""),
+            f"{self.passes} pass",
+        ]
         if self.skipped:
             parts.append(f"{self.skipped} skipped")
-        parts.append(f"spend ${self.spent:.4f}" + (f" of ${self.budget:.2f} budget"
-                                                   if self.budget is not None else ""))
+        parts.append(
+            f"spend ${self.spent:.4f}"
+            + (f" of ${self.budget:.2f} budget" if self.budget is not None else "")
+        )
         remaining = max(0, self.total - self.done)
         if self.ran and remaining:
             per_run = (time.monotonic() - self.began) / self.ran  # parallelism included
@@ -101,8 +109,9 @@ class Progress:
         pause = self.ledger.paused()
         if pause is not None:
             until = datetime.fromtimestamp(pause.until, UTC)
-            parts.append(f"PAUSED until {until:%H:%M:%S} UTC by an upstream usage limit "
-                         f"({pause.reason})")
+            parts.append(
+                f"PAUSED until {until:%H:%M:%S} UTC by an upstream usage limit ({pause.reason})"
+            )
         return ", ".join(parts)
 
     def _write(self) -> None:

@@ -61,8 +61,9 @@ def _changed(old: dict[str, str], new: dict[str, str]) -> list[str]:
     return sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
 
 
-def _what_changed(rec: dict[str, Any], inputs: dict[str, str],
-                  conditions: dict[str, Any] | None) -> str:
+def _what_changed(
+    rec: dict[str, Any], inputs: dict[str, str], conditions: dict[str, Any] | None
+) -> str:
     """What differs between a stored run's conditions and the current ones, field by field
     (a record from before conditions were kept: its input files and the fields it has)."""
     stored = rec.get("conditions")
@@ -71,10 +72,12 @@ def _what_changed(rec: dict[str, Any], inputs: dict[str, str],
     else:
         found = [f"{k}: changed" for k in _changed(rec.get("inputs") or {}, inputs)]
         if conditions is not None:
-            for field, now in (("model", conditions.get("model")),
-                               ("cli_version", conditions.get("cli")),
-                               ("oracle", conditions.get("oracle")),
-                               ("sandbox", conditions.get("sandbox"))):
+            for field, now in (
+                ("model", conditions.get("model")),
+                ("cli_version", conditions.get("cli")),
+                ("oracle", conditions.get("oracle")),
+                ("sandbox", conditions.get("sandbox")),
+            ):
                 if field in rec and rec[field] != now:
                     found.append(f"{field}: {rec[field]} -> {now}")
     if not found:
@@ -83,9 +86,16 @@ def _what_changed(rec: dict[str, Any], inputs: dict[str, str],
     return "changed: " + "; ".join(shown)
 
 
-def decide(run_dir: Path, config_hash: str, judge_hash: str, inputs: dict[str, str], *,
-           fresh: bool = False, rejudge: bool = False,
-           conditions: dict[str, Any] | None = None) -> Decision:
+def decide(
+    run_dir: Path,
+    config_hash: str,
+    judge_hash: str,
+    inputs: dict[str, str],
+    *,
+    fresh: bool = False,
+    rejudge: bool = False,
+    conditions: dict[str, Any] | None = None,
+) -> Decision:
     """What to do with the run whose folder is `run_dir`, given the current conditions."""
     path = run_dir / RECORD_FILE
     if not path.is_file():
@@ -97,39 +107,58 @@ def decide(run_dir: Path, config_hash: str, judge_hash: str, inputs: dict[str, s
         return _again(f"{path}: unreadable record: run again", f"{path} is unreadable", rejudge)
     if fresh:
         return Decision("run", None, "--scylla-fresh: run again")
-    return (_config_decision(run_dir, rec, config_hash, inputs, rejudge, conditions)
-            or _judging_decision(run_dir, rec, judge_hash, rejudge))
+    return _config_decision(
+        run_dir, rec, config_hash, inputs, rejudge, conditions
+    ) or _judging_decision(run_dir, rec, judge_hash, rejudge)
 
 
 def _again(why: str, unscorable: str, rejudge: bool) -> Decision:
     """Run it again; under --scylla-rejudge (which runs no agent) skip it instead."""
     if rejudge:
-        return Decision("skip", None, f"--scylla-rejudge: {unscorable}, so there is nothing "
-                                      "to re-score (run it without the option)")
+        return Decision(
+            "skip",
+            None,
+            f"--scylla-rejudge: {unscorable}, so there is nothing "
+            "to re-score (run it without the option)",
+        )
     return Decision("run", None, why)
 
 
-def _config_decision(run_dir: Path, rec: dict[str, Any], config_hash: str,
-                     inputs: dict[str, str], rejudge: bool,
-                     conditions: dict[str, Any] | None) -> Decision | None:
+def _config_decision(
+    run_dir: Path,
+    rec: dict[str, Any],
+    config_hash: str,
+    inputs: dict[str, str],
+    rejudge: bool,
+    conditions: dict[str, Any] | None,
+) -> Decision | None:
     """A void stored run runs again, one made under other conditions is a conflict; None for a
     run of the current conditions."""
     stored_hash = rec.get("config_hash")
     if rec.get("outcome") == "infra_error" and stored_hash in (None, config_hash):
         # a void run has nothing worth scoring
-        return _again(f"stored infra_error ({rec.get('reason', '')}): run again",
-                      "the stored run is an infra_error", rejudge)
+        return _again(
+            f"stored infra_error ({rec.get('reason', '')}): run again",
+            "the stored run is an infra_error",
+            rejudge,
+        )
     if stored_hash != config_hash:
         detail = _what_changed(rec, inputs, conditions)
-        return Decision("conflict", rec, (
-            f"{run_dir}: the stored run was made under other conditions (config hash "
-            f"{stored_hash}, now {config_hash}; {detail}). Run it again with --scylla-fresh, "
-            "or write to a new --scylla-out folder"))
+        return Decision(
+            "conflict",
+            rec,
+            (
+                f"{run_dir}: the stored run was made under other conditions (config hash "
+                f"{stored_hash}, now {config_hash}; {detail}). Run it again with --scylla-fresh, "
+                "or write to a new --scylla-out folder"
+            ),
+        )
     return None
 
 
-def _judging_decision(run_dir: Path, rec: dict[str, Any], judge_hash: str,
-                      rejudge: bool) -> Decision:
+def _judging_decision(
+    run_dir: Path, rec: dict[str, Any], judge_hash: str, rejudge: bool
+) -> Decision:
     """A stored run of the current conditions: reused, re-scored, or a conflict when the rubric
     or panel changed since it was scored."""
     if rejudge:
@@ -137,12 +166,16 @@ def _judging_decision(run_dir: Path, rec: dict[str, Any], judge_hash: str,
     if rec.get("outcome") == "judge_error":  # the agent's work stands; only the panel failed
         return Decision("rejudge", rec, "stored judge_error: the judges are asked again")
     if rec.get("judge_hash") not in (None, judge_hash):
-        return Decision("conflict", rec, (
-            f"{run_dir}: the rubric or the judge panel changed since this run was scored. "
-            "Re-score stored runs with --scylla-rejudge (no agent is re-run), or run them "
-            "again with --scylla-fresh"))
+        return Decision(
+            "conflict",
+            rec,
+            (
+                f"{run_dir}: the rubric or the judge panel changed since this run was scored. "
+                "Re-score stored runs with --scylla-rejudge (no agent is re-run), or run them "
+                "again with --scylla-fresh"
+            ),
+        )
     return Decision("cached", rec)
-
 
 
 def wait_out_pause(rt: Runtime, say: Callable[[str], None]) -> None:
@@ -152,13 +185,17 @@ def wait_out_pause(rt: Runtime, say: Callable[[str], None]) -> None:
     told = 0.0
     while (pause := rt.ledger.paused()) is not None:
         if pause.remaining > rt.settings.max_pause:
-            pytest.skip(f"upstream usage limit ({pause.reason}): new runs paused for "
-                        f"{pause.remaining:.0f}s, longer than --scylla-max-pause="
-                        f"{rt.settings.max_pause:.0f}; resume later with the same --scylla-out")
+            pytest.skip(
+                f"upstream usage limit ({pause.reason}): new runs paused for "
+                f"{pause.remaining:.0f}s, longer than --scylla-max-pause="
+                f"{rt.settings.max_pause:.0f}; resume later with the same --scylla-out"
+            )
         if time.monotonic() - told > 60:
             until = datetime.fromtimestamp(pause.until, UTC)
-            say(f"scylla: PAUSED by an upstream usage limit ({pause.reason}); new runs wait "
-                f"{pause.remaining:.0f}s, until {until:%H:%M:%S} UTC")
+            say(
+                f"scylla: PAUSED by an upstream usage limit ({pause.reason}); new runs wait "
+                f"{pause.remaining:.0f}s, until {until:%H:%M:%S} UTC"
+            )
             told = time.monotonic()
         time.sleep(min(1.0, pause.remaining + 0.05))
 
@@ -166,6 +203,7 @@ def wait_out_pause(rt: Runtime, say: Callable[[str], None]) -> None:
 def stored_evidence(run_dir: Path, stored: dict[str, Any]) -> judge_run.Evidence:
     """What the judges see of a stored run, read back from its folder (final message, diff,
     file list, check results): re-scoring runs no agent."""
+
     def exact(name: str) -> str:  # as written: no newline translation (a diff's \r\n stays)
         path = run_dir / name
         return path.read_bytes().decode("utf-8", errors="replace") if path.is_file() else ""
@@ -175,23 +213,39 @@ def stored_evidence(run_dir: Path, stored: dict[str, Any]) -> judge_run.Evidence
         diff=exact("diff.patch"),
         files=[name for name in exact("files.txt").split("\n") if name],  # one a line: a
         # name may hold spaces, and so does the note of a cut list
-        checks=[checks.CheckResult(**c) for c in stored.get("checks") or []
-                if c.get("kind") != "assert"])
+        checks=[
+            checks.CheckResult(**c) for c in stored.get("checks") or [] if c.get("kind") != "assert"
+        ],
+    )
 
 
-def for_rejudge(stored: dict[str, Any], case: Case, evidence: judge_run.Evidence,
-                cond: Conditions) -> RunRecord:
+def for_rejudge(
+    stored: dict[str, Any], case: Case, evidence: judge_run.Evidence, cond: Conditions
+) -> RunRecord:
     """A stored run made ready to be scored again with the current rubric and panel: the old
     scores move to `rejudged` (so the change is visible), an evaluation's old assert items go."""
-    previous = {k: stored.get(k) for k in ("outcome", "score", "grade", "judge_hash",
-                                           "judge_cost_usd")}
+    previous = {
+        k: stored.get(k) for k in ("outcome", "score", "grade", "judge_hash", "judge_cost_usd")
+    }
     previous["judges"] = [j.get("judge_model") for j in stored.get("judges") or []]
-    kept = {k: v for k, v in stored.items() if k not in ("score", "impl_rate", "grade",
-                                                          "consensus", "judges")}
+    kept = {
+        k: v
+        for k, v in stored.items()
+        if k not in ("score", "impl_rate", "grade", "consensus", "judges")
+    }
     kept["checks"] = [c for c in stored.get("checks") or [] if c.get("kind") != "assert"]
-    return cast(RunRecord, {**kept, "check_items": evidence.check_rows(case),
-                            "check_score": evidence.check_score(case),
-                            "pass_threshold": case.rubric.pass_threshold,
-                            "judge_hash": cond.judge_hash, "inputs": cond.inputs,
-                            "rejudged": [*(stored.get("rejudged") or []),
-                                         {"at": timestamp(), "previous": previous}]})
+    return cast(
+        RunRecord,
+        {
+            **kept,
+            "check_items": evidence.check_rows(case),
+            "check_score": evidence.check_score(case),
+            "pass_threshold": case.rubric.pass_threshold,
+            "judge_hash": cond.judge_hash,
+            "inputs": cond.inputs,
+            "rejudged": [
+                *(stored.get("rejudged") or []),
+                {"at": timestamp(), "previous": previous},
+            ],
+        },
+    )

@@ -39,8 +39,13 @@ from pytest_scylla.run.sandbox import Finished, SandboxError, base_env
 from pytest_scylla.run.transcript import Capture
 
 # what ends a run as an infra_error with the exception as its reason
-SETUP_FAILURES = (workspace.WorkspaceError, mcp_install.InstallError, SetupError,
-                  hostile.HostileDataError, OSError)
+SETUP_FAILURES = (
+    workspace.WorkspaceError,
+    mcp_install.InstallError,
+    SetupError,
+    hostile.HostileDataError,
+    OSError,
+)
 
 
 def timestamp() -> str:
@@ -54,8 +59,9 @@ def r_prog(milestones: tuple[str, ...], results: list[checks.CheckResult]) -> fl
     if not milestones:
         return None
     passed = {r.name: r.passed for r in results}
-    reached = next((i for i, name in enumerate(milestones) if not passed.get(name)),
-                   len(milestones))
+    reached = next(
+        (i for i, name in enumerate(milestones) if not passed.get(name)), len(milestones)
+    )
     return reached / len(milestones)
 
 
@@ -92,16 +98,30 @@ def identity(run: RunState) -> RunRecord:
     spec, rt, cond = run.spec, run.rt, run.cond
     case, sub = spec.case, spec.subtest
     ident: RunRecord = {
-        "schema": record.RECORD_SCHEMA, "run_key": spec.key.folder, "case": case.id,
-        "category": case.category, "tier": sub.tier, "subtest": sub.ref,
-        "subtest_name": sub.name, "run": spec.run, "agent": rt.agent.name,
-        "cli_version": rt.cli_version_of(spec), "model": rt.model(spec),
-        "oracle": rt.settings.oracle, "simulated": rt.settings.oracle is not None,
+        "schema": record.RECORD_SCHEMA,
+        "run_key": spec.key.folder,
+        "case": case.id,
+        "category": case.category,
+        "tier": sub.tier,
+        "subtest": sub.ref,
+        "subtest_name": sub.name,
+        "run": spec.run,
+        "agent": rt.agent.name,
+        "cli_version": rt.cli_version_of(spec),
+        "model": rt.model(spec),
+        "oracle": rt.settings.oracle,
+        "simulated": rt.settings.oracle is not None,
         "sandbox": rt.sandbox.name,
-        "plugin_version": __version__, "started_at": timestamp(), "outcome": "infra_error",
-        "passed": False, "reason": "", "exit_code": None,
-        "pass_threshold": case.rubric.pass_threshold, "inputs": cond.inputs,
-        "config_hash": cond.config_hash, "judge_hash": cond.judge_hash,
+        "plugin_version": __version__,
+        "started_at": timestamp(),
+        "outcome": "infra_error",
+        "passed": False,
+        "reason": "",
+        "exit_code": None,
+        "pass_threshold": case.rubric.pass_threshold,
+        "inputs": cond.inputs,
+        "config_hash": cond.config_hash,
+        "judge_hash": cond.judge_hash,
         "conditions": cond.config,
     }
     container = rt.sandbox.describe(rt.image(spec))
@@ -122,9 +142,12 @@ def prepare(run: RunState, rec: RunRecord) -> tuple[workspace.Workspace, overlay
     ws = workspace.create(case, work, rt.settings.cache_dir, run.harness)
     mcp = _mcp_config(run, work)
     ov = overlay_for(rt.agent)(sub, rt.tiers, work, run.private, mcp)
-    rec["source"] = {"repo": case.source.repo, "commit": case.source.commit,
-                     "path": case.source.path.name if case.source.path else None,
-                     "base_commit": ws.base_commit}
+    rec["source"] = {
+        "repo": case.source.repo,
+        "commit": case.source.commit,
+        "path": case.source.path.name if case.source.path else None,
+        "base_commit": ws.base_commit,
+    }
     rec["declared"] = ov.declared
     expected = expectation(ov, sub, rt.tiers, work, rt.baseline(spec))
     _open_route(run, _oracle_script(run, work, rec), expected)
@@ -135,23 +158,37 @@ def _mcp_config(run: RunState, work: Path) -> dict[str, Any]:
     """The subtest's MCP servers, declared by the tier set, installed from the cache."""
     assert run.private is not None
     sub, rt = run.spec.subtest, run.rt
-    declarations = {n: json.loads(rt.tiers.resource_path("mcp_servers", n).read_text("utf-8"))
-                    for n in sub.mcp_servers}
-    return mcp_install.localize(overlay.mcp_config(sub, rt.tiers, work, run.private),
-                                declarations, rt.settings.cache_dir)
+    declarations = {
+        n: json.loads(rt.tiers.resource_path("mcp_servers", n).read_text("utf-8"))
+        for n in sub.mcp_servers
+    }
+    return mcp_install.localize(
+        overlay.mcp_config(sub, rt.tiers, work, run.private), declarations, rt.settings.cache_dir
+    )
 
 
 def _oracle_script(run: RunState, work: Path, rec: RunRecord) -> Script | None:
     """The oracle's script for the run (None with a real model), noted in the record."""
     spec, rt = run.spec, run.rt
     oracle = rt.settings.oracle
-    script = (Script.for_case(mode_for(oracle, spec.key.folder), spec.case.solution, work,
-                              delegates(rt.tiers, spec.subtest), spec.subtest.skills,
-                              spec.subtest.mcp_servers)
-              if oracle else None)
+    script = (
+        Script.for_case(
+            mode_for(oracle, spec.key.folder),
+            spec.case.solution,
+            work,
+            delegates(rt.tiers, spec.subtest),
+            spec.subtest.skills,
+            spec.subtest.mcp_servers,
+        )
+        if oracle
+        else None
+    )
     if script is not None:
-        rec["oracle_script"] = {"mode": script.mode, "delegates": list(script.delegates),
-                                "files": [rel for rel, _ in script.files]}
+        rec["oracle_script"] = {
+            "mode": script.mode,
+            "delegates": list(script.delegates),
+            "files": [rel for rel, _ in script.files],
+        }
     return script
 
 
@@ -161,16 +198,21 @@ def _open_route(run: RunState, script: Script | None, expected: ablation.Expecte
     assert run.private is not None
     oracle = rt.settings.oracle
     max_cost = rt.settings.max_run_cost
-    run.route = rt.gateway.open(Route(
-        key=f"{spec.key.folder}-{secrets.token_hex(8)}",
-        log_path=run.run_dir / "model_calls.jsonl",
-        upstream="oracle" if oracle else getattr(rt.agent, "upstream", "anthropic"),
-        upstream_url=None if oracle else getattr(rt.agent, "upstream_url", None),
-        max_cost_usd=max_cost if max_cost is not None else case.max_cost_usd,
-        bodies_dir=run.run_dir / "bodies" if rt.settings.record_bodies else None,
-        replay=recorded(rt.settings.replay, run.run_dir.name, "bodies"),
-        private=run.private.name, models=allowlist.run_models(rt.agent, rt.model(spec)),
-        script=script, expected=expected))
+    run.route = rt.gateway.open(
+        Route(
+            key=f"{spec.key.folder}-{secrets.token_hex(8)}",
+            log_path=run.run_dir / "model_calls.jsonl",
+            upstream="oracle" if oracle else getattr(rt.agent, "upstream", "anthropic"),
+            upstream_url=None if oracle else getattr(rt.agent, "upstream_url", None),
+            max_cost_usd=max_cost if max_cost is not None else case.max_cost_usd,
+            bodies_dir=run.run_dir / "bodies" if rt.settings.record_bodies else None,
+            replay=recorded(rt.settings.replay, run.run_dir.name, "bodies"),
+            private=run.private.name,
+            models=allowlist.run_models(rt.agent, rt.model(spec)),
+            script=script,
+            expected=expected,
+        )
+    )
 
 
 def run_agent(run: RunState, ov: overlay.Overlay, rec: RunRecord) -> tuple[Finished, str]:
@@ -180,15 +222,24 @@ def run_agent(run: RunState, ov: overlay.Overlay, rec: RunRecord) -> tuple[Finis
     assert run.private is not None
     cli = rt.sandbox.cli(rt.cli, rt.image(spec))
     argv = rt.agent.command(cli, rt.model(spec), spec.case.max_turns, ov.args)
-    env = agents.environment(rt.agent, base_env(run.private), ov.env,
-                             rt.sandbox.base_url(route.key), rt.model(spec))
+    env = agents.environment(
+        rt.agent, base_env(run.private), ov.env, rt.sandbox.base_url(route.key), rt.model(spec)
+    )
     prompt = spec.case.prompt.read_text(encoding="utf-8")
     run.timings["setup_s"] = round(time.monotonic() - run.began, 3)
     transcript = run.run_dir / "transcript.jsonl"
     with Capture(transcript) as stdout, Capture(run.run_dir / "agent.stderr.txt") as stderr:
-        finished = rt.sandbox.run(argv, run.private / "work", run.private, env, prompt,
-                                  spec.case.timeout_seconds, cast("IO[bytes]", stdout),
-                                  cast("IO[bytes]", stderr), bridge=True)
+        finished = rt.sandbox.run(
+            argv,
+            run.private / "work",
+            run.private,
+            env,
+            prompt,
+            spec.case.timeout_seconds,
+            cast("IO[bytes]", stdout),
+            cast("IO[bytes]", stderr),
+            bridge=True,
+        )
     rec["output_dropped"] = {"stdout": stdout.kept.dropped, "stderr": stderr.kept.dropped}
     rt.gateway.close(route.key)
     run.timings["agent_s"] = finished.seconds
@@ -200,17 +251,31 @@ def run_agent(run: RunState, ov: overlay.Overlay, rec: RunRecord) -> tuple[Finis
         stderr_tail = err.read().decode(errors="replace")[-500:].strip()
     if finished.refused:  # docker copy: links out, escapes, devices the agent left behind
         rec["copy_refused"] = list(finished.refused)
-    rec.update({"exit_code": finished.exit_code, "timed_out": finished.timed_out,
-                "leftover_processes": finished.leftovers,
-                "final_message": result.final_message, "num_turns": result.num_turns,
-                "stop_reason": result.stop_reason, "terminal_reason": result.terminal_reason,
-                "cli_result": result.to_json(), "cli_init": result.init,
-                "trajectory": result.trajectory(rec.get("declared") or {})})
+    rec.update(
+        {
+            "exit_code": finished.exit_code,
+            "timed_out": finished.timed_out,
+            "leftover_processes": finished.leftovers,
+            "final_message": result.final_message,
+            "num_turns": result.num_turns,
+            "stop_reason": result.stop_reason,
+            "terminal_reason": result.terminal_reason,
+            "cli_result": result.to_json(),
+            "cli_init": result.init,
+            "trajectory": result.trajectory(rec.get("declared") or {}),
+        }
+    )
     return finished, stderr_tail
 
 
-def inspect_work(run: RunState, rec: RunRecord, ws: workspace.Workspace, ov: overlay.Overlay,
-                 finished: Finished, stderr_tail: str) -> None:
+def inspect_work(
+    run: RunState,
+    rec: RunRecord,
+    ws: workspace.Workspace,
+    ov: overlay.Overlay,
+    finished: Finished,
+    stderr_tail: str,
+) -> None:
     """What the agent left (diff, file list), the integrity of the pinned files, the checks on
     it in the sandbox, and the outcome as far as it is known before judging."""
     spec, rt, route = run.spec, run.rt, run.route
@@ -224,18 +289,24 @@ def inspect_work(run: RunState, rec: RunRecord, ws: workspace.Workspace, ov: ove
     (run.run_dir / "files.txt").write_text("\n".join(files) + "\n", encoding="utf-8")
     results = _run_checks(run, rec, ws, entries, cut)
     run.evidence = evidence = judge_run.Evidence(run.result.final_message, diff, files, results)
-    rec.update({"checks": [r.to_json() for r in results],
-                "check_items": evidence.check_rows(spec.case),
-                "check_score": evidence.check_score(spec.case),
-                "r_prog": r_prog(spec.case.milestones, results)})
+    rec.update(
+        {
+            "checks": [r.to_json() for r in results],
+            "check_items": evidence.check_rows(spec.case),
+            "check_score": evidence.check_score(spec.case),
+            "r_prog": r_prog(spec.case.milestones, results),
+        }
+    )
     _compare_with_source(run, rec, results)
-    outcome, reason = classify(finished, run.result, route, stderr_tail,
-                               rt.sandbox.failed_to_start(stderr_tail))
+    outcome, reason = classify(
+        finished, run.result, route, stderr_tail, rt.sandbox.failed_to_start(stderr_tail)
+    )
     rec["classified"] = {"outcome": outcome, "reason": reason}  # before judging
 
 
-def _run_checks(run: RunState, rec: RunRecord, ws: workspace.Workspace,
-                entries: list[hostile.Entry], cut: bool) -> list[checks.CheckResult]:
+def _run_checks(
+    run: RunState, rec: RunRecord, ws: workspace.Workspace, entries: list[hostile.Entry], cut: bool
+) -> list[checks.CheckResult]:
     """The integrity of the pinned files, then the case's checks in the sandbox (the ground
     put back between them); their time is the run's `checks_s`."""
     spec, rt = run.spec, run.rt
@@ -255,20 +326,31 @@ def _run_checks(run: RunState, rec: RunRecord, ws: workspace.Workspace,
     def between(after: str) -> None:  # the agent's code ran: the next check's ground put back
         rec["integrity"] += [f.to_json() for f in integrity.recheck(spec.case, ws.tree(), after)]
 
-    results = checks.run_checks(spec.case, work, base_env(run.private), fresh, wrap, execute,
-                                rt.bytecode, between)
+    results = checks.run_checks(
+        spec.case, work, base_env(run.private), fresh, wrap, execute, rt.bytecode, between
+    )
     run.timings["checks_s"] = round(time.monotonic() - check_began, 3)
     return results
 
 
-def _compare_with_source(run: RunState, rec: RunRecord, results: list[checks.CheckResult]
-                         ) -> None:
+def _compare_with_source(run: RunState, rec: RunRecord, results: list[checks.CheckResult]) -> None:
     """The same checks on the untouched source (once per case): what the agent broke."""
     try:
         before = source_checks.source_checks(run.rt, run.spec, run.run_dir.parent.parent)
     except (*SETUP_FAILURES, SandboxError, ValueError) as exc:  # the run stands without it
-        rec.update({"regressions": None, "source_checks": None,
-                    "source_checks_error": f"{type(exc).__name__}: {exc}"[:500]})
+        rec.update(
+            {
+                "regressions": None,
+                "source_checks": None,
+                "source_checks_error": f"{type(exc).__name__}: {exc}"[:500],
+            }
+        )
     else:
-        rec.update({"source_checks": before, "regressions": source_checks.regressions(
-            before, {r.name: r.passed for r in results})})
+        rec.update(
+            {
+                "source_checks": before,
+                "regressions": source_checks.regressions(
+                    before, {r.name: r.passed for r in results}
+                ),
+            }
+        )

@@ -60,14 +60,23 @@ class Run(RunState):
             yield
         except SETUP_FAILURES as exc:
             self.void = True
-            self.record.update({"outcome": "infra_error", "passed": False,
-                                "reason": f"{type(exc).__name__}: {exc}"})
+            self.record.update(
+                {
+                    "outcome": "infra_error",
+                    "passed": False,
+                    "reason": f"{type(exc).__name__}: {exc}",
+                }
+            )
             self.finish()
         except BaseException as exc:
             self.void = True
-            self.record.update({"outcome": "infra_error", "passed": False,
-                                "reason": f"interrupted ({type(exc).__name__}) before the run "
-                                          "finished"})
+            self.record.update(
+                {
+                    "outcome": "infra_error",
+                    "passed": False,
+                    "reason": f"interrupted ({type(exc).__name__}) before the run finished",
+                }
+            )
             self.finish()
             raise
 
@@ -99,8 +108,9 @@ class Run(RunState):
                 self.void = True
                 settle(self.record, self.spec.case, outcome, self.record["classified"]["reason"])
             else:
-                self.record.update({"outcome": "judge_error", "passed": False,
-                                    "reason": NOT_JUDGED})
+                self.record.update(
+                    {"outcome": "judge_error", "passed": False, "reason": NOT_JUDGED}
+                )
             self.finish()
 
     def rescore(self, stored: RunRecord, evidence: judge_run.Evidence) -> None:
@@ -113,11 +123,13 @@ class Run(RunState):
             return
         classified = self.record.get("classified") or {"outcome": None, "reason": ""}
         try:
-            self.record.update(judge_run.judge(self.spec.case, self.spec.key.folder,
-                                               self.run_dir, self.rt, self.evidence))
+            self.record.update(
+                judge_run.judge(
+                    self.spec.case, self.spec.key.folder, self.run_dir, self.rt, self.evidence
+                )
+            )
         except BaseException:  # the agent's work stands: resume asks the judges again
-            self.record.update({"outcome": "judge_error", "passed": False,
-                                "reason": NOT_JUDGED})
+            self.record.update({"outcome": "judge_error", "passed": False, "reason": NOT_JUDGED})
             self.finish()
             raise
         settle(self.record, self.spec.case, classified["outcome"], classified["reason"])
@@ -132,13 +144,18 @@ class Run(RunState):
         if ttfts:  # time to the first byte of each answered call, as the gateway saw it
             self.timings["ttft_s"] = round(statistics.fmean(ttfts), 4)
             self.timings["ttft_first_s"] = ttfts[0]
-        self.record.update({"usage": route.usage, "tokens": pricing.token_totals(route.usage),
-                            "api_calls": route.calls, "refused_calls": route.refused,
-                            "infra_events": route.infra,
-                            "budget": {"max_cost_usd": route.max_cost_usd,
-                                       "exceeded": route.budget_exceeded},
-                            "models_refused": sorted(route.models_refused),
-                            "ablation": route.ablation or {"checked": False}})
+        self.record.update(
+            {
+                "usage": route.usage,
+                "tokens": pricing.token_totals(route.usage),
+                "api_calls": route.calls,
+                "refused_calls": route.refused,
+                "infra_events": route.infra,
+                "budget": {"max_cost_usd": route.max_cost_usd, "exceeded": route.budget_exceeded},
+                "models_refused": sorted(route.models_refused),
+                "ablation": route.ablation or {"checked": False},
+            }
+        )
         self.record.update(costs(route, self.result))
 
     def finish(self) -> None:

@@ -77,8 +77,10 @@ class Runtime:
     def unrunnable(self, spec: RunSpec) -> str | None:
         """Why this sandbox cannot run the spec (a case that brings its own image), or None."""
         if spec.case.image and self.sandbox.name != "docker":
-            return (f"case {spec.case.id} runs in its image {spec.case.image}: use "
-                    f"--scylla-sandbox=docker (this session's sandbox is {self.sandbox.name})")
+            return (
+                f"case {spec.case.id} runs in its image {spec.case.image}: use "
+                f"--scylla-sandbox=docker (this session's sandbox is {self.sandbox.name})"
+            )
         return None
 
     def cli_version_of(self, spec: RunSpec) -> str:
@@ -90,33 +92,62 @@ class Runtime:
         `evaluation`: a Python evaluation's source hash (it scores the run)."""
         s = self.settings
         image = self.image(spec)
-        return conditions(spec, self.tiers, model=self.model(spec),
-                          cli_version=self.cli_version_of(spec), oracle=s.oracle,
-                          sandbox=self.sandbox.name, container=self.sandbox.describe(image),
-                          judges=[j.label for j in s.judges], min_judges=s.min_judges,
-                          panel=s.panel, evaluation=evaluation, agent=self.agent.name)
+        return conditions(
+            spec,
+            self.tiers,
+            model=self.model(spec),
+            cli_version=self.cli_version_of(spec),
+            oracle=s.oracle,
+            sandbox=self.sandbox.name,
+            container=self.sandbox.describe(image),
+            judges=[j.label for j in s.judges],
+            min_judges=s.min_judges,
+            panel=s.panel,
+            evaluation=evaluation,
+            agent=self.agent.name,
+        )
 
     def baseline(self, spec: RunSpec) -> dict[str, Any]:
         """The baseline for the run's model, its subtest's tool configuration and its image."""
         sub = spec.subtest
-        return self.baseline_for(self.model(spec), sub.tools_allow, tuple(sorted(sub.tools_deny)),
-                                 self.image(spec))
+        return self.baseline_for(
+            self.model(spec), sub.tools_allow, tuple(sorted(sub.tools_deny)), self.image(spec)
+        )
 
-    def baseline_for(self, model: str, allow: tuple[str, ...] | None, deny: tuple[str, ...],
-                     image: str | None = None) -> dict[str, Any]:
+    def baseline_for(
+        self,
+        model: str,
+        allow: tuple[str, ...] | None,
+        deny: tuple[str, ...],
+        image: str | None = None,
+    ) -> dict[str, Any]:
         """The baseline of a model, tool configuration (the CLI's default system prompt
         differs by model) and image, measured once per process (and on disk)."""
         key = json.dumps([model, allow, deny, image])
         if key not in self.baselines:
             self.baselines[key] = baseline.measure(
-                self.agent, self.gateway, self.sandbox, self.cli, self.sandbox.cli_version(
-                    self.cli_version, image), model, self.settings.cache_dir, allow, deny, image)
+                self.agent,
+                self.gateway,
+                self.sandbox,
+                self.cli,
+                self.sandbox.cli_version(self.cli_version, image),
+                model,
+                self.settings.cache_dir,
+                allow,
+                deny,
+                image,
+            )
         return self.baselines[key]
 
 
-def build(settings: Settings, out: Path, session_id: str, tiers: TierSet,
-          agent: Agent = ADAPTER, sandboxes: Mapping[str, type[Sandbox]] | None = None
-          ) -> Runtime:
+def build(
+    settings: Settings,
+    out: Path,
+    session_id: str,
+    tiers: TierSet,
+    agent: Agent = ADAPTER,
+    sandboxes: Mapping[str, type[Sandbox]] | None = None,
+) -> Runtime:
     """Set up the gateway, sandbox and CLI for this process, and measure the CLI's baseline so
     that a CLI that cannot run fails here, once. Raises one of `SETUP_ERRORS`."""
     clean_stale()  # run folders of processes that are gone (a killed session)
@@ -124,24 +155,41 @@ def build(settings: Settings, out: Path, session_id: str, tiers: TierSet,
         _check_credentials(settings, agent)
     cli = agent.find_cli(settings.cli)
     cli_version = agent.version(cli)
-    kind, _note = choose(settings.sandbox, real_model=settings.oracle is None,
-                         image=settings.image, sandboxes=sandboxes)
+    kind, _note = choose(
+        settings.sandbox,
+        real_model=settings.oracle is None,
+        image=settings.image,
+        sandboxes=sandboxes,
+    )
     if kind is Sandbox and settings.oracle is None:
         hide_environment()
     (settings.cache_dir / "npm").mkdir(parents=True, exist_ok=True)
     gateway = Gateway().start()
     try:
         ledger = Ledger(out, session_id)
-        gateway.retry = RetryPolicy(attempts=settings.retries, max_wait=settings.retry_wait,
-                                    on_long_limit=ledger.pause)
+        gateway.retry = RetryPolicy(
+            attempts=settings.retries, max_wait=settings.retry_wait, on_long_limit=ledger.pause
+        )
         extra = _sandbox_options(kind, settings)
         # bwrap shows the links and what they link to read-only; elsewhere no bytecode is read
         pyc = bytecode.prefix(SYSTEM_TOPS + system_paths()) if kind.name == "bwrap" else None
-        rt = Runtime(settings=settings, out=out, tiers=tiers, gateway=gateway,
-                     sandbox=kind(gateway.port, gateway.socket_dir,
-                                  [settings.cache_dir / "npm", *([pyc] if pyc else [])], **extra),
-                     cli=cli, cli_version=cli_version, agent=agent, ledger=ledger,
-                     bytecode=str(pyc or NO_BYTECODE))
+        rt = Runtime(
+            settings=settings,
+            out=out,
+            tiers=tiers,
+            gateway=gateway,
+            sandbox=kind(
+                gateway.port,
+                gateway.socket_dir,
+                [settings.cache_dir / "npm", *([pyc] if pyc else [])],
+                **extra,
+            ),
+            cli=cli,
+            cli_version=cli_version,
+            agent=agent,
+            ledger=ledger,
+            bytecode=str(pyc or NO_BYTECODE),
+        )
         rt.sandbox.session = session_id
         rt.baseline_for(settings.model, None, ())
     except BaseException:
@@ -167,6 +215,5 @@ def _check_credentials(settings: Settings, agent: Agent) -> None:
 def _sandbox_options(kind: type[Sandbox], settings: Settings) -> dict[str, Any]:
     """The settings the chosen sandbox class takes beyond the gateway and what it shows."""
     if kind.name == "docker":
-        return {"image": settings.image, "limits": settings.limits,
-                "copy": settings.docker_copy}
+        return {"image": settings.image, "limits": settings.limits, "copy": settings.docker_copy}
     return {"limits": settings.limits} if kind is Bwrap else {}

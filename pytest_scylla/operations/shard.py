@@ -23,7 +23,9 @@ def missing(manifests: Iterable[dict[str, Any]]) -> tuple[int, list[int]] | None
         return None
     counts = {int(s["count"]) for s in seen}
     if len(counts) > 1:
-        raise ValueError(f"the folders are shards of different splits ({sorted(counts)}); merge "
-                         "the shards of one split")
+        raise ValueError(
+            f"the folders are shards of different splits ({sorted(counts)}); merge "
+            "the shards of one split"
+        )
     count = counts.pop()
     return count, sorted(set(range(1, count + 1)) - {int(s["index"]) for s in seen})

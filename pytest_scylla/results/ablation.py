@@ -16,8 +16,12 @@ from pytest_scylla.results import metrics
 
 RESAMPLES = 999
 SEED = 0
-KINDS = {"claude_md": "CLAUDE.md block", "skills": "skill", "agents": "sub-agent",
-         "mcp_servers": "MCP server"}
+KINDS = {
+    "claude_md": "CLAUDE.md block",
+    "skills": "skill",
+    "agents": "sub-agent",
+    "mcp_servers": "MCP server",
+}
 
 
 def components(declared: dict[str, Any]) -> frozenset[tuple[str, str]]:
@@ -43,8 +47,13 @@ def _interval(with_: list[float], without: list[float]) -> tuple[float | None, f
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DegenerateDataWarning)
-        found = bootstrap((np.array(with_), np.array(without)), diff, n_resamples=RESAMPLES,
-                          method="percentile", rng=np.random.default_rng(SEED))
+        found = bootstrap(
+            (np.array(with_), np.array(without)),
+            diff,
+            n_resamples=RESAMPLES,
+            method="percentile",
+            rng=np.random.default_rng(SEED),
+        )
     return float(found.confidence_interval.low), float(found.confidence_interval.high)
 
 
@@ -66,8 +75,9 @@ def ablation_scores(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         with_, without = (a, b) if extra_a else (b, a)
         ((kind, name),) = extra_a or extra_b
-        cases = {str(r.get("case")) for r in runs[with_]} & {str(r.get("case"))
-                                                                 for r in runs[without]}
+        cases = {str(r.get("case")) for r in runs[with_]} & {
+            str(r.get("case")) for r in runs[without]
+        }
         on = [r for r in runs[with_] if str(r.get("case")) in cases]
         off = [r for r in runs[without] if str(r.get("case")) in cases]
         s_on = [float(r["score"]) for r in on if isinstance(r.get("score"), (int, float))]
@@ -75,22 +85,35 @@ def ablation_scores(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if not s_on or not s_off:
             continue
         low, high = _interval(s_on, s_off)
-        rows.append({
-            "component": f"{KINDS.get(kind, kind)} {name}", "with": with_, "without": without,
-            "cases": len(cases), "n_with": len(on), "n_without": len(off),
-            "score_delta": statistics.fmean(s_on) - statistics.fmean(s_off),
-            "ci_low": low, "ci_high": high,
-            "pass_rate_delta": (statistics.fmean(bool(r.get("passed")) for r in on)
-                                - statistics.fmean(bool(r.get("passed")) for r in off)),
-            "used": _used(on, kind, name)})
+        rows.append(
+            {
+                "component": f"{KINDS.get(kind, kind)} {name}",
+                "with": with_,
+                "without": without,
+                "cases": len(cases),
+                "n_with": len(on),
+                "n_without": len(off),
+                "score_delta": statistics.fmean(s_on) - statistics.fmean(s_off),
+                "ci_low": low,
+                "ci_high": high,
+                "pass_rate_delta": (
+                    statistics.fmean(bool(r.get("passed")) for r in on)
+                    - statistics.fmean(bool(r.get("passed")) for r in off)
+                ),
+                "used": _used(on, kind, name),
+            }
+        )
     return rows
 
 
 def _used(runs: list[dict[str, Any]], kind: str, name: str) -> float | None:
     """The share of runs that invoked the component (skills, sub-agents, MCP servers: what
     can be invoked), over the runs whose trajectory is known."""
-    known = [r["trajectory"]["used"][kind][name] for r in runs
-             if name in ((r.get("trajectory") or {}).get("used") or {}).get(kind, {})]
+    known = [
+        r["trajectory"]["used"][kind][name]
+        for r in runs
+        if name in ((r.get("trajectory") or {}).get("used") or {}).get(kind, {})
+    ]
     return statistics.fmean(bool(u) for u in known) if known else None
 
 
@@ -105,15 +128,22 @@ def utilisation(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         for kind in ("skills", "agents", "mcp_servers"):
             if used.get(kind):
-                counts.setdefault((str(rec.get("tier")), kind), []).append(
-                    any(used[kind].values()))
+                counts.setdefault((str(rec.get("tier")), kind), []).append(any(used[kind].values()))
     rows = []
-    for (tier, kind), flags in sorted(counts.items(),
-                                      key=lambda kv: (tier_key(kv[0][0]), kv[0][1])):
+    for (tier, kind), flags in sorted(
+        counts.items(), key=lambda kv: (tier_key(kv[0][0]), kv[0][1])
+    ):
         share = sum(flags) / len(flags)
-        rows.append({"tier": tier, "kind": KINDS[kind], "runs": len(flags), "used": sum(flags),
-                     "share": share,
-                     "note": "never used: not an ablation of it" if not share else ""})
+        rows.append(
+            {
+                "tier": tier,
+                "kind": KINDS[kind],
+                "runs": len(flags),
+                "used": sum(flags),
+                "share": share,
+                "note": "never used: not an ablation of it" if not share else "",
+            }
+        )
     return rows
 
 

@@ -27,11 +27,22 @@ def crash_record(nodeid: str) -> dict[str, Any]:
     key = RunKey.from_nodeid(nodeid)
     place: dict[str, Any] = {}
     if key:
-        place = {"case": key.case, "tier": key.tier, "subtest": key.subtest, "run": key.run,
-                 "run_key": key.folder, **({"model": key.model} if key.model else {})}
-    return {"run_key": nodeid, **place, "outcome": "infra_error", "passed": False,
-            "reason": "the worker running this item crashed; nothing was recorded",
-            "crashed": True}
+        place = {
+            "case": key.case,
+            "tier": key.tier,
+            "subtest": key.subtest,
+            "run": key.run,
+            "run_key": key.folder,
+            **({"model": key.model} if key.model else {}),
+        }
+    return {
+        "run_key": nodeid,
+        **place,
+        "outcome": "infra_error",
+        "passed": False,
+        "reason": "the worker running this item crashed; nothing was recorded",
+        "crashed": True,
+    }
 
 
 def earlier_rows(out: Path) -> dict[str, dict[str, Any]]:
@@ -54,14 +65,12 @@ def earlier_rows(out: Path) -> dict[str, dict[str, Any]]:
 
 
 class Aggregator:
-    def __init__(self, out: Path, settings: Any,
-                 writers: dict[str, Any] | None = None) -> None:
+    def __init__(self, out: Path, settings: Any, writers: dict[str, Any] | None = None) -> None:
         self.out = out
         self.settings = settings
         self.writers = writers or {}  # reports plugins add (extensions.report_writers)
         # runs already in the folder (a resumed experiment): part of every report
-        self.stored = {} if settings.plan else {**earlier_rows(out),
-                                                **stored_records(out)}
+        self.stored = {} if settings.plan else {**earlier_rows(out), **stored_records(out)}
         self.records: dict[str, dict[str, Any]] = {}  # this session's
         self.skips: Counter[str] = Counter()
         self.failure = ""
@@ -86,8 +95,13 @@ class Aggregator:
         if not self._log_ready:
             self._log_ready = True
             if self.stored or (self.out / RUNS_FILE).exists():
-                self._rewrite_log([r for k, r in sorted(self.stored.items())  # not re-run now
-                                   if k not in self.records or self.records[k].get("cached")])
+                self._rewrite_log(
+                    [
+                        r
+                        for k, r in sorted(self.stored.items())  # not re-run now
+                        if k not in self.records or self.records[k].get("cached")
+                    ]
+                )
         with open(self.out / RUNS_FILE, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(rec, separators=(",", ":")) + "\n")
 
@@ -127,9 +141,13 @@ class Aggregator:
     # -- at the end -----------------------------------------------------------------------------
     def all_records(self) -> list[dict[str, Any]]:
         """The experiment's runs: the stored ones, overridden by this session's."""
-        merged = {**self.stored, **{k: {x: v for x, v in r.items()
-                                        if x not in ("cached", "rejudged_now")}
-                                    for k, r in self.records.items()}}
+        merged = {
+            **self.stored,
+            **{
+                k: {x: v for x, v in r.items() if x not in ("cached", "rejudged_now")}
+                for k, r in self.records.items()
+            },
+        }
         return [merged[k] for k in sorted(merged)]
 
     def _tally(self) -> tuple[int, int, int]:
@@ -150,48 +168,83 @@ class Aggregator:
         if exitstatus == pytest.ExitCode.INTERRUPTED:
             self.partial = "interrupted: the session stopped before every run finished"
             # runs that a worker recorded while it was being stopped, whose reports never came
-            self.stored.update({k: r for k, r in stored_records(self.out).items()
-                                if k not in self.records})
+            self.stored.update(
+                {k: r for k, r in stored_records(self.out).items() if k not in self.records}
+            )
         elif self.skips:
             self.partial = "not every run was run: " + ", ".join(
-                f"{n} skipped ({why})" for why, n in self.skips.items())
+                f"{n} skipped ({why})" for why, n in self.skips.items()
+            )
         try:
             self._rewrite_log(self.all_records())  # one line per run, as the report counts
-            report.write(self.out, self._tables(), self._manifest(self.all_records()),
-                         self.settings.report, self.writers)
+            report.write(
+                self.out,
+                self._tables(),
+                self._manifest(self.all_records()),
+                self.settings.report,
+                self.writers,
+            )
         except Exception as exc:  # the records are safe in runs.jsonl: say so, don't crash
-            self.failure = (f"writing the reports failed ({type(exc).__name__}: {exc}); every "
-                            f"run is kept in {self.out / RUNS_FILE}: rebuild with "
-                            f"`scylla report {self.out}`")
+            self.failure = (
+                f"writing the reports failed ({type(exc).__name__}: {exc}); every "
+                f"run is kept in {self.out / RUNS_FILE}: rebuild with "
+                f"`scylla report {self.out}`"
+            )
 
     def _manifest(self, records: list[dict[str, Any]]) -> dict[str, Any]:
         s = self.settings
-        manifest = provenance.manifest(records, {
-            "runs": s.runs, "tiers": s.tiers, "subtests": s.subtests, "model": s.model,
-            "models": list(s.models),
-            "label": s.label, "judges": [j.label for j in s.judges], "min_judges": s.min_judges,
-            "panel": s.panel,
-            "oracle": s.oracle, "sandbox": s.sandbox, "image": s.image,
-            "limits": dict(zip(("memory", "cpus", "pids"), s.limits, strict=True)),
-            "docker_copy": s.docker_copy,
-            "report": list(s.report),
-            "budget_usd": s.budget_usd, "max_run_cost": s.max_run_cost, "fresh": s.fresh,
-            "rejudge": s.rejudge})
+        manifest = provenance.manifest(
+            records,
+            {
+                "runs": s.runs,
+                "tiers": s.tiers,
+                "subtests": s.subtests,
+                "model": s.model,
+                "models": list(s.models),
+                "label": s.label,
+                "judges": [j.label for j in s.judges],
+                "min_judges": s.min_judges,
+                "panel": s.panel,
+                "oracle": s.oracle,
+                "sandbox": s.sandbox,
+                "image": s.image,
+                "limits": dict(zip(("memory", "cpus", "pids"), s.limits, strict=True)),
+                "docker_copy": s.docker_copy,
+                "report": list(s.report),
+                "budget_usd": s.budget_usd,
+                "max_run_cost": s.max_run_cost,
+                "fresh": s.fresh,
+                "rejudge": s.rejudge,
+            },
+        )
         old = read_dict(self.out / "manifest.json")
         ran, cached, rejudged = self._tally()
-        manifest["sessions"] = [*(old.get("sessions") or []), {  # each that wrote to this folder
-            "at": manifest["written_at"], "ran": ran, "from_disk": cached, "rejudged": rejudged,
-            "partial": self.partial}]
+        manifest["sessions"] = [
+            *(old.get("sessions") or []),
+            {  # each that wrote to this folder
+                "at": manifest["written_at"],
+                "ran": ran,
+                "from_disk": cached,
+                "rejudged": rejudged,
+                "partial": self.partial,
+            },
+        ]
         rejudges = [*(old.get("rejudges") or [])]
         if rejudged:
-            rejudges.append({"at": manifest["written_at"],
-                             "judges": [j.label for j in s.judges],
-                             "runs": sorted(k for k, r in self.records.items()
-                                            if r.get("rejudged_now"))})
+            rejudges.append(
+                {
+                    "at": manifest["written_at"],
+                    "judges": [j.label for j in s.judges],
+                    "runs": sorted(k for k, r in self.records.items() if r.get("rejudged_now")),
+                }
+            )
         manifest["rejudges"] = rejudges
         if s.shard is not None:  # `scylla report` merges the shards and names missing ones
-            manifest["shard"] = {"index": s.shard[0], "count": s.shard[1],
-                                 "experiment": s.label or f"shards-of-{s.shard[1]}"}
+            manifest["shard"] = {
+                "index": s.shard[0],
+                "count": s.shard[1],
+                "experiment": s.label or f"shards-of-{s.shard[1]}",
+            }
         manifest["tier_sources"] = tier_sources(s.tier_dirs)  # packaged (which version) or own
         manifest["partial"] = self.partial
         return manifest
@@ -208,10 +261,16 @@ class Aggregator:
         ran, cached, rejudged = self._tally()
         earlier = len(set(self.stored) - set(self.records))
         if cached or rejudged or earlier:
-            terminalreporter.write_line(safe(
-                f"resumed {self.out.name}: {ran} run now, "
-                f"{cached} reused from disk (cached), {rejudged} re-scored, {earlier} earlier "
-                "runs outside this selection kept in the report"))
+            terminalreporter.write_line(
+                safe(
+                    f"resumed {self.out.name}: {ran} run now, "
+                    f"{cached} reused from disk (cached), {rejudged} re-scored, {earlier} earlier "
+                    "runs outside this selection kept in the report"
+                )
+            )
         if self.partial:
-            terminalreporter.write_line(safe(f"PARTIAL report: {self.partial}; run the same "
-                                             "command again to resume"), yellow=True, bold=True)
+            terminalreporter.write_line(
+                safe(f"PARTIAL report: {self.partial}; run the same command again to resume"),
+                yellow=True,
+                bold=True,
+            )

@@ -27,8 +27,12 @@ ALPHA = 0.05
 RESAMPLES = 999
 SEED = 0
 METRICS = ("pass_rate", "mean_score", "cost_per_run", "cop")
-LABELS = {"pass_rate": "pass rate", "mean_score": "mean score", "cost_per_run": "cost/run",
-          "cop": "CoP"}
+LABELS = {
+    "pass_rate": "pass rate",
+    "mean_score": "mean score",
+    "cost_per_run": "cost/run",
+    "cop": "CoP",
+}
 Runs = list[dict[str, Any]]
 PAIR_MODEL = "pair_model"  # set on both sides' rows when both vary a model or agent axis
 AXIS_WORDS = {"agent_model": "model", "agent": "agent CLI"}
@@ -65,8 +69,11 @@ def _counted(tables: Tables) -> Runs:
 
 def _values(runs: Runs, metric: str) -> list[float]:
     column = {"pass_rate": "passed", "mean_score": "score", "cost_per_run": "cost_usd"}[metric]
-    return [float(bool(r[column])) if metric == "pass_rate" else float(r[column])
-            for r in runs if r.get(column) not in (None, "")]
+    return [
+        float(bool(r[column])) if metric == "pass_rate" else float(r[column])
+        for r in runs
+        if r.get(column) not in (None, "")
+    ]
 
 
 def _estimate(runs: Runs, metric: str) -> float | None:
@@ -92,8 +99,9 @@ def _cells(runs: Runs) -> dict[tuple[str, str, str], Runs]:
     """The runs of each case × subtest cell (× model, when both sides have a model axis)."""
     cells: dict[tuple[str, str, str], Runs] = {}
     for r in runs:
-        cells.setdefault((str(r.get("case_id")), str(r.get("subtest")),
-                          str(r.get(PAIR_MODEL, ""))), []).append(r)
+        cells.setdefault(
+            (str(r.get("case_id")), str(r.get("subtest")), str(r.get(PAIR_MODEL, ""))), []
+        ).append(r)
     return cells
 
 
@@ -107,8 +115,9 @@ def _units(runs: Runs) -> dict[tuple[str, str, str, int], dict[str, Any]]:
     return units
 
 
-def _interval(base: Runs, cand: Runs, metric: str, paired: bool
-              ) -> tuple[float | None, float | None]:
+def _interval(
+    base: Runs, cand: Runs, metric: str, paired: bool
+) -> tuple[float | None, float | None]:
     """A percentile bootstrap interval (95 %) of the difference: the cells resampled when
     paired, else each side's runs independently. None when the difference is undefined in
     resamples (a CoP whose side did not pass) or there is too little to resample."""
@@ -123,6 +132,7 @@ def _interval(base: Runs, cand: Runs, metric: str, paired: bool
         def statistic(index: Any) -> float:
             chosen = [keys[int(i)] for i in index]
             return _delta([b_units[k] for k in chosen], [c_units[k] for k in chosen], metric)
+
         data: tuple[Any, ...] = (np.arange(len(keys)),)
     else:
         if len(base) < 2 or len(cand) < 2:
@@ -130,13 +140,20 @@ def _interval(base: Runs, cand: Runs, metric: str, paired: bool
 
         def statistic(ib: Any, ic: Any) -> float:
             return _delta([base[int(i)] for i in ib], [cand[int(i)] for i in ic], metric)
+
         data = (np.arange(len(base)), np.arange(len(cand)))
     if math.isnan(statistic(*data)):
         return None, None
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", DegenerateDataWarning)  # every resample alike: fine
-        found = bootstrap(data, statistic, n_resamples=RESAMPLES, vectorized=False,
-                          method="percentile", rng=np.random.default_rng(SEED))
+        found = bootstrap(
+            data,
+            statistic,
+            n_resamples=RESAMPLES,
+            vectorized=False,
+            method="percentile",
+            rng=np.random.default_rng(SEED),
+        )
     low, high = float(found.confidence_interval.low), float(found.confidence_interval.high)
     return (None, None) if math.isnan(low) or math.isnan(high) else (low, high)
 
@@ -153,8 +170,9 @@ def _test(base: Runs, cand: Runs, metric: str, paired: bool) -> tuple[float | No
     if metric == "pass_rate":
         counts = []
         c_cells = _cells(cand)
-        pairs = [(b, c_cells[k]) for k, b in sorted(_cells(base).items())] if paired else \
-            [(base, cand)]
+        pairs = (
+            [(b, c_cells[k]) for k, b in sorted(_cells(base).items())] if paired else [(base, cand)]
+        )
         for b_runs, c_runs in pairs:
             bp, cp = sum(_values(b_runs, metric)), sum(_values(c_runs, metric))
             counts.append([[cp, len(c_runs) - cp], [bp, len(b_runs) - bp]])
@@ -202,11 +220,22 @@ def _rows(base: Runs, cand: Runs, keys: tuple[str, ...]) -> list[dict[str, Any]]
             low, high = _interval(b, c, metric, paired)
             p, test = _test(b, c, metric, paired)
             delta = _delta(b, c, metric)
-            rows.append({**dict(zip(keys, group, strict=True)), "metric": metric,
-                         "n_base": len(b), "n_candidate": len(c), "paired": paired,
-                         "base": _estimate(b, metric), "candidate": _estimate(c, metric),
-                         "delta": None if math.isnan(delta) else delta, "ci_low": low,
-                         "ci_high": high, "test": test, "p": p})
+            rows.append(
+                {
+                    **dict(zip(keys, group, strict=True)),
+                    "metric": metric,
+                    "n_base": len(b),
+                    "n_candidate": len(c),
+                    "paired": paired,
+                    "base": _estimate(b, metric),
+                    "candidate": _estimate(c, metric),
+                    "delta": None if math.isnan(delta) else delta,
+                    "ci_low": low,
+                    "ci_high": high,
+                    "test": test,
+                    "p": p,
+                }
+            )
     _holm(rows)
     return rows
 
@@ -218,8 +247,9 @@ def _holm(rows: list[dict[str, Any]]) -> None:
     for r in rows:
         r["p_holm"], r["significant"] = None, False
     if tested:
-        reject, corrected, _, _ = multipletests([r["p"] for r in tested], alpha=ALPHA,
-                                                method="holm")
+        reject, corrected, _, _ = multipletests(
+            [r["p"] for r in tested], alpha=ALPHA, method="holm"
+        )
         for r, significant, p in zip(tested, reject, corrected, strict=True):
             r["p_holm"], r["significant"] = float(p), bool(significant)
 
@@ -228,26 +258,33 @@ def _verdicts(base: Runs, cand: Runs) -> dict[str, Any]:
     """The runs both sides have (same run key: the same case, subtest and run number) — e.g.
     one experiment judged by a full panel and by an adaptive one — how often their verdicts
     agree, and what judging cost per run on each side."""
+
     def key(r: dict[str, Any]) -> tuple[str, ...]:  # not the folder-made run key
-        return tuple(str(r.get(k)) for k in ("case_id", "tier", "subtest", "run_number",
-                                             PAIR_MODEL))
+        return tuple(
+            str(r.get(k)) for k in ("case_id", "tier", "subtest", "run_number", PAIR_MODEL)
+        )
 
     b, c = {key(r): r for r in base}, {key(r): r for r in cand}
     common = sorted(set(b) & set(c))
     same = sum(bool(b[k].get("passed")) == bool(c[k].get("passed")) for k in common)
 
     def judging(runs: Runs) -> float | None:
-        found = [float(r["judge_cost_usd"]) for r in runs
-                 if r.get("judge_cost_usd") not in (None, "")]
+        found = [
+            float(r["judge_cost_usd"]) for r in runs if r.get("judge_cost_usd") not in (None, "")
+        ]
         return statistics.fmean(found) if found else None
 
-    return {"common_runs": len(common), "same_verdict": same,
-            "agreement": same / len(common) if common else None,
-            "judge_cost_per_run": {"base": judging(base), "candidate": judging(cand)}}
+    return {
+        "common_runs": len(common),
+        "same_verdict": same,
+        "agreement": same / len(common) if common else None,
+        "judge_cost_per_run": {"base": judging(base), "candidate": judging(cand)},
+    }
 
 
-def compare(base_dirs: Sequence[Path], cand_dirs: Sequence[Path],
-            intersect: bool = False) -> dict[str, Any]:
+def compare(
+    base_dirs: Sequence[Path], cand_dirs: Sequence[Path], intersect: bool = False
+) -> dict[str, Any]:
     """The comparison of two experiments (each one folder, or several: shards)."""
     base, cand = _side(base_dirs), _side(cand_dirs)
     b_runs, c_runs = _counted(base.tables), _counted(cand.tables)
@@ -260,11 +297,15 @@ def compare(base_dirs: Sequence[Path], cand_dirs: Sequence[Path],
         c_set = {str(r.get(key)) for r in c_runs}
         if b_set == c_set:
             continue
-        only = f"only in the base: {', '.join(sorted(b_set - c_set)) or '-'}; only in the " \
-               f"candidate: {', '.join(sorted(c_set - b_set)) or '-'}"
+        only = (
+            f"only in the base: {', '.join(sorted(b_set - c_set)) or '-'}; only in the "
+            f"candidate: {', '.join(sorted(c_set - b_set)) or '-'}"
+        )
         if not intersect:
-            raise CompareError(f"{cand.name}: its {what} differ from {base.name}'s ({only}); "
-                               "pass --intersect to compare the ones both have")
+            raise CompareError(
+                f"{cand.name}: its {what} differ from {base.name}'s ({only}); "
+                "pass --intersect to compare the ones both have"
+            )
         common = b_set & c_set
         if not common:
             raise CompareError(f"{cand.name}: no {what} in common with {base.name}")
@@ -274,20 +315,35 @@ def compare(base_dirs: Sequence[Path], cand_dirs: Sequence[Path],
     # an axis both sides vary (models, agent CLIs): each value against itself (paired within)
     axis = tuple(k for k in models.axes(b_runs) if k in models.axes(c_runs))
     if axis:
-        b_runs, c_runs = ([{**r, PAIR_MODEL: "/".join(str(r.get(k)) for k in axis)}
-                           for r in runs] for runs in (b_runs, c_runs))
-        notes.append(f"both sides vary the {' and the '.join(AXIS_WORDS[k] for k in axis)}: "
-                     "each is compared with itself")
-    return {"base": base.name, "candidate": cand.name, "notes": notes,
-            "conditions": conditions(base.manifests, cand.manifests),
-            "verdicts": _verdicts(b_runs, c_runs),
-            "tiers": _rows(b_runs, c_runs, (*axis, "tier")),
-            "cases": _rows(b_runs, c_runs, (*axis, "case_id", "tier")),
-            "alpha": ALPHA, "resamples": RESAMPLES}
+        b_runs, c_runs = (
+            [{**r, PAIR_MODEL: "/".join(str(r.get(k)) for k in axis)} for r in runs]
+            for runs in (b_runs, c_runs)
+        )
+        notes.append(
+            f"both sides vary the {' and the '.join(AXIS_WORDS[k] for k in axis)}: "
+            "each is compared with itself"
+        )
+    return {
+        "base": base.name,
+        "candidate": cand.name,
+        "notes": notes,
+        "conditions": conditions(base.manifests, cand.manifests),
+        "verdicts": _verdicts(b_runs, c_runs),
+        "tiers": _rows(b_runs, c_runs, (*axis, "tier")),
+        "cases": _rows(b_runs, c_runs, (*axis, "case_id", "tier")),
+        "alpha": ALPHA,
+        "resamples": RESAMPLES,
+    }
 
 
 def regressions(result: dict[str, Any], points: float) -> list[dict[str, Any]]:
     """Significant pass-rate drops of more than `points` percentage points."""
-    return [r for table in ("tiers", "cases") for r in result[table]
-            if r["metric"] == "pass_rate" and r["significant"] and r["delta"] is not None
-            and -100 * r["delta"] > points]
+    return [
+        r
+        for table in ("tiers", "cases")
+        for r in result[table]
+        if r["metric"] == "pass_rate"
+        and r["significant"]
+        and r["delta"] is not None
+        and -100 * r["delta"] > points
+    ]

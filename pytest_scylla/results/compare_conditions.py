@@ -7,8 +7,16 @@ from collections.abc import Sequence
 from typing import Any
 
 Manifests = Sequence[dict[str, Any]]
-MANIFEST_KEYS = ("agents", "agent_models", "judge_models", "cli_versions", "sandboxes", "images",
-                 "oracle_modes", "plugin_version")
+MANIFEST_KEYS = (
+    "agents",
+    "agent_models",
+    "judge_models",
+    "cli_versions",
+    "sandboxes",
+    "images",
+    "oracle_modes",
+    "plugin_version",
+)
 
 
 def conditions(base: Manifests, cand: Manifests) -> list[dict[str, Any]]:
@@ -50,16 +58,20 @@ def _merged(manifests: Manifests, key: str) -> Any:
 
 def _changed_options(base: dict[str, Any], cand: dict[str, Any]) -> list[dict[str, Any]]:
     """The session options that differ (the label and the reports asked for aside)."""
-    return [{"what": f"option {name}", "base": base.get(name), "candidate": cand.get(name)}
-            for name in sorted((set(base) | set(cand)) - {"label", "report"})
-            if base.get(name) != cand.get(name)]
+    return [
+        {"what": f"option {name}", "base": base.get(name), "candidate": cand.get(name)}
+        for name in sorted((set(base) | set(cand)) - {"label", "report"})
+        if base.get(name) != cand.get(name)
+    ]
 
 
 def _changed_inputs(base: dict[str, Any], cand: dict[str, Any]) -> list[dict[str, Any]]:
     """The inputs whose content differs (a file on one side only: absent on the other)."""
-    return [{"what": f"input {name}", "base": _content(base, name),
-             "candidate": _content(cand, name)}
-            for name in sorted(set(base) | set(cand)) if base.get(name) != cand.get(name)]
+    return [
+        {"what": f"input {name}", "base": _content(base, name), "candidate": _content(cand, name)}
+        for name in sorted(set(base) | set(cand))
+        if base.get(name) != cand.get(name)
+    ]
 
 
 def _content(inputs: dict[str, Any], name: str) -> str:

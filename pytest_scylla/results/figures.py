@@ -58,9 +58,16 @@ def pass_rate(tables: Tables, summary: Summary, folder: Path) -> str | None:
     fig, ax = _axes()
     rate, low, high = ([float(s[c]) for s in summary] for c in ("pass_rate", "ci_low", "ci_high"))
     # plain lists: matplotlib warns on Series or arrays when there is a single tier
-    ax.bar([str(s["tier"]) for s in summary], rate, capsize=4, color="#4c72b0",
-           yerr=[[r - lo for r, lo in zip(rate, low, strict=True)],
-                 [hi - r for r, hi in zip(rate, high, strict=True)]])
+    ax.bar(
+        [str(s["tier"]) for s in summary],
+        rate,
+        capsize=4,
+        color="#4c72b0",
+        yerr=[
+            [r - lo for r, lo in zip(rate, low, strict=True)],
+            [hi - r for r, hi in zip(rate, high, strict=True)],
+        ],
+    )
     ax.set(ylim=(0, 1.05), ylabel="pass rate (95% CI)", title="Pass rate by tier")
     return _save(fig, folder, "pass_rate")
 
@@ -93,8 +100,11 @@ def pareto(tables: Tables, summary: Summary, folder: Path) -> str | None:
             front.append((cost, score))
             best = score
     ax.plot([p[0] for p in front], [p[1] for p in front], "--", color="grey")
-    ax.set(xlabel="mean cost per run (USD)", ylabel="mean score",
-           title="Cost vs score (Pareto frontier dashed)")
+    ax.set(
+        xlabel="mean cost per run (USD)",
+        ylabel="mean score",
+        title="Cost vs score (Pareto frontier dashed)",
+    )
     return _save(fig, folder, "pareto")
 
 
@@ -122,10 +132,12 @@ def latency(tables: Tables, summary: Summary, folder: Path) -> str | None:
     frame = _frame(tables.runs)
     if frame.empty or "tier" not in frame:
         return None
-    times = _numbers(frame, ["agent_duration_seconds", "judge_duration_seconds",
-                             "duration_seconds"])
-    parts = times.assign(agent=times["agent_duration_seconds"],
-                         judges=times["judge_duration_seconds"])
+    times = _numbers(
+        frame, ["agent_duration_seconds", "judge_duration_seconds", "duration_seconds"]
+    )
+    parts = times.assign(
+        agent=times["agent_duration_seconds"], judges=times["judge_duration_seconds"]
+    )
     parts["other"] = (times["duration_seconds"] - parts["agent"] - parts["judges"]).clip(lower=0)
     means = parts.groupby(frame["tier"])[["agent", "other", "judges"]].mean()
     if means.empty or means.isna().all().all():  # no run with a tier, or no times at all
@@ -154,8 +166,15 @@ def scores(tables: Tables, summary: Summary, folder: Path) -> str | None:
 
 def criteria(tables: Tables, summary: Summary, folder: Path) -> str | None:
     rows = [c for c in tables.criteria if c.get("criterion_score") not in (None, "")]
-    return _heatmap(rows, "criterion", "criterion_score", "viridis",
-                    "Mean criterion score by tier", folder, "criteria")
+    return _heatmap(
+        rows,
+        "criterion",
+        "criterion_score",
+        "viridis",
+        "Mean criterion score by tier",
+        folder,
+        "criteria",
+    )
 
 
 def _judge_frame(tables: Tables) -> Any:
@@ -178,22 +197,32 @@ def judges(tables: Tables, summary: Summary, folder: Path) -> str | None:
     if frame is None:
         return None
     wide = frame.pivot_table(index="run", columns="judge_model", values="judge_score")
-    pairs = {(p["judge1"], p["judge2"]): p for p in judge_pairs(
-        zip(frame["judge_model"], frame["run"], frame["judge_score"], strict=True))}
+    pairs = {
+        (p["judge1"], p["judge2"]): p
+        for p in judge_pairs(
+            zip(frame["judge_model"], frame["run"], frame["judge_score"], strict=True)
+        )
+    }
     fig, (left, right) = _axes(9, 3.6, columns=2)
     models = sorted(wide.columns)
     for i, a in enumerate(models):
-        for b in models[i + 1:]:
+        for b in models[i + 1 :]:
             pair = pairs.get((a, b), {})
             rho, r = pair.get("spearman"), pair.get("pearson")
-            stats = ("rho n/a, r n/a" if rho is None or r is None
-                     else f"rho {rho:.3f}, r {r:.3f}")
+            stats = "rho n/a, r n/a" if rho is None or r is None else f"rho {rho:.3f}, r {r:.3f}"
             left.scatter(wide[a], wide[b], s=12, label=f"{a} vs {b}: {stats}")
     left.plot([0, 1], [0, 1], ":", color="grey")
     left.set(xlabel="judge score", ylabel="other judge's score", title="Judge agreement")
     left.legend(fontsize=6)
-    sns.barplot(data=frame, x="judge_model", y="judge_score", ax=right, color="#8172b2",
-                order=models, seed=0)  # its bootstrapped error bars: the same on every rebuild
+    sns.barplot(
+        data=frame,
+        x="judge_model",
+        y="judge_score",
+        ax=right,
+        color="#8172b2",
+        order=models,
+        seed=0,
+    )  # its bootstrapped error bars: the same on every rebuild
     right.set(ylim=(0, 1.05), title="Judge bias (mean score)")
     right.tick_params(axis="x", labelrotation=20, labelsize=7)
     return _save(fig, folder, "judges")
@@ -210,8 +239,15 @@ def judge_scores(tables: Tables, summary: Summary, folder: Path) -> str | None:
     tiers = sorted(frame["tier"].astype(str).unique(), key=tier_key)
     # seaborn's own use of a deprecated matplotlib argument
     with warnings.catch_warnings(action="ignore", category=DeprecationWarning):
-        sns.boxplot(data=frame, x="tier", y="judge_score", hue="judge_model", ax=ax,
-                    order=tiers, hue_order=sorted(frame["judge_model"].unique()))
+        sns.boxplot(
+            data=frame,
+            x="tier",
+            y="judge_score",
+            hue="judge_model",
+            ax=ax,
+            order=tiers,
+            hue_order=sorted(frame["judge_model"].unique()),
+        )
     ax.set(ylim=(-0.02, 1.02), ylabel="judge score", title="Judge scores by tier")
     ax.legend(fontsize=6, title=None)
     return _save(fig, folder, "judge_scores")
@@ -219,12 +255,18 @@ def judge_scores(tables: Tables, summary: Summary, folder: Path) -> str | None:
 
 def grades(tables: Tables, summary: Summary, folder: Path) -> str | None:
     rows = [r for r in tables.runs if r["score"] is not None]
-    return _heatmap(rows, "case_id", "score", "RdYlGn", "Mean score, case x tier", folder,
-                    "grades")
+    return _heatmap(rows, "case_id", "score", "RdYlGn", "Mean score, case x tier", folder, "grades")
 
 
-def _heatmap(data: list[dict[str, Any]], rows: str, value: str, cmap: str, title: str,
-             folder: Path, stem: str) -> str | None:
+def _heatmap(
+    data: list[dict[str, Any]],
+    rows: str,
+    value: str,
+    cmap: str,
+    title: str,
+    folder: Path,
+    stem: str,
+) -> str | None:
     """Mean of `value` per `rows` x tier, annotated, on a fixed 0..1 scale; None without data."""
     import seaborn as sns
 
@@ -240,8 +282,17 @@ def _heatmap(data: list[dict[str, Any]], rows: str, value: str, cmap: str, title
 
 
 ALL: tuple[Callable[[Tables, Summary, Path], str | None], ...] = (
-    pass_rate, cop, pareto, tokens, latency, scores, criteria, judges, judge_scores,
-    grades)
+    pass_rate,
+    cop,
+    pareto,
+    tokens,
+    latency,
+    scores,
+    criteria,
+    judges,
+    judge_scores,
+    grades,
+)
 
 
 def draw_all(tables: Tables, summary: Summary, out: Path) -> list[str]:

@@ -174,6 +174,7 @@ class Column:
 class Row:
     """A table row: `cells` maps a column to its HTML (already escaped) and, for sorting, a
     value (`None`: sorted by its text); `attrs` are the row's filter values."""
+
     cells: dict[str, tuple[str, Any]]
     attrs: dict[str, str] = field(default_factory=dict)
     css: str = ""
@@ -197,22 +198,26 @@ def cell(value: Any, digits: int = 3) -> tuple[str, Any]:
 
 def tool_table(table_id: str, columns: list[Column], rows: list[Row]) -> str:
     """A sortable, filterable table (see SCRIPT)."""
-    head = "".join(f"<th data-k={c.key}{' data-t=num' if c.numeric else ' class=l'}>"
-                   f"{escape(c.label)}</th>" for c in columns)
+    head = "".join(
+        f"<th data-k={c.key}{' data-t=num' if c.numeric else ' class=l'}>{escape(c.label)}</th>"
+        for c in columns
+    )
     body = []
     for index, row in enumerate(rows):
-        attrs = "".join(f" data-{k}=\"{escape(v)}\"" for k, v in row.attrs.items())
+        attrs = "".join(f' data-{k}="{escape(v)}"' for k, v in row.attrs.items())
         if row.run is not None:
             attrs += f" data-run={row.run}"
         css = f" class={row.css}" if row.css else ""
         cells = []
         for c in columns:
             shown, value = row.cells.get(c.key, ("-", None))
-            sort = "" if value is None else f" data-v=\"{escape(str(value))}\""
+            sort = "" if value is None else f' data-v="{escape(str(value))}"'
             cells.append(f"<td{'' if c.numeric else ' class=l'}{sort}>{shown}</td>")
         body.append(f"<tr data-i={index}{attrs}{css}>{''.join(cells)}</tr>")
-    return (f"<table class=tool id={table_id}><thead><tr>{head}</tr></thead>"
-            f"<tbody>{''.join(body)}</tbody></table>")
+    return (
+        f"<table class=tool id={table_id}><thead><tr>{head}</tr></thead>"
+        f"<tbody>{''.join(body)}</tbody></table>"
+    )
 
 
 def filters(table_id: str, selects: dict[str, tuple[str, list[str]]]) -> str:
@@ -220,33 +225,50 @@ def filters(table_id: str, selects: dict[str, tuple[str, list[str]]]) -> str:
     search box, and how many rows are shown."""
     parts = []
     for name, (label, values) in selects.items():
-        options = "".join(f"<option value=\"{escape(v)}\">{escape(v)}</option>" for v in values)
-        parts.append(f"<label>{escape(label)} <select data-f={name}><option value=\"\">all"
-                     f"</option>{options}</select></label>")
+        options = "".join(f'<option value="{escape(v)}">{escape(v)}</option>' for v in values)
+        parts.append(
+            f'<label>{escape(label)} <select data-f={name}><option value="">all'
+            f"</option>{options}</select></label>"
+        )
     parts.append("<label>search <input type=search data-f=q></label>")
     parts.append(f"<span class=muted id={table_id}-count></span>")
     return f"<div class=filters>{''.join(parts)}</div>"
 
 
-HEADERS = {"n": "runs", "pass_rate": "pass rate [95% CI]", "mean_score": "score",
-           "median_score": "median score", "modal_grade": "grade", "mean_cost": "cost/run",
-           "cop": "Cost-of-Pass", "frontier_tier": "frontier", "frontier_cop": "frontier CoP",
-           "mean_tokens": "tokens/run", "mean_agent_seconds": "agent s/run",
-           "reward_hacks": "hacks", "reward_hacking_rate": "hacking rate", "warning": "note",
-           "agent_model": "model"}
+HEADERS = {
+    "n": "runs",
+    "pass_rate": "pass rate [95% CI]",
+    "mean_score": "score",
+    "median_score": "median score",
+    "modal_grade": "grade",
+    "mean_cost": "cost/run",
+    "cop": "Cost-of-Pass",
+    "frontier_tier": "frontier",
+    "frontier_cop": "frontier CoP",
+    "mean_tokens": "tokens/run",
+    "mean_agent_seconds": "agent s/run",
+    "reward_hacks": "hacks",
+    "reward_hacking_rate": "hacking rate",
+    "warning": "note",
+    "agent_model": "model",
+}
 
 
-def static_table(rows: list[dict[str, Any]], columns: list[str],
-                 left: tuple[str, ...] = ()) -> str:
+def static_table(rows: list[dict[str, Any]], columns: list[str], left: tuple[str, ...] = ()) -> str:
     """A static table with readable headers; a pass rate carries its interval in its cell (the
     interval's method in the header's tooltip), so the table stays narrow."""
     methods = sorted({str(r["ci_method"]) for r in rows if r.get("ci_method")})
     tip = f" title='interval: {escape(', '.join(methods))}'" if methods else ""
-    head = "".join(f"<th{' class=l' if c in left else ''}{tip if c == 'pass_rate' else ''}>"
-                   f"{escape(HEADERS.get(c, c.replace('_', ' ')))}" for c in columns)
-    body = "".join("<tr>" + "".join(
-        f"<td{' class=l' if c in left else ''}>{_static_cell(r, c)}" for c in columns)
-        for r in rows)
+    head = "".join(
+        f"<th{' class=l' if c in left else ''}{tip if c == 'pass_rate' else ''}>"
+        f"{escape(HEADERS.get(c, c.replace('_', ' ')))}"
+        for c in columns
+    )
+    body = "".join(
+        "<tr>"
+        + "".join(f"<td{' class=l' if c in left else ''}>{_static_cell(r, c)}" for c in columns)
+        for r in rows
+    )
     return f"<table><tr>{head}{body}</table>"
 
 
@@ -255,13 +277,19 @@ def _static_cell(row: dict[str, Any], column: str) -> str:
     value = row.get(column)
     if column == "pass_rate" and isinstance(value, int | float):
         low, high = row.get("ci_low"), row.get("ci_high")
-        ci = f" [{low:.0%}, {high:.0%}]" if isinstance(low, int | float) and \
-            isinstance(high, int | float) else ""
+        ci = (
+            f" [{low:.0%}, {high:.0%}]"
+            if isinstance(low, int | float) and isinstance(high, int | float)
+            else ""
+        )
         return f"{value:.0%}{ci}" if row.get("n") else "no counted runs"
     return fmt(value)
 
 
 def page(title: str, body: list[str]) -> str:
-    return ("<!doctype html><html><head><meta charset=utf-8>"
-            f"<title>{escape(title)}</title><style>{STYLE}</style></head><body>"
-            + "".join(body) + f"<script>{SCRIPT}</script></body></html>\n")
+    return (
+        "<!doctype html><html><head><meta charset=utf-8>"
+        f"<title>{escape(title)}</title><style>{STYLE}</style></head><body>"
+        + "".join(body)
+        + f"<script>{SCRIPT}</script></body></html>\n"
+    )

@@ -21,8 +21,10 @@ from pytest_scylla.results.tables import Tables
 
 def _outcomes(summary: dict[str, Any]) -> str:
     """The outcome counts, each a link to those runs in the run table."""
-    chips = "".join(f"<a href=\"#outcome={escape(quote(str(k)))}\">{escape(str(k))} {v}</a>"
-                    for k, v in summary["outcomes"].items())
+    chips = "".join(
+        f'<a href="#outcome={escape(quote(str(k)))}">{escape(str(k))} {v}</a>'
+        for k, v in summary["outcomes"].items()
+    )
     return f"<span class=chips>{chips}</span>"
 
 
@@ -32,9 +34,13 @@ def _matrix(tables: Tables, tiers: list[str]) -> str:
     for row in tables.runs:
         if row["outcome"] in metrics.COUNTED:
             matrix.setdefault(str(row["case_id"]), {}).setdefault(str(row["tier"]), []).append(
-                bool(row["passed"]))
-    html = ["<h2>Pass rate, case × tier</h2><table id=matrix><tr><th class=l>case</th>"
-            + "".join(f"<th>{escape(t)}</th>" for t in tiers) + "</tr>"]
+                bool(row["passed"])
+            )
+    html = [
+        "<h2>Pass rate, case × tier</h2><table id=matrix><tr><th class=l>case</th>"
+        + "".join(f"<th>{escape(t)}</th>" for t in tiers)
+        + "</tr>"
+    ]
     for case, cells in sorted(matrix.items()):
         html.append(f"<tr><td class=l>{escape(case)}</td>")
         for t in tiers:
@@ -42,8 +48,10 @@ def _matrix(tables: Tables, tiers: list[str]) -> str:
                 html.append("<td>-</td>")
                 continue
             link = escape(f"#case={quote(case)}&tier={quote(t)}")
-            html.append(f"<td><a href=\"{link}\">{sum(cells[t]) / len(cells[t]):.0%} "
-                        f"(n={len(cells[t])})</a></td>")
+            html.append(
+                f'<td><a href="{link}">{sum(cells[t]) / len(cells[t]):.0%} '
+                f"(n={len(cells[t])})</a></td>"
+            )
         html.append("</tr>")
     return "".join(html) + "</table>"
 
@@ -55,14 +63,44 @@ def _models(summary: dict[str, Any]) -> str:
     for name, tiers, key, title, _ in text_tables.AXIS_TABLES:
         if not summary.get(name):
             continue
-        out.append(f"<h2>{escape(title)}s</h2>" + static_table(summary[name], [
-            key, "n", "pass_rate", "mean_score", "modal_grade",
-            "mean_cost", "cop", "frontier_tier", "frontier_cop", "mean_tokens",
-            "mean_agent_seconds", "warning"], (key, "modal_grade", "frontier_tier", "warning"))
-            + f"<h3>Tiers per {escape(title.lower())}</h3><div class=wide>" + static_table(
-                summary[tiers], [key, "tier", "n", "pass_rate",
-                                 "mean_score", "mean_cost", "cop", "modal_grade", "warning"],
-                (key, "tier", "modal_grade", "warning")) + "</div>")
+        out.append(
+            f"<h2>{escape(title)}s</h2>"
+            + static_table(
+                summary[name],
+                [
+                    key,
+                    "n",
+                    "pass_rate",
+                    "mean_score",
+                    "modal_grade",
+                    "mean_cost",
+                    "cop",
+                    "frontier_tier",
+                    "frontier_cop",
+                    "mean_tokens",
+                    "mean_agent_seconds",
+                    "warning",
+                ],
+                (key, "modal_grade", "frontier_tier", "warning"),
+            )
+            + f"<h3>Tiers per {escape(title.lower())}</h3><div class=wide>"
+            + static_table(
+                summary[tiers],
+                [
+                    key,
+                    "tier",
+                    "n",
+                    "pass_rate",
+                    "mean_score",
+                    "mean_cost",
+                    "cop",
+                    "modal_grade",
+                    "warning",
+                ],
+                (key, "tier", "modal_grade", "warning"),
+            )
+            + "</div>"
+        )
     return "".join(out)
 
 
@@ -70,8 +108,10 @@ def _banners(summary: dict[str, Any]) -> list[str]:
     """The banners above everything: a simulated model, a partial experiment."""
     html = []
     if summary.get("simulated"):
-        html.append("<p class=banner>SIMULATED MODEL: these runs used the offline oracle "
-                    "(scripted agent and judges). Not an evaluation of any model.</p>")
+        html.append(
+            "<p class=banner>SIMULATED MODEL: these runs used the offline oracle "
+            "(scripted agent and judges). Not an evaluation of any model.</p>"
+        )
     if summary.get("partial"):
         html.append(f"<p class=banner>PARTIAL: {escape(str(summary['partial']))}.</p>")
     return html
@@ -81,9 +121,11 @@ def _headline(summary: dict[str, Any]) -> str:
     """The runs and their outcomes, what agent and judges cost, and the frontier."""
     best = summary.get("frontier")
     frontier = f"{escape(str(best['tier']))} {metrics.fmt_cop(best['cop'])}" if best else "none"
-    return (f"<p>{summary['runs']} runs: {_outcomes(summary)}<br>agent "
-            f"${summary['agent_cost_usd']:.4f} + judges ${summary['judge_cost_usd']:.4f}; "
-            f"frontier (lowest Cost-of-Pass): {frontier}</p>")
+    return (
+        f"<p>{summary['runs']} runs: {_outcomes(summary)}<br>agent "
+        f"${summary['agent_cost_usd']:.4f} + judges ${summary['judge_cost_usd']:.4f}; "
+        f"frontier (lowest Cost-of-Pass): {frontier}</p>"
+    )
 
 
 def _tier_table(summary: dict[str, Any]) -> str:
@@ -91,32 +133,75 @@ def _tier_table(summary: dict[str, Any]) -> str:
     heading = f"<h2>Tiers{models.pooled(summary)}</h2>"
     tiers = summary["tiers"]
     excluded = ["excluded"] if any(t.get("excluded") for t in tiers) else []
-    hacks = (["reward_hacks", "reward_hacking_rate"] if any(t.get("reward_hacks") for t in tiers)
-             else [])
-    columns = ["tier", "n", *excluded, "passes", "pass_rate", "mean_score", "median_score",
-               "consistency", "mean_cost", "cop", "modal_grade", *hacks, "warning"]
-    return (heading + "<div class=wide>"
-            + static_table(tiers, columns, ("tier", "modal_grade", "warning")) + "</div>")
+    hacks = (
+        ["reward_hacks", "reward_hacking_rate"] if any(t.get("reward_hacks") for t in tiers) else []
+    )
+    columns = [
+        "tier",
+        "n",
+        *excluded,
+        "passes",
+        "pass_rate",
+        "mean_score",
+        "median_score",
+        "consistency",
+        "mean_cost",
+        "cop",
+        "modal_grade",
+        *hacks,
+        "warning",
+    ]
+    return (
+        heading
+        + "<div class=wide>"
+        + static_table(tiers, columns, ("tier", "modal_grade", "warning"))
+        + "</div>"
+    )
 
 
 def _statistics(results: dict[str, Any]) -> list[str]:
     """The tiers' tests (omnibus, pairwise) and the judges' agreement."""
     html = ["<h2>Statistics</h2>"]
-    html.append(static_table(results["omnibus"], ["metric", "test", "groups", "h", "p",
-                                                  "significant", "note"],
-                             ("metric", "test", "note")))
-    html.append(static_table(results["pairwise"], ["metric", "group1", "group2", "n1", "n2", "u",
-                                                   "p_raw", "p_holm", "significant",
-                                                   "cliffs_delta", "note"],
-                             ("metric", "group1", "group2", "note")))
+    html.append(
+        static_table(
+            results["omnibus"],
+            ["metric", "test", "groups", "h", "p", "significant", "note"],
+            ("metric", "test", "note"),
+        )
+    )
+    html.append(
+        static_table(
+            results["pairwise"],
+            [
+                "metric",
+                "group1",
+                "group2",
+                "n1",
+                "n2",
+                "u",
+                "p_raw",
+                "p_holm",
+                "significant",
+                "cliffs_delta",
+                "note",
+            ],
+            ("metric", "group1", "group2", "note"),
+        )
+    )
     alpha = results["krippendorff_alpha"]
     ac2 = results.get("gwet_ac2") or {}
-    html.append(f"<p>Krippendorff's α (interval, judges × runs): {fmt(alpha['alpha'])} "
-                f"{escape(alpha['note'])}; Gwet's AC2 (quadratic): {fmt(ac2.get('ac2'))} "
-                f"{escape(str(ac2.get('note') or ''))}; over {alpha['runs']} runs</p>")
-    html.append(static_table(results["judge_pairs"], ["judge1", "judge2", "n", "spearman",
-                                                      "pearson", "mean_abs_diff", "note"],
-                             ("judge1", "judge2", "note")))
+    html.append(
+        f"<p>Krippendorff's α (interval, judges × runs): {fmt(alpha['alpha'])} "
+        f"{escape(alpha['note'])}; Gwet's AC2 (quadratic): {fmt(ac2.get('ac2'))} "
+        f"{escape(str(ac2.get('note') or ''))}; over {alpha['runs']} runs</p>"
+    )
+    html.append(
+        static_table(
+            results["judge_pairs"],
+            ["judge1", "judge2", "n", "spearman", "pearson", "mean_abs_diff", "note"],
+            ("judge1", "judge2", "note"),
+        )
+    )
     return html
 
 
@@ -131,12 +216,23 @@ def _figures(out: Path, figures: list[str]) -> list[str]:
     return html
 
 
-def write(out: Path, tables: Tables, summary: dict[str, Any], results: dict[str, Any],
-          figures: list[str], sources: dict[str, Path]) -> Path:
+def write(
+    out: Path,
+    tables: Tables,
+    summary: dict[str, Any],
+    results: dict[str, Any],
+    figures: list[str],
+    sources: dict[str, Path],
+) -> Path:
     """Write `out/report.html`. `sources` maps run keys to their stored run folders."""
-    html = [f"<h1>pytest-scylla report: {escape(out.name)}</h1>", *_banners(summary),
-            _headline(summary), _models(summary), _tier_table(summary),
-            _matrix(tables, [str(s["tier"]) for s in summary["tiers"]])]
+    html = [
+        f"<h1>pytest-scylla report: {escape(out.name)}</h1>",
+        *_banners(summary),
+        _headline(summary),
+        _models(summary),
+        _tier_table(summary),
+        _matrix(tables, [str(s["tier"]) for s in summary["tiers"]]),
+    ]
     runs, templates = run_table(tables, sources)
     html += [runs, *_statistics(results), *_figures(out, figures), *templates]
     path = out / "report.html"

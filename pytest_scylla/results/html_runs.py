@@ -24,11 +24,18 @@ from pytest_scylla.run.checks import truncate
 
 REASON_LIMIT = 200  # characters of a judge's reason per item
 TEXT_LIMIT = 4_000  # characters of a diff shown per run (the full one stays in the run folder)
-RUN_COLUMNS = [Column("run", "run"), Column("case", "case"), Column("tier", "tier"),
-               Column("subtest", "subtest"), Column("outcome", "outcome"),
-               Column("grade", "grade"), Column("score", "score", True),
-               Column("cost", "cost ($)", True), Column("tokens", "tokens", True),
-               Column("seconds", "seconds", True)]
+RUN_COLUMNS = [
+    Column("run", "run"),
+    Column("case", "case"),
+    Column("tier", "tier"),
+    Column("subtest", "subtest"),
+    Column("outcome", "outcome"),
+    Column("grade", "grade"),
+    Column("score", "score", True),
+    Column("cost", "cost ($)", True),
+    Column("tokens", "tokens", True),
+    Column("seconds", "seconds", True),
+]
 
 
 def _trajectory(rec: dict[str, Any]) -> str:
@@ -37,23 +44,41 @@ def _trajectory(rec: dict[str, Any]) -> str:
     if not isinstance(traj, dict):
         return ""
     per_tool = ", ".join(f"{escape(str(k))} ×{v}" for k, v in (traj.get("per_tool") or {}).items())
-    used = [f"{escape(kind)} {escape(name)}: {'used' if on else '<b class=fail>not used</b>'}"
-            for kind, names in (traj.get("used") or {}).items() for name, on in names.items()]
-    return (f"<p>{traj.get('tool_calls', 0)} tool calls ({per_tool or 'none'}), "
-            f"{traj.get('tool_errors', 0)} failed, {traj.get('sub_agent_calls', 0)} sub-agent "
-            f"calls, {fmt(traj.get('turns'))} turns</p>"
-            + (f"<p>declared components: {'; '.join(used)}</p>" if used else ""))
+    used = [
+        f"{escape(kind)} {escape(name)}: {'used' if on else '<b class=fail>not used</b>'}"
+        for kind, names in (traj.get("used") or {}).items()
+        for name, on in names.items()
+    ]
+    return (
+        f"<p>{traj.get('tool_calls', 0)} tool calls ({per_tool or 'none'}), "
+        f"{traj.get('tool_errors', 0)} failed, {traj.get('sub_agent_calls', 0)} sub-agent "
+        f"calls, {fmt(traj.get('turns'))} turns</p>"
+        + (f"<p>declared components: {'; '.join(used)}</p>" if used else "")
+    )
 
 
 def _run_heading(row: dict[str, Any], rec: dict[str, Any]) -> str:
     """A run's key, outcome (with its reason) and facts."""
-    facts = ", ".join(f"{k} {fmt(row.get(k))}" for k in (
-        "score", "grade", "cost_usd", "total_tokens", "duration_seconds", "ttft_seconds",
-        "regressions", "r_prog") if row.get(k) not in (None, ""))
-    return (f"<h3>{escape(str(row['run_key']))}</h3>"
-            f"<p><b>{escape(str(row.get('outcome')))}</b>"
-            f"{': ' + escape(str(rec['reason'])) if rec.get('reason') else ''}</p>"
-            f"<p class=muted>{facts}</p>")
+    facts = ", ".join(
+        f"{k} {fmt(row.get(k))}"
+        for k in (
+            "score",
+            "grade",
+            "cost_usd",
+            "total_tokens",
+            "duration_seconds",
+            "ttft_seconds",
+            "regressions",
+            "r_prog",
+        )
+        if row.get(k) not in (None, "")
+    )
+    return (
+        f"<h3>{escape(str(row['run_key']))}</h3>"
+        f"<p><b>{escape(str(row.get('outcome')))}</b>"
+        f"{': ' + escape(str(rec['reason'])) if rec.get('reason') else ''}</p>"
+        f"<p class=muted>{facts}</p>"
+    )
 
 
 def _judge_tables(rec: dict[str, Any]) -> list[str]:
@@ -61,23 +86,43 @@ def _judge_tables(rec: dict[str, Any]) -> list[str]:
     parts = []
     for judge in rec.get("judges") or []:
         items = (judge.get("verdict") or {}).get("items", {})
-        rows = [{"item": i, "achieved": v.get("achieved"),
-                 "reason": truncate(str(v.get("reason")), REASON_LIMIT)} for i, v in items.items()]
+        rows = [
+            {
+                "item": i,
+                "achieved": v.get("achieved"),
+                "reason": truncate(str(v.get("reason")), REASON_LIMIT),
+            }
+            for i, v in items.items()
+        ]
         state = "valid" if judge.get("valid") else f"INVALID: {judge.get('errors')}"
-        parts.append(f"<h4>{escape(str(judge.get('judge_model')))} — score "
-                     f"{fmt(judge.get('score'))} ({escape(state)})</h4>"
-                     + static_table(rows, ["item", "achieved", "reason"], ("item", "reason")))
+        parts.append(
+            f"<h4>{escape(str(judge.get('judge_model')))} — score "
+            f"{fmt(judge.get('score'))} ({escape(state)})</h4>"
+            + static_table(rows, ["item", "achieved", "reason"], ("item", "reason"))
+        )
     return parts
 
 
 def _checks_table(rec: dict[str, Any]) -> list[str]:
     """The run's checks (none: nothing)."""
-    checks = [{"check": c["name"], "passed": c["passed"], "exit": c["exit_code"],
-               "seconds": c["seconds"], "reason": c["reason"]} for c in rec.get("checks") or []]
+    checks = [
+        {
+            "check": c["name"],
+            "passed": c["passed"],
+            "exit": c["exit_code"],
+            "seconds": c["seconds"],
+            "reason": c["reason"],
+        }
+        for c in rec.get("checks") or []
+    ]
     if not checks:
         return []
-    return ["<h4>checks</h4>" + static_table(checks, ["check", "passed", "exit", "seconds",
-                                                      "reason"], ("check", "reason"))]
+    return [
+        "<h4>checks</h4>"
+        + static_table(
+            checks, ["check", "passed", "exit", "seconds", "reason"], ("check", "reason")
+        )
+    ]
 
 
 def _stored_files(folder: Path | None) -> list[str]:
@@ -87,8 +132,7 @@ def _stored_files(folder: Path | None) -> list[str]:
         diff = (folder / "diff.patch").read_text("utf-8", errors="replace")
         parts.append(f"<h4>diff</h4><pre>{escape(truncate(diff, TEXT_LIMIT))}</pre>")
     if folder is not None and (folder / "transcript.jsonl").is_file():
-        parts.append("<h4>transcript</h4>"
-                     + html_transcript.render(folder / "transcript.jsonl"))
+        parts.append("<h4>transcript</h4>" + html_transcript.render(folder / "transcript.jsonl"))
     return parts
 
 
@@ -96,8 +140,10 @@ def run_detail(row: dict[str, Any], rec: dict[str, Any], folder: Path | None) ->
     """One run's drill-down, from its `runs.csv` row, its record and its stored folder."""
     parts = [_run_heading(row, rec), _trajectory(rec)]
     if rec.get("integrity"):
-        parts.append("<h4>integrity findings (undone before the checks)</h4>" + static_table(
-            rec["integrity"], ["kind", "path", "detail"], ("kind", "path", "detail")))
+        parts.append(
+            "<h4>integrity findings (undone before the checks)</h4>"
+            + static_table(rec["integrity"], ["kind", "path", "detail"], ("kind", "path", "detail"))
+        )
     parts += _judge_tables(rec)
     parts += _checks_table(rec)
     parts += _stored_files(folder)
@@ -108,30 +154,47 @@ def _run_row(number: int, row: dict[str, Any], axes: tuple[str, ...]) -> Row:
     """One run's row of the run table: its cells and its filter values."""
     key, outcome = str(row["run_key"]), str(row.get("outcome"))
     mark = {"pass": "pass", "fail": "fail"}.get(outcome, "err")
-    return Row({
-        "run": (f"<a href=\"#open={number}\">{escape(key)}</a>", None),
-        "case": cell(row.get("case_id")), "tier": cell(row.get("tier")),
-        "subtest": cell(row.get("subtest")),
-        "outcome": (f"<span class={mark}>{escape(outcome)}</span>", None),
-        "grade": cell(row.get("grade")), "score": cell(row.get("score"), 2),
-        "cost": cell(row.get("cost_usd"), 4),
-        "tokens": cell(_number(row.get("total_tokens")), 0),
-        "seconds": cell(_number(row.get("duration_seconds")), 1),
-        "model": cell(row.get("agent_model")), "agent": cell(row.get("agent"))},
-        {"case": str(row.get("case_id")), "tier": str(row.get("tier")), "outcome": outcome,
-         **{models.NAMES[k]: str(row.get(k)) for k in axes}}, run=number)
+    return Row(
+        {
+            "run": (f'<a href="#open={number}">{escape(key)}</a>', None),
+            "case": cell(row.get("case_id")),
+            "tier": cell(row.get("tier")),
+            "subtest": cell(row.get("subtest")),
+            "outcome": (f"<span class={mark}>{escape(outcome)}</span>", None),
+            "grade": cell(row.get("grade")),
+            "score": cell(row.get("score"), 2),
+            "cost": cell(row.get("cost_usd"), 4),
+            "tokens": cell(_number(row.get("total_tokens")), 0),
+            "seconds": cell(_number(row.get("duration_seconds")), 1),
+            "model": cell(row.get("agent_model")),
+            "agent": cell(row.get("agent")),
+        },
+        {
+            "case": str(row.get("case_id")),
+            "tier": str(row.get("tier")),
+            "outcome": outcome,
+            **{models.NAMES[k]: str(row.get(k)) for k in axes},
+        },
+        run=number,
+    )
 
 
 def _run_filters(runs: list[dict[str, Any]], axes: tuple[str, ...]) -> str:
     """The run table's selects: one per axis, then tier, case and outcome."""
+
     def values(field: str) -> list[str]:
-        return sorted({str(r.get(field)) for r in runs},
-                      key=tier_key if field == "tier" else str)
+        return sorted({str(r.get(field)) for r in runs}, key=tier_key if field == "tier" else str)
 
     selects = {models.NAMES[k]: (models.NAMES[k], values(k)) for k in axes}
-    return filters("runs", {**selects, "tier": ("tier", values("tier")),
-                            "case": ("case", values("case_id")),
-                            "outcome": ("outcome", values("outcome"))})
+    return filters(
+        "runs",
+        {
+            **selects,
+            "tier": ("tier", values("tier")),
+            "case": ("case", values("case_id")),
+            "outcome": ("outcome", values("outcome")),
+        },
+    )
 
 
 def run_table(tables: Tables, sources: dict[str, Path]) -> tuple[str, list[str]]:
@@ -142,15 +205,22 @@ def run_table(tables: Tables, sources: dict[str, Path]) -> tuple[str, list[str]]
     for number, row in enumerate(tables.runs):
         key = str(row["run_key"])
         rows.append(_run_row(number, row, axes))
-        templates.append(f"<template id=run-{number}>"
-                         f"{run_detail(row, records.get(key, {}), sources.get(key))}"
-                         "</template>")
+        templates.append(
+            f"<template id=run-{number}>"
+            f"{run_detail(row, records.get(key, {}), sources.get(key))}"
+            "</template>"
+        )
     controls = _run_filters(tables.runs, axes)
-    columns = [RUN_COLUMNS[0], *(Column(models.NAMES[k], models.NAMES[k]) for k in axes),
-               *RUN_COLUMNS[1:]]
-    return (f"<h2>Runs</h2><p class=muted>Click a header to sort, a row to open the run."
-            f"</p>{controls}{tool_table('runs', columns, rows)}<div id=detail hidden></div>",
-            templates)
+    columns = [
+        RUN_COLUMNS[0],
+        *(Column(models.NAMES[k], models.NAMES[k]) for k in axes),
+        *RUN_COLUMNS[1:],
+    ]
+    return (
+        f"<h2>Runs</h2><p class=muted>Click a header to sort, a row to open the run."
+        f"</p>{controls}{tool_table('runs', columns, rows)}<div id=detail hidden></div>",
+        templates,
+    )
 
 
 def _number(value: Any) -> float | None:

@@ -69,8 +69,9 @@ class _Reader:
     def block(self, kind: str, scope: str, block: dict[str, Any]) -> None:
         btype, ident = block.get("type"), str(block.get("id") or block.get("tool_use_id") or "")
         if btype == "text" and str(block.get("text") or "").strip():
-            self.add(scope, Message("agent" if kind == "assistant" else "prompt",
-                                    str(block["text"])))
+            self.add(
+                scope, Message("agent" if kind == "assistant" else "prompt", str(block["text"]))
+            )
         elif btype == "tool_use":
             call = Call(str(block.get("name") or "?"), block.get("input"))
             self.open[(scope, ident)] = call
@@ -86,8 +87,7 @@ class _Reader:
 
 def _result_text(content: Any) -> str:
     if isinstance(content, list):
-        return "\n".join(str(b.get("text", "")) if isinstance(b, dict) else str(b)
-                         for b in content)
+        return "\n".join(str(b.get("text", "")) if isinstance(b, dict) else str(b) for b in content)
     return "" if content is None else str(content)
 
 
@@ -107,12 +107,16 @@ def _summary(call: Call) -> str:
     if call.name in ("Agent", "Task"):
         what = f"{given.get('subagent_type', '?')}: {given.get('description', '')}"
     else:
-        what = next((str(given[k]) for k in SUMMARY_KEYS if isinstance(given.get(k), str)),
-                    "")
+        what = next((str(given[k]) for k in SUMMARY_KEYS if isinstance(given.get(k), str)), "")
     what = " ".join(what.split())
     what = what if len(what) <= 120 else what[:119] + "…"
-    state = (" <span class=fail>error</span>" if call.failed else
-             " <span class=muted>no result</span>" if call.result is None else "")
+    state = (
+        " <span class=fail>error</span>"
+        if call.failed
+        else " <span class=muted>no result</span>"
+        if call.result is None
+        else ""
+    )
     return f"<b>{escape(call.name)}</b> <code>{escape(what)}</code>{state}"
 
 
@@ -143,8 +147,11 @@ def _html(items: list[Any], budget: _Budget) -> str:
             if text is not None:
                 out.append(f"<div class='msg {item.role}'>{escape(text)}</div>")
             continue
-        body = "".join(f"<pre>{escape(text)}</pre>" for text in (
-            budget.take(json.dumps(item.given, indent=1, ensure_ascii=False)),) if text)
+        body = "".join(
+            f"<pre>{escape(text)}</pre>"
+            for text in (budget.take(json.dumps(item.given, indent=1, ensure_ascii=False)),)
+            if text
+        )
         if item.inner:
             body += f"<div class=sub>{_html(item.inner, budget)}</div>"
         result = None if item.result is None else budget.take(item.result)
@@ -167,6 +174,10 @@ def render(path: Path) -> str:
         more.append(f"{reader.dropped} more messages and tool calls")
     if budget.skipped:
         more.append(f"{budget.skipped} more texts (messages, tool inputs and results)")
-    note = (f"<p class=muted>… {' and '.join(more)}: the whole transcript is transcript.jsonl "
-            "in the run folder</p>" if more else "")
+    note = (
+        f"<p class=muted>… {' and '.join(more)}: the whole transcript is transcript.jsonl "
+        "in the run folder</p>"
+        if more
+        else ""
+    )
     return f"<div class=tx>{shown}{note}</div>"

@@ -48,14 +48,15 @@ def _number(folder: Path, prefix: str) -> int:
     try:
         return int(folder.name.removeprefix(prefix + "_"))
     except ValueError:
-        raise SourceTreeError(f"{folder}: not a {prefix}_NN folder name; expected {prefix}_ and "
-                              "its number, as the original implementation names them") from None
+        raise SourceTreeError(
+            f"{folder}: not a {prefix}_NN folder name; expected {prefix}_ and "
+            "its number, as the original implementation names them"
+        ) from None
 
 
 def _num(value: Any) -> float | None:
     """A recorded number; None for its "N/A" (not applicable), empty or missing values."""
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
-        else None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _kept(value: Any) -> Any:
@@ -69,9 +70,11 @@ def _unstated(path: Path, cats: dict[str, Any], notes: list[str]) -> None:
     for name, cat in cats.items():
         if isinstance(cat, dict) and cat.get("achieved") is None:
             how = "has achieved: null" if "achieved" in cat else "has no achieved value"
-            notes.append(f"{path}: criterion {name!r} {how}; read as N/A (counted in neither "
-                         "the achieved points nor the maximum); write its achieved points, or "
-                         "\"N/A\" to say it does not apply")
+            notes.append(
+                f"{path}: criterion {name!r} {how}; read as N/A (counted in neither "
+                "the achieved points nor the maximum); write its achieved points, or "
+                '"N/A" to say it does not apply'
+            )
 
 
 def _rate(path: Path, achieved: float, maximum: float, notes: list[str]) -> float | None:
@@ -84,8 +87,10 @@ def _rate(path: Path, achieved: float, maximum: float, notes: list[str]) -> floa
         return None
     rate = achieved / maximum
     if rate > 1:
-        notes.append(f"{path}: impl_rate {rate:.4g} is above 1 ({achieved:g} points achieved "
-                     f"of a maximum of {maximum:g}, a defect of the original); stored as 1")
+        notes.append(
+            f"{path}: impl_rate {rate:.4g} is above 1 ({achieved:g} points achieved "
+            f"of a maximum of {maximum:g}, a defect of the original); stored as 1"
+        )
         return 1.0
     return rate
 
@@ -95,8 +100,9 @@ def _judge(folder: Path, models: dict[int, str | None], notes: list[str]) -> dic
     than as written is added to `notes`."""
     number = _number(folder, "judge")
     if not (folder / "judgment.json").is_file():
-        raise SourceTreeError(f"{folder}: no judgment.json; expected one in every "
-                              "judge/judge_NN/ folder of a run")
+        raise SourceTreeError(
+            f"{folder}: no judgment.json; expected one in every judge/judge_NN/ folder of a run"
+        )
     data = _read(folder / "judgment.json")
     cats = data.get("criteria_scores") or {}
     _unstated(folder / "judgment.json", cats, notes)
@@ -105,55 +111,88 @@ def _judge(folder: Path, models: dict[int, str | None], notes: list[str]) -> dic
     achieved = sum(a for a, m in points if a is not None and m is not None)
     maximum = sum(m for a, m in points if a is not None and m is not None)
     return {
-        "judge_model": models.get(number), "judge_number": number,
+        "judge_model": models.get(number),
+        "judge_number": number,
         "valid": data.get("is_valid") is not False,  # null or absent: not said invalid
         "score": _num(data.get("score")),
-        "passed": data.get("passed"), "grade": data.get("grade"),
+        "passed": data.get("passed"),
+        "grade": data.get("grade"),
         "impl_rate": _rate(folder / "judgment.json", achieved, maximum, notes),
         "seconds": _kept(_optional(folder / "timing.json").get("judge_duration_seconds")),
-        "verdict": {"reasoning": data.get("reasoning", ""),
-                    "items": {i: v for c in cats.values() for i, v in
-                              (c.get("items") or {}).items()}},
-        "categories": [{"name": name, "score": _num(c.get("score")),
-                        "achieved": _num(c.get("achieved")), "max": _num(c.get("max")),
-                        "weight": None} for name, c in cats.items()]}
+        "verdict": {
+            "reasoning": data.get("reasoning", ""),
+            "items": {i: v for c in cats.values() for i, v in (c.get("items") or {}).items()},
+        },
+        "categories": [
+            {
+                "name": name,
+                "score": _num(c.get("score")),
+                "achieved": _num(c.get("achieved")),
+                "max": _num(c.get("max")),
+                "weight": None,
+            }
+            for name, c in cats.items()
+        ],
+    }
 
 
-def _run(run_dir: Path, tier: str, subtest: str, model: str | None,
-         case: str) -> dict[str, Any]:
+def _run(run_dir: Path, tier: str, subtest: str, model: str | None, case: str) -> dict[str, Any]:
     data = _read(run_dir / "run_result.json")
     models = {j.get("judge_number"): j.get("model") for j in data.get("judges") or []}
     notes: list[str] = []
-    judges = [_judge(folder, models, notes)
-              for folder in sorted((run_dir / "judge").glob("judge_*")) if folder.is_dir()]
+    judges = [
+        _judge(folder, models, notes)
+        for folder in sorted((run_dir / "judge").glob("judge_*"))
+        if folder.is_dir()
+    ]
     tokens = data.get("token_stats") or {}
-    names = {"input_tokens": "input_tokens", "output_tokens": "output_tokens",
-             "cache_creation_input_tokens": "cache_creation_tokens",
-             "cache_read_input_tokens": "cache_read_tokens"}
+    names = {
+        "input_tokens": "input_tokens",
+        "output_tokens": "output_tokens",
+        "cache_creation_input_tokens": "cache_creation_tokens",
+        "cache_read_input_tokens": "cache_read_tokens",
+    }
     # counts the run did not record stay unknown (left out of the means), never zeros
-    usage = {ours: tokens[theirs] for ours, theirs in names.items()
-             if isinstance(tokens.get(theirs), int)}
+    usage = {
+        ours: tokens[theirs]
+        for ours, theirs in names.items()
+        if isinstance(tokens.get(theirs), int)
+    }
     rates = [j["impl_rate"] for j in judges if j["impl_rate"] is not None]
     agent = _optional(run_dir / "agent" / "result.json", "agent/result.json")
     api_calls = agent.get("api_calls")
     number = data.get("run_number") or _number(run_dir, "run")
     passed = bool(data.get("judge_passed"))
     return {
-        "schema": 1, "imported_from": str(run_dir),
+        "schema": 1,
+        "imported_from": str(run_dir),
         "run_key": RunKey(case, tier, subtest, number).folder,
-        "case": case, "tier": tier, "subtest": f"{tier}-{subtest}", "run": number,
-        "model": model, "agent_model_label": model_label(model),
-        "outcome": "pass" if passed else "fail", "passed": passed,
-        "score": _num(data.get("judge_score")), "grade": data.get("judge_grade"),
+        "case": case,
+        "tier": tier,
+        "subtest": f"{tier}-{subtest}",
+        "run": number,
+        "model": model,
+        "agent_model_label": model_label(model),
+        "outcome": "pass" if passed else "fail",
+        "passed": passed,
+        "score": _num(data.get("judge_score")),
+        "grade": data.get("judge_grade"),
         "impl_rate": statistics.median(rates) if rates else None,
-        "cost_usd": data.get("cost_usd"), "cost_source": "cli",
-        "exit_code": data.get("exit_code"), "api_calls": api_calls,
-        "timings": {"total_s": _kept(data.get("duration_seconds")),
-                    "agent_s": _kept(data.get("agent_duration_seconds"))},
+        "cost_usd": data.get("cost_usd"),
+        "cost_source": "cli",
+        "exit_code": data.get("exit_code"),
+        "api_calls": api_calls,
+        "timings": {
+            "total_s": _kept(data.get("duration_seconds")),
+            "agent_s": _kept(data.get("agent_duration_seconds")),
+        },
         "judge_duration_seconds": _kept(data.get("judge_duration_seconds")),
         "usage": {model or "unknown": usage} if usage else {},
         "tokens": {**usage, "total_tokens": sum(usage.values())} if usage else {},
-        "judges": judges, "simulated": False, "import_notes": notes}
+        "judges": judges,
+        "simulated": False,
+        "import_notes": notes,
+    }
 
 
 def _experiments(src: Path) -> dict[Path, list[Path]]:
@@ -188,9 +227,11 @@ def convert(src: Path, dest: Path, note: Callable[[str], None] = lambda _: None)
     from."""
     found = _experiments(src)
     if not found:
-        raise SourceTreeError(f"{src}: no T<k>/<subtest>/run_NN/run_result.json here or below; "
-                              "point at an experiment folder of the original implementation "
-                              "or at a folder holding several")
+        raise SourceTreeError(
+            f"{src}: no T<k>/<subtest>/run_NN/run_result.json here or below; "
+            "point at an experiment folder of the original implementation "
+            "or at a folder holding several"
+        )
     records: list[dict[str, Any]] = []
     sources: list[dict[str, Any]] = []
     taken: set[str] = set()
@@ -212,7 +253,14 @@ def convert(src: Path, dest: Path, note: Callable[[str], None] = lambda _: None)
             handle.write(json.dumps(rec, separators=(",", ":")) + "\n")
     tables = Tables()
     tables.add_records(records, dest.name)
-    report.write(dest, tables, {"imported_from": str(src), "sources": sources,
-                                "config": sources[0]["config"] if len(sources) == 1 else None,
-                                "notes": [t for r in records for t in r["import_notes"]]})
+    report.write(
+        dest,
+        tables,
+        {
+            "imported_from": str(src),
+            "sources": sources,
+            "config": sources[0]["config"] if len(sources) == 1 else None,
+            "notes": [t for r in records for t in r["import_notes"]],
+        },
+    )
     return len(records)

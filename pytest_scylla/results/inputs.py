@@ -44,9 +44,11 @@ def read_text(path: Path) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        line = data[:exc.start].count(b"\n") + 1
-        raise ReportInputError(f"{path}:{line}: not UTF-8 text (byte 0x{data[exc.start]:02x}); "
-                               "expected UTF-8 (a spreadsheet's \"CSV UTF-8\")") from None
+        line = data[: exc.start].count(b"\n") + 1
+        raise ReportInputError(
+            f"{path}:{line}: not UTF-8 text (byte 0x{data[exc.start]:02x}); "
+            'expected UTF-8 (a spreadsheet\'s "CSV UTF-8")'
+        ) from None
 
 
 def read_json(path: Path, expected: str) -> Any:
@@ -54,8 +56,10 @@ def read_json(path: Path, expected: str) -> Any:
     try:
         return json.loads(read_text(path))
     except json.JSONDecodeError as exc:
-        raise ReportInputError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg} at column "
-                               f"{exc.colno}); expected {expected}") from None
+        raise ReportInputError(
+            f"{path}:{exc.lineno}: not valid JSON ({exc.msg} at column "
+            f"{exc.colno}); expected {expected}"
+        ) from None
 
 
 def read_object(path: Path, expected: str) -> dict[str, Any]:
@@ -85,12 +89,16 @@ def run_record(value: Any, where: str) -> dict[str, Any]:
     """`value` if it is a run record the reports can read (record.schema.json); `where` is the
     `path[:line]` it came from."""
     if not isinstance(value, dict):
-        raise ReportInputError(f"{where}: {_what(value)}, not a JSON object; expected {RECORD} "
-                               "(an object with run_key, tier and outcome)")
+        raise ReportInputError(
+            f"{where}: {_what(value)}, not a JSON object; expected {RECORD} "
+            "(an object with run_key, tier and outcome)"
+        )
     check(value, "record", where, RECORD)
     if value["outcome"] not in OUTCOMES:
-        raise ReportInputError(f"{where}: outcome is {_short(repr(value['outcome']))}; expected "
-                               f"one of: {', '.join(OUTCOMES)}")
+        raise ReportInputError(
+            f"{where}: outcome is {_short(repr(value['outcome']))}; expected "
+            f"one of: {', '.join(OUTCOMES)}"
+        )
     return value
 
 
@@ -106,8 +114,9 @@ class Layout:
     choices: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
-def read_csv(path: Path, layout: Layout, notes: list[str] | None = None
-             ) -> list[tuple[int, dict[str, Any]]]:
+def read_csv(
+    path: Path, layout: Layout, notes: list[str] | None = None
+) -> list[tuple[int, dict[str, Any]]]:
     """(line, row) for each row of a CSV export with a header (line 1), read as `layout` says:
     not-applicable and empty cells as None, True/False cells as "True"/"False", numbers as
     written except a decimal comma read as a point. The separator is the one the header uses
@@ -118,9 +127,11 @@ def read_csv(path: Path, layout: Layout, notes: list[str] | None = None
     header_line = text.split("\n", 1)[0]
     separator = max((",", ";", "\t"), key=header_line.count)  # a comma when none is used
     if separator != "," and notes is not None:
-        notes.append(f"{path}: not comma-separated: read with {separator!r} as the separator "
-                     "and decimal commas as points (as a spreadsheet in a comma-decimal locale "
-                     "saves it); save it comma-separated if that is not what it holds")
+        notes.append(
+            f"{path}: not comma-separated: read with {separator!r} as the separator "
+            "and decimal commas as points (as a spreadsheet in a comma-decimal locale "
+            "saves it); save it comma-separated if that is not what it holds"
+        )
     reader = csv.reader(io.StringIO(text, newline=None), delimiter=separator)
     try:
         header = [name.strip() for name in next(reader, [])]
@@ -130,19 +141,19 @@ def read_csv(path: Path, layout: Layout, notes: list[str] | None = None
         return []
     missing = [name for name in layout.required if name not in header]
     if missing:
-        raise ReportInputError(f"{path}:1: no column {', '.join(map(repr, missing))}; "
-                               f"{path.name} needs {', '.join(layout.required)}")
+        raise ReportInputError(
+            f"{path}:1: no column {', '.join(map(repr, missing))}; "
+            f"{path.name} needs {', '.join(layout.required)}"
+        )
     twice = sorted({name for name in header if header.count(name) > 1})
     if twice:
-        raise ReportInputError(f"{path}:1: column {twice[0]!r} is in the header twice; keep "
-                               "one")
+        raise ReportInputError(f"{path}:1: column {twice[0]!r} is in the header twice; keep one")
     out: list[tuple[int, dict[str, Any]]] = []
     while True:
         try:
             cells = next(reader, None)
         except csv.Error as exc:
-            raise ReportInputError(f"{path}:{reader.line_num}: {exc}; expected CSV "
-                                   "text") from None
+            raise ReportInputError(f"{path}:{reader.line_num}: {exc}; expected CSV text") from None
         if cells is None:
             return out
         if not any(cell.strip() for cell in cells):  # a blank line, or one of separators only
@@ -151,20 +162,26 @@ def read_csv(path: Path, layout: Layout, notes: list[str] | None = None
         if len(cells) != len(header):
             raise ReportInputError(
                 f"{path}:{line}: {len(cells)} cells, the header has {len(header)}; expected "
-                f"one cell per column (a cell holding {separator!r} is quoted)")
-        row = {name: _cell(path, line, name, cell, layout, separator != ",")
-               for name, cell in zip(header, cells, strict=True)}
+                f"one cell per column (a cell holding {separator!r} is quoted)"
+            )
+        row = {
+            name: _cell(path, line, name, cell, layout, separator != ",")
+            for name, cell in zip(header, cells, strict=True)
+        }
         out.append((line, row))
 
 
-def _cell(path: Path, line: int, column: str, cell: str, layout: Layout,
-          decimal_comma: bool) -> str | None:
+def _cell(
+    path: Path, line: int, column: str, cell: str, layout: Layout, decimal_comma: bool
+) -> str | None:
     """One cell read as its column says (see `read_csv`)."""
     where = f"{path}:{line}: column {column!r} is {_short(repr(cell))}"
     if cell.strip().upper() in NOT_APPLICABLE:
         if column in layout.filled:
-            raise ReportInputError(f"{path}:{line}: column {column!r} is empty; expected "
-                                   f"{'True or False' if column in layout.flags else 'a value'}")
+            raise ReportInputError(
+                f"{path}:{line}: column {column!r} is empty; expected "
+                f"{'True or False' if column in layout.flags else 'a value'}"
+            )
         return None
     if column in layout.flags:
         if cell.strip().lower() not in ("true", "false"):
@@ -174,9 +191,11 @@ def _cell(path: Path, line: int, column: str, cell: str, layout: Layout,
         text = cell.strip()
         if DECIMAL_COMMA.fullmatch(text):
             if not decimal_comma:
-                raise ReportInputError(f"{where}, a decimal comma in a comma-separated file; "
-                                       "expected a decimal point (or the file saved with ; "
-                                       "separators)")
+                raise ReportInputError(
+                    f"{where}, a decimal comma in a comma-separated file; "
+                    "expected a decimal point (or the file saved with ; "
+                    "separators)"
+                )
             cell = text.replace(",", ".")
         try:
             finite = math.isfinite(float(cell))
@@ -185,6 +204,7 @@ def _cell(path: Path, line: int, column: str, cell: str, layout: Layout,
         if not finite:
             raise ReportInputError(f"{where}; expected a number, N/A or an empty cell")
     if column in layout.choices and cell not in layout.choices[column]:
-        raise ReportInputError(f"{where}; expected one of: {', '.join(layout.choices[column])}, "
-                               "or an empty cell")
+        raise ReportInputError(
+            f"{where}; expected one of: {', '.join(layout.choices[column])}, or an empty cell"
+        )
     return cell

@@ -21,13 +21,43 @@ SMALL_N = 10  # below this many runs a rate's interval is wide: say so
 COUNTED = ("pass", "fail", "timeout", "budget_exceeded", "agent_error")  # in pass rate and CoP
 OUTCOMES = (*COUNTED, "infra_error", "judge_error")  # every outcome a run can end with
 RUN_COLUMNS = [
-    "experiment", "agent_model", "tier", "subtest", "run_number", "score", "impl_rate", "passed",
-    "grade", "cost_usd", "duration_seconds", "agent_duration_seconds", "judge_duration_seconds",
-    "input_tokens", "output_tokens", "cache_creation_tokens", "cache_read_tokens", "total_tokens",
-    "exit_code", "api_calls", "num_turns", "case_id", "outcome", "judge_cost_usd", "cost_source",
-    "model_usage", "config_hash", "simulated", "run_key", "checks_duration_seconds",
-    "integrity_findings", "leftover_processes", "ttft_seconds", "regressions", "r_prog",
-    "agent"]
+    "experiment",
+    "agent_model",
+    "tier",
+    "subtest",
+    "run_number",
+    "score",
+    "impl_rate",
+    "passed",
+    "grade",
+    "cost_usd",
+    "duration_seconds",
+    "agent_duration_seconds",
+    "judge_duration_seconds",
+    "input_tokens",
+    "output_tokens",
+    "cache_creation_tokens",
+    "cache_read_tokens",
+    "total_tokens",
+    "exit_code",
+    "api_calls",
+    "num_turns",
+    "case_id",
+    "outcome",
+    "judge_cost_usd",
+    "cost_source",
+    "model_usage",
+    "config_hash",
+    "simulated",
+    "run_key",
+    "checks_duration_seconds",
+    "integrity_findings",
+    "leftover_processes",
+    "ttft_seconds",
+    "regressions",
+    "r_prog",
+    "agent",
+]
 
 
 MODEL_ID = re.compile(r"^claude-(opus|sonnet|haiku)-(\d+)(?:-(\d{1,2}))?(?:-\d{8})?$")
@@ -44,10 +74,14 @@ def model_label(model: str | None) -> str | None:
 
 def _place(rec: dict[str, Any], experiment: str) -> dict[str, Any]:
     """The columns that place a run: experiment, model, tier, subtest, run number, case."""
-    return {"experiment": experiment,
-            "agent_model": rec.get("agent_model_label") or model_label(rec.get("model")),
-            "tier": rec.get("tier"), "subtest": str(rec.get("subtest", "")).split("-", 1)[-1],
-            "run_number": rec.get("run"), "case_id": rec.get("case")}
+    return {
+        "experiment": experiment,
+        "agent_model": rec.get("agent_model_label") or model_label(rec.get("model")),
+        "tier": rec.get("tier"),
+        "subtest": str(rec.get("subtest", "")).split("-", 1)[-1],
+        "run_number": rec.get("run"),
+        "case_id": rec.get("case"),
+    }
 
 
 def run_row(rec: dict[str, Any], experiment: str) -> dict[str, Any]:
@@ -55,61 +89,92 @@ def run_row(rec: dict[str, Any], experiment: str) -> dict[str, Any]:
     tokens = rec.get("tokens") or {}
     timings = rec.get("timings") or {}
     return {
-        **_place(rec, experiment), "score": rec.get("score"), "impl_rate": rec.get("impl_rate"),
-        "passed": rec.get("outcome") == "pass", "grade": rec.get("grade"),
-        "cost_usd": rec.get("cost_usd"), "duration_seconds": timings.get("total_s"),
+        **_place(rec, experiment),
+        "score": rec.get("score"),
+        "impl_rate": rec.get("impl_rate"),
+        "passed": rec.get("outcome") == "pass",
+        "grade": rec.get("grade"),
+        "cost_usd": rec.get("cost_usd"),
+        "duration_seconds": timings.get("total_s"),
         "agent_duration_seconds": timings.get("agent_s"),
         "checks_duration_seconds": timings.get("checks_s"),
         "ttft_seconds": timings.get("ttft_s"),
-        "regressions": (len(rec["regressions"]) if isinstance(rec.get("regressions"), list)
-                        else None),
+        "regressions": (
+            len(rec["regressions"]) if isinstance(rec.get("regressions"), list) else None
+        ),
         "r_prog": rec.get("r_prog"),
         "judge_duration_seconds": rec.get("judge_duration_seconds"),
-        "input_tokens": tokens.get("input_tokens"), "output_tokens": tokens.get("output_tokens"),
+        "input_tokens": tokens.get("input_tokens"),
+        "output_tokens": tokens.get("output_tokens"),
         "cache_creation_tokens": tokens.get("cache_creation_input_tokens"),
         "cache_read_tokens": tokens.get("cache_read_input_tokens"),
-        "total_tokens": tokens.get("total_tokens"), "exit_code": rec.get("exit_code"),
-        "api_calls": rec.get("api_calls"), "num_turns": rec.get("num_turns"),
+        "total_tokens": tokens.get("total_tokens"),
+        "exit_code": rec.get("exit_code"),
+        "api_calls": rec.get("api_calls"),
+        "num_turns": rec.get("num_turns"),
         "outcome": rec.get("outcome"),
-        "judge_cost_usd": rec.get("judge_cost_usd"), "cost_source": rec.get("cost_source"),
+        "judge_cost_usd": rec.get("judge_cost_usd"),
+        "cost_source": rec.get("cost_source"),
         "model_usage": json.dumps(rec.get("usage") or {}, sort_keys=True),
-        "config_hash": rec.get("config_hash"), "simulated": bool(rec.get("simulated")),
+        "config_hash": rec.get("config_hash"),
+        "simulated": bool(rec.get("simulated")),
         "run_key": rec.get("run_key"),
         # tampering the harness undid before the checks; 0 for records older than the check
         "integrity_findings": len(rec.get("integrity") or []),
         "leftover_processes": int(rec.get("leftover_processes") or 0),
-        "agent": rec.get("agent")}  # the CLI adapter (records before it: claude-code's)
+        "agent": rec.get("agent"),
+    }  # the CLI adapter (records before it: claude-code's)
 
 
 def _judge_keys(rec: dict[str, Any], judge: dict[str, Any], experiment: str) -> dict[str, Any]:
     """The columns that place a judge's row: the run's, then the judge."""
-    return {**_place(rec, experiment), "judge_model": judge.get("judge_model"),
-            "judge_number": judge.get("judge_number")}
+    return {
+        **_place(rec, experiment),
+        "judge_model": judge.get("judge_model"),
+        "judge_number": judge.get("judge_number"),
+    }
 
 
 def judge_rows(rec: dict[str, Any], experiment: str) -> list[dict[str, Any]]:
     """`judges.csv` rows (one per judge of the run)."""
-    return [{**_judge_keys(rec, j, experiment),
-             "judge_score": j.get("score"), "judge_impl_rate": j.get("impl_rate"),
-             "judge_passed": j.get("passed"), "judge_grade": j.get("grade"),
-             "judge_is_valid": j.get("valid"),
-             "judge_reasoning": (j.get("verdict") or {}).get("reasoning", ""),
-             "judge_cost_usd": j.get("cost_usd"), "judge_seconds": j.get("seconds"),
-             "judge_input_tokens": (j.get("usage") or {}).get("input_tokens"),
-             "judge_output_tokens": (j.get("usage") or {}).get("output_tokens"),
-             "run_key": rec.get("run_key")} for j in rec.get("judges") or []]
+    return [
+        {
+            **_judge_keys(rec, j, experiment),
+            "judge_score": j.get("score"),
+            "judge_impl_rate": j.get("impl_rate"),
+            "judge_passed": j.get("passed"),
+            "judge_grade": j.get("grade"),
+            "judge_is_valid": j.get("valid"),
+            "judge_reasoning": (j.get("verdict") or {}).get("reasoning", ""),
+            "judge_cost_usd": j.get("cost_usd"),
+            "judge_seconds": j.get("seconds"),
+            "judge_input_tokens": (j.get("usage") or {}).get("input_tokens"),
+            "judge_output_tokens": (j.get("usage") or {}).get("output_tokens"),
+            "run_key": rec.get("run_key"),
+        }
+        for j in rec.get("judges") or []
+    ]
 
 
 def criteria_rows(rec: dict[str, Any], experiment: str) -> list[dict[str, Any]]:
     """`criteria.csv` rows (judge x category) of the run."""
-    return [{**_judge_keys(rec, j, experiment), "criterion": c["name"],
-             "criterion_score": c["score"], "criterion_achieved": c["achieved"],
-             "criterion_max": c["max"], "run_key": rec.get("run_key")}
-            for j in rec.get("judges") or [] for c in j.get("categories") or []]
+    return [
+        {
+            **_judge_keys(rec, j, experiment),
+            "criterion": c["name"],
+            "criterion_score": c["score"],
+            "criterion_achieved": c["achieved"],
+            "criterion_max": c["max"],
+            "run_key": rec.get("run_key"),
+        }
+        for j in rec.get("judges") or []
+        for c in j.get("categories") or []
+    ]
 
 
-def bca_interval(values: Sequence[float], seed: int = 0,
-                 resamples: int = 10_000) -> tuple[float, float] | None:
+def bca_interval(
+    values: Sequence[float], seed: int = 0, resamples: int = 10_000
+) -> tuple[float, float] | None:
     """BCa bootstrap CI of the mean; None when the values are all equal (it degenerates). The
     values are sorted first: the same runs give the same interval in whatever order they
     finished (a fixed seed alone would not)."""
@@ -120,8 +185,13 @@ def bca_interval(values: Sequence[float], seed: int = 0,
         return None
     from scipy.stats import bootstrap  # a slow first import: only where it is needed
 
-    result = bootstrap((data,), np.mean, n_resamples=resamples, method="BCa",
-                       random_state=np.random.default_rng(seed))
+    result = bootstrap(
+        (data,),
+        np.mean,
+        n_resamples=resamples,
+        method="BCa",
+        random_state=np.random.default_rng(seed),
+    )
     return float(result.confidence_interval.low), float(result.confidence_interval.high)
 
 
@@ -165,8 +235,9 @@ GRADES = ("S", "A", "B", "C", "D", "F")
 PASS_K = (1, 3, 5)
 
 
-def group_summary(rows: Iterable[dict[str, Any]], keys: Sequence[str] = ("tier",)
-                  ) -> list[dict[str, Any]]:
+def group_summary(
+    rows: Iterable[dict[str, Any]], keys: Sequence[str] = ("tier",)
+) -> list[dict[str, Any]]:
     """Per-tier (or per-`keys` group, e.g. case x tier x subtest) summary over the counted runs:
     n, pass rate with its CI, score and impl rate (mean/median/sd), consistency, cost, duration,
     CoP pooled and as the mean of per-case CoP, pass@k and pass^k (averaged over cases, for the
@@ -174,10 +245,13 @@ def group_summary(rows: Iterable[dict[str, Any]], keys: Sequence[str] = ("tier",
     groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for row in rows:
         groups.setdefault(tuple(str(row[k]) for k in keys), []).append(row)
-    order = sorted(groups, key=lambda v: tuple(tier_key(x) if k == "tier" else (0, x)
-                                               for k, x in zip(keys, v, strict=True)))
-    return [{**dict(zip(keys, name, strict=True)), **_group_stats(groups[name])}
-            for name in order]
+    order = sorted(
+        groups,
+        key=lambda v: tuple(
+            tier_key(x) if k == "tier" else (0, x) for k, x in zip(keys, v, strict=True)
+        ),
+    )
+    return [{**dict(zip(keys, name, strict=True)), **_group_stats(groups[name])} for name in order]
 
 
 def _group_stats(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -185,8 +259,10 @@ def _group_stats(runs: list[dict[str, Any]]) -> dict[str, Any]:
     counted = [r for r in runs if r["outcome"] in COUNTED]
     n = len(counted)
     passed = [bool(r["passed"]) for r in counted]
-    scores, impl, durations = ([float(r[c]) for r in counted if r.get(c) not in (None, "")]
-                               for c in ("score", "impl_rate", "duration_seconds"))
+    scores, impl, durations = (
+        [float(r[c]) for r in counted if r.get(c) not in (None, "")]
+        for c in ("score", "impl_rate", "duration_seconds")
+    )
     costs = [float(r["cost_usd"] or 0) for r in counted]
     rate = sum(passed) / n if n else 0.0
     low, high, method = pass_rate_ci(passed) if n else (0.0, 0.0, "none")
@@ -194,21 +270,35 @@ def _group_stats(runs: list[dict[str, Any]]) -> dict[str, Any]:
     grades = _grades(counted)
     effects = _check_effects(counted, n)
     per_case = _per_case(counted)
-    return {"n": n, "excluded": len(runs) - n, "passes": sum(passed), "pass_rate": rate,
-            "ci_low": low, "ci_high": high, "ci_method": method,
-            **_spread("score", scores), **_spread("impl_rate", impl),
-            "consistency": consistency(scores), "mean_cost": mean_cost,
-            "total_cost": math.fsum(costs),
-            "mean_duration": statistics.fmean(durations) if durations else None,
-            "cop": cop(mean_cost, rate) if n else math.inf, **per_case, **grades, **effects,
-            "warning": _warning(n, per_case["cop_per_case_mean"])}
+    return {
+        "n": n,
+        "excluded": len(runs) - n,
+        "passes": sum(passed),
+        "pass_rate": rate,
+        "ci_low": low,
+        "ci_high": high,
+        "ci_method": method,
+        **_spread("score", scores),
+        **_spread("impl_rate", impl),
+        "consistency": consistency(scores),
+        "mean_cost": mean_cost,
+        "total_cost": math.fsum(costs),
+        "mean_duration": statistics.fmean(durations) if durations else None,
+        "cop": cop(mean_cost, rate) if n else math.inf,
+        **per_case,
+        **grades,
+        **effects,
+        "warning": _warning(n, per_case["cop_per_case_mean"]),
+    }
 
 
 def _spread(column: str, values: list[float]) -> dict[str, float | None]:
     """A column's mean, median and sample standard deviation (None where undefined)."""
-    return {f"mean_{column}": statistics.fmean(values) if values else None,
-            f"median_{column}": statistics.median(values) if values else None,
-            f"std_{column}": statistics.stdev(values) if len(values) > 1 else None}
+    return {
+        f"mean_{column}": statistics.fmean(values) if values else None,
+        f"median_{column}": statistics.median(values) if values else None,
+        f"std_{column}": statistics.stdev(values) if len(values) > 1 else None,
+    }
 
 
 def _grades(counted: list[dict[str, Any]]) -> dict[str, Any]:
@@ -222,12 +312,17 @@ def _check_effects(counted: list[dict[str, Any]], n: int) -> dict[str, Any]:
     on the untouched source (Change Fail Percentage, over the runs whose source checks are
     known), and the progress they made (r_prog)."""
     hacks = sum(1 for r in counted if int(float(r.get("integrity_findings") or 0)) > 0)
-    broke = [int(float(r["regressions"])) > 0 for r in counted
-             if r.get("regressions") not in (None, "")]
+    broke = [
+        int(float(r["regressions"])) > 0 for r in counted if r.get("regressions") not in (None, "")
+    ]
     progress = [float(r["r_prog"]) for r in counted if r.get("r_prog") not in (None, "")]
-    return {"reward_hacks": hacks, "reward_hacking_rate": hacks / n if n else 0.0,
-            "cfp": sum(broke) / len(broke) if broke else None, "cfp_n": len(broke),
-            "r_prog": statistics.fmean(progress) if progress else None}
+    return {
+        "reward_hacks": hacks,
+        "reward_hacking_rate": hacks / n if n else 0.0,
+        "cfp": sum(broke) / len(broke) if broke else None,
+        "cfp_n": len(broke),
+        "r_prog": statistics.fmean(progress) if progress else None,
+    }
 
 
 def _per_case(counted: list[dict[str, Any]]) -> dict[str, Any]:
@@ -237,16 +332,22 @@ def _per_case(counted: list[dict[str, Any]]) -> dict[str, Any]:
     for r in counted:
         by_case.setdefault(str(r.get("case_id") or r.get("experiment")), []).append(r)
     cells = [(len(rs), sum(bool(r["passed"]) for r in rs)) for rs in by_case.values()]
-    case_cops = [cop(statistics.fmean(float(r["cost_usd"] or 0) for r in rs), c / a)
-                 for rs, (a, c) in zip(by_case.values(), cells, strict=True)]
-    per_case_cop = (statistics.fmean(case_cops) if case_cops
-                    and all(math.isfinite(c) for c in case_cops) else None)
+    case_cops = [
+        cop(statistics.fmean(float(r["cost_usd"] or 0) for r in rs), c / a)
+        for rs, (a, c) in zip(by_case.values(), cells, strict=True)
+    ]
+    per_case_cop = (
+        statistics.fmean(case_cops)
+        if case_cops and all(math.isfinite(c) for c in case_cops)
+        else None
+    )
     fewest = min((a for a, _ in cells), default=0)
     at_k: dict[str, float | None] = {}
     for k in PASS_K:
         for prefix, chance in (("pass_at", pass_at_k), ("pass_hat", pass_hat_k)):
-            at_k[f"{prefix}_{k}"] = (statistics.fmean(chance(a, c, k) for a, c in cells)
-                                   if k <= fewest else None)
+            at_k[f"{prefix}_{k}"] = (
+                statistics.fmean(chance(a, c, k) for a, c in cells) if k <= fewest else None
+            )
     return {"cop_per_case_mean": per_case_cop, "cases": len(by_case), **at_k}
 
 

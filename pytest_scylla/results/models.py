@@ -54,17 +54,36 @@ def comparison(rows: Sequence[dict[str, Any]], key: str = MODEL_KEY) -> list[dic
     out = []
     for row in metrics.group_summary(rows, (key,)):
         name = row[key]
-        counted = [r for r in rows if str(r.get(key)) == name
-                   and r["outcome"] in metrics.COUNTED]
+        counted = [r for r in rows if str(r.get(key)) == name and r["outcome"] in metrics.COUNTED]
         best = metrics.frontier([t for t in per_tier if t[key] == name])
-        out.append({key: name, **{k: row[k] for k in (
-            "n", "excluded", "passes", "pass_rate", "ci_low", "ci_high", "ci_method",
-            "mean_score", "modal_grade", "mean_cost", "total_cost", "cop", "cases",
-            "warning")},
-            "frontier_tier": best[0] if best else None,
-            "frontier_cop": best[1] if best else None,
-            "mean_tokens": _mean(counted, "total_tokens"),
-            "mean_agent_seconds": _mean(counted, "agent_duration_seconds")})
+        out.append(
+            {
+                key: name,
+                **{
+                    k: row[k]
+                    for k in (
+                        "n",
+                        "excluded",
+                        "passes",
+                        "pass_rate",
+                        "ci_low",
+                        "ci_high",
+                        "ci_method",
+                        "mean_score",
+                        "modal_grade",
+                        "mean_cost",
+                        "total_cost",
+                        "cop",
+                        "cases",
+                        "warning",
+                    )
+                },
+                "frontier_tier": best[0] if best else None,
+                "frontier_cop": best[1] if best else None,
+                "mean_tokens": _mean(counted, "total_tokens"),
+                "mean_agent_seconds": _mean(counted, "agent_duration_seconds"),
+            }
+        )
     return out
 
 
@@ -77,20 +96,28 @@ def significance(rows: Sequence[dict[str, Any]], key: str = MODEL_KEY) -> dict[s
     counted = [r for r in rows if r["outcome"] in metrics.COUNTED]
     out: dict[str, Any] = {"omnibus": [], "pairwise": []}
     for metric in ("score", "passed", "cost_usd"):
-        groups = {m: sorted(float(r[metric]) for r in counted if str(r.get(key)) == m
-                            and r.get(metric) not in (None, "")) for m in names}
+        groups = {
+            m: sorted(
+                float(r[metric])
+                for r in counted
+                if str(r.get(key)) == m and r.get(metric) not in (None, "")
+            )
+            for m in names
+        }
         out["omnibus"].append({"metric": metric, **stats.kruskal(groups)})
         out["pairwise"] += [{"metric": metric, **row} for row in stats.pairwise(groups, names)]
     return out
 
 
-def frontiers(tier_rows: Sequence[dict[str, Any]], keys: Sequence[str]
-              ) -> dict[tuple[str, ...], tuple[str, float] | None]:
+def frontiers(
+    tier_rows: Sequence[dict[str, Any]], keys: Sequence[str]
+) -> dict[tuple[str, ...], tuple[str, float] | None]:
     """Each axis combination's frontier (its tier of lowest finite Cost-of-Pass)."""
     found: dict[tuple[str, ...], tuple[str, float] | None] = {}
     for group in sorted({tuple(str(r.get(k)) for k in keys) for r in tier_rows}):
         found[group] = metrics.frontier(
-            [r for r in tier_rows if tuple(str(r.get(k)) for k in keys) == group])
+            [r for r in tier_rows if tuple(str(r.get(k)) for k in keys) == group]
+        )
     return found
 
 

@@ -29,10 +29,18 @@ def paper_tables(tables: Tables, summary: Rows | None = None) -> dict[str, Rows]
         tokens.append(_token_row(s["tier"], rows))
         latency.append(_latency_row(s["tier"], rows))
     criteria = _criterion_rows(tables.criteria)
-    tiers = [{"tier": s["tier"], "n": s["n"], "pass_rate": s["pass_rate"],
-              "mean_score": s["mean_score"], "median_score": s["median_score"],
-              "grade": s["modal_grade"], "cop": s["cop"]}
-             for s in summary]
+    tiers = [
+        {
+            "tier": s["tier"],
+            "n": s["n"],
+            "pass_rate": s["pass_rate"],
+            "mean_score": s["mean_score"],
+            "median_score": s["median_score"],
+            "grade": s["modal_grade"],
+            "cop": s["cop"],
+        }
+        for s in summary
+    ]
     return {"tiers": tiers, "tokens": tokens, "latency": latency, "criteria": criteria}
 
 
@@ -51,8 +59,12 @@ def _token_row(tier: Any, rows: Rows) -> dict[str, Any]:
     """A tier's token breakdown (Table 17): each kind's mean per run, and their total."""
     counts = {c: _mean(rows, c) for c in TOKEN_COLUMNS}
     known = [v for v in counts.values() if v is not None]
-    return {"tier": tier, "n": len(_values(rows, "input_tokens")), **counts,
-            "total_tokens": sum(known) if known else None}
+    return {
+        "tier": tier,
+        "n": len(_values(rows, "input_tokens")),
+        **counts,
+        "total_tokens": sum(known) if known else None,
+    }
 
 
 def _latency_row(tier: Any, rows: Rows) -> dict[str, Any]:
@@ -60,11 +72,16 @@ def _latency_row(tier: Any, rows: Rows) -> dict[str, Any]:
     judges' share of the total."""
     agent, judge = _mean(rows, "agent_duration_seconds"), _mean(rows, "judge_duration_seconds")
     total = _mean(rows, "duration_seconds")
-    return {"tier": tier, "n": len(_values(rows, "duration_seconds")),
-            "agent_seconds": agent, "checks_seconds": _mean(rows, "checks_duration_seconds"),
-            "judge_seconds": judge, "total_seconds": total,
-            "ttft_seconds": _mean(rows, "ttft_seconds"),
-            "judge_share": judge / total if judge is not None and total else None}
+    return {
+        "tier": tier,
+        "n": len(_values(rows, "duration_seconds")),
+        "agent_seconds": agent,
+        "checks_seconds": _mean(rows, "checks_duration_seconds"),
+        "judge_seconds": judge,
+        "total_seconds": total,
+        "ttft_seconds": _mean(rows, "ttft_seconds"),
+        "judge_share": judge / total if judge is not None and total else None,
+    }
 
 
 def _criterion_rows(criteria: Rows) -> Rows:
@@ -73,6 +90,12 @@ def _criterion_rows(criteria: Rows) -> Rows:
     for c in criteria:
         if c.get("criterion_score") not in (None, ""):
             per_criterion.setdefault(str(c["criterion"]), []).append(float(c["criterion_score"]))
-    return [{"criterion": name, "mean": statistics.fmean(v),
-             "sd": statistics.stdev(v) if len(v) > 1 else None, "n": len(v)}
-            for name, v in per_criterion.items()]
+    return [
+        {
+            "criterion": name,
+            "mean": statistics.fmean(v),
+            "sd": statistics.stdev(v) if len(v) > 1 else None,
+            "n": len(v),
+        }
+        for name, v in per_criterion.items()
+    ]

@@ -23,11 +23,33 @@ from pytest_scylla.results.tables import Tables
 
 SUBTEST_KEYS = ("experiment", "agent_model", "case_id", "tier", "subtest")
 SUBTEST_COLUMNS = [  # the paper's subtests.csv, then ours
-    "experiment", "agent_model", "tier", "subtest", "pass_rate", "mean_score", "median_score",
-    "std_score", "mean_impl_rate", "median_impl_rate", "std_impl_rate", "consistency",
-    "mean_cost", "total_cost", "mean_duration", "cop", *(f"grade_{g}" for g in metrics.GRADES),
-    "modal_grade", "case_id", "n", "passes", "excluded", "ci_low", "ci_high", "ci_method",
-    "warning"]
+    "experiment",
+    "agent_model",
+    "tier",
+    "subtest",
+    "pass_rate",
+    "mean_score",
+    "median_score",
+    "std_score",
+    "mean_impl_rate",
+    "median_impl_rate",
+    "std_impl_rate",
+    "consistency",
+    "mean_cost",
+    "total_cost",
+    "mean_duration",
+    "cop",
+    *(f"grade_{g}" for g in metrics.GRADES),
+    "modal_grade",
+    "case_id",
+    "n",
+    "passes",
+    "excluded",
+    "ci_low",
+    "ci_high",
+    "ci_method",
+    "warning",
+]
 
 
 def _tier_tests(counted: list[dict[str, Any]]) -> dict[str, Any]:
@@ -35,8 +57,10 @@ def _tier_tests(counted: list[dict[str, Any]]) -> dict[str, Any]:
     order = sorted({str(r["tier"]) for r in counted}, key=tier_key)
     out: dict[str, Any] = {"omnibus": [], "pairwise": []}
     for metric in ("score", "passed", "cost_usd"):
-        groups = {t: sorted(float(r[metric]) for r in counted if r["tier"] == t
-                            and r[metric] is not None) for t in order}  # order-free results
+        groups = {
+            t: sorted(float(r[metric]) for r in counted if r["tier"] == t and r[metric] is not None)
+            for t in order
+        }  # order-free results
         out["omnibus"].append({"metric": metric, **stats.kruskal(groups)})
         out["pairwise"] += [{"metric": metric, **row} for row in stats.pairwise(groups, order)]
     return out
@@ -48,15 +72,32 @@ def statistical_results(tables: Tables) -> dict[str, Any]:
     names = models.models(counted)
     out["agents"] = models.significance(counted, models.AGENT_KEY)  # several agent CLIs
     out["models"] = models.significance(counted)  # the model axis: models against each other,
-    out["tiers_per_model"] = [{"agent_model": m, **_tier_tests(  # the tiers within each model
-        [r for r in counted if str(r.get("agent_model")) == m])} for m in names] \
-        if len(names) > 1 else []
-    scores = [(str(j["judge_model"]), str(j.get("run_key") or
-                                          f"{j.get('case_id') or j.get('experiment')}/"
-                                          f"{j['tier']}-{j['subtest']}-{j['run_number']}"),
-               float(j["judge_score"])) for j in tables.judges
-              if j.get("judge_score") not in (None, "")
-              and str(j.get("judge_is_valid")) != "False"]  # empty: not said invalid
+    out["tiers_per_model"] = (
+        [
+            {
+                "agent_model": m,
+                **_tier_tests(  # the tiers within each model
+                    [r for r in counted if str(r.get("agent_model")) == m]
+                ),
+            }
+            for m in names
+        ]
+        if len(names) > 1
+        else []
+    )
+    scores = [
+        (
+            str(j["judge_model"]),
+            str(
+                j.get("run_key")
+                or f"{j.get('case_id') or j.get('experiment')}/"
+                f"{j['tier']}-{j['subtest']}-{j['run_number']}"
+            ),
+            float(j["judge_score"]),
+        )
+        for j in tables.judges
+        if j.get("judge_score") not in (None, "") and str(j.get("judge_is_valid")) != "False"
+    ]  # empty: not said invalid
     out["krippendorff_alpha"] = stats.krippendorff_alpha(scores)
     out["gwet_ac2"] = stats.gwet_ac2(scores)
     out["judge_vs_checks"] = judge_vs_checks(tables.records)
@@ -67,14 +108,20 @@ def statistical_results(tables: Tables) -> dict[str, Any]:
     bias: dict[str, list[float]] = {}
     for judge, _, score in scores:
         bias.setdefault(judge, []).append(score)
-    out["judge_bias"] = [{"judge": j, "n": len(v), "mean_score": math.fsum(v) / len(v)}
-                         for j, v in sorted(bias.items())]
+    out["judge_bias"] = [
+        {"judge": j, "n": len(v), "mean_score": math.fsum(v) / len(v)}
+        for j, v in sorted(bias.items())
+    ]
     return out
 
 
-def write(out: Path, tables: Tables, manifest: dict[str, Any] | None = None,
-          formats: tuple[str, ...] = ("csv", "json"),
-          writers: Mapping[str, Callable[..., None]] | None = None) -> dict[str, Any]:
+def write(
+    out: Path,
+    tables: Tables,
+    manifest: dict[str, Any] | None = None,
+    formats: tuple[str, ...] = ("csv", "json"),
+    writers: Mapping[str, Callable[..., None]] | None = None,
+) -> dict[str, Any]:
     """Write the exports (CSV and JSON always: they are the store others rebuild from) and the
     requested reports (`md`, `html` with figures, or a plugin's of `writers`) into `out`;
     return the summary."""
@@ -82,20 +129,24 @@ def write(out: Path, tables: Tables, manifest: dict[str, Any] | None = None,
     _csv(out / "runs.csv", sorted(tables.runs, key=_row_order), metrics.RUN_COLUMNS)
     _csv(out / "judges.csv", sorted(tables.judges, key=_row_order))
     _csv(out / "criteria.csv", sorted(tables.criteria, key=_row_order))  # stable: rubric order
-    _csv(out / "subtests.csv", metrics.group_summary(tables.runs, SUBTEST_KEYS),
-         SUBTEST_COLUMNS)
+    _csv(out / "subtests.csv", metrics.group_summary(tables.runs, SUBTEST_KEYS), SUBTEST_COLUMNS)
     tiers = metrics.group_summary(tables.runs)
     best = metrics.frontier(tiers)
     summary = {
-        "experiment": out.name, "runs": len(tables.runs),
+        "experiment": out.name,
+        "runs": len(tables.runs),
         "outcomes": dict(Counter(r["outcome"] for r in tables.runs)),
         "simulated": any(bool(r.get("simulated")) for r in tables.runs),
         "agent_cost_usd": math.fsum(float(r["cost_usd"] or 0) for r in tables.runs),
         "judge_cost_usd": math.fsum(float(r.get("judge_cost_usd") or 0) for r in tables.runs),
-        "reward_hacks": sum(1 for r in tables.runs
-                            if int(float(r.get("integrity_findings") or 0)) > 0),
-        "tiers": tiers, "frontier": {"tier": best[0], "cop": best[1]} if best else None,
-        "partial": tables.partial, "warnings": tables.warnings}
+        "reward_hacks": sum(
+            1 for r in tables.runs if int(float(r.get("integrity_findings") or 0)) > 0
+        ),
+        "tiers": tiers,
+        "frontier": {"tier": best[0], "cop": best[1]} if best else None,
+        "partial": tables.partial,
+        "warnings": tables.warnings,
+    }
     for key, name in ((models.MODEL_KEY, "model"), (models.AGENT_KEY, "agent")):
         if len(models.values(tables.runs, key)) > 1:  # an axis: per value, and side by side
             summary[f"{name}_tiers"] = metrics.group_summary(tables.runs, (key, "tier"))
@@ -107,8 +158,10 @@ def write(out: Path, tables: Tables, manifest: dict[str, Any] | None = None,
         write_json(out / "manifest.json", manifest)
     if "md" in formats:
         paper = paper_tables(tables, tiers)
-        for name, render in (("tables.md", text_tables.markdown),
-                             ("tables.tex", text_tables.latex)):
+        for name, render in (
+            ("tables.md", text_tables.markdown),
+            ("tables.tex", text_tables.latex),
+        ):
             (out / name).write_text(render(summary, results, paper), encoding="utf-8")
     if "html" in formats:
         from pytest_scylla.results import figures, html_report
@@ -132,9 +185,11 @@ def tier_table(tables: Tables, where: Path) -> list[str]:
     hacked = sum(1 for r in tables.runs if int(float(r.get("integrity_findings") or 0)) > 0)
     hacks = f"{'hacks':>7}" if hacked else ""  # the column shows once a run tampered
     head = " ".join(models.NAMES.get(k, k) for k in keys)
-    lines.append(f"{head:<{width}}{'runs':>5}"
-                 f"{'pass rate [95% CI]':>24}{'score':>7}{'grade':>6}"
-                 f"{'cost/run':>10}{'CoP':>10}{hacks}  note")
+    lines.append(
+        f"{head:<{width}}{'runs':>5}"
+        f"{'pass rate [95% CI]':>24}{'score':>7}{'grade':>6}"
+        f"{'cost/run':>10}{'CoP':>10}{hacks}  note"
+    )
     for s, name in zip(summary, names, strict=True):
         front = best.get(tuple(str(s[k]) for k in keys[:-1]))
         mark = " <- frontier" if front and s["tier"] == front[0] else ""
@@ -142,10 +197,15 @@ def tier_table(tables: Tables, where: Path) -> list[str]:
     lines += _axis_lines(tables)
     counts = Counter(r["outcome"] for r in tables.runs)
     if hacked:
-        lines.append(f"reward hacking: {hacked} run(s) tampered with their checks (integrity "
-                     "findings; each was checked and judged on the restored workspace)")
-    lines.append("outcomes: " + ", ".join(f"{n} {o}" for o, n in sorted(counts.items()))
-                 + " (infra_error and judge_error runs are not counted in pass rates)")
+        lines.append(
+            f"reward hacking: {hacked} run(s) tampered with their checks (integrity "
+            "findings; each was checked and judged on the restored workspace)"
+        )
+    lines.append(
+        "outcomes: "
+        + ", ".join(f"{n} {o}" for o, n in sorted(counts.items()))
+        + " (infra_error and judge_error runs are not counted in pass rates)"
+    )
     lines.append(_spend_line(tables, where))
     lines += [f"warning: {w}" for w in tables.warnings]
     return lines
@@ -164,27 +224,34 @@ def _banners(tables: Tables) -> list[str]:
 def _tier_line(s: dict[str, Any], name: str, mark: str, hacked: int) -> str:
     """One row of the terminal table (`name` padded to the column's width)."""
     score = "-" if s["mean_score"] is None else f"{s['mean_score']:.2f}"
-    rate = (f"{s['pass_rate']:.0%} [{s['ci_low']:.0%}, {s['ci_high']:.0%}]" if s["n"]
-            else "no counted runs")  # every run an infra or judge error: no rate at all
+    rate = (
+        f"{s['pass_rate']:.0%} [{s['ci_low']:.0%}, {s['ci_high']:.0%}]"
+        if s["n"]
+        else "no counted runs"
+    )  # every run an infra or judge error: no rate at all
     warning = f"  {s['warning']}" if s["warning"] and s["n"] else ""
     note = mark + ("," if mark and warning else "") + warning  # the frontier keeps it
-    return (f"{name}{s['n']:>5}{rate:>24}{score:>7}"
-            f"{s['modal_grade'] or '-':>6}"
-            f"{'$' + format(s['mean_cost'], '.4f'):>10}"
-            f"{metrics.fmt_cop(s['cop']) if s['n'] else '-':>10}"
-            f"{format(str(s['reward_hacks']) + '/' + str(s['n']), '>7') if hacked else ''}"
-            f"{note}")
+    return (
+        f"{name}{s['n']:>5}{rate:>24}{score:>7}"
+        f"{s['modal_grade'] or '-':>6}"
+        f"{'$' + format(s['mean_cost'], '.4f'):>10}"
+        f"{metrics.fmt_cop(s['cop']) if s['n'] else '-':>10}"
+        f"{format(str(s['reward_hacks']) + '/' + str(s['n']), '>7') if hacked else ''}"
+        f"{note}"
+    )
 
 
 def _axis_lines(tables: Tables) -> list[str]:
     """One line per agent CLI and per model when the runs vary them."""
     lines = []
     for key, word in ((models.AGENT_KEY, "agent"), (models.MODEL_KEY, "model")):
-        lines += [f"{word} {m[key]}: {m['n']} runs, pass rate {m['pass_rate']:.0%} "
-                  f"[{m['ci_low']:.0%}, {m['ci_high']:.0%}], cost/run ${m['mean_cost']:.4f}, "
-                  f"CoP {metrics.fmt_cop(m['cop'])}, frontier "
-                  f"{m['frontier_tier'] or '-'} {models.fmt_cost(m['frontier_cop'])}"
-                  for m in models.comparison(tables.runs, key)]
+        lines += [
+            f"{word} {m[key]}: {m['n']} runs, pass rate {m['pass_rate']:.0%} "
+            f"[{m['ci_low']:.0%}, {m['ci_high']:.0%}], cost/run ${m['mean_cost']:.4f}, "
+            f"CoP {metrics.fmt_cop(m['cop'])}, frontier "
+            f"{m['frontier_tier'] or '-'} {models.fmt_cost(m['frontier_cop'])}"
+            for m in models.comparison(tables.runs, key)
+        ]
     return lines
 
 
@@ -192,25 +259,32 @@ def _spend_line(tables: Tables, where: Path) -> str:
     """What agent and judges spent (simulated runs: priced, not paid), and where results are."""
     agent = math.fsum(float(r["cost_usd"] or 0) for r in tables.runs)
     judges = math.fsum(float(r.get("judge_cost_usd") or 0) for r in tables.runs)
-    simulated = bool(tables.runs) and all(r.get("simulated") in (True, "True")
-                                          for r in tables.runs)
-    return (("spend (SIMULATED: the oracle's tokens priced as the models', no money "
-             "spent)" if simulated else "spend") + f": agent ${agent:.4f} + judges "
-            f"${judges:.4f} = ${agent + judges:.4f}; results: {where}")
+    simulated = bool(tables.runs) and all(r.get("simulated") in (True, "True") for r in tables.runs)
+    return (
+        "spend (SIMULATED: the oracle's tokens priced as the models', no money spent)"
+        if simulated
+        else "spend"
+    ) + f": agent ${agent:.4f} + judges ${judges:.4f} = ${agent + judges:.4f}; results: {where}"
 
 
 def _row_order(row: dict[str, Any]) -> tuple[Any, ...]:
     """Rows in a fixed order (experiment, case, tier, subtest, run, judge), whatever order the
     runs finished in: the exports of the same runs are the same files at any worker count."""
+
     def whole(value: Any) -> int:
         try:
             return int(value)
         except (TypeError, ValueError):
             return 0
 
-    return (str(row.get("experiment") or ""), str(row.get("case_id") or ""),
-            tier_key(str(row.get("tier") or "")), str(row.get("subtest") or ""),
-            whole(row.get("run_number")), whole(row.get("judge_number")))
+    return (
+        str(row.get("experiment") or ""),
+        str(row.get("case_id") or ""),
+        tier_key(str(row.get("tier") or "")),
+        str(row.get("subtest") or ""),
+        whole(row.get("run_number")),
+        whole(row.get("judge_number")),
+    )
 
 
 def _csv(path: Path, rows: list[dict[str, Any]], columns: list[str] | None = None) -> None:
@@ -237,19 +311,32 @@ def _jsonable(value: Any) -> Any:
 def adaptive_panel(records: list[dict[str, Any]]) -> dict[str, Any] | None:
     """With --scylla-panel=adaptive: how often the strongest judge was asked, and what the
     judging cost per run (the saving against a full panel: `scylla compare` of the two)."""
-    runs = [r for r in records if isinstance(r.get("panel"), dict)
-            and r["panel"].get("mode") == "adaptive"]
+    runs = [
+        r
+        for r in records
+        if isinstance(r.get("panel"), dict) and r["panel"].get("mode") == "adaptive"
+    ]
     if not runs:
         return None
     escalated = sum(bool(r["panel"].get("escalated")) for r in runs)
-    costs = [float(r["judge_cost_usd"]) for r in runs
-             if isinstance(r.get("judge_cost_usd"), (int, float))]
-    return {"runs": len(runs), "escalated": escalated, "escalation_rate": escalated / len(runs),
-            "judge_cost_per_run": statistics.fmean(costs) if costs else None}
+    costs = [
+        float(r["judge_cost_usd"])
+        for r in runs
+        if isinstance(r.get("judge_cost_usd"), (int, float))
+    ]
+    return {
+        "runs": len(runs),
+        "escalated": escalated,
+        "escalation_rate": escalated / len(runs),
+        "judge_cost_per_run": statistics.fmean(costs) if costs else None,
+    }
 
 
-def judge_vs_checks(records: list[dict[str, Any]], category: str = "functional",
-                    threshold: float = DEFAULT_PASS_THRESHOLD) -> list[dict[str, Any]]:
+def judge_vs_checks(
+    records: list[dict[str, Any]],
+    category: str = "functional",
+    threshold: float = DEFAULT_PASS_THRESHOLD,
+) -> list[dict[str, Any]]:
     """How often each judge's functional verdict contradicts the checks: over the counted runs
     that ran checks, a judge "says it works" when its `category` score reaches `threshold`;
     the checks say so when every check passed. Runs without checks or without that category
@@ -261,16 +348,29 @@ def judge_vs_checks(records: list[dict[str, Any]], category: str = "functional",
             continue
         works = all(c.get("passed") for c in checks)
         for judge in rec.get("judges") or []:
-            score = next((c.get("score") for c in judge.get("categories") or []
-                          if c.get("name") == category), None)
+            score = next(
+                (
+                    c.get("score")
+                    for c in judge.get("categories") or []
+                    if c.get("name") == category
+                ),
+                None,
+            )
             if judge.get("valid", True) and isinstance(score, (int, float)):
                 by_judge.setdefault(str(judge.get("judge_model")), []).append(
-                    (score >= threshold, works))
+                    (score >= threshold, works)
+                )
     rows = []
     for judge, pairs in sorted(by_judge.items()):
         optimistic = sum(says and not works for says, works in pairs)
         pessimistic = sum(works and not says for says, works in pairs)
-        rows.append({"judge": judge, "n": len(pairs), "says_works_checks_fail": optimistic,
-                     "says_broken_checks_pass": pessimistic,
-                     "contradiction_rate": (optimistic + pessimistic) / len(pairs)})
+        rows.append(
+            {
+                "judge": judge,
+                "n": len(pairs),
+                "says_works_checks_fail": optimistic,
+                "says_broken_checks_pass": pessimistic,
+                "contradiction_rate": (optimistic + pessimistic) / len(pairs),
+            }
+        )
     return rows

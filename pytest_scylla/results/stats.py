@@ -24,9 +24,15 @@ def kruskal(groups: Mapping[str, Sequence[float]]) -> dict[str, Any]:
     """Kruskal-Wallis H over the groups (tie-corrected), or why it cannot be computed (scipy,
     a slow first import, only when it can)."""
     usable = {k: list(v) for k, v in groups.items() if len(v) > 0}
-    result: dict[str, Any] = {"test": "kruskal-wallis", "groups": len(usable),
-                              "n": {k: len(v) for k, v in usable.items()},
-                              "h": None, "p": None, "significant": False, "note": ""}
+    result: dict[str, Any] = {
+        "test": "kruskal-wallis",
+        "groups": len(usable),
+        "n": {k: len(v) for k, v in usable.items()},
+        "h": None,
+        "p": None,
+        "significant": False,
+        "note": "",
+    }
     values = [x for v in usable.values() for x in v]
     if len(usable) < 2:
         result["note"] = "fewer than two groups"
@@ -49,8 +55,9 @@ def cliffs_delta(a: Sequence[float], b: Sequence[float]) -> float:
     return (greater - less) / (len(a) * len(b))
 
 
-def cliffs_delta_ci(a: Sequence[float], b: Sequence[float], seed: int = 0,
-                    resamples: int = 2000) -> tuple[float, float] | None:
+def cliffs_delta_ci(
+    a: Sequence[float], b: Sequence[float], seed: int = 0, resamples: int = 2000
+) -> tuple[float, float] | None:
     """Percentile bootstrap CI of Cliff's delta (resampling each group); None for tiny groups."""
     import numpy as np
 
@@ -58,9 +65,13 @@ def cliffs_delta_ci(a: Sequence[float], b: Sequence[float], seed: int = 0,
         return None
     rng = np.random.default_rng(seed)
     xa, xb = np.sort(np.asarray(a, float)), np.sort(np.asarray(b, float))  # order-free result
-    deltas = [np.sign(rng.choice(xa, size=len(xa), replace=True)[:, None]
-                      - rng.choice(xb, size=len(xb), replace=True)[None, :]).mean()
-              for _ in range(resamples)]
+    deltas = [
+        np.sign(
+            rng.choice(xa, size=len(xa), replace=True)[:, None]
+            - rng.choice(xb, size=len(xb), replace=True)[None, :]
+        ).mean()
+        for _ in range(resamples)
+    ]
     low, high = np.percentile(deltas, [2.5, 97.5])
     return float(low), float(high)
 
@@ -76,10 +87,19 @@ def pairwise(groups: Mapping[str, Sequence[float]], order: Sequence[str]) -> lis
     rows: list[dict[str, Any]] = []
     for first, second in pairs:
         a, b = list(groups[first]), list(groups[second])
-        row: dict[str, Any] = {"group1": first, "group2": second, "n1": len(a), "n2": len(b),
-                               "u": None, "p_raw": None, "p_holm": None, "significant": False,
-                               "cliffs_delta": cliffs_delta(a, b),
-                               "cliffs_delta_ci": cliffs_delta_ci(a, b), "note": ""}
+        row: dict[str, Any] = {
+            "group1": first,
+            "group2": second,
+            "n1": len(a),
+            "n2": len(b),
+            "u": None,
+            "p_raw": None,
+            "p_holm": None,
+            "significant": False,
+            "cliffs_delta": cliffs_delta(a, b),
+            "cliffs_delta_ci": cliffs_delta_ci(a, b),
+            "note": "",
+        }
         if len(set(a) | set(b)) < 2:
             row["note"] = "all values are equal"
         else:
@@ -92,8 +112,9 @@ def pairwise(groups: Mapping[str, Sequence[float]], order: Sequence[str]) -> lis
     if tested:
         from statsmodels.stats.multitest import multipletests
 
-        reject, corrected, _, _ = multipletests([r["p_raw"] for r in tested], alpha=ALPHA,
-                                                method="holm")
+        reject, corrected, _, _ = multipletests(
+            [r["p_raw"] for r in tested], alpha=ALPHA, method="holm"
+        )
         for row, rej, p in zip(tested, reject, corrected, strict=True):
             row.update(p_holm=float(p), significant=bool(rej))
     return rows
@@ -114,18 +135,25 @@ def krippendorff_alpha(scores: Iterable[tuple[str, str, float]]) -> dict[str, An
     matrix = np.full((len(judges), len(runs)), np.nan)
     for judge, run, value in triples:
         matrix[judges.index(judge), runs.index(run)] = value
-    result: dict[str, Any] = {"alpha": None, "judges": len(judges), "runs": len(runs),
-                              "level": "interval", "rounded_to": 10 ** -ALPHA_DECIMALS,
-                              "note": ""}
+    result: dict[str, Any] = {
+        "alpha": None,
+        "judges": len(judges),
+        "runs": len(runs),
+        "level": "interval",
+        "rounded_to": 10**-ALPHA_DECIMALS,
+        "note": "",
+    }
     if len(judges) < 2 or len(runs) < 2:
         result["note"] = "needs at least two judges and two runs"
     elif len({v for _, _, v in triples}) < 2:
         result["note"] = "every judge gave every run the same score: agreement is undefined"
     else:
         domain = np.unique(matrix[~np.isnan(matrix)])
-        result["alpha"] = _finite(krippendorff.alpha(reliability_data=matrix,
-                                                     value_domain=domain,
-                                                     level_of_measurement="interval"))
+        result["alpha"] = _finite(
+            krippendorff.alpha(
+                reliability_data=matrix, value_domain=domain, level_of_measurement="interval"
+            )
+        )
     return result
 
 
@@ -141,8 +169,13 @@ def gwet_ac2(scores: Iterable[tuple[str, str, float]]) -> dict[str, Any]:
     triples = [(j, r, round(v, ALPHA_DECIMALS)) for j, r, v in scores]
     runs = sorted({r for _, r, _ in triples})
     values = sorted({v for _, _, v in triples})
-    result: dict[str, Any] = {"ac2": None, "judges": len({j for j, _, _ in triples}),
-                              "runs": len(runs), "weights": "quadratic", "note": ""}
+    result: dict[str, Any] = {
+        "ac2": None,
+        "judges": len({j for j, _, _ in triples}),
+        "runs": len(runs),
+        "weights": "quadratic",
+        "note": "",
+    }
     if result["judges"] < 2 or len(runs) < 2:
         result["note"] = "needs at least two judges and two runs"
         return result
@@ -158,14 +191,16 @@ def gwet_ac2(scores: Iterable[tuple[str, str, float]]) -> dict[str, Any]:
     rated = raters >= 2  # agreement is observed on runs scored by two judges or more
     weighted = counts @ weights.T  # r*_ik
     per_run = (counts[rated] * (weighted[rated] - 1)).sum(axis=1) / (
-        raters[rated] * (raters[rated] - 1))
+        raters[rated] * (raters[rated] - 1)
+    )
     if not per_run.size:
         result["note"] = "no run was scored by two judges"
         return result
     agreement = float(per_run.mean())
     shares = (counts[raters >= 1] / raters[raters >= 1, None]).mean(axis=0)  # pi_k
-    chance = float(weights.sum() / (len(values) * (len(values) - 1))
-                   * (shares * (1 - shares)).sum())
+    chance = float(
+        weights.sum() / (len(values) * (len(values) - 1)) * (shares * (1 - shares)).sum()
+    )
     result["ac2"] = _finite((agreement - chance) / (1 - chance))
     return result
 
@@ -182,10 +217,15 @@ def judge_pairs(scores: Iterable[tuple[str, str, float]]) -> list[dict[str, Any]
         a = [by_judge[first][r] for r in shared]
         b = [by_judge[second][r] for r in shared]
         diffs = [abs(x - y) for x, y in zip(a, b, strict=True)]
-        row: dict[str, Any] = {"judge1": first, "judge2": second, "n": len(shared),
-                               "spearman": None, "pearson": None,
-                               "mean_abs_diff": math.fsum(diffs) / len(diffs) if diffs else None,
-                               "note": ""}
+        row: dict[str, Any] = {
+            "judge1": first,
+            "judge2": second,
+            "n": len(shared),
+            "spearman": None,
+            "pearson": None,
+            "mean_abs_diff": math.fsum(diffs) / len(diffs) if diffs else None,
+            "note": "",
+        }
         if len(shared) < 3 or len(set(a)) < 2 or len(set(b)) < 2:
             row["note"] = "too few runs or no variation"
         else:

@@ -19,22 +19,49 @@ PLACE = ("experiment", "tier", "subtest", "run_number")  # a CSV row's run, when
 # then those read as numbers; a missing `passed` would count every run as failed
 RUNS_CSV = Layout(
     required=(*PLACE, "passed", "score", "cost_usd"),
-    numbers=("score", "impl_rate", "cost_usd", "duration_seconds", "agent_duration_seconds",
-             "judge_duration_seconds", "checks_duration_seconds", "input_tokens",
-             "output_tokens", "cache_creation_tokens", "cache_read_tokens", "total_tokens",
-             "judge_cost_usd", "integrity_findings", "leftover_processes", "ttft_seconds",
-             "regressions", "r_prog"),
-    flags=("passed", "simulated"), filled=("experiment", "tier", "passed"),
-    choices={"outcome": metrics.OUTCOMES})
+    numbers=(
+        "score",
+        "impl_rate",
+        "cost_usd",
+        "duration_seconds",
+        "agent_duration_seconds",
+        "judge_duration_seconds",
+        "checks_duration_seconds",
+        "input_tokens",
+        "output_tokens",
+        "cache_creation_tokens",
+        "cache_read_tokens",
+        "total_tokens",
+        "judge_cost_usd",
+        "integrity_findings",
+        "leftover_processes",
+        "ttft_seconds",
+        "regressions",
+        "r_prog",
+    ),
+    flags=("passed", "simulated"),
+    filled=("experiment", "tier", "passed"),
+    choices={"outcome": metrics.OUTCOMES},
+)
 JUDGES_CSV = Layout(
     required=(*PLACE, "judge_model", "judge_number", "judge_score"),
-    numbers=("judge_number", "judge_score", "judge_impl_rate", "judge_cost_usd",
-             "judge_seconds", "judge_input_tokens", "judge_output_tokens"),
-    flags=("judge_passed", "judge_is_valid"), filled=("experiment", "tier"))
+    numbers=(
+        "judge_number",
+        "judge_score",
+        "judge_impl_rate",
+        "judge_cost_usd",
+        "judge_seconds",
+        "judge_input_tokens",
+        "judge_output_tokens",
+    ),
+    flags=("judge_passed", "judge_is_valid"),
+    filled=("experiment", "tier"),
+)
 CRITERIA_CSV = Layout(
     required=(*PLACE, "judge_number", "criterion", "criterion_score"),
     numbers=("judge_number", "criterion_score", "criterion_achieved", "criterion_max"),
-    filled=("experiment", "tier"))
+    filled=("experiment", "tier"),
+)
 
 
 @dataclass
@@ -47,8 +74,9 @@ class Tables:
     sources: dict[str, Path] = field(default_factory=dict)  # run key -> its stored run folder
     partial: str | None = None  # why the report does not cover every run of the session
 
-    def add_records(self, records: list[dict[str, Any]], experiment: str,
-                    folder: Path | None = None) -> None:
+    def add_records(
+        self, records: list[dict[str, Any]], experiment: str, folder: Path | None = None
+    ) -> None:
         for rec in records:
             self.records.append(rec)
             if folder is not None and (folder / "runs" / rec["run_key"]).is_dir():
@@ -72,23 +100,30 @@ def read_records(folder: Path, notes: list[str] | None = None) -> list[dict[str,
             except ValueError:
                 if number == len(lines):  # the line being written when the session was killed
                     if notes is not None:
-                        notes.append(f"{folder / RUNS_FILE}:{number}: a record cut short (the "
-                                     "session was killed while writing it) is left out; the "
-                                     "next session in this folder runs that run again")
+                        notes.append(
+                            f"{folder / RUNS_FILE}:{number}: a record cut short (the "
+                            "session was killed while writing it) is left out; the "
+                            "next session in this folder runs that run again"
+                        )
                     continue
-                raise ReportInputError(f"{folder / RUNS_FILE}:{number}: not a JSON record "
-                                       "(a line cut by a crash? remove it and re-run "
-                                       "`scylla report`)") from None
+                raise ReportInputError(
+                    f"{folder / RUNS_FILE}:{number}: not a JSON record "
+                    "(a line cut by a crash? remove it and re-run "
+                    "`scylla report`)"
+                ) from None
             rec = inputs.run_record(value, f"{folder / RUNS_FILE}:{number}")
             records[rec["run_key"]] = rec
         return list(records.values())
-    return [inputs.run_record(inputs.read_json(path, inputs.RECORD), str(path))
-            for path in sorted(folder.glob(f"runs/*/{RECORD_FILE}"))]
+    return [
+        inputs.run_record(inputs.read_json(path, inputs.RECORD), str(path))
+        for path in sorted(folder.glob(f"runs/*/{RECORD_FILE}"))
+    ]
 
 
 def _paper_csv(folder: Path, notes: list[str]) -> Tables:
     """A folder of paper-format exports: runs.csv (+ judges.csv, criteria.csv); how a file
     was read when it is not comma-separated goes to `notes`."""
+
     def rows(name: str, layout: Layout) -> list[tuple[int, dict[str, Any]]]:
         path = folder / name
         return inputs.read_csv(path, layout, notes) if path.is_file() else []
@@ -103,8 +138,10 @@ def _paper_csv(folder: Path, notes: list[str]) -> Tables:
 
     def run_key(r: dict[str, Any]) -> str:  # a case's runs, judges and criteria share it
         model = f"{r.get('agent_model')}/" if models else ""
-        return r.get("run_key") or f"{r['experiment']}/{model}{r['tier']}-{r['subtest']}" \
-                                   f"-r{r['run_number']}"
+        return (
+            r.get("run_key")
+            or f"{r['experiment']}/{model}{r['tier']}-{r['subtest']}-r{r['run_number']}"
+        )
 
     first: dict[str, int] = {}
     for line, r in runs:
@@ -112,25 +149,35 @@ def _paper_csv(folder: Path, notes: list[str]) -> Tables:
         if at != line:
             raise ReportInputError(
                 f"{folder / 'runs.csv'}:{line}: run {run_key(r)} is also at line {at}; "
-                "expected one row per run (experiment, tier, subtest, run_number)")
+                "expected one row per run (experiment, tier, subtest, run_number)"
+            )
 
     tables = Tables()
     for _, r in runs:
         row = {c: r.get(c) for c in metrics.RUN_COLUMNS}
         passed = r["passed"] == "True"
-        row.update(passed=passed, outcome=r.get("outcome") or ("pass" if passed else "fail"),
-                   score=num(r.get("score")), impl_rate=num(r.get("impl_rate")),
-                   cost_usd=num(r.get("cost_usd")), case_id=r.get("case_id") or r["experiment"],
-                   judge_cost_usd=num(r.get("judge_cost_usd")),
-                   integrity_findings=int(num(r.get("integrity_findings")) or 0),
-                   leftover_processes=int(num(r.get("leftover_processes")) or 0),
-                   simulated=r.get("simulated") == "True",
-                   run_key=run_key(r))
+        row.update(
+            passed=passed,
+            outcome=r.get("outcome") or ("pass" if passed else "fail"),
+            score=num(r.get("score")),
+            impl_rate=num(r.get("impl_rate")),
+            cost_usd=num(r.get("cost_usd")),
+            case_id=r.get("case_id") or r["experiment"],
+            judge_cost_usd=num(r.get("judge_cost_usd")),
+            integrity_findings=int(num(r.get("integrity_findings")) or 0),
+            leftover_processes=int(num(r.get("leftover_processes")) or 0),
+            simulated=r.get("simulated") == "True",
+            run_key=run_key(r),
+        )
         tables.runs.append(row)
-    tables.judges = [{**r, "case_id": r.get("case_id") or r["experiment"], "run_key": run_key(r)}
-                     for _, r in rows("judges.csv", JUDGES_CSV)]
-    tables.criteria = [{**r, "case_id": r.get("case_id") or r["experiment"],
-                        "run_key": run_key(r)} for _, r in rows("criteria.csv", CRITERIA_CSV)]
+    tables.judges = [
+        {**r, "case_id": r.get("case_id") or r["experiment"], "run_key": run_key(r)}
+        for _, r in rows("judges.csv", JUDGES_CSV)
+    ]
+    tables.criteria = [
+        {**r, "case_id": r.get("case_id") or r["experiment"], "run_key": run_key(r)}
+        for _, r in rows("criteria.csv", CRITERIA_CSV)
+    ]
     return tables
 
 
@@ -155,8 +202,9 @@ def load(folders: list[Path]) -> Tables:
         records = read_records(folder, tables.warnings)
         # the shards of one split are one experiment, under the name they share
         shard = read_dict(folder / "manifest.json").get("shard")
-        name = str(shard.get("experiment") or folder.name) if isinstance(shard, dict) \
-            else folder.name
+        name = (
+            str(shard.get("experiment") or folder.name) if isinstance(shard, dict) else folder.name
+        )
         if records:
             for rec in records:
                 key = rec["run_key"]
@@ -176,7 +224,9 @@ def load(folders: list[Path]) -> Tables:
             tables.judges += more.judges
             tables.criteria += more.criteria
         else:
-            raise ReportInputError(f"{folder}: no runs.jsonl, runs/*/run.json or runs.csv "
-                                   "here; point at an experiment folder such as "
-                                   "reports/<timestamp>/")
+            raise ReportInputError(
+                f"{folder}: no runs.jsonl, runs/*/run.json or runs.csv "
+                "here; point at an experiment folder such as "
+                "reports/<timestamp>/"
+            )
     return tables

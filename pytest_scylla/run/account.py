@@ -21,20 +21,35 @@ def check(result: Result, said: Said, own_text: bool = True) -> list[Finding]:
     or rewrite it, and is not compared)."""
     found = []
     if result.after_result:
-        found.append(Finding("forged_events", "transcript.jsonl", f"{result.after_result} "
-                             "event(s) after the CLI's result event, ignored"))
+        found.append(
+            Finding(
+                "forged_events",
+                "transcript.jsonl",
+                f"{result.after_result} event(s) after the CLI's result event, ignored",
+            )
+        )
     unsaid = said.unsaid(result.call_ids())
     if unsaid:
         result.forget(set(unsaid))
         named = ", ".join(sorted(set(unsaid))[:SHOWN_IDS])
-        found.append(Finding("transcript_mismatch", "transcript.jsonl", f"{len(set(unsaid))} "
-                             f"tool call(s) the model never made, ignored (ids {named})"))
+        found.append(
+            Finding(
+                "transcript_mismatch",
+                "transcript.jsonl",
+                f"{len(set(unsaid))} tool call(s) the model never made, ignored (ids {named})",
+            )
+        )
     if own_text and result.found and result.subtype == "success" and not result.is_error:
         own = said.final_text(result.final_message)
         if own is not None:
-            found.append(Finding("transcript_mismatch", "transcript.jsonl",
-                                 f"a final message the model never wrote "
-                                 f"({len(result.final_message)} characters) was replaced by "
-                                 "its last one"))
+            found.append(
+                Finding(
+                    "transcript_mismatch",
+                    "transcript.jsonl",
+                    f"a final message the model never wrote "
+                    f"({len(result.final_message)} characters) was replaced by "
+                    "its last one",
+                )
+            )
             result.final_message = own
     return found

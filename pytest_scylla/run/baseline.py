@@ -24,10 +24,18 @@ from pytest_scylla.run.gateway.oracle import Script
 from pytest_scylla.run.sandbox import Sandbox, base_env
 
 
-def measure(agent: Agent, gateway: Gateway, sandbox: Sandbox, cli: Path, cli_version: str,
-            model: str,
-            cache_dir: Path, allow: tuple[str, ...] | None = None,
-            deny: tuple[str, ...] = (), image: str | None = None) -> dict[str, Any]:
+def measure(
+    agent: Agent,
+    gateway: Gateway,
+    sandbox: Sandbox,
+    cli: Path,
+    cli_version: str,
+    model: str,
+    cache_dir: Path,
+    allow: tuple[str, ...] | None = None,
+    deny: tuple[str, ...] = (),
+    image: str | None = None,
+) -> dict[str, Any]:
     """What the CLI brings with nothing declared but a tool configuration: its built-in tools,
     skills and agents and the size of its default system prompt. (The tool configuration matters:
     this CLI offers Glob and Grep when Bash is denied, and lists skills only with the Skill tool.)
@@ -46,23 +54,28 @@ def measure(agent: Agent, gateway: Gateway, sandbox: Sandbox, cli: Path, cli_ver
             flags, extra = _bare(agent, private, allow, deny)
             key = f"baseline-{secrets.token_hex(4)}"
             probe = replace(Script.for_case("noop", None, ws), faults=False)
-            route = gateway.open(Route(key=key, log_path=private / "calls.jsonl", script=probe,
-                                       capture_first=True))
-            env = agents.environment(agent, base_env(private), extra, sandbox.base_url(key),
-                                     model)
+            route = gateway.open(
+                Route(key=key, log_path=private / "calls.jsonl", script=probe, capture_first=True)
+            )
+            env = agents.environment(agent, base_env(private), extra, sandbox.base_url(key), model)
             argv = agent.command(sandbox.cli(cli, image), model, 1, flags)
             with open(private / "out.jsonl", "wb") as out, open(private / "err.txt", "wb") as err:
-                finished = sandbox.run(argv, ws, private, env, "Say OK.", 120, out, err,
-                                          bridge=True)
+                finished = sandbox.run(
+                    argv, ws, private, env, "Say OK.", 120, out, err, bridge=True
+                )
             gateway.close(key)
             if not route.first_request:
                 said = agent.parse(private / "out.jsonl").final_message
                 raise SetupError(
                     f"could not measure the CLI's baseline request (exit {finished.exit_code}): "
-                    + (said or (private / "err.txt").read_text(errors="replace")[-500:]))
-            data = {"cli_version": cli_version, "sandbox": sandbox.name,
-                    "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
-                    "request": route.first_request}
+                    + (said or (private / "err.txt").read_text(errors="replace")[-500:])
+                )
+            data = {
+                "cli_version": cli_version,
+                "sandbox": sandbox.name,
+                "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                "request": route.first_request,
+            }
             record.write_json(cache, data)
             return _baseline(data)
         finally:
@@ -70,15 +83,23 @@ def measure(agent: Agent, gateway: Gateway, sandbox: Sandbox, cli: Path, cli_ver
             release_private(private)
 
 
-def _cache_file(agent: Agent, sandbox: Sandbox, cli_version: str, model: str, cache_dir: Path,
-                allow: tuple[str, ...] | None, deny: tuple[str, ...], image: str | None) -> Path:
+def _cache_file(
+    agent: Agent,
+    sandbox: Sandbox,
+    cli_version: str,
+    model: str,
+    cache_dir: Path,
+    allow: tuple[str, ...] | None,
+    deny: tuple[str, ...],
+    image: str | None,
+) -> Path:
     """Where the baseline of this CLI version, sandbox, model, tool configuration and image
     is kept."""
     container = sandbox.describe(image)  # docker: the image's id (a baseline per image)
-    key = hashlib.sha256(json.dumps([model, allow, list(deny), container]).encode()
-                         ).hexdigest()[:10]
-    return cache_dir / (f"baseline-{agent.name}-{_safe(cli_version)}-"
-                        f"{sandbox.name}-{key}.json")
+    key = hashlib.sha256(json.dumps([model, allow, list(deny), container]).encode()).hexdigest()[
+        :10
+    ]
+    return cache_dir / (f"baseline-{agent.name}-{_safe(cli_version)}-{sandbox.name}-{key}.json")
 
 
 def _make_workspace(private: Path) -> Path:
@@ -92,15 +113,23 @@ def _make_workspace(private: Path) -> Path:
     return ws
 
 
-def _bare(agent: Agent, private: Path, allow: tuple[str, ...] | None, deny: tuple[str, ...]
-          ) -> tuple[tuple[str, ...], dict[str, str]]:
+def _bare(
+    agent: Agent, private: Path, allow: tuple[str, ...] | None, deny: tuple[str, ...]
+) -> tuple[tuple[str, ...], dict[str, str]]:
     """The flags and environment of a run that declares nothing but a tool configuration:
     the adapter's own overlay of an empty subtest, or Claude Code's flags."""
     ws = private / "work"
     own = getattr(agent, "overlay", None)
     if own is not None:
-        bare = Subtest(tier="T0", name="00-baseline", description="baseline", file=ws, line=0,
-                       tools_allow=allow, tools_deny=deny)
+        bare = Subtest(
+            tier="T0",
+            name="00-baseline",
+            description="baseline",
+            file=ws,
+            line=0,
+            tools_allow=allow,
+            tools_deny=deny,
+        )
         ov = own(bare, None, ws, private, {"mcpServers": {}})
         return ov.args, ov.env
     (private / "home" / ".claude").mkdir(parents=True)
@@ -110,26 +139,34 @@ def _bare(agent: Agent, private: Path, allow: tuple[str, ...] | None, deny: tupl
         flags += ("--tools", ",".join(allow))
     if deny:
         (ws / ".claude").mkdir()
-        (ws / ".claude" / "settings.json").write_text(json.dumps(
-            {"permissions": {"deny": list(deny)}}), encoding="utf-8")
-    return flags, {"HOME": str(private / "home"),
-                   "CLAUDE_CONFIG_DIR": str(private / "home" / ".claude")}
+        (ws / ".claude" / "settings.json").write_text(
+            json.dumps({"permissions": {"deny": list(deny)}}), encoding="utf-8"
+        )
+    return flags, {
+        "HOME": str(private / "home"),
+        "CLAUDE_CONFIG_DIR": str(private / "home" / ".claude"),
+    }
 
 
 def _baseline(data: dict[str, Any]) -> dict[str, Any]:
     """The built-ins of a stored baseline request (parsed on load, so the parser can improve)."""
     seen = ablation.observe(data["request"])
-    return {"cli_version": data["cli_version"], "tools": sorted(seen.tools),
-            "skills": sorted(seen.skills), "agents": sorted(seen.agents),
-            "system_chars": len(seen.system)}
+    return {
+        "cli_version": data["cli_version"],
+        "tools": sorted(seen.tools),
+        "skills": sorted(seen.skills),
+        "agents": sorted(seen.agents),
+        "system_chars": len(seen.system),
+    }
 
 
 def _safe(text: str) -> str:
     return "".join(c if c.isalnum() or c in ".-" else "_" for c in text)[:60]
 
 
-def expectation(ov: overlay.Overlay, sub: Subtest, tiers: TierSet, ws: Path,
-                baseline: dict[str, Any]) -> ablation.Expected:
+def expectation(
+    ov: overlay.Overlay, sub: Subtest, tiers: TierSet, ws: Path, baseline: dict[str, Any]
+) -> ablation.Expected:
     declared = ov.declared
     tools = set(baseline["tools"])
 
@@ -137,35 +174,52 @@ def expectation(ov: overlay.Overlay, sub: Subtest, tiers: TierSet, ws: Path,
         return frozenset() if kind in ov.without_builtins else frozenset(baseline[kind])
 
     def wire(names: list[str]) -> list[str]:  # the tool lists as the CLI names the tools
-        return [w for n in names for w in ov.tool_names.get(n, (n,))] if ov.tool_names \
-            else names
+        return [w for n in names for w in ov.tool_names.get(n, (n,))] if ov.tool_names else names
 
     library = sorted({p.stem for d in tiers.dirs for p in (d / "blocks").glob("*.md")})
     prompt = sub.system_prompt
     return ablation.Expected(
-        tools=frozenset(tools), mcp_servers=frozenset(
-            declared["mcp_servers"] if ov.mcp_on_wire is None else ov.mcp_on_wire),
+        tools=frozenset(tools),
+        mcp_servers=frozenset(
+            declared["mcp_servers"] if ov.mcp_on_wire is None else ov.mcp_on_wire
+        ),
         skills=builtin("skills") | frozenset(declared["skills"]),
         agents=builtin("agents") | frozenset(declared["agents"]),
-        tools_allow=(frozenset(wire(declared["tools_allow"]))
-                     if declared["tools_allow"] is not None else None),
+        tools_allow=(
+            frozenset(wire(declared["tools_allow"]))
+            if declared["tools_allow"] is not None
+            else None
+        ),
         tools_deny=frozenset(wire(declared["tools_deny"])),
         claude_md_path=str(ws / ov.instructions_file),
-        claude_md_blocks=tuple((b, tiers.resource_path("claude_md", b).read_text("utf-8"))
-                               for b in declared["claude_md"]),
-        other_blocks=tuple((b, tiers.resource_path("claude_md", b).read_text("utf-8"))
-                           for b in library if b not in declared["claude_md"]),
-        descriptions=tuple(_description(tiers, kind, name) for kind in ("skills", "agents")
-                           for name in declared[kind]),
+        claude_md_blocks=tuple(
+            (b, tiers.resource_path("claude_md", b).read_text("utf-8"))
+            for b in declared["claude_md"]
+        ),
+        other_blocks=tuple(
+            (b, tiers.resource_path("claude_md", b).read_text("utf-8"))
+            for b in library
+            if b not in declared["claude_md"]
+        ),
+        descriptions=tuple(
+            _description(tiers, kind, name)
+            for kind in ("skills", "agents")
+            for name in declared[kind]
+        ),
         system_mode=declared["system_prompt"],
-        system_text=(prompt.file.read_text("utf-8") if prompt is not None
-                     and prompt.file is not None else None),
-        default_system_chars=int(baseline["system_chars"]))
+        system_text=(
+            prompt.file.read_text("utf-8")
+            if prompt is not None and prompt.file is not None
+            else None
+        ),
+        default_system_chars=int(baseline["system_chars"]),
+    )
 
 
 def delegates(tiers: TierSet, sub: Subtest) -> tuple[str, ...]:
     """Whom the oracle hands the work to, so sub-agent paths run for real: an orchestrator
     (an agent with the Agent tool) if the subtest has one, then an agent that can write."""
+
     def writes(name: str) -> bool:  # an agent that lists no tools has them all
         listed = agent_tools(tiers, name)
         return listed is None or "Write" in listed

@@ -27,14 +27,21 @@ from pytest_scylla.core.tempdirs import claim_private, release_private
 
 PREFIX = "scylla-pyc-"
 # what the checks' Python most often loads: the standard library, and pytest with what it needs
-LINKED = frozenset(sys.stdlib_module_names) | {"pytest", "_pytest", "pluggy", "iniconfig",
-                                               "packaging", "py"}
+LINKED = frozenset(sys.stdlib_module_names) | {
+    "pytest",
+    "_pytest",
+    "pluggy",
+    "iniconfig",
+    "packaging",
+    "py",
+}
 
 
 def library() -> list[Path]:
     """This interpreter's library folders: its standard library and site-packages."""
-    return [Path(sysconfig.get_path(kind))
-            for kind in ("stdlib", "platstdlib", "purelib", "platlib")]
+    return [
+        Path(sysconfig.get_path(kind)) for kind in ("stdlib", "platstdlib", "purelib", "platlib")
+    ]
 
 
 def _roots(folders: Iterable[Path], readonly: Iterable[Path]) -> tuple[str, ...]:
@@ -48,26 +55,38 @@ def _inside(path: str, roots: tuple[str, ...]) -> bool:
     return any(path.startswith(root + os.sep) for root in roots)
 
 
-def mirror(into: Path, readonly: Iterable[Path], modules: Iterable[ModuleType] | None = None,
-           folders: Iterable[Path] | None = None) -> int:
+def mirror(
+    into: Path,
+    readonly: Iterable[Path],
+    modules: Iterable[ModuleType] | None = None,
+    folders: Iterable[Path] | None = None,
+) -> int:
     """Link into `into`, laid out as a PYTHONPYCACHEPREFIX, the bytecode of every module of
     `modules` (default: those of `LINKED` this process has loaded) whose source and bytecode
     files both lie in `folders` (default: `library()`) under a `readonly` path. Returns how
     many links."""
     roots = _roots(library() if folders is None else folders, readonly)
     if modules is None:
-        modules = [module for name, module in list(sys.modules.items())
-                   if name.partition(".")[0] in LINKED]
+        modules = [
+            module for name, module in list(sys.modules.items()) if name.partition(".")[0] in LINKED
+        ]
     made = 0
     for module in modules:
         spec = getattr(module, "__spec__", None)
         source, cached = getattr(spec, "origin", None), getattr(spec, "cached", None)
-        if not (isinstance(source, str) and isinstance(cached, str)
-                and source.endswith(".py") and os.path.isabs(source)):
+        if not (
+            isinstance(source, str)
+            and isinstance(cached, str)
+            and source.endswith(".py")
+            and os.path.isabs(source)
+        ):
             continue
         real_source, real_cached = os.path.realpath(source), os.path.realpath(cached)
-        if not (_inside(real_source, roots) and _inside(real_cached, roots)
-                and os.path.isfile(real_cached)):
+        if not (
+            _inside(real_source, roots)
+            and _inside(real_cached, roots)
+            and os.path.isfile(real_cached)
+        ):
             continue
         # where a check's Python looks: under the folder it found the source in, as spelled
         for folder in {os.path.dirname(source), os.path.dirname(real_source)}:

@@ -60,8 +60,7 @@ def truncate(text: str, limit: int = OUTPUT_LIMIT) -> str:
 NO_BYTECODE = "/dev/null/scylla-no-bytecode"
 
 
-def check_env(base: Mapping[str, str], fresh: Path, bytecode: str = NO_BYTECODE
-              ) -> dict[str, str]:
+def check_env(base: Mapping[str, str], fresh: Path, bytecode: str = NO_BYTECODE) -> dict[str, str]:
     """The checks' environment: `base` (an allow-list) with HOME and TMPDIR in `fresh`, a new
     folder the agent never saw, and bytecode read only from `bytecode` (`bytecode.prefix`: the
     interpreter's own, read-only in the sandbox), never written."""
@@ -69,11 +68,17 @@ def check_env(base: Mapping[str, str], fresh: Path, bytecode: str = NO_BYTECODE
         (fresh / sub).mkdir(parents=True)
     env = {k: v for k, v in base.items() if not k.startswith(("PYTHON", "PYTEST"))}
     bindir = str(Path(sys.executable).parent)
-    env.update({"PATH": os.pathsep.join([bindir, env.get("PATH", os.defpath)]),
-                "HOME": str(fresh / "home"), "TMPDIR": str(fresh / "tmp"),
-                "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1",
-                "PYTHONPYCACHEPREFIX": bytecode,
-                "PYTEST_ADDOPTS": "-p no:cacheprovider"})
+    env.update(
+        {
+            "PATH": os.pathsep.join([bindir, env.get("PATH", os.defpath)]),
+            "HOME": str(fresh / "home"),
+            "TMPDIR": str(fresh / "tmp"),
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONNOUSERSITE": "1",
+            "PYTHONPYCACHEPREFIX": bytecode,
+            "PYTEST_ADDOPTS": "-p no:cacheprovider",
+        }
+    )
     return env
 
 
@@ -85,15 +90,23 @@ def _verdict(check: Check, code: int | None, stdout: str) -> str:
         return f"exit code {code}, expected {check.expect_exit}"
     if check.expect_stdout is not None:
         mode, want = check.expect_stdout
-        ok = {"exact": stdout == want, "contains": want in stdout,
-              "regex": re.search(want, stdout, re.MULTILINE) is not None}[mode]
+        ok = {
+            "exact": stdout == want,
+            "contains": want in stdout,
+            "regex": re.search(want, stdout, re.MULTILINE) is not None,
+        }[mode]
         if not ok:
             return f"stdout does not {'equal' if mode == 'exact' else 'match'} {want!r}"
     return ""
 
 
-def run_check(check: Check, workspace: Path, env: Mapping[str, str],
-              wrap: Wrap | None = None, execute: Execute | None = None) -> CheckResult:
+def run_check(
+    check: Check,
+    workspace: Path,
+    env: Mapping[str, str],
+    wrap: Wrap | None = None,
+    execute: Execute | None = None,
+) -> CheckResult:
     """Run one check in its own process group; at the timeout the whole group is killed.
     `wrap` turns the command's argv into the sandbox's argv; `execute`, when given, runs it in
     the sandbox instead."""
@@ -111,12 +124,26 @@ def run_check(check: Check, workspace: Path, env: Mapping[str, str],
         sandbox.subreaper(False)
 
 
-def _run_host(check: Check, argv: list[str], workspace: Path, env: Mapping[str, str],
-              wrap: Wrap | None, start: float, before: set[int]) -> CheckResult:
-    proc = subprocess.Popen(wrap(argv) if wrap else argv, cwd=workspace,
-                            env=dict(env), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, errors="replace",
-                            start_new_session=True)
+def _run_host(
+    check: Check,
+    argv: list[str],
+    workspace: Path,
+    env: Mapping[str, str],
+    wrap: Wrap | None,
+    start: float,
+    before: set[int],
+) -> CheckResult:
+    proc = subprocess.Popen(
+        wrap(argv) if wrap else argv,
+        cwd=workspace,
+        env=dict(env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",
+        start_new_session=True,
+    )
     code: int | None
     try:
         stdout, stderr = proc.communicate(timeout=check.timeout_seconds)
@@ -130,18 +157,29 @@ def _run_host(check: Check, argv: list[str], workspace: Path, env: Mapping[str, 
     return _result(check, code, stdout, stderr, start)
 
 
-def _result(check: Check, code: int | None, stdout: str, stderr: str, start: float
-            ) -> CheckResult:
+def _result(check: Check, code: int | None, stdout: str, stderr: str, start: float) -> CheckResult:
     reason = _verdict(check, code, stdout)
-    return CheckResult(name=check.name, passed=not reason, exit_code=code,
-                       seconds=round(time.monotonic() - start, 3), stdout=truncate(stdout),
-                       stderr=truncate(stderr), reason=reason)
+    return CheckResult(
+        name=check.name,
+        passed=not reason,
+        exit_code=code,
+        seconds=round(time.monotonic() - start, 3),
+        stdout=truncate(stdout),
+        stderr=truncate(stderr),
+        reason=reason,
+    )
 
 
-def run_checks(case: Case, workspace: Path, env: Mapping[str, str], fresh: Path,
-               wrap: Wrap | None = None, execute: Execute | None = None,
-               bytecode: str = NO_BYTECODE, between: Callable[[str], None] | None = None
-               ) -> list[CheckResult]:
+def run_checks(
+    case: Case,
+    workspace: Path,
+    env: Mapping[str, str],
+    fresh: Path,
+    wrap: Wrap | None = None,
+    execute: Execute | None = None,
+    bytecode: str = NO_BYTECODE,
+    between: Callable[[str], None] | None = None,
+) -> list[CheckResult]:
     """Run every check in order (the hidden files already in place). `between(name)` runs
     after the check `name` has ended (nothing it started is left running) and before the next
     one: the runner puts the hidden files back there (`integrity.recheck`), since a check runs

@@ -37,8 +37,15 @@ class Entry:
 
 
 def _entry(rel: str, st: os.stat_result) -> Entry:
-    kind = ("link" if stat.S_ISLNK(st.st_mode) else "dir" if stat.S_ISDIR(st.st_mode)
-            else "file" if stat.S_ISREG(st.st_mode) else "other")
+    kind = (
+        "link"
+        if stat.S_ISLNK(st.st_mode)
+        else "dir"
+        if stat.S_ISDIR(st.st_mode)
+        else "file"
+        if stat.S_ISREG(st.st_mode)
+        else "other"
+    )
     return Entry(rel, kind, st.st_size, bool(st.st_mode & 0o111))
 
 
@@ -76,7 +83,8 @@ def walk(root: Path, limit: int = MAX_ENTRIES) -> tuple[list[Entry], bool]:
     entries: list[Entry] = []
     top = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
     stack: list[tuple[int, str, Iterator[tuple[str, os.stat_result | None]]]] = [
-        (top, "", iter(_listing(top)))]
+        (top, "", iter(_listing(top)))
+    ]
     try:
         while stack:
             fd, rel_dir, names = stack[-1]
@@ -127,21 +135,41 @@ class Tree:
         deep = [e.rel for e in entries if e.kind != "dir" and too_deep(self.root, e.rel)]
         skip = [f":(exclude,literal){p}" for p in (*exclude, *big)]
         # the agent's ignore files are always shown: an ignore rule can hide work, even itself
-        ignores = [f":(literal){e.rel}" for e in entries if e.kind == "file"
-                   and e.rel.rpartition("/")[2] == ".gitignore" and e.rel not in exclude]
+        ignores = [
+            f":(literal){e.rel}"
+            for e in entries
+            if e.kind == "file"
+            and e.rel.rpartition("/")[2] == ".gitignore"
+            and e.rel not in exclude
+        ]
         # attributes (`-diff`, `binary`) could turn the agent's changes into an unreadable
         # binary patch: where the workspace has attribute files, every file is shown as text
-        text = ["--text"] if any(e.rel.rpartition("/")[2] == ".gitattributes"
-                                 for e in entries) else []
+        text = (
+            ["--text"] if any(e.rel.rpartition("/")[2] == ".gitattributes" for e in entries) else []
+        )
         with self._env() as env:
             run_git(["add", "-A", "--", ".", *skip], env)
             if ignores:
                 run_git(["add", "-f", "--", *ignores], env)
-            out = run_git(["diff", "--cached", "--binary", *text, "--no-ext-diff",
-                           "--no-textconv", "--no-color", self.base], env)
+            out = run_git(
+                [
+                    "diff",
+                    "--cached",
+                    "--binary",
+                    *text,
+                    "--no-ext-diff",
+                    "--no-textconv",
+                    "--no-color",
+                    self.base,
+                ],
+                env,
+            )
         notes = "".join(f"[harness: {p} is over {MAX_FILE_BYTES} bytes; not shown]\n" for p in big)
-        notes += "".join(f"[harness: {p} lies deeper than git can reach (a path over {PATH_MAX} "
-                         "bytes); not shown]\n" for p in deep)
+        notes += "".join(
+            f"[harness: {p} lies deeper than git can reach (a path over {PATH_MAX} "
+            "bytes); not shown]\n"
+            for p in deep
+        )
         return out.decode("utf-8", errors="replace") + notes
 
     def files(self) -> dict[str, tuple[str, str]]:
@@ -182,6 +210,7 @@ def no_follow(path: str, flags: int) -> int:
 
 # -- writing into the workspace without following anything the agent placed ----------------
 
+
 def _open_dir(name: str, dir_fd: int) -> int:
     return os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd)
 
@@ -196,8 +225,9 @@ def remove(name: str, dir_fd: int) -> None:
 
 
 @contextlib.contextmanager
-def parent_dir(root: Path, rel: str, cleared: list[str], make: bool = True
-               ) -> Iterator[tuple[int, str]]:
+def parent_dir(
+    root: Path, rel: str, cleared: list[str], make: bool = True
+) -> Iterator[tuple[int, str]]:
     """(fd of the real directory that holds `rel`, its last name), making the directories on the
     way; anything that is not a real directory on the way is removed first and its path added to
     `cleared` (`make=False`: nothing is made or removed; a missing folder is an OSError)."""
@@ -234,8 +264,9 @@ def place(root: Path, rel: str, data: bytes, mode: str = "100644") -> list[str]:
             os.symlink(data.decode("utf-8", errors="surrogateescape"), name, dir_fd=fd)
         else:
             perms = 0o755 if mode == "100755" else 0o644
-            out = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, perms,
-                          dir_fd=fd)
+            out = os.open(
+                name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, perms, dir_fd=fd
+            )
             with os.fdopen(out, "wb") as handle:
                 handle.write(data)
     return cleared
@@ -285,8 +316,9 @@ def read(root: Path, rel: str, limit: int = READ_LIMIT) -> bytes:
             data = handle.read(limit + 1)
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-            raise HostileDataError(f"{rel}: a symbolic link or a non-directory on the way; "
-                                   "not followed") from None
+            raise HostileDataError(
+                f"{rel}: a symbolic link or a non-directory on the way; not followed"
+            ) from None
         raise
     finally:
         os.close(fd)

@@ -12,10 +12,24 @@ from pathlib import Path
 MAX_DIFF_BYTES = 8_000_000  # the diff read back from git, at most
 # Settings that make git ignore what a repository could say about itself: no fsmonitor, hooks,
 # attribute files, external diff or text conversion, and symlinks stored as links.
-SAFE_GIT = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null",
-            "-c", "core.attributesFile=/dev/null", "-c", "core.untrackedCache=false",
-            "-c", "core.symlinks=true", "-c", "core.quotepath=off", "-c", "diff.external=",
-            "-c", "protocol.allow=never")
+SAFE_GIT = (
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.attributesFile=/dev/null",
+    "-c",
+    "core.untrackedCache=false",
+    "-c",
+    "core.symlinks=true",
+    "-c",
+    "core.quotepath=off",
+    "-c",
+    "diff.external=",
+    "-c",
+    "protocol.allow=never",
+)
 
 
 class HostileDataError(RuntimeError):
@@ -25,11 +39,20 @@ class HostileDataError(RuntimeError):
 def git_env(git_dir: Path, work_tree: Path, index: Path, home: Path) -> dict[str, str]:
     """An allow-listed environment for git over the agent's files: no credential, no HOME or
     global/system configuration of the user's."""
-    return {"PATH": os.environ.get("PATH", os.defpath), "LANG": "C.UTF-8", "HOME": str(home),
-            "GIT_DIR": str(git_dir), "GIT_WORK_TREE": str(work_tree),
-            "GIT_INDEX_FILE": str(index), "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_CONFIG_GLOBAL": os.devnull, "GIT_ATTR_NOSYSTEM": "1",
-            "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0", "GIT_NO_REPLACE_OBJECTS": "1"}
+    return {
+        "PATH": os.environ.get("PATH", os.defpath),
+        "LANG": "C.UTF-8",
+        "HOME": str(home),
+        "GIT_DIR": str(git_dir),
+        "GIT_WORK_TREE": str(work_tree),
+        "GIT_INDEX_FILE": str(index),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_ATTR_NOSYSTEM": "1",
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_OPTIONAL_LOCKS": "0",
+        "GIT_NO_REPLACE_OBJECTS": "1",
+    }
 
 
 def run_git(args: Sequence[str], env: dict[str, str], limit: int = MAX_DIFF_BYTES) -> bytes:
@@ -37,8 +60,14 @@ def run_git(args: Sequence[str], env: dict[str, str], limit: int = MAX_DIFF_BYTE
     # stderr to a file: warnings per file (the agent chooses how many) must not fill a pipe
     # that nobody reads while stdout is being read
     with tempfile.TemporaryFile() as errors:
-        proc = subprocess.Popen(["git", *SAFE_GIT, *args], cwd=env["GIT_WORK_TREE"], env=env,
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors)
+        proc = subprocess.Popen(
+            ["git", *SAFE_GIT, *args],
+            cwd=env["GIT_WORK_TREE"],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=errors,
+        )
         assert proc.stdout is not None
         chunks, size = [], 0
         while size <= limit and (chunk := proc.stdout.read(1 << 16)):

@@ -33,8 +33,13 @@ from pytest_scylla.run.hostile import Entry
 STARTUP_FILES = frozenset({"sitecustomize.py", "usercustomize.py"})
 MODULE_SUFFIXES = (".py", ".pyc", ".so", ".pyd")  # what Python imports from a path entry
 # files pytest takes its settings from, in any folder (it looks upwards from its arguments)
-TEST_CONFIG = {"pytest.ini": "pytest", ".pytest.ini": "pytest", "tox.ini": "pytest",
-               "setup.cfg": "tool:pytest", "pyproject.toml": ""}
+TEST_CONFIG = {
+    "pytest.ini": "pytest",
+    ".pytest.ini": "pytest",
+    "tox.ini": "pytest",
+    "setup.cfg": "tool:pytest",
+    "pyproject.toml": "",
+}
 # the standard library's top-level names, less the dunder ones a project legitimately has
 STDLIB = frozenset(n for n in sys.stdlib_module_names if not n.startswith("__"))
 
@@ -57,8 +62,9 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
     pattern = pattern.strip("/") + ("/**" if pattern.endswith("/") else "")
     out = ""
     for token in re.split(r"(\*\*/|/\*\*|\*\*|\*|\?)", pattern):
-        out += {"**/": "(?:.*/)?", "/**": "(?:/.*)?", "**": ".*", "*": "[^/]*",
-                "?": "[^/]"}.get(token, re.escape(token))
+        out += {"**/": "(?:.*/)?", "/**": "(?:/.*)?", "**": ".*", "*": "[^/]*", "?": "[^/]"}.get(
+            token, re.escape(token)
+        )
     return re.compile(out + r"\Z")
 
 
@@ -70,8 +76,13 @@ def _blob_id(data: bytes, like: str) -> str:
 def _unchanged(root: Path, entry: Entry, mode: str, blob_id: str) -> bool:
     """Whether the workspace entry still is the pinned commit's file (content, link, exec bit)."""
     if mode == "120000":
-        return entry.kind == "link" and _blob_id(hostile.readlink(root, entry.rel).encode(
-            "utf-8", "surrogateescape"), blob_id) == blob_id
+        return (
+            entry.kind == "link"
+            and _blob_id(
+                hostile.readlink(root, entry.rel).encode("utf-8", "surrogateescape"), blob_id
+            )
+            == blob_id
+        )
     if entry.kind != "file" or entry.size > hostile.MAX_FILE_BYTES:
         return False
     if entry.executable != (mode == "100755"):
@@ -91,8 +102,9 @@ def _read(root: Path, rel: str) -> bytes | None:
         return None
 
 
-def _protected(case: Case, ws: hostile.Tree, base: dict[str, tuple[str, str]],
-               entries: dict[str, Entry]) -> list[Finding]:
+def _protected(
+    case: Case, ws: hostile.Tree, base: dict[str, tuple[str, str]], entries: dict[str, Entry]
+) -> list[Finding]:
     rules = [glob_regex(p) for p in case.protected]
     findings = []
     for rel in sorted({*base, *entries}):
@@ -104,13 +116,13 @@ def _protected(case: Case, ws: hostile.Tree, base: dict[str, tuple[str, str]],
                 findings.append(Finding("protected_path", rel, "added by the agent; removed"))
             continue
         mode, blob_id = base[rel]
-        if mode == "160000" or (entry is not None and _unchanged(ws.root, entry, mode,
-                                                                 blob_id)):
+        if mode == "160000" or (entry is not None and _unchanged(ws.root, entry, mode, blob_id)):
             continue  # a submodule is not a file to restore
         hostile.place(ws.root, rel, ws.blob(blob_id), mode)
         what = "deleted" if entry is None else "changed"
-        findings.append(Finding("protected_path", rel,
-                                f"{what} by the agent; restored from the pinned commit"))
+        findings.append(
+            Finding("protected_path", rel, f"{what} by the agent; restored from the pinned commit")
+        )
     return findings
 
 
@@ -130,8 +142,9 @@ def pytest_settings(name: str, data: bytes) -> object:
     return dict(parser.items(section))
 
 
-def _test_config(ws: hostile.Tree, base: dict[str, tuple[str, str]],
-                 entries: dict[str, Entry], keep: set[str]) -> list[Finding]:
+def _test_config(
+    ws: hostile.Tree, base: dict[str, tuple[str, str]], entries: dict[str, Entry], keep: set[str]
+) -> list[Finding]:
     """Put back pytest settings the agent changed or added (whole files: pytest reads them)."""
     findings = []
     for rel, entry in sorted(entries.items()):
@@ -149,12 +162,23 @@ def _test_config(ws: hostile.Tree, base: dict[str, tuple[str, str]],
             if entry.kind == "file" and pytest_settings(name, now) == pytest_settings(name, pinned):
                 continue
             hostile.place(ws.root, rel, pinned, mode)
-            findings.append(Finding("test_config", rel, "pytest settings changed by the agent; "
-                                    "file restored from the pinned commit"))
-        elif (entry.kind != "file" or pytest_settings(name, now) is not None) \
-                and hostile.delete(ws.root, rel):
-            findings.append(Finding("test_config", rel, "pytest settings added by the agent; "
-                                    "removed before the checks"))
+            findings.append(
+                Finding(
+                    "test_config",
+                    rel,
+                    "pytest settings changed by the agent; file restored from the pinned commit",
+                )
+            )
+        elif (entry.kind != "file" or pytest_settings(name, now) is not None) and hostile.delete(
+            ws.root, rel
+        ):
+            findings.append(
+                Finding(
+                    "test_config",
+                    rel,
+                    "pytest settings added by the agent; removed before the checks",
+                )
+            )
     return findings
 
 
@@ -165,17 +189,24 @@ def _planted(rel: str, entry: Entry, entries: dict[str, Entry]) -> tuple[str, st
         return "conftest", "a conftest.py the case does not ship; removed before the checks"
     if name in STARTUP_FILES or (name.endswith(".pth") and entry.kind != "dir"):
         return "startup_file", "an interpreter start-up file; removed before the checks"
-    module = name.split(".")[0] if name.endswith(MODULE_SUFFIXES) and entry.kind != "dir" \
-        else name if entry.kind == "dir" and f"{rel}/__init__.py" in entries else None
+    module = (
+        name.split(".")[0]
+        if name.endswith(MODULE_SUFFIXES) and entry.kind != "dir"
+        else name
+        if entry.kind == "dir" and f"{rel}/__init__.py" in entries
+        else None
+    )
     on_path = not parent or f"{parent}/__init__.py" not in entries  # a sys.path root
     if module in STDLIB and on_path:
-        return "shadowing_module", (f"named like the standard-library module '{module}'; "
-                                    "removed before the checks")
+        return "shadowing_module", (
+            f"named like the standard-library module '{module}'; removed before the checks"
+        )
     return None
 
 
-def _remove_planted(ws: hostile.Tree, entries: dict[str, Entry],
-                    base: dict[str, tuple[str, str]], keep: set[str]) -> list[Finding]:
+def _remove_planted(
+    ws: hostile.Tree, entries: dict[str, Entry], base: dict[str, tuple[str, str]], keep: set[str]
+) -> list[Finding]:
     findings: list[Finding] = []
     gone: list[str] = []
     for rel, entry in sorted(entries.items()):
@@ -194,13 +225,22 @@ def _hidden_files(case: Case) -> dict[str, tuple[bytes, str]]:
     """The case's hidden files (trusted: the case author's), {path: (content, git mode)}."""
     if case.hidden is None:
         return {}
-    return {p.relative_to(case.hidden).as_posix(): (
-        p.read_bytes(), "100755" if p.stat().st_mode & 0o111 else "100644")
-        for p in sorted(case.hidden.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(case.hidden).as_posix(): (
+            p.read_bytes(),
+            "100755" if p.stat().st_mode & 0o111 else "100644",
+        )
+        for p in sorted(case.hidden.rglob("*"))
+        if p.is_file()
+    }
 
 
-def _place_hidden(ws: hostile.Tree, hidden: dict[str, tuple[bytes, str]],
-                  base: dict[str, tuple[str, str]], entries: dict[str, Entry]) -> list[Finding]:
+def _place_hidden(
+    ws: hostile.Tree,
+    hidden: dict[str, tuple[bytes, str]],
+    base: dict[str, tuple[str, str]],
+    entries: dict[str, Entry],
+) -> list[Finding]:
     """Copy the hidden files in; a hidden top-level folder the pinned commit lacks but the agent
     made is removed whole first, and anything else in the way is removed and reported."""
     findings = []
@@ -211,19 +251,27 @@ def _place_hidden(ws: hostile.Tree, hidden: dict[str, tuple[bytes, str]],
     return findings + _copy_hidden(ws, hidden, base, detail)
 
 
-def _hidden_tops(hidden: dict[str, tuple[bytes, str]], base: dict[str, tuple[str, str]]
-                 ) -> list[str]:
+def _hidden_tops(
+    hidden: dict[str, tuple[bytes, str]], base: dict[str, tuple[str, str]]
+) -> list[str]:
     """The top-level names of hidden files that the pinned commit lacks: wholly the harness's."""
     tops = {rel.split("/")[0] for rel in hidden}
-    return sorted(t for t in tops if t not in base and not any(p.startswith(t + "/")
-                                                              for p in base))
+    return sorted(t for t in tops if t not in base and not any(p.startswith(t + "/") for p in base))
 
 
-def _copy_hidden(ws: hostile.Tree, hidden: dict[str, tuple[bytes, str]],
-                 base: dict[str, tuple[str, str]], detail: str) -> list[Finding]:
+def _copy_hidden(
+    ws: hostile.Tree,
+    hidden: dict[str, tuple[bytes, str]],
+    base: dict[str, tuple[str, str]],
+    detail: str,
+) -> list[Finding]:
     """Write every hidden file anew (what is in the way removed: reported unless pinned)."""
-    return [Finding("hidden_path", cleared, detail) for rel, (data, mode) in hidden.items()
-            for cleared in hostile.place(ws.root, rel, data, mode) if cleared not in base]
+    return [
+        Finding("hidden_path", cleared, detail)
+        for rel, (data, mode) in hidden.items()
+        for cleared in hostile.place(ws.root, rel, data, mode)
+        if cleared not in base
+    ]
 
 
 def _unreadable(ws: hostile.Tree, listed: dict[str, Entry]) -> list[Finding]:
@@ -237,28 +285,46 @@ def _unreadable(ws: hostile.Tree, listed: dict[str, Entry]) -> list[Finding]:
             removed = hostile.delete(ws.root, rel)
         except OSError:
             removed = False
-        findings.append(Finding("unreadable", rel, "could not be read by the harness, so not "
-                                "checked; " + ("removed before the checks" if removed else
-                                               "it could not be removed either")))
+        findings.append(
+            Finding(
+                "unreadable",
+                rel,
+                "could not be read by the harness, so not "
+                "checked; "
+                + ("removed before the checks" if removed else "it could not be removed either"),
+            )
+        )
     return findings
 
 
-def _ground(case: Case, ws: hostile.Tree, base: dict[str, tuple[str, str]],
-            hidden: dict[str, tuple[bytes, str]], listed: dict[str, Entry], cut: bool
-            ) -> list[Finding]:
+def _ground(
+    case: Case,
+    ws: hostile.Tree,
+    base: dict[str, tuple[str, str]],
+    hidden: dict[str, tuple[bytes, str]],
+    listed: dict[str, Entry],
+    cut: bool,
+) -> list[Finding]:
     """Protected paths restored, planted machinery and unreadable entries removed."""
     findings = _protected(case, ws, base, listed)
     keep = set(hidden) | {f.path for f in findings}
     findings += _remove_planted(ws, listed, base, keep)
     findings += _test_config(ws, base, listed, keep | {f.path for f in findings})
     if cut:
-        findings.append(Finding("unchecked", ".", f"more than {hostile.MAX_ENTRIES} entries in "
-                                "the workspace: the rest was not scanned"))
+        findings.append(
+            Finding(
+                "unchecked",
+                ".",
+                f"more than {hostile.MAX_ENTRIES} entries in "
+                "the workspace: the rest was not scanned",
+            )
+        )
     return findings + _unreadable(ws, listed)
 
 
-def secure(case: Case, ws: hostile.Tree, entries: Sequence[Entry], cut: bool = False
-           ) -> list[Finding]:
+def secure(
+    case: Case, ws: hostile.Tree, entries: Sequence[Entry], cut: bool = False
+) -> list[Finding]:
     """Restore protected paths, remove planted machinery, copy the hidden files in: the
     workspace the checks run on. `entries`: the workspace as `hostile.walk` saw it (`cut`: not
     all of it, which is a finding of its own: what lies beyond was not checked)."""
@@ -280,21 +346,36 @@ def recheck(case: Case, ws: hostile.Tree, after: str) -> list[Finding]:
     findings = _ground(case, ws, base, hidden, listed, cut)
     for rel, (data, mode) in hidden.items():
         entry = listed.get(rel)
-        if entry is None or entry.kind != "file" or entry.executable != (mode == "100755") \
-                or _read(ws.root, rel) != data:
-            findings.append(Finding("hidden_changed", rel, "changed by the agent's code while "
-                                    "a check ran; copied fresh for the next check"))
+        if (
+            entry is None
+            or entry.kind != "file"
+            or entry.executable != (mode == "100755")
+            or _read(ws.root, rel) != data
+        ):
+            findings.append(
+                Finding(
+                    "hidden_changed",
+                    rel,
+                    "changed by the agent's code while "
+                    "a check ran; copied fresh for the next check",
+                )
+            )
     owned, done = _folders(hidden), {f.path for f in findings}
     for top in _hidden_tops(hidden, base):
         for rel in sorted(listed):
             if _within(rel, {top}) and rel not in owned and not _within(rel, done):
-                findings.append(Finding("hidden_path", rel, "added among the hidden files by "
-                                        "the agent's code while a check ran; removed"))
+                findings.append(
+                    Finding(
+                        "hidden_path",
+                        rel,
+                        "added among the hidden files by "
+                        "the agent's code while a check ran; removed",
+                    )
+                )
                 done.add(rel)
         hostile.delete(ws.root, top)
     _copy_hidden(ws, hidden, base, "")
-    return [Finding(f.kind, f.path, f"{f.detail} (found after check '{after}')")
-            for f in findings]
+    return [Finding(f.kind, f.path, f"{f.detail} (found after check '{after}')") for f in findings]
 
 
 def _folders(hidden: dict[str, tuple[bytes, str]]) -> set[str]:

@@ -38,10 +38,22 @@ def install(spec: str, cache_dir: Path) -> Path:
             if npm is None:
                 raise InstallError(f"npm is needed to install MCP server {spec}; install Node.js")
             prefix.mkdir(parents=True, exist_ok=True)
-            done = subprocess.run([npm, "install", "--prefix", str(prefix), "--no-audit",
-                                   "--no-fund", "--ignore-scripts", spec],
-                                  capture_output=True, text=True, timeout=600,
-                                  env=credential_free())
+            done = subprocess.run(
+                [
+                    npm,
+                    "install",
+                    "--prefix",
+                    str(prefix),
+                    "--no-audit",
+                    "--no-fund",
+                    "--ignore-scripts",
+                    spec,
+                ],
+                capture_output=True,
+                text=True,
+                timeout=600,
+                env=credential_free(),
+            )
             if done.returncode != 0:
                 raise InstallError(f"npm install {spec} failed: {done.stderr.strip()[-500:]}")
             marker.write_text(spec + "\n", encoding="utf-8")
@@ -53,15 +65,16 @@ def install(spec: str, cache_dir: Path) -> Path:
     return (prefix / "node_modules" / name / entry).resolve()
 
 
-def localize(config: dict[str, Any], declarations: dict[str, dict[str, Any]],
-             cache_dir: Path) -> dict[str, Any]:
+def localize(
+    config: dict[str, Any], declarations: dict[str, dict[str, Any]], cache_dir: Path
+) -> dict[str, Any]:
     """Rewrite `npx -y <pinned>` servers of an MCP config to their installed entry points."""
     node = shutil.which("node") or "node"
     for name, server in config.get("mcpServers", {}).items():
         spec = declarations.get(name, {}).get("npm")
         args = list(server.get("args", []))
         if spec and server.get("command") == "npx" and spec in args:
-            rest = args[args.index(spec) + 1:]
+            rest = args[args.index(spec) + 1 :]
             server["command"] = node
             server["args"] = [str(install(spec, cache_dir)), *rest]
     return config

@@ -18,10 +18,17 @@ def settle(rec: RunRecord, case: Case, outcome: str | None, reason: str) -> None
     """The run's outcome: the one `classify` gave (timeout, agent_error, ...), else the panel's
     (pass, fail, or judge_error without enough valid judges)."""
     if outcome is None and rec.get("consensus") is None:
-        outcome, reason = "judge_error", (
-            f"only {rec['valid_judges']} valid judge(s), {rec['min_judges']} needed: "
-            + "; ".join(f"{j['judge_model']}: {j['errors'][-1] if j['errors'] else '?'}"
-                        for j in rec["judges"] if not j["valid"]))
+        outcome, reason = (
+            "judge_error",
+            (
+                f"only {rec['valid_judges']} valid judge(s), {rec['min_judges']} needed: "
+                + "; ".join(
+                    f"{j['judge_model']}: {j['errors'][-1] if j['errors'] else '?'}"
+                    for j in rec["judges"]
+                    if not j["valid"]
+                )
+            ),
+        )
     elif outcome is None:
         passed = bool((rec.get("consensus") or {}).get("passed"))
         outcome = "pass" if passed else "fail"
@@ -34,15 +41,22 @@ def judged_reason(rec: RunRecord, threshold: float) -> str:
     verdict = rec.get("consensus") or {}
     parts = []
     if verdict["score"] < threshold:
-        parts.append(f"consensus {verdict['score']:.2f} (grade {verdict['grade']}) is below "
-                     f"the pass threshold {threshold:.2f}")
+        parts.append(
+            f"consensus {verdict['score']:.2f} (grade {verdict['grade']}) is below "
+            f"the pass threshold {threshold:.2f}"
+        )
     if verdict["unmet_required"]:
         parts.append(f"required items not met: {', '.join(verdict['unmet_required'])}")
     return "; ".join(parts)
 
 
-def classify(finished: Finished, result: Result, route: Route,
-             stderr_tail: str, sandbox_error: str | None = None) -> tuple[str | None, str]:
+def classify(
+    finished: Finished,
+    result: Result,
+    route: Route,
+    stderr_tail: str,
+    sandbox_error: str | None = None,
+) -> tuple[str | None, str]:
     """(outcome, reason) for runs that are not judged normally; (None, '') to judge them.
     `sandbox_error`: the sandbox's own message when it could not start the CLI."""
     if route.replay_diverged is not None:  # --scylla-replay: the recording has no answer
@@ -53,8 +67,9 @@ def classify(finished: Finished, result: Result, route: Route,
     if finished.timed_out:
         return "timeout", f"agent killed at the case timeout ({finished.seconds:.0f}s)"
     if route.budget_exceeded:
-        return "budget_exceeded", (f"gateway refused calls over the run budget "
-                                   f"${route.max_cost_usd:.2f}")
+        return "budget_exceeded", (
+            f"gateway refused calls over the run budget ${route.max_cost_usd:.2f}"
+        )
     if sandbox_error is not None and not result.found and route.calls == 0:
         return "infra_error", f"the sandbox could not start the CLI: {sandbox_error}"
     ended_well = finished.exit_code == 0 and result.found and not result.is_error
@@ -62,16 +77,20 @@ def classify(finished: Finished, result: Result, route: Route,
         return None, ""
     if route.infra:
         last = route.infra[-1]
-        return "infra_error", (f"upstream failure: {len(route.infra)} call(s) failed, last "
-                               f"status {last['status']} retry-after {last['retry_after']} "
-                               f"({last['detail']})")
+        return "infra_error", (
+            f"upstream failure: {len(route.infra)} call(s) failed, last "
+            f"status {last['status']} retry-after {last['retry_after']} "
+            f"({last['detail']})"
+        )
     code = finished.exit_code
-    what = (f"killed by signal {code - 128}" if code is not None and code > 128
-            else f"exit code {code}")
+    what = (
+        f"killed by signal {code - 128}" if code is not None and code > 128 else f"exit code {code}"
+    )
     if not result.found:
         return "agent_error", f"CLI ended without a result ({what}): {stderr_tail}"
-    return "agent_error", (f"CLI reported an error ({what}, {result.subtype}): "
-                           f"{result.final_message[:300]}")
+    return "agent_error", (
+        f"CLI reported an error ({what}, {result.subtype}): {result.final_message[:300]}"
+    )
 
 
 def costs(route: Route, result: Result) -> RunRecord:
@@ -89,7 +108,12 @@ def costs(route: Route, result: Result) -> RunRecord:
     agree = None
     if gateway_cost is not None and cli_cost is not None:
         agree = abs(gateway_cost - cli_cost) <= COST_TOLERANCE * max(cli_cost, gateway_cost, 1e-9)
-    return {"cost_usd": cost, "cost_source": source, "gateway_cost_usd": gateway_cost,
-            "cli_cost_usd": cli_cost, "costs_agree": agree,
-            "unpriced_models": sorted(route.unpriced_models),
-            "prices_as_of": pricing.PRICES_AS_OF}
+    return {
+        "cost_usd": cost,
+        "cost_source": source,
+        "gateway_cost_usd": gateway_cost,
+        "cli_cost_usd": cli_cost,
+        "costs_agree": agree,
+        "unpriced_models": sorted(route.unpriced_models),
+        "prices_as_of": pricing.PRICES_AS_OF,
+    }

@@ -67,12 +67,15 @@ def write_instructions(sub: Subtest, tiers: TierSet, workspace: Path, name: str)
     (CLAUDE.md, AGENTS.md, ...); the paths written."""
     if not sub.claude_md:
         return []
-    blocks = [tiers.resource_path("claude_md", b).read_text(encoding="utf-8").strip()
-              for b in sub.claude_md]
+    blocks = [
+        tiers.resource_path("claude_md", b).read_text(encoding="utf-8").strip()
+        for b in sub.claude_md
+    ]
     target = workspace / name
     existing = target.read_text(encoding="utf-8").rstrip() if target.exists() else ""
-    target.write_text(BLOCK_SEPARATOR.join([t for t in (existing, *blocks) if t]) + "\n",
-                      encoding="utf-8")
+    target.write_text(
+        BLOCK_SEPARATOR.join([t for t in (existing, *blocks) if t]) + "\n", encoding="utf-8"
+    )
     return [name]
 
 
@@ -83,15 +86,19 @@ def declaration(sub: Subtest, tiers: TierSet | None = None) -> dict[str, Any]:
     leads = lead_agents(tiers, sub.agents) if tiers else []
     return {
         "system_prompt": prompt.mode if prompt else "default",
-        "claude_md": list(sub.claude_md), "skills": list(sub.skills),
-        "agents": list(sub.agents), "lead_agents": leads, "mcp_servers": list(sub.mcp_servers),
+        "claude_md": list(sub.claude_md),
+        "skills": list(sub.skills),
+        "agents": list(sub.agents),
+        "lead_agents": leads,
+        "mcp_servers": list(sub.mcp_servers),
         "tools_allow": list(sub.tools_allow) if sub.tools_allow is not None else None,
         "tools_deny": list(sub.tools_deny),
     }
 
 
-def apply(sub: Subtest, tiers: TierSet, workspace: Path, run_dir: Path,
-          mcp: dict[str, Any] | None = None) -> Overlay:
+def apply(
+    sub: Subtest, tiers: TierSet, workspace: Path, run_dir: Path, mcp: dict[str, Any] | None = None
+) -> Overlay:
     """Write the subtest's files into `workspace` and `run_dir`; return flags and environment.
     `mcp`: the MCP configuration to use (default: the subtest's, as declared)."""
     written = write_instructions(sub, tiers, workspace, "CLAUDE.md")
@@ -127,8 +134,7 @@ def apply(sub: Subtest, tiers: TierSet, workspace: Path, run_dir: Path,
         args += ["--system-prompt", ""]
     elif prompt is not None and prompt.file is not None:
         text = prompt.file.read_text(encoding="utf-8")
-        args += ["--system-prompt" if prompt.mode == "replace" else "--append-system-prompt",
-                 text]
+        args += ["--system-prompt" if prompt.mode == "replace" else "--append-system-prompt", text]
     if sub.tools_allow is not None:
         args += ["--tools", ",".join(sub.tools_allow)]
     env = {
@@ -137,5 +143,10 @@ def apply(sub: Subtest, tiers: TierSet, workspace: Path, run_dir: Path,
         "MCP_CONNECTION_NONBLOCKING": "false",
         "MCP_TIMEOUT": "60000",
     }
-    return Overlay(args=tuple(args), env=env, written=tuple(written), model=sub.model,
-                   declared=declaration(sub, tiers))
+    return Overlay(
+        args=tuple(args),
+        env=env,
+        written=tuple(written),
+        model=sub.model,
+        declared=declaration(sub, tiers),
+    )

@@ -29,8 +29,11 @@ FOLDER = ".baselines"
 def source_checks(rt: Runtime, spec: RunSpec, experiment: Path) -> dict[str, bool]:
     """{check name: passed} on the case's source at its pinned commit, hidden files in place."""
     case, image = spec.case, rt.image(spec)
-    condition = json.dumps([content_hash(case.root), rt.sandbox.name,
-                            rt.sandbox.describe(image)], sort_keys=True, default=str)
+    condition = json.dumps(
+        [content_hash(case.root), rt.sandbox.name, rt.sandbox.describe(image)],
+        sort_keys=True,
+        default=str,
+    )
     key = f"{case.id}-{hashlib.sha256(condition.encode()).hexdigest()[:12]}"
     folder = experiment / FOLDER
     folder.mkdir(parents=True, exist_ok=True)
@@ -51,16 +54,28 @@ def source_checks(rt: Runtime, spec: RunSpec, experiment: Path) -> dict[str, boo
             def wrap(cmd: list[str]) -> list[str]:
                 return rt.sandbox.wrap(cmd, work, private)
 
-            results = checks.run_checks(case, work, base_env(private),
-                                        private / f"checks-{secrets.token_hex(8)}", wrap,
-                                        rt.sandbox.executor(private), rt.bytecode)
+            results = checks.run_checks(
+                case,
+                work,
+                base_env(private),
+                private / f"checks-{secrets.token_hex(8)}",
+                wrap,
+                rt.sandbox.executor(private),
+                rt.bytecode,
+            )
         finally:
             rt.sandbox.close(private)
             for made in (private, harness):
                 release_private(made)
         verdicts = {r.name: r.passed for r in results}
-        write_json(stored, {"case": case.id, "checks": verdicts,
-                            "reasons": {r.name: r.reason for r in results if not r.passed}})
+        write_json(
+            stored,
+            {
+                "case": case.id,
+                "checks": verdicts,
+                "reasons": {r.name: r.reason for r in results if not r.passed},
+            },
+        )
         return verdicts
 
 

@@ -45,7 +45,7 @@ class Kept:
                 self._written += min(room, len(data))
                 data = data[room:]
             if data and self.tail > 0:
-                self._last.append(data[-self.tail:])
+                self._last.append(data[-self.tail :])
                 self._last_size += len(self._last[-1])
                 while self._last_size - len(self._last[0]) >= self.tail:
                     self._last_size -= len(self._last.popleft())
@@ -59,7 +59,7 @@ class Kept:
         with self._lock:
             if self._file.closed:
                 return
-            end = b"".join(self._last)[-self.tail:] if self.tail else b""
+            end = b"".join(self._last)[-self.tail :] if self.tail else b""
             if self.dropped:
                 self._file.write(NOTE % (self.dropped, self.head, self.tail))
             self._file.write(end)
@@ -75,8 +75,9 @@ class Capture:
         self._ours, self._theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self._ours.shutdown(socket.SHUT_WR)  # nothing flows towards the CLI
         self._theirs.shutdown(socket.SHUT_RD)
-        self._reader = threading.Thread(target=self._read, daemon=True,
-                                        name=f"scylla-capture-{path.name}")
+        self._reader = threading.Thread(
+            target=self._read, daemon=True, name=f"scylla-capture-{path.name}"
+        )
         self._reader.start()
 
     def fileno(self) -> int:
@@ -104,6 +105,7 @@ class Capture:
     def __enter__(self) -> Capture:
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()

@@ -114,8 +114,11 @@ class AgentRun:
         """The case's own checks, run in the sandbox on the agent's work."""
         from pytest_scylla.run.checks import CheckResult
 
-        return [CheckResult(**{k: v for k, v in c.items() if k != "kind"})
-                for c in self.record.get("checks") or [] if c.get("kind") != "assert"]
+        return [
+            CheckResult(**{k: v for k, v in c.items() if k != "kind"})
+            for c in self.record.get("checks") or []
+            if c.get("kind") != "assert"
+        ]
 
     @property
     def checks_passed(self) -> bool:
@@ -143,7 +146,8 @@ class AgentRun:
                 raise RuntimeError(
                     f"the workspace of {self.key} is gone (the run is reused from disk); run "
                     "it again with --scylla-fresh, or keep workspaces with "
-                    "--scylla-keep-workspaces")
+                    "--scylla-keep-workspaces"
+                )
             root = kept
         try:
             return read(root, path).decode("utf-8", errors="replace")

@@ -27,9 +27,12 @@ from pytest_scylla.formats.spec import SELF, Case
 from pytest_scylla.run import hostile
 
 GIT_IDENTITY = {
-    "GIT_AUTHOR_NAME": "scylla", "GIT_AUTHOR_EMAIL": "scylla@localhost",
-    "GIT_COMMITTER_NAME": "scylla", "GIT_COMMITTER_EMAIL": "scylla@localhost",
-    "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z",
+    "GIT_AUTHOR_NAME": "scylla",
+    "GIT_AUTHOR_EMAIL": "scylla@localhost",
+    "GIT_COMMITTER_NAME": "scylla",
+    "GIT_COMMITTER_EMAIL": "scylla@localhost",
+    "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z",
+    "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z",
 }
 BRANCH = "scylla"
 
@@ -38,13 +41,26 @@ class WorkspaceError(RuntimeError):
     """The workspace could not be made (an infrastructure failure, never the agent's)."""
 
 
-def git(args: Sequence[str], cwd: Path, env: dict[str, str] | None = None,
-        check: bool = True) -> str:
-    full_env = {**credential_free(), **GIT_IDENTITY, "GIT_TERMINAL_PROMPT": "0",
-                "GIT_CONFIG_NOSYSTEM": "1", **(env or {})}
-    proc = subprocess.run(["git", "-c", "core.quotepath=off", "-c", "init.defaultBranch=" + BRANCH,
-                           *args], cwd=cwd, env=full_env, capture_output=True, text=True,
-                          errors="replace", stdin=subprocess.DEVNULL, check=False)
+def git(
+    args: Sequence[str], cwd: Path, env: dict[str, str] | None = None, check: bool = True
+) -> str:
+    full_env = {
+        **credential_free(),
+        **GIT_IDENTITY,
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        **(env or {}),
+    }
+    proc = subprocess.run(
+        ["git", "-c", "core.quotepath=off", "-c", "init.defaultBranch=" + BRANCH, *args],
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        errors="replace",
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
     if check and proc.returncode != 0:
         raise WorkspaceError(f"git {' '.join(args)} failed in {cwd}: {proc.stderr.strip()}")
     return proc.stdout
@@ -78,8 +94,7 @@ def _checkout(case: Case, dest: Path, cache_dir: Path) -> str:
         shutil.rmtree(dest / ".git", ignore_errors=True)
         git(["init", "-q"], dest)
         git(["add", "-A"], dest)
-        git(["commit", "-q", "--allow-empty", "--no-verify", "-m", f"{case.id}: task source"],
-            dest)
+        git(["commit", "-q", "--allow-empty", "--no-verify", "-m", f"{case.id}: task source"], dest)
         return git(["rev-parse", "HEAD"], dest).strip()
     assert case.source.url is not None  # the repo as written, or `self` resolved
     assert case.source.commit is not None
@@ -91,10 +106,12 @@ def _checkout(case: Case, dest: Path, cache_dir: Path) -> str:
     if case.source.repo == SELF:  # the case's own folder at that commit: its hidden tests and
         inner = case.root.resolve().relative_to(Path(case.source.url or "/").resolve())
         if (dest / inner).exists():  # solution would be the agent's to read
-            raise WorkspaceError(f"source: repo: self at {case.source.commit[:12]} already holds "
-                                 f"this case's folder {inner}/ (its hidden tests and solution "
-                                 "would be in the agent's workspace); pin a commit from before "
-                                 "the case was added")
+            raise WorkspaceError(
+                f"source: repo: self at {case.source.commit[:12]} already holds "
+                f"this case's folder {inner}/ (its hidden tests and solution "
+                "would be in the agent's workspace); pin a commit from before "
+                "the case was added"
+            )
     return case.source.commit
 
 
@@ -125,22 +142,23 @@ def ensure_mirror(url: str, commit: str, cache_dir: Path) -> Path:
         if git(["cat-file", "-t", commit], mirror, check=False).strip() != "commit":
             git(["fetch", "-q", "--prune", "origin"], mirror)
             if git(["cat-file", "-t", commit], mirror, check=False).strip() != "commit":
-                raise WorkspaceError(f"commit {commit} not found in {url}; check the case's "
-                                     "source.commit")
+                raise WorkspaceError(
+                    f"commit {commit} not found in {url}; check the case's source.commit"
+                )
         git(["update-ref", pin_ref(commit), commit], mirror)
     return mirror
 
 
-def diff(ws: Workspace, exclude: Sequence[str] = (),
-         entries: Sequence[hostile.Entry] = ()) -> str:
+def diff(ws: Workspace, exclude: Sequence[str] = (), entries: Sequence[hostile.Entry] = ()) -> str:
     """Everything that changed since the pinned commit: committed, staged, unstaged and untracked
     files (not ignored ones), read through the harness's git directory; the workspace's own
     repository is neither used nor touched."""
     return ws.tree().diff(exclude, entries)
 
 
-def file_list(path: Path, entries: Sequence[hostile.Entry] | None = None,
-              cut: bool = False) -> list[str]:
+def file_list(
+    path: Path, entries: Sequence[hostile.Entry] | None = None, cut: bool = False
+) -> list[str]:
     """Every file and link in the workspace (relative, sorted), `.git` excluded; links are
     listed, never followed."""
     if entries is None:

@@ -58,8 +58,11 @@ class Result:
 
     def used(self, kind: str, name: str, call_id: str) -> None:
         """A call that used a component (`kind`: skills, agents, mcp_servers)."""
-        found = {"skills": self.skills_used, "agents": self.agents_used,
-                 "mcp_servers": self.mcp_used}[kind]
+        found = {
+            "skills": self.skills_used,
+            "agents": self.agents_used,
+            "mcp_servers": self.mcp_used,
+        }[kind]
         if name not in found:
             found.append(name)
         ids = self.evidence.setdefault(f"{kind}:{name}", [])
@@ -77,10 +80,14 @@ class Result:
         kept = [n for n, i in enumerate(known) if i not in ids]
         self.tool_calls = [self.tool_calls[n] for n in kept]
         self.tool_ids = [known[n] for n in kept]
-        for kind, found in (("skills", self.skills_used), ("agents", self.agents_used),
-                            ("mcp_servers", self.mcp_used)):
-            found[:] = [name for name in found
-                        if set(self.evidence.get(f"{kind}:{name}") or [""]) - ids]
+        for kind, found in (
+            ("skills", self.skills_used),
+            ("agents", self.agents_used),
+            ("mcp_servers", self.mcp_used),
+        ):
+            found[:] = [
+                name for name in found if set(self.evidence.get(f"{kind}:{name}") or [""]) - ids
+            ]
 
     def trajectory(self, declared: dict[str, Any]) -> dict[str, Any]:
         """The run's trajectory, and for each skill, sub-agent and MCP server its subtest
@@ -89,21 +96,33 @@ class Result:
         per_tool: dict[str, int] = {}
         for name in self.tool_calls:
             per_tool[name] = per_tool.get(name, 0) + 1
-        used = {"skills": self.skills_used, "agents": self.agents_used,
-                "mcp_servers": self.mcp_used}
-        return {"tool_calls": len(self.tool_calls), "per_tool": per_tool,
-                "sequence": self.tool_calls, "tool_errors": self.tool_errors,
-                "sub_agent_calls": sum(n.split("/")[-1] in ("Agent", "Task")
-                                       for n in self.tool_calls),
-                "turns": self.num_turns,
-                "used": {kind: {str(name): _plain(name) in {_plain(u) for u in used[kind]}
-                                for name in declared.get(kind) or ()} for kind in used}}
+        used = {
+            "skills": self.skills_used,
+            "agents": self.agents_used,
+            "mcp_servers": self.mcp_used,
+        }
+        return {
+            "tool_calls": len(self.tool_calls),
+            "per_tool": per_tool,
+            "sequence": self.tool_calls,
+            "tool_errors": self.tool_errors,
+            "sub_agent_calls": sum(n.split("/")[-1] in ("Agent", "Task") for n in self.tool_calls),
+            "turns": self.num_turns,
+            "used": {
+                kind: {
+                    str(name): _plain(name) in {_plain(u) for u in used[kind]}
+                    for name in declared.get(kind) or ()
+                }
+                for kind in used
+            },
+        }
 
     def to_json(self) -> dict[str, Any]:
         """Every field but the final message, the init event and the trajectory; `found` as
         `result_seen`."""
-        data = {k: v for k, v in asdict(self).items() if k not in (
-            "final_message", "init", *TRAJECTORY)}
+        data = {
+            k: v for k, v in asdict(self).items() if k not in ("final_message", "init", *TRAJECTORY)
+        }
         return {"result_seen": data.pop("found"), **data}
 
 
@@ -112,8 +131,15 @@ def _plain(name: str) -> str:
     return "".join(c for c in name.lower() if c.isalnum())
 
 
-TRAJECTORY = ("tool_calls", "tool_errors", "skills_used", "agents_used", "mcp_used",
-              "tool_ids", "evidence")
+TRAJECTORY = (
+    "tool_calls",
+    "tool_errors",
+    "skills_used",
+    "agents_used",
+    "mcp_used",
+    "tool_ids",
+    "evidence",
+)
 MAX_EVIDENCE = 1000  # call ids kept per component
 
 
@@ -143,13 +169,15 @@ class Agent(Protocol):
         """The CLI's version string (part of every run's conditions)."""
         ...
 
-    def command(self, cli: Path | str, model: str, max_turns: int,
-                overlay_args: tuple[str, ...]) -> list[str]:
+    def command(
+        self, cli: Path | str, model: str, max_turns: int, overlay_args: tuple[str, ...]
+    ) -> list[str]:
         """The argv of one headless run."""
         ...
 
-    def environment(self, base: dict[str, str], overlay_env: dict[str, str],
-                    base_url: str) -> dict[str, str]:
+    def environment(
+        self, base: dict[str, str], overlay_env: dict[str, str], base_url: str
+    ) -> dict[str, str]:
         """The run's environment: `base` (the run's own HOME and temp), the subtest's overlay,
         and the gateway's address (never a credential: the gateway holds it)."""
         ...
@@ -181,8 +209,9 @@ def unsupported(agent: Agent, sub: Subtest, tiers: TierSet | None = None) -> str
     return check(sub)  # type: ignore[no-any-return]
 
 
-def environment(agent: Agent, base: dict[str, str], overlay_env: dict[str, str],
-                base_url: str, model: str) -> dict[str, str]:
+def environment(
+    agent: Agent, base: dict[str, str], overlay_env: dict[str, str], base_url: str, model: str
+) -> dict[str, str]:
     """The adapter's environment for a run; the model too when its `environment` takes one
     (a CLI that must list the model in its configuration)."""
     import inspect

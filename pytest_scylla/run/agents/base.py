@@ -29,9 +29,11 @@ class NpmCli:
     def find_cli(self, explicit: str | None) -> Path:
         found = shutil.which(explicit or self.binary)
         if found is None:
-            raise SetupError(f"{self.title} '{explicit or self.binary}' not found on PATH; "
-                             f"install it with `npm install -g {self.package}@{self.pinned}` "
-                             "or point --scylla-cli at it")
+            raise SetupError(
+                f"{self.title} '{explicit or self.binary}' not found on PATH; "
+                f"install it with `npm install -g {self.package}@{self.pinned}` "
+                "or point --scylla-cli at it"
+            )
         return Path(found)
 
     def version(self, cli: Path) -> str:
@@ -54,26 +56,39 @@ class OpenAIUpstream:
             raise UpstreamSetupError(
                 f"no model credential for {self.title}: set OPENAI_API_KEY (and "
                 "OPENAI_BASE_URL for another OpenAI-compatible endpoint) in the environment "
-                "pytest runs in, or run offline with --scylla-oracle (a SIMULATED model)")
+                "pytest runs in, or run offline with --scylla-oracle (a SIMULATED model)"
+            )
 
 
 @functools.lru_cache(maxsize=16)
 def version(cli: Path, env: tuple[tuple[str, str], ...] = ()) -> str:
     """`<cli> --version`, run with nothing of the user's environment."""
     try:
-        done = subprocess.run([str(cli), "--version"], capture_output=True, text=True,
-                              timeout=60, env={"PATH": f"{cli.parent}:/usr/bin:/bin",
-                                               "HOME": "/nonexistent", **dict(env)})
+        done = subprocess.run(
+            [str(cli), "--version"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={"PATH": f"{cli.parent}:/usr/bin:/bin", "HOME": "/nonexistent", **dict(env)},
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise SetupError(f"{cli} --version failed: {exc}") from None
     if done.returncode != 0:
-        raise SetupError(f"{cli} --version exited {done.returncode}: "
-                         f"{(done.stderr or done.stdout).strip()[:300]}")
+        raise SetupError(
+            f"{cli} --version exited {done.returncode}: "
+            f"{(done.stderr or done.stdout).strip()[:300]}"
+        )
     return done.stdout.strip()
 
 
-def inexpressible(sub: Subtest, tiers: TierSet | None, cli: str, modes: tuple[str, ...],
-                  names: dict[str, str], nested: bool) -> str | None:
+def inexpressible(
+    sub: Subtest,
+    tiers: TierSet | None,
+    cli: str,
+    modes: tuple[str, ...],
+    names: dict[str, str],
+    nested: bool,
+) -> str | None:
     """Why `cli` cannot run `sub` as declared (None: it can): a system-prompt mode of `modes`
     (the ones it lacks), Claude Code settings, or a tool (of the tier's lists or of a
     sub-agent's, read from `tiers` when given) that `names` (Claude Code's tool -> the CLI's)
@@ -90,11 +105,12 @@ def inexpressible(sub: Subtest, tiers: TierSet | None, cli: str, modes: tuple[st
             break
         for tool in agent_tools(tiers, agent) or ():
             if tool == "Agent" and not nested:
-                return (f"{cli}'s sub-agents cannot call sub-agents (agent '{agent}' has the "
-                        "Agent tool)")
+                return (
+                    f"{cli}'s sub-agents cannot call sub-agents (agent '{agent}' has the "
+                    "Agent tool)"
+                )
             if tool not in names:
-                return (f"{cli} has no equivalent of Claude Code's tool '{tool}' (agent "
-                        f"'{agent}')")
+                return f"{cli} has no equivalent of Claude Code's tool '{tool}' (agent '{agent}')"
     return None
 
 

@@ -29,6 +29,7 @@ FIXED_ENV = {
 
 SetupError = agents.SetupError  # the CLI is missing or unusable
 
+
 def find_cli(explicit: str | None = None) -> Path:
     name = explicit or "claude"
     found = shutil.which(name)
@@ -36,7 +37,8 @@ def find_cli(explicit: str | None = None) -> Path:
         raise SetupError(
             f"Claude Code CLI '{name}' not found on PATH; install it with "
             f"`npm install -g @anthropic-ai/claude-code@{PINNED_VERSION}` or point "
-            "--scylla-cli at it")
+            "--scylla-cli at it"
+        )
     return Path(found)
 
 
@@ -45,17 +47,32 @@ def version(cli: Path) -> str:
     return base.version(cli, tuple(sorted(FIXED_ENV.items())))
 
 
-def command(cli: Path | str, model: str, max_turns: int, overlay_args: tuple[str, ...]
-            ) -> list[str]:
-    return [str(cli), "-p", "--output-format", "stream-json", "--verbose",
-            "--dangerously-skip-permissions", "--model", model, "--max-turns", str(max_turns),
-            *overlay_args]
+def command(
+    cli: Path | str, model: str, max_turns: int, overlay_args: tuple[str, ...]
+) -> list[str]:
+    return [
+        str(cli),
+        "-p",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--dangerously-skip-permissions",
+        "--model",
+        model,
+        "--max-turns",
+        str(max_turns),
+        *overlay_args,
+    ]
 
 
-def environment(base: dict[str, str], overlay_env: dict[str, str],
-                base_url: str) -> dict[str, str]:
-    return {**base, **overlay_env, **FIXED_ENV, "ANTHROPIC_BASE_URL": base_url,
-            "ANTHROPIC_API_KEY": DUMMY_KEY}
+def environment(base: dict[str, str], overlay_env: dict[str, str], base_url: str) -> dict[str, str]:
+    return {
+        **base,
+        **overlay_env,
+        **FIXED_ENV,
+        "ANTHROPIC_BASE_URL": base_url,
+        "ANTHROPIC_API_KEY": DUMMY_KEY,
+    }
 
 
 MAX_TOOL_CALLS = 2000  # kept in order; a longer trajectory is cut (the counts stay whole)
@@ -116,9 +133,17 @@ def parse(transcript: Path) -> Result:
         if event.get("type") in ("assistant", "user"):
             _trajectory(event, result, agents)
         elif event.get("type") == "system" and event.get("subtype") == "init":
-            result.init = {k: event.get(k) for k in ("tools", "mcp_servers", "model",
-                                                     "skills", "agents",
-                                                     "claude_code_version")}
+            result.init = {
+                k: event.get(k)
+                for k in (
+                    "tools",
+                    "mcp_servers",
+                    "model",
+                    "skills",
+                    "agents",
+                    "claude_code_version",
+                )
+            }
         elif event.get("type") == "result":
             result.found = True
             result.subtype = event.get("subtype")
@@ -129,9 +154,16 @@ def parse(transcript: Path) -> Result:
             result.api_error_status = event.get("api_error_status")
             result.total_cost_usd = event.get("total_cost_usd")
             usage = event.get("usage") or {}
-            result.usage = {k: usage[k] for k in (
-                "input_tokens", "output_tokens", "cache_creation_input_tokens",
-                "cache_read_input_tokens") if isinstance(usage.get(k), int)}
+            result.usage = {
+                k: usage[k]
+                for k in (
+                    "input_tokens",
+                    "output_tokens",
+                    "cache_creation_input_tokens",
+                    "cache_read_input_tokens",
+                )
+                if isinstance(usage.get(k), int)
+            }
             result.model_usage = event.get("modelUsage") or {}
             result.final_message = str(event.get("result") or "")
             result.duration_ms = event.get("duration_ms")
@@ -152,12 +184,14 @@ class ClaudeCode:
     def version(self, cli: Path) -> str:
         return version(cli)
 
-    def command(self, cli: Path | str, model: str, max_turns: int,
-                overlay_args: tuple[str, ...]) -> list[str]:
+    def command(
+        self, cli: Path | str, model: str, max_turns: int, overlay_args: tuple[str, ...]
+    ) -> list[str]:
         return command(cli, model, max_turns, overlay_args)
 
-    def environment(self, base: dict[str, str], overlay_env: dict[str, str],
-                    base_url: str) -> dict[str, str]:
+    def environment(
+        self, base: dict[str, str], overlay_env: dict[str, str], base_url: str
+    ) -> dict[str, str]:
         return environment(base, overlay_env, base_url)
 
     def parse(self, transcript: Path) -> Result:

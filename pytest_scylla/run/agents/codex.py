@@ -31,8 +31,10 @@ PROVIDER = "scylla-gateway"
 KEY_VARIABLE = "SCYLLA_GATEWAY_KEY"
 DUMMY_KEY = "sk-scylla-dummy-key-the-gateway-holds-the-real-one"
 FIXED_CONFIG = {  # nothing leaves the run but model calls through the gateway
-    "analytics.enabled": "false", "web_search": '"disabled"',
-    "check_for_update_on_startup": "false", "model_provider": f'"{PROVIDER}"',
+    "analytics.enabled": "false",
+    "web_search": '"disabled"',
+    "check_for_update_on_startup": "false",
+    "model_provider": f'"{PROVIDER}"',
 }
 INSTRUCTIONS_FILE = "AGENTS.md"
 TOOL_NAME = re.compile(r"[^A-Za-z0-9_]")  # Codex names MCP tools with these characters only
@@ -60,8 +62,9 @@ def unsupported(sub: Subtest) -> str | None:
     return None
 
 
-def apply(sub: Subtest, tiers: TierSet, workspace: Path, run_dir: Path,
-          mcp: dict[str, Any] | None = None) -> overlay.Overlay:
+def apply(
+    sub: Subtest, tiers: TierSet, workspace: Path, run_dir: Path, mcp: dict[str, Any] | None = None
+) -> overlay.Overlay:
     """The subtest as Codex expresses it: AGENTS.md, skills in CODEX_HOME, MCP servers and the
     system prompt as `-c` settings. Raises ValueError for what Codex cannot express."""
     reason = unsupported(sub)
@@ -71,17 +74,24 @@ def apply(sub: Subtest, tiers: TierSet, workspace: Path, run_dir: Path,
     home = run_dir / "home" / ".codex"
     home.mkdir(parents=True, exist_ok=True)
     for name in sub.skills:
-        shutil.copytree(tiers.resource_path("skills", name).parent, home / "skills" / name,
-                        symlinks=False, dirs_exist_ok=True)
-    servers = (mcp if mcp is not None else overlay.mcp_config(sub, tiers, workspace, run_dir)
-               )["mcpServers"]
+        shutil.copytree(
+            tiers.resource_path("skills", name).parent,
+            home / "skills" / name,
+            symlinks=False,
+            dirs_exist_ok=True,
+        )
+    servers = (mcp if mcp is not None else overlay.mcp_config(sub, tiers, workspace, run_dir))[
+        "mcpServers"
+    ]
     args: list[str] = []
     for name, server in servers.items():
         entry = {k: server[k] for k in ("command", "args", "env") if server.get(k)}
         # required: Codex otherwise gives a server one second to start, then leaves its tools
         # out of the turn without a word (a loaded machine voided T2-09 that way)
-        args += ["-c", f"mcp_servers.{name}="
-                 f"{_toml({**entry, 'startup_timeout_sec': 60, 'required': True})}"]
+        args += [
+            "-c",
+            f"mcp_servers.{name}={_toml({**entry, 'startup_timeout_sec': 60, 'required': True})}",
+        ]
     prompt = sub.system_prompt
     if prompt is not None and prompt.file is not None and prompt.mode == "replace":
         target = run_dir / "instructions.md"
@@ -90,31 +100,55 @@ def apply(sub: Subtest, tiers: TierSet, workspace: Path, run_dir: Path,
     elif prompt is not None and prompt.file is not None:
         args += ["-c", f"developer_instructions={_toml(prompt.file.read_text('utf-8'))}"]
     env = {"HOME": str(run_dir / "home"), "CODEX_HOME": str(home)}
-    return overlay.Overlay(args=tuple(args), env=env, written=tuple(written), model=sub.model,
-                           declared=overlay.declaration(sub, tiers),
-                           instructions_file=INSTRUCTIONS_FILE,
-                           mcp_on_wire=tuple(TOOL_NAME.sub("_", n) for n in servers))
+    return overlay.Overlay(
+        args=tuple(args),
+        env=env,
+        written=tuple(written),
+        model=sub.model,
+        declared=overlay.declaration(sub, tiers),
+        instructions_file=INSTRUCTIONS_FILE,
+        mcp_on_wire=tuple(TOOL_NAME.sub("_", n) for n in servers),
+    )
 
 
-def command(cli: Path | str, model: str, max_turns: int, overlay_args: tuple[str, ...]
-            ) -> list[str]:
+def command(
+    cli: Path | str, model: str, max_turns: int, overlay_args: tuple[str, ...]
+) -> list[str]:
     fixed = [a for k, v in FIXED_CONFIG.items() for a in ("-c", f"{k}={v}")]
-    return [str(cli), "exec", "--json", "--skip-git-repo-check", "--sandbox",
-            "danger-full-access", "--model", model, *fixed, *overlay_args, "-"]
+    return [
+        str(cli),
+        "exec",
+        "--json",
+        "--skip-git-repo-check",
+        "--sandbox",
+        "danger-full-access",
+        "--model",
+        model,
+        *fixed,
+        *overlay_args,
+        "-",
+    ]
 
 
-def environment(base: dict[str, str], overlay_env: dict[str, str],
-                base_url: str) -> dict[str, str]:
+def environment(base: dict[str, str], overlay_env: dict[str, str], base_url: str) -> dict[str, str]:
     """The environment; and the provider pointing at the gateway, in the run's config.toml
     (Codex reads a provider's address from its configuration only)."""
     env = {**base, **overlay_env, KEY_VARIABLE: DUMMY_KEY}
     home = Path(env.get("CODEX_HOME") or Path(env["HOME"]) / ".codex")
     home.mkdir(parents=True, exist_ok=True)
-    provider = {"name": PROVIDER, "base_url": base_url, "env_key": KEY_VARIABLE,
-                "wire_api": "responses", "request_max_retries": 2, "stream_max_retries": 2}
+    provider = {
+        "name": PROVIDER,
+        "base_url": base_url,
+        "env_key": KEY_VARIABLE,
+        "wire_api": "responses",
+        "request_max_retries": 2,
+        "stream_max_retries": 2,
+    }
     (home / "config.toml").write_text(
         f"[model_providers.{PROVIDER}]\n"
-        + "".join(f"{k} = {_toml(v)}\n" for k, v in provider.items()), encoding="utf-8")
+        + "".join(f"{k} = {_toml(v)}\n" for k, v in provider.items()),
+        encoding="utf-8",
+    )
     return {**env, "CODEX_HOME": str(home)}
 
 
@@ -124,8 +158,11 @@ def _item(item: dict[str, Any], result: Result) -> None:
     if kind == "agent_message":
         result.final_message = str(item.get("text") or "")
         return
-    name = {"command_execution": "exec_command", "file_change": "apply_patch",
-            "web_search": "web_search"}.get(str(kind))
+    name = {
+        "command_execution": "exec_command",
+        "file_change": "apply_patch",
+        "web_search": "web_search",
+    }.get(str(kind))
     if kind == "mcp_tool_call":
         server, tool = str(item.get("server") or "?"), str(item.get("tool") or "?")
         name = f"mcp__{server}__{tool}"
@@ -159,28 +196,36 @@ def parse(transcript: Path) -> Result:
         elif kind == "turn.completed":
             result.found, result.subtype = True, "success"
             counts = event.get("usage")
-            for key, value in (counts.items() if isinstance(counts, dict) else ()):
+            for key, value in counts.items() if isinstance(counts, dict) else ():
                 if isinstance(value, int):
                     usage[key] = usage.get(key, 0) + value
         elif kind == "turn.failed":
             error = event.get("error")
             result.found, result.is_error, result.subtype = True, True, "error"
-            result.final_message = str((error.get("message") if isinstance(error, dict)
-                                        else error) or "")[:2000]
+            result.final_message = str(
+                (error.get("message") if isinstance(error, dict) else error) or ""
+            )[:2000]
     cached = usage.get("cached_input_tokens", 0)
     if usage:
-        result.usage = {"input_tokens": usage.get("input_tokens", 0) - cached,
-                        "cache_read_input_tokens": cached,
-                        "cache_creation_input_tokens": usage.get("cache_write_input_tokens", 0),
-                        "output_tokens": usage.get("output_tokens", 0)}
+        result.usage = {
+            "input_tokens": usage.get("input_tokens", 0) - cached,
+            "cache_read_input_tokens": cached,
+            "cache_creation_input_tokens": usage.get("cache_write_input_tokens", 0),
+            "output_tokens": usage.get("output_tokens", 0),
+        }
     return result
 
 
 class Codex(OpenAIUpstream, NpmCli):
     """The Codex adapter (`agents.Agent`)."""
 
-    name, title, binary, package, pinned = (NAME, "Codex CLI", "codex", "@openai/codex",
-                                            PINNED_VERSION)
+    name, title, binary, package, pinned = (
+        NAME,
+        "Codex CLI",
+        "codex",
+        "@openai/codex",
+        PINNED_VERSION,
+    )
     default_model = "gpt-5"
     command = staticmethod(command)
     environment = staticmethod(environment)

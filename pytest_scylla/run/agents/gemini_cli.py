@@ -44,21 +44,30 @@ SETTINGS = {  # API-key auth (else exit 41); nothing leaves the run but model ca
     "security": {"auth": {"selectedType": "gemini-api-key"}},
     "privacy": {"usageStatisticsEnabled": False},
     "telemetry": {"enabled": False},
-    "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False,
-                "maxAttempts": 3},
+    "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False, "maxAttempts": 3},
 }
 FIXED_ENV = {"GEMINI_CLI_TRUST_WORKSPACE": "true", "GEMINI_CLI_NO_RELAUNCH": "1"}
-TOOLS = {"Read": "read_file", "Write": "write_file", "Edit": "replace",  # Claude Code's -> its
-         "Bash": "run_shell_command", "Glob": "glob", "Grep": "grep_search",
-         "WebFetch": "web_fetch", "WebSearch": "google_web_search", "Agent": "invoke_agent",
-         "Skill": "activate_skill", "TodoWrite": "write_todos"}
+TOOLS = {
+    "Read": "read_file",
+    "Write": "write_file",
+    "Edit": "replace",  # Claude Code's -> its
+    "Bash": "run_shell_command",
+    "Glob": "glob",
+    "Grep": "grep_search",
+    "WebFetch": "web_fetch",
+    "WebSearch": "google_web_search",
+    "Agent": "invoke_agent",
+    "Skill": "activate_skill",
+    "TodoWrite": "write_todos",
+}
 
 
 def unsupported(sub: Subtest, tiers: TierSet | None = None) -> str | None:
     """Why Gemini CLI cannot run this subtest as declared (None: it can)."""
     if sub.tools_allow is not None and sub.mcp_servers:
-        return ("Gemini CLI's tool allow-list (tools.core) would also take the MCP servers' "
-                "tools away")
+        return (
+            "Gemini CLI's tool allow-list (tools.core) would also take the MCP servers' tools away"
+        )
     return inexpressible(sub, tiers, "Gemini CLI", ("none", "append"), TOOLS, nested=False)
 
 
@@ -66,16 +75,16 @@ def _agent_file(tiers: TierSet, name: str) -> str:
     """A tier's sub-agent as Gemini CLI reads one (`~/.gemini/agents/<name>.md`): its name,
     description and tools (in Gemini CLI's names) as front matter, its body the prompt."""
     meta, _, body = front_matter(tiers.resource_path("agents", name))
-    head: dict[str, Any] = {"name": name, "description": str((meta or {}).get("description",
-                                                                               ""))}
+    head: dict[str, Any] = {"name": name, "description": str((meta or {}).get("description", ""))}
     tools = mapped(TOOLS, agent_tools(tiers, name))
     if tools is not None:
         head["tools"] = tools
     return "---\n" + yaml.safe_dump(head, sort_keys=False) + "---\n\n" + body.lstrip()
 
 
-def apply(sub: Subtest, tiers: TierSet, workspace: Path, run_dir: Path,
-          mcp: dict[str, Any] | None = None) -> overlay.Overlay:
+def apply(
+    sub: Subtest, tiers: TierSet, workspace: Path, run_dir: Path, mcp: dict[str, Any] | None = None
+) -> overlay.Overlay:
     """The subtest as Gemini CLI expresses it: GEMINI.md, skills, sub-agents and settings (MCP
     servers, tool lists) in the run's HOME, a replacement system prompt through
     GEMINI_SYSTEM_MD. ValueError for what it cannot."""
@@ -87,8 +96,9 @@ def apply(sub: Subtest, tiers: TierSet, workspace: Path, run_dir: Path,
     dot = home / ".gemini"
     dot.mkdir(parents=True, exist_ok=True)
     _copy_skills_and_agents(sub, tiers, dot)
-    servers = (mcp if mcp is not None else overlay.mcp_config(sub, tiers, workspace, run_dir)
-               )["mcpServers"]
+    servers = (mcp if mcp is not None else overlay.mcp_config(sub, tiers, workspace, run_dir))[
+        "mcpServers"
+    ]
     wire = {name: SERVER_NAME.sub("", name) for name in servers}
     settings = _settings(sub, servers, wire)
     (dot / "settings.json").write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
@@ -100,20 +110,29 @@ def apply(sub: Subtest, tiers: TierSet, workspace: Path, run_dir: Path,
         target = run_dir / "system.md"
         shutil.copyfile(source, target)
         env["GEMINI_SYSTEM_MD"] = str(target)
-    return overlay.Overlay(args=(), env=env, written=tuple(written), model=sub.model,
-                           declared=overlay.declaration(sub, tiers),
-                           instructions_file=INSTRUCTIONS_FILE,
-                           mcp_on_wire=tuple(wire.values()),
-                           tool_names={k: (v,) for k, v in TOOLS.items()},
-                           # the sub-agents list lives in the default system prompt only
-                           without_builtins=("agents",) if replaced else ())
+    return overlay.Overlay(
+        args=(),
+        env=env,
+        written=tuple(written),
+        model=sub.model,
+        declared=overlay.declaration(sub, tiers),
+        instructions_file=INSTRUCTIONS_FILE,
+        mcp_on_wire=tuple(wire.values()),
+        tool_names={k: (v,) for k, v in TOOLS.items()},
+        # the sub-agents list lives in the default system prompt only
+        without_builtins=("agents",) if replaced else (),
+    )
 
 
 def _copy_skills_and_agents(sub: Subtest, tiers: TierSet, dot: Path) -> None:
     """The subtest's skills and sub-agents into the run's `~/.gemini`."""
     for name in sub.skills:
-        shutil.copytree(tiers.resource_path("skills", name).parent, dot / "skills" / name,
-                        symlinks=False, dirs_exist_ok=True)
+        shutil.copytree(
+            tiers.resource_path("skills", name).parent,
+            dot / "skills" / name,
+            symlinks=False,
+            dirs_exist_ok=True,
+        )
     for name in sub.agents:
         (dot / "agents").mkdir(exist_ok=True)
         (dot / "agents" / f"{name}.md").write_text(_agent_file(tiers, name), encoding="utf-8")
@@ -122,25 +141,36 @@ def _copy_skills_and_agents(sub: Subtest, tiers: TierSet, dot: Path) -> None:
 def _settings(sub: Subtest, servers: dict[str, Any], wire: dict[str, str]) -> dict[str, Any]:
     """Gemini CLI's `settings.json`: the fixed settings, the MCP servers by their wire names
     and the subtest's tool list."""
-    settings: dict[str, Any] = {**SETTINGS, "mcpServers": {
-        wire[name]: {k: s[k] for k in ("command", "args", "env") if s.get(k)}
-        for name, s in servers.items()}}
+    settings: dict[str, Any] = {
+        **SETTINGS,
+        "mcpServers": {
+            wire[name]: {k: s[k] for k in ("command", "args", "env") if s.get(k)}
+            for name, s in servers.items()
+        },
+    }
     if sub.tools_allow is not None or sub.tools_deny:
-        settings["tools"] = {"core": mapped(TOOLS, sub.tools_allow)} \
-            if sub.tools_allow is not None else {"exclude": mapped(TOOLS, sub.tools_deny)}
+        settings["tools"] = (
+            {"core": mapped(TOOLS, sub.tools_allow)}
+            if sub.tools_allow is not None
+            else {"exclude": mapped(TOOLS, sub.tools_deny)}
+        )
     return settings
 
 
-def command(cli: Path | str, model: str, max_turns: int, overlay_args: tuple[str, ...]
-            ) -> list[str]:
-    return [str(cli), "--yolo", "--model", model, "--output-format", "stream-json",
-            *overlay_args]
+def command(
+    cli: Path | str, model: str, max_turns: int, overlay_args: tuple[str, ...]
+) -> list[str]:
+    return [str(cli), "--yolo", "--model", model, "--output-format", "stream-json", *overlay_args]
 
 
-def environment(base: dict[str, str], overlay_env: dict[str, str],
-                base_url: str) -> dict[str, str]:
-    return {**base, **overlay_env, **FIXED_ENV, "GOOGLE_GEMINI_BASE_URL": base_url,
-            "GEMINI_API_KEY": DUMMY_KEY}
+def environment(base: dict[str, str], overlay_env: dict[str, str], base_url: str) -> dict[str, str]:
+    return {
+        **base,
+        **overlay_env,
+        **FIXED_ENV,
+        "GOOGLE_GEMINI_BASE_URL": base_url,
+        "GEMINI_API_KEY": DUMMY_KEY,
+    }
 
 
 def _tool(event: dict[str, Any], result: Result) -> None:
@@ -189,9 +219,11 @@ def parse(transcript: Path) -> Result:
             stats: dict[str, Any] = raw if isinstance(raw, dict) else {}
             cached = int(stats.get("cached") or 0)
             if isinstance(stats.get("input_tokens"), int):
-                result.usage = {"input_tokens": stats["input_tokens"] - cached,
-                                "cache_read_input_tokens": cached,
-                                "output_tokens": int(stats.get("output_tokens") or 0)}
+                result.usage = {
+                    "input_tokens": stats["input_tokens"] - cached,
+                    "cache_read_input_tokens": cached,
+                    "output_tokens": int(stats.get("output_tokens") or 0),
+                }
             result.model_usage = stats.get("models") or {}
             result.duration_ms = stats.get("duration_ms")
             if error is not None:
@@ -205,8 +237,13 @@ class GeminiCli(GeminiUpstream, NpmCli):
     """The Gemini CLI adapter (`agents.Agent`): real runs go through the gateway's `gemini`
     upstream (Google's API with the harness's GEMINI_API_KEY; the CLI holds a dummy key)."""
 
-    name, title, binary, package, pinned = (NAME, "Gemini CLI", "gemini", "@google/gemini-cli",
-                                            PINNED_VERSION)
+    name, title, binary, package, pinned = (
+        NAME,
+        "Gemini CLI",
+        "gemini",
+        "@google/gemini-cli",
+        PINNED_VERSION,
+    )
     version_env = FIXED_ENV
     default_model = "gemini-2.5-pro"
     side_models = ("gemini-2.5-flash",)  # and -lite: its routing, checks and compression

@@ -28,24 +28,34 @@ REMINDER = re.compile(r"<system-reminder>\n?(.*?)</system-reminder>", re.DOTALL)
 # the helpers a CLI adds with any MCP server: ListMcpResourcesTool (Claude Code),
 # list_mcp_resources / read_mcp_resource (Codex)
 MCP_HELPER = re.compile(r"^(?:\w*Mcp\w*Tool|\w*_mcp_resource\w*)$")
-AGENTS_MD = re.compile(r"^# AGENTS\.md instructions for (.+?)\n\n<INSTRUCTIONS>\n(.*?)"
-                       r"</INSTRUCTIONS>", re.DOTALL)
+AGENTS_MD = re.compile(
+    r"^# AGENTS\.md instructions for (.+?)\n\n<INSTRUCTIONS>\n(.*?)"
+    r"</INSTRUCTIONS>",
+    re.DOTALL,
+)
 CODEX_CONTEXT = ("# AGENTS.md instructions for ", "<environment_context>")
-GEMINI_SKILL = re.compile(r"<skill>\s*<name>(.*?)</name>\s*<description>(.*?)</description>",
-                          re.DOTALL)
+GEMINI_SKILL = re.compile(
+    r"<skill>\s*<name>(.*?)</name>\s*<description>(.*?)</description>", re.DOTALL
+)
 GEMINI_AGENT = re.compile(r"^- ([A-Za-z0-9_.:-]+) -> (.*)$", re.MULTILINE)
-OPENCODE_MD = re.compile(r"^Instructions from: (\S+)\n(.*?)(?=\n\nSkills provide |"
-                         r"\nInstructions from: |\Z)", re.DOTALL | re.MULTILINE)
-GEMINI_MD = re.compile(r"^--- Context from: (.+?) ---\n(.*?)\n--- End of Context from: \1 ---",
-                       re.DOTALL | re.MULTILINE)
+OPENCODE_MD = re.compile(
+    r"^Instructions from: (\S+)\n(.*?)(?=\n\nSkills provide |"
+    r"\nInstructions from: |\Z)",
+    re.DOTALL | re.MULTILINE,
+)
+GEMINI_MD = re.compile(
+    r"^--- Context from: (.+?) ---\n(.*?)\n--- End of Context from: \1 ---",
+    re.DOTALL | re.MULTILINE,
+)
 MIN_BLOCK_TEXT = 40  # shorter library texts are not searched for (too likely to match by chance)
 
 
 def _texts(content: Any) -> list[str]:
     if isinstance(content, str):
         return [content]
-    return [b.get("text", "") for b in content or [] if isinstance(b, dict)
-            and b.get("type") == "text"]
+    return [
+        b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text"
+    ]
 
 
 def _context_chunks(messages: list[Any]) -> list[str]:
@@ -75,9 +85,14 @@ class Observed:
     reminders: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {"tools": sorted(self.tools), "mcp_servers": sorted(self.mcp_servers),
-                "skills": sorted(self.skills), "agents": sorted(self.agents),
-                "claude_md_files": sorted(self.claude_md), "system_chars": len(self.system)}
+        return {
+            "tools": sorted(self.tools),
+            "mcp_servers": sorted(self.mcp_servers),
+            "skills": sorted(self.skills),
+            "agents": sorted(self.agents),
+            "claude_md_files": sorted(self.claude_md),
+            "system_chars": len(self.system),
+        }
 
 
 def observe(request: dict[str, Any]) -> Observed:
@@ -113,7 +128,7 @@ def observe(request: dict[str, Any]) -> Observed:
                 found = list(CONTENTS.finditer(section))
                 for j, match in enumerate(found):
                     stop = found[j + 1].start() if j + 1 < len(found) else len(section)
-                    seen.claude_md[match.group(1)] = section[match.end():stop]
+                    seen.claude_md[match.group(1)] = section[match.end() : stop]
     return seen
 
 
@@ -132,8 +147,9 @@ def _observe_responses(request: dict[str, Any]) -> Observed:
     for item in request.get("input") or []:
         if not isinstance(item, dict) or item.get("type", "message") != "message":
             break
-        for text in _texts([{**p, "type": "text"} for p in item.get("content") or []
-                            if isinstance(p, dict)]):
+        for text in _texts(
+            [{**p, "type": "text"} for p in item.get("content") or [] if isinstance(p, dict)]
+        ):
             if item.get("role") == "developer":
                 (chunks if text.startswith("<") else system).append(text)
             elif text.startswith(CODEX_CONTEXT):
@@ -190,8 +206,7 @@ def _observe_chat(request: dict[str, Any]) -> Observed:
     tool's description; MCP tools are `<server>_<tool>` (the harness names its servers
     `mcp<name>`: built-in tools such as `apply_patch` have `_` too)."""
     seen = Observed()
-    offered = [t.get("function") or {} for t in request.get("tools") or []
-               if isinstance(t, dict)]
+    offered = [t.get("function") or {} for t in request.get("tools") or [] if isinstance(t, dict)]
     for tool in offered:
         name = str(tool.get("name", ""))
         if name.startswith("mcp") and "_" in name:  # the harness names servers mcp<name>
@@ -233,10 +248,14 @@ class Expected:
     descriptions: tuple[tuple[str, str], ...] = ()  # declared skill/agent -> its description
 
     def to_json(self) -> dict[str, Any]:
-        return {"tools": sorted(self.tools), "mcp_servers": sorted(self.mcp_servers),
-                "skills": sorted(self.skills), "agents": sorted(self.agents),
-                "claude_md_blocks": [n for n, _ in self.claude_md_blocks],
-                "system_prompt": self.system_mode}
+        return {
+            "tools": sorted(self.tools),
+            "mcp_servers": sorted(self.mcp_servers),
+            "skills": sorted(self.skills),
+            "agents": sorted(self.agents),
+            "claude_md_blocks": [n for n, _ in self.claude_md_blocks],
+            "system_prompt": self.system_mode,
+        }
 
 
 def _norm(text: str) -> str:
@@ -250,24 +269,35 @@ def compare(expected: Expected, seen: Observed) -> list[str]:
     if expected.mcp_servers:
         tools -= {t for t in tools if MCP_HELPER.match(t)}  # the CLI adds these with any server
     if expected.tools_allow is not None:
-        problems += [f"tool '{t}' is outside the declared allow-list"
-                     for t in sorted(tools - expected.tools_allow)]
-    problems += [f"denied tool '{t}' is in the request" for t in sorted(tools &
-                                                                        expected.tools_deny)]
-    for kind, label in (("tools", "tool"), ("mcp_servers", "MCP server"), ("skills", "skill"),
-                        ("agents", "agent")):
+        problems += [
+            f"tool '{t}' is outside the declared allow-list"
+            for t in sorted(tools - expected.tools_allow)
+        ]
+    problems += [
+        f"denied tool '{t}' is in the request" for t in sorted(tools & expected.tools_deny)
+    ]
+    for kind, label in (
+        ("tools", "tool"),
+        ("mcp_servers", "MCP server"),
+        ("skills", "skill"),
+        ("agents", "agent"),
+    ):
         want: frozenset[str] = getattr(expected, kind)
         got: set[str] = tools if kind == "tools" else getattr(seen, kind)
-        problems += [f"declared {label} '{n}' is missing from the request"
-                     for n in sorted(want - got)]
-        problems += [f"{label} '{n}' is in the request but not declared"
-                     for n in sorted(got - want)]
+        problems += [
+            f"declared {label} '{n}' is missing from the request" for n in sorted(want - got)
+        ]
+        problems += [
+            f"{label} '{n}' is in the request but not declared" for n in sorted(got - want)
+        ]
     for name, text in expected.descriptions:
         listed = seen.descriptions.get(name, [])
         if listed and not any(_norm(text)[:60] in _norm(line) for line in listed):
-            problems.append(f"declared skill or agent '{name}' is not the one in the request: "
-                            "the listed one has another description (a built-in of the same "
-                            "name? rename yours)")
+            problems.append(
+                f"declared skill or agent '{name}' is not the one in the request: "
+                "the listed one has another description (a built-in of the same "
+                "name? rename yours)"
+            )
     return problems + _claude_md_problems(expected, seen) + _system_problems(expected, seen)
 
 

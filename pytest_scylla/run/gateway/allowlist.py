@@ -8,22 +8,47 @@ from collections.abc import Iterable
 from urllib.parse import unquote_plus
 
 # request headers passed on (lower case); the credential is the gateway's own, added after
-HEADERS = frozenset({
-    "accept", "content-type", "user-agent",
-    "anthropic-version", "anthropic-beta", "x-app",  # Anthropic's API and Claude Code
-    "openai-beta", "originator", "session_id", "conversation_id", "version",  # Codex
-    "x-goog-api-client",  # Google's SDK
-})
+HEADERS = frozenset(
+    {
+        "accept",
+        "content-type",
+        "user-agent",
+        "anthropic-version",
+        "anthropic-beta",
+        "x-app",  # Anthropic's API and Claude Code
+        "openai-beta",
+        "originator",
+        "session_id",
+        "conversation_id",
+        "version",  # Codex
+        "x-goog-api-client",  # Google's SDK
+    }
+)
 # dropped without a note: the gateway's own HTTP client asks for the encodings it reads
 QUIET = frozenset({"accept-encoding"})
 HEADER_PREFIXES = ("x-stainless-",)  # the SDKs' own description of themselves
 # anthropic-beta flags never passed on: they change the price of a call beyond the price table
 # (long context, long cache, fast mode) or reach beyond the call (server-side tools, files,
 # MCP servers, batches, hosted environments)
-BETAS_REFUSED = ("context-1m-", "extended-cache-ttl-", "fast-mode-", "code-execution-",
-                 "web-search-", "web-fetch-", "mcp-client-", "mcp-servers-", "files-api-",
-                 "message-batches-", "managed-agents-", "environments-", "skills-",
-                 "advisor-tool-", "server-side-fallback-", "fallback-credit-", "ccr-")
+BETAS_REFUSED = (
+    "context-1m-",
+    "extended-cache-ttl-",
+    "fast-mode-",
+    "code-execution-",
+    "web-search-",
+    "web-fetch-",
+    "mcp-client-",
+    "mcp-servers-",
+    "files-api-",
+    "message-batches-",
+    "managed-agents-",
+    "environments-",
+    "skills-",
+    "advisor-tool-",
+    "server-side-fallback-",
+    "fallback-credit-",
+    "ccr-",
+)
 QUERY = frozenset({"beta", "alt"})  # Claude Code's `?beta=true`, Gemini's `?alt=sse`
 
 
@@ -63,8 +88,10 @@ def model_refusal(allowed: frozenset[str] | None, model: str | None) -> str | No
         return None
     if any(model == m or model.startswith(m + "-") for m in allowed):
         return None
-    return (f"pytest-scylla gateway: model {model[:80]!r} is not this run's (allowed: "
-            f"{', '.join(sorted(allowed))})")
+    return (
+        f"pytest-scylla gateway: model {model[:80]!r} is not this run's (allowed: "
+        f"{', '.join(sorted(allowed))})"
+    )
 
 
 def run_models(agent: object, model: str) -> frozenset[str]:

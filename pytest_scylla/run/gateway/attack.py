@@ -44,8 +44,10 @@ def _load(path: Path, _stamp: int) -> Attack:
     problem = f'{path}: expected {{"steps": [[{{"name": ..., "input": {{...}}}}]], "final": ...}}'
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        steps = tuple(tuple((str(call["name"]), dict(call["input"])) for call in step)
-                      for step in data["steps"])
+        steps = tuple(
+            tuple((str(call["name"]), dict(call["input"])) for call in step)
+            for step in data["steps"]
+        )
         final = str(data.get("final", "Done."))
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise AttackFileError(f"{problem} ({type(exc).__name__}: {exc})") from None

@@ -15,8 +15,10 @@ from typing import Any
 
 from pytest_scylla.run.gateway import openai_wire
 
-PATH = re.compile(r"^/v1(?:beta|alpha)?/models/(?P<model>[A-Za-z0-9._-]+):"
-                  r"(?P<method>generateContent|streamGenerateContent)$")
+PATH = re.compile(
+    r"^/v1(?:beta|alpha)?/models/(?P<model>[A-Za-z0-9._-]+):"
+    r"(?P<method>generateContent|streamGenerateContent)$"
+)
 FINISH = {"tool_use": "STOP", "end_turn": "STOP", "max_tokens": "MAX_TOKENS"}
 BASE_URL = "https://generativelanguage.googleapis.com"
 BASE_URL_ENV = "GOOGLE_GEMINI_BASE_URL"  # the variable Gemini CLI reads for the same purpose
@@ -48,7 +50,8 @@ def is_response(data: dict[str, Any]) -> bool:
     (`{"error": {"code", "message", "status"}}`)."""
     error = data.get("error")
     return any(k in data for k in RESPONSE_KEYS) or (
-        isinstance(error, dict) and "status" in error and "type" not in error)
+        isinstance(error, dict) and "status" in error and "type" not in error
+    )
 
 
 def billed(metadata: Any) -> dict[str, int]:
@@ -57,7 +60,8 @@ def billed(metadata: Any) -> dict[str, int]:
     cached input, and output (`candidatesTokenCount` plus `thoughtsTokenCount`: thinking is
     billed as output). Empty when it holds no counts."""
     if not isinstance(metadata, dict) or not any(
-            isinstance(metadata.get(k), int) for k in ("promptTokenCount", "candidatesTokenCount")):
+        isinstance(metadata.get(k), int) for k in ("promptTokenCount", "candidatesTokenCount")
+    ):
         return {}
 
     def n(key: str) -> int:
@@ -65,16 +69,20 @@ def billed(metadata: Any) -> dict[str, int]:
         return value if isinstance(value, int) and value > 0 else 0
 
     cached = n("cachedContentTokenCount")
-    return {"input_tokens": max(0, n("promptTokenCount") + n("toolUsePromptTokenCount") - cached),
-            "cache_read_input_tokens": cached,
-            "output_tokens": n("candidatesTokenCount") + n("thoughtsTokenCount")}
+    return {
+        "input_tokens": max(0, n("promptTokenCount") + n("toolUsePromptTokenCount") - cached),
+        "cache_read_input_tokens": cached,
+        "output_tokens": n("candidatesTokenCount") + n("thoughtsTokenCount"),
+    }
 
 
 def usage(counts: dict[str, int]) -> dict[str, int]:
     chat = openai_wire.usage(counts)
-    out = {"promptTokenCount": chat["prompt_tokens"],
-           "candidatesTokenCount": chat["completion_tokens"],
-           "totalTokenCount": chat["total_tokens"]}
+    out = {
+        "promptTokenCount": chat["prompt_tokens"],
+        "candidatesTokenCount": chat["completion_tokens"],
+        "totalTokenCount": chat["total_tokens"],
+    }
     cached = chat["prompt_tokens_details"]["cached_tokens"]
     return {**out, "cachedContentTokenCount": cached} if cached else out
 
@@ -83,27 +91,53 @@ def _parts(blocks: list[dict[str, Any]], structured: bool) -> list[dict[str, Any
     calls = [b for b in blocks if b["type"] == "tool_use"]
     if structured and calls:
         return [{"text": json.dumps(calls[0]["input"])}]
-    return [{"text": b["text"]} if b["type"] == "text" else
-            {"functionCall": {"id": b["id"], "name": b["name"], "args": b["input"]}}
-            for b in blocks]
+    return [
+        {"text": b["text"]}
+        if b["type"] == "text"
+        else {"functionCall": {"id": b["id"], "name": b["name"], "args": b["input"]}}
+        for b in blocks
+    ]
 
 
-def response(msg_id: str, model: str, blocks: list[dict[str, Any]], stop_reason: str,
-             counts: dict[str, int], structured: bool) -> dict[str, Any]:
-    return {"candidates": [{"content": {"role": "model", "parts": _parts(blocks, structured)},
-                            "finishReason": FINISH.get(stop_reason, "STOP"), "index": 0}],
-            "usageMetadata": usage(counts), "modelVersion": model, "responseId": msg_id}
+def response(
+    msg_id: str,
+    model: str,
+    blocks: list[dict[str, Any]],
+    stop_reason: str,
+    counts: dict[str, int],
+    structured: bool,
+) -> dict[str, Any]:
+    return {
+        "candidates": [
+            {
+                "content": {"role": "model", "parts": _parts(blocks, structured)},
+                "finishReason": FINISH.get(stop_reason, "STOP"),
+                "index": 0,
+            }
+        ],
+        "usageMetadata": usage(counts),
+        "modelVersion": model,
+        "responseId": msg_id,
+    }
 
 
-def chunks(msg_id: str, model: str, blocks: list[dict[str, Any]], stop_reason: str,
-           counts: dict[str, int], structured: bool) -> Iterator[bytes]:
+def chunks(
+    msg_id: str,
+    model: str,
+    blocks: list[dict[str, Any]],
+    stop_reason: str,
+    counts: dict[str, int],
+    structured: bool,
+) -> Iterator[bytes]:
     """One SSE chunk a part, the last with the finish reason and the usage."""
     parts = _parts(blocks, structured) or [{"text": ""}]
     for index, part in enumerate(parts):
         last = index == len(parts) - 1
-        body: dict[str, Any] = {"candidates": [{"content": {"role": "model", "parts": [part]},
-                                                "index": 0}],
-                                "modelVersion": model, "responseId": msg_id}
+        body: dict[str, Any] = {
+            "candidates": [{"content": {"role": "model", "parts": [part]}, "index": 0}],
+            "modelVersion": model,
+            "responseId": msg_id,
+        }
         if last:
             body["candidates"][0]["finishReason"] = FINISH.get(stop_reason, "STOP")
             body["usageMetadata"] = usage(counts)

@@ -35,28 +35,42 @@ class Handler(http.server.BaseHTTPRequestHandler):
         parts = urlsplit(self.path)
         segments = parts.path.split("/", 3)  # '', 'run', key, rest
         gateway = self.server.gateway
-        route = gateway.routes.get(segments[2]) if len(segments) == 4 and \
-            segments[1] == "run" else None
+        route = (
+            gateway.routes.get(segments[2]) if len(segments) == 4 and segments[1] == "run" else None
+        )
         status, length, why = limits.body_length(self.headers.get("content-length"))
         if route is None or length is None:  # refused before a byte of the body is read
             self.close_connection = True
             if route is not None:
                 gateway.refused_early(route, "/" + segments[3], status, str(why))
-            self.send_json(404 if route is None else status, {"type": "error", "error": {
-                "type": "not_found_error" if route is None else "request_too_large"
-                if status == 413 else "invalid_request_error",
-                "message": why or f"pytest-scylla gateway: no run at {parts.path}"}})
+            self.send_json(
+                404 if route is None else status,
+                {
+                    "type": "error",
+                    "error": {
+                        "type": "not_found_error"
+                        if route is None
+                        else "request_too_large"
+                        if status == 413
+                        else "invalid_request_error",
+                        "message": why or f"pytest-scylla gateway: no run at {parts.path}",
+                    },
+                },
+            )
             return
         with route.lock:
             crowded = route.open_calls >= limits.MAX_OPEN_CALLS
             route.open_calls += 0 if crowded else 1
         if crowded:
             self.close_connection = True
-            message = (f"pytest-scylla gateway: this run already has {limits.MAX_OPEN_CALLS} "
-                       "calls open; no more at once")
+            message = (
+                f"pytest-scylla gateway: this run already has {limits.MAX_OPEN_CALLS} "
+                "calls open; no more at once"
+            )
             gateway.refused_early(route, "/" + segments[3], 429, message)
-            self.send_json(429, {"type": "error", "error": {"type": "rate_limit_error",
-                                                            "message": message}})
+            self.send_json(
+                429, {"type": "error", "error": {"type": "rate_limit_error", "message": message}}
+            )
             return
         try:
             body = self.rfile.read(length)
@@ -66,8 +80,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 route.open_calls -= 1
 
     # responses -------------------------------------------------------------------------------
-    def send_json(self, status: int, payload: dict[str, Any],
-                  headers: Sequence[tuple[str, str]] = ()) -> bytes:
+    def send_json(
+        self, status: int, payload: dict[str, Any], headers: Sequence[tuple[str, str]] = ()
+    ) -> bytes:
         data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("content-type", "application/json")

@@ -19,8 +19,7 @@ import os
 import random
 
 ENV = "SCYLLA_ORACLE_LATENCY"
-FORMS = ("<seconds>", "uniform:<low>,<high>", "lognormal:<median>,<sigma>",
-         "exponential:<mean>")
+FORMS = ("<seconds>", "uniform:<low>,<high>", "lognormal:<median>,<sigma>", "exponential:<mean>")
 MAX_SECONDS = 600.0  # one call never waits longer than this, whatever is drawn
 
 
@@ -34,8 +33,9 @@ def _numbers(text: str, count: int, spec: str) -> list[float]:
     except ValueError:
         values = []
     if len(values) != count or any(v < 0 for v in values):
-        raise LatencyError(f"{ENV}={spec!r}: expected one of {', '.join(FORMS)} "
-                           "(non-negative seconds)")
+        raise LatencyError(
+            f"{ENV}={spec!r}: expected one of {', '.join(FORMS)} (non-negative seconds)"
+        )
     return values
 
 
@@ -60,6 +60,7 @@ def seconds(run_key: str, call: int, spec: str | None = None) -> float:
         mean = _numbers(params, 1, spec)[0]
         value = draw.expovariate(1 / mean) if mean else 0.0
     else:
-        raise LatencyError(f"{ENV}={spec!r}: unknown distribution {kind!r}; expected one of "
-                           f"{', '.join(FORMS)}")
+        raise LatencyError(
+            f"{ENV}={spec!r}: unknown distribution {kind!r}; expected one of {', '.join(FORMS)}"
+        )
     return min(MAX_SECONDS, value)

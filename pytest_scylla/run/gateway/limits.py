@@ -32,11 +32,23 @@ def body_length(value: str | None) -> tuple[int, int | None, str | None]:
         return 200, 0, None
     text = value.strip()
     if not text.isascii() or not text.isdigit():
-        return 400, None, (f"pytest-scylla gateway: Content-Length {value[:40]!r} is not a "
-                           "non-negative whole number")
+        return (
+            400,
+            None,
+            (
+                f"pytest-scylla gateway: Content-Length {value[:40]!r} is not a "
+                "non-negative whole number"
+            ),
+        )
     if int(text) > MAX_BODY_BYTES:
-        return 413, None, (f"pytest-scylla gateway: request body of {int(text)} bytes is over "
-                           f"the gateway's limit of {MAX_BODY_BYTES} bytes")
+        return (
+            413,
+            None,
+            (
+                f"pytest-scylla gateway: request body of {int(text)} bytes is over "
+                f"the gateway's limit of {MAX_BODY_BYTES} bytes"
+            ),
+        )
     return 200, int(text), None
 
 
@@ -55,12 +67,14 @@ def worst_case_usd(model: str | None, request: dict[str, Any], body_bytes: int) 
     cache (a token is at least one byte; a cache write is the dearest input) and the output cap
     at the output price, with an unknown model priced as the dearest known one."""
     price = pricing.price(model)
-    return (body_bytes * price.input * pricing.CACHE_WRITE_FACTOR
-            + output_cap(request) * price.output) / 1_000_000
+    return (
+        body_bytes * price.input * pricing.CACHE_WRITE_FACTOR + output_cap(request) * price.output
+    ) / 1_000_000
 
 
-def admit(spent: float, reserved: float, estimate: float, in_flight: int, limit: float
-          ) -> bool | None:
+def admit(
+    spent: float, reserved: float, estimate: float, in_flight: int, limit: float
+) -> bool | None:
     """Whether a call may go out now (True), must wait for a call in flight to settle (None),
     or is refused (False). Nothing goes out once the budget is spent. A call goes out alone
     (nothing in flight: it may overshoot by its own cost, as the last of a sequence of calls
@@ -80,8 +94,11 @@ def reserve(route: Route, estimate: float) -> str | None:
     """Reserve the call's worst case of the run's budget (`admit`, waiting for the calls in
     flight where it says so), or say why not."""
     with route.settled:
-        while (verdict := admit(route.spent_usd, route.reserved_usd, estimate,
-                                route.in_flight, route.max_cost_usd)) is None:
+        while (
+            verdict := admit(
+                route.spent_usd, route.reserved_usd, estimate, route.in_flight, route.max_cost_usd
+            )
+        ) is None:
             if route.closed.is_set():
                 break
             route.settled.wait(1.0)  # woken when a call settles (`release`)
@@ -92,10 +109,12 @@ def reserve(route: Route, estimate: float) -> str | None:
         if verdict is None:
             return "pytest-scylla: the run ended while this call waited for its budget"
         route.budget_exceeded = True
-        return (f"pytest-scylla: this run's budget of ${route.max_cost_usd:.2f} is spent "
-                f"(${route.spent_usd:.4f} spent, ${route.reserved_usd:.4f} held by "
-                f"{route.in_flight} calls in flight, this call may cost up to "
-                f"${estimate:.4f}); no further model calls")
+        return (
+            f"pytest-scylla: this run's budget of ${route.max_cost_usd:.2f} is spent "
+            f"(${route.spent_usd:.4f} spent, ${route.reserved_usd:.4f} held by "
+            f"{route.in_flight} calls in flight, this call may cost up to "
+            f"${estimate:.4f}); no further model calls"
+        )
 
 
 def release(route: Route, estimate: float) -> None:

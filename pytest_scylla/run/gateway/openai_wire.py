@@ -26,20 +26,28 @@ def schema_name(request: dict[str, Any]) -> str | None:
 def usage(anthropic_usage: dict[str, int]) -> dict[str, Any]:
     """OpenAI's usage from the oracle's counts (a cache write is plain input there)."""
     cached = anthropic_usage.get("cache_read_input_tokens", 0)
-    prompt = (anthropic_usage.get("input_tokens", 0) + cached
-              + anthropic_usage.get("cache_creation_input_tokens", 0))
+    prompt = (
+        anthropic_usage.get("input_tokens", 0)
+        + cached
+        + anthropic_usage.get("cache_creation_input_tokens", 0)
+    )
     completion = anthropic_usage.get("output_tokens", 0)
-    return {"prompt_tokens": prompt, "completion_tokens": completion,
-            "total_tokens": prompt + completion,
-            "prompt_tokens_details": {"cached_tokens": cached}}
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": cached},
+    }
 
 
 def billed(anthropic_usage: dict[str, int]) -> dict[str, int]:
     """What the gateway prices: uncached input, cached input (read), output."""
     cached = anthropic_usage.get("cache_read_input_tokens", 0)
-    return {"input_tokens": usage(anthropic_usage)["prompt_tokens"] - cached,
-            "cache_read_input_tokens": cached,
-            "output_tokens": anthropic_usage.get("output_tokens", 0)}
+    return {
+        "input_tokens": usage(anthropic_usage)["prompt_tokens"] - cached,
+        "cache_read_input_tokens": cached,
+        "output_tokens": anthropic_usage.get("output_tokens", 0),
+    }
 
 
 def _message(blocks: list[dict[str, Any]], structured: bool) -> dict[str, Any]:
@@ -49,31 +57,61 @@ def _message(blocks: list[dict[str, Any]], structured: bool) -> dict[str, Any]:
         return {"role": "assistant", "content": json.dumps(calls[0]["input"])}
     message: dict[str, Any] = {"role": "assistant", "content": "".join(texts) or None}
     if calls:
-        message["tool_calls"] = [{"id": b["id"], "type": "function", "function": {
-            "name": b["name"], "arguments": json.dumps(b["input"])}} for b in calls]
+        message["tool_calls"] = [
+            {
+                "id": b["id"],
+                "type": "function",
+                "function": {"name": b["name"], "arguments": json.dumps(b["input"])},
+            }
+            for b in calls
+        ]
     return message
 
 
-def completion(msg_id: str, model: str, blocks: list[dict[str, Any]], stop_reason: str,
-               counts: dict[str, int], structured: bool) -> dict[str, Any]:
+def completion(
+    msg_id: str,
+    model: str,
+    blocks: list[dict[str, Any]],
+    stop_reason: str,
+    counts: dict[str, int],
+    structured: bool,
+) -> dict[str, Any]:
     message = _message(blocks, structured)
     finish = "stop" if structured else FINISH.get(stop_reason, "stop")
-    return {"id": msg_id, "object": "chat.completion", "created": 0, "model": model,
-            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": usage(counts)}
+    return {
+        "id": msg_id,
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": usage(counts),
+    }
 
 
-def chunks(msg_id: str, model: str, blocks: list[dict[str, Any]], stop_reason: str,
-           counts: dict[str, int], structured: bool) -> Iterator[bytes]:
+def chunks(
+    msg_id: str,
+    model: str,
+    blocks: list[dict[str, Any]],
+    stop_reason: str,
+    counts: dict[str, int],
+    structured: bool,
+) -> Iterator[bytes]:
     """The streamed form: the role, the content (or each tool call), the finish reason, a last
     chunk with the usage (as `stream_options.include_usage` asks), then `[DONE]`."""
     whole = completion(msg_id, model, blocks, stop_reason, counts, structured)
     message, finish = whole["choices"][0]["message"], whole["choices"][0]["finish_reason"]
 
-    def chunk(delta: dict[str, Any], reason: str | None = None,
-              extra: dict[str, Any] | None = None) -> bytes:
-        body = {"id": msg_id, "object": "chat.completion.chunk", "created": 0, "model": model,
-                "choices": [{"index": 0, "delta": delta, "finish_reason": reason}], **(extra or {})}
+    def chunk(
+        delta: dict[str, Any], reason: str | None = None, extra: dict[str, Any] | None = None
+    ) -> bytes:
+        body = {
+            "id": msg_id,
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": reason}],
+            **(extra or {}),
+        }
         return f"data: {json.dumps(body, separators=(',', ':'))}\n\n".encode()
 
     yield chunk({"role": "assistant", "content": ""})
@@ -82,7 +120,13 @@ def chunks(msg_id: str, model: str, blocks: list[dict[str, Any]], stop_reason: s
     for index, call in enumerate(message.get("tool_calls") or []):
         yield chunk({"tool_calls": [{"index": index, **call}]})
     yield chunk({}, finish)
-    final = {"id": msg_id, "object": "chat.completion.chunk", "created": 0, "model": model,
-             "choices": [], "usage": whole["usage"]}
+    final = {
+        "id": msg_id,
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": model,
+        "choices": [],
+        "usage": whole["usage"],
+    }
     yield f"data: {json.dumps(final, separators=(',', ':'))}\n\n".encode()
     yield b"data: [DONE]\n\n"

@@ -61,9 +61,15 @@ class Script:
     faults: bool = True  # SCYLLA_ORACLE_FAULT applies (not to the harness's baseline probe)
 
     @classmethod
-    def for_case(cls, mode: str, solution: Path | None, workspace: Path,
-                 delegates: tuple[str, ...] = (), skills: tuple[str, ...] = (),
-                 mcp_servers: tuple[str, ...] = ()) -> Script:
+    def for_case(
+        cls,
+        mode: str,
+        solution: Path | None,
+        workspace: Path,
+        delegates: tuple[str, ...] = (),
+        skills: tuple[str, ...] = (),
+        mcp_servers: tuple[str, ...] = (),
+    ) -> Script:
         files: list[tuple[str, str]] = []
         if solution is not None and mode != "noop":
             for path in sorted(p for p in solution.rglob("*") if p.is_file()):
@@ -73,8 +79,15 @@ class Script:
                     text = "".join(lines[: len(lines) // 2])
                 files.append((path.relative_to(solution).as_posix(), text))
         existing = frozenset(rel for rel, _ in files if (workspace / rel).exists())
-        return cls(mode=mode, workspace=workspace, files=tuple(files), existing=existing,
-                   delegates=delegates, skills=skills, mcp_servers=mcp_servers)
+        return cls(
+            mode=mode,
+            workspace=workspace,
+            files=tuple(files),
+            existing=existing,
+            delegates=delegates,
+            skills=skills,
+            mcp_servers=mcp_servers,
+        )
 
 
 @dataclass(frozen=True)
@@ -97,8 +110,20 @@ def tool_names(request: dict[str, Any]) -> set[str]:
 
 
 # The main agent's file and shell tools, per CLI: Claude Code, Codex, Gemini CLI, opencode
-MAIN_TOOLS = frozenset({"Write", "Edit", "Bash", "exec_command", "shell", "apply_patch",
-                        "write_file", "run_shell_command", "write", "bash"})
+MAIN_TOOLS = frozenset(
+    {
+        "Write",
+        "Edit",
+        "Bash",
+        "exec_command",
+        "shell",
+        "apply_patch",
+        "write_file",
+        "run_shell_command",
+        "write",
+        "bash",
+    }
+)
 
 
 def is_main_agent(request: dict[str, Any]) -> bool:
@@ -122,8 +147,15 @@ def _tools(turn: int, calls: list[tuple[str, dict[str, Any]]], level: int = 0) -
     """Tool calls; ids unique across the delegation levels (a sub-agent's calls never share an
     id with the call that started it), as the real API's are."""
     scope = f"L{level}_" if level else ""
-    blocks = [{"type": "tool_use", "id": f"{TOOL_ID}{scope}{turn:02d}_{i:02d}", "name": name,
-               "input": args} for i, (name, args) in enumerate(calls)]
+    blocks = [
+        {
+            "type": "tool_use",
+            "id": f"{TOOL_ID}{scope}{turn:02d}_{i:02d}",
+            "name": name,
+            "input": args,
+        }
+        for i, (name, args) in enumerate(calls)
+    ]
     return Reply(200, blocks, stop_reason="tool_use")
 
 
@@ -133,8 +165,11 @@ def plan(script: Script, tools: set[str]) -> list[list[tuple[str, dict[str, Any]
         return []
     paths = [(str(script.workspace / rel), text) for rel, text in script.files]
     if "Write" in tools:
-        existing = [("Read", {"file_path": str(script.workspace / rel)})
-                    for rel, _ in script.files if rel in script.existing]
+        existing = [
+            ("Read", {"file_path": str(script.workspace / rel)})
+            for rel, _ in script.files
+            if rel in script.existing
+        ]
         writes = [("Write", {"file_path": p, "content": t}) for p, t in paths]
         return [existing, writes] if existing else [writes]
     if "write_file" in tools:  # Gemini CLI
@@ -142,26 +177,37 @@ def plan(script: Script, tools: set[str]) -> list[list[tuple[str, dict[str, Any]
     if "write" in tools:  # opencode
         return [[("write", {"filePath": p, "content": t}) for p, t in paths]]
     writer = shlex.quote("import sys; open(sys.argv[1], 'w').write(sys.argv[2])")
-    commands = [f"mkdir -p {shlex.quote(str(Path(path).parent))} && python3 -c {writer} "
-                f"{shlex.quote(path)} {shlex.quote(text)}" for path, text in paths]
+    commands = [
+        f"mkdir -p {shlex.quote(str(Path(path).parent))} && python3 -c {writer} "
+        f"{shlex.quote(path)} {shlex.quote(text)}"
+        for path, text in paths
+    ]
     calls = [oracle_tools.shell_call(tools, c, "Write a file") for c in commands]
     if all(calls):
         return [[c for c in calls if c is not None]]
     return _patches(script, paths) if "apply_patch" in tools else []
 
 
-def _patches(script: Script, paths: list[tuple[str, str]]
-             ) -> list[list[tuple[str, dict[str, Any]]]]:
+def _patches(
+    script: Script, paths: list[tuple[str, str]]
+) -> list[list[tuple[str, dict[str, Any]]]]:
     """opencode's `apply_patch` (its only file tool for some models): the files the workspace
     has are deleted first, then every file is added whole."""
-    def patch(sections: list[str]) -> tuple[str, dict[str, Any]]:
-        return "apply_patch", {"patchText": "\n".join(["*** Begin Patch", *sections,
-                                                        "*** End Patch"])}
 
-    added = [f"*** Add File: {path}\n" + "\n".join("+" + line for line in text.splitlines())
-             for path, text in paths]
-    gone = [f"*** Delete File: {script.workspace / rel}" for rel, _ in script.files
-            if rel in script.existing]
+    def patch(sections: list[str]) -> tuple[str, dict[str, Any]]:
+        return "apply_patch", {
+            "patchText": "\n".join(["*** Begin Patch", *sections, "*** End Patch"])
+        }
+
+    added = [
+        f"*** Add File: {path}\n" + "\n".join("+" + line for line in text.splitlines())
+        for path, text in paths
+    ]
+    gone = [
+        f"*** Delete File: {script.workspace / rel}"
+        for rel, _ in script.files
+        if rel in script.existing
+    ]
     return ([[patch(gone)]] if gone else []) + [[patch(added)]]
 
 
@@ -176,31 +222,49 @@ def _judge(script: Script, request: dict[str, Any]) -> Reply:
 def _limit_fault(injected: str | None, attempt: int) -> Reply | None:
     """The upstream error an injected fault answers with: overloaded, a rate or usage limit."""
     if injected == "overloaded":
-        return Reply(529, [], headers=(("retry-after", "1"),),
-                     error={"type": "overloaded_error", "message": "Overloaded (oracle fault)"})
+        return Reply(
+            529,
+            [],
+            headers=(("retry-after", "1"),),
+            error={"type": "overloaded_error", "message": "Overloaded (oracle fault)"},
+        )
     if injected == "rate-limited" and attempt == 0:  # a transient limit: a retry succeeds
-        return Reply(429, [], headers=(("retry-after", "1"),), error={
-            "type": "rate_limit_error", "message": "Rate limited (oracle fault)"})
+        return Reply(
+            429,
+            [],
+            headers=(("retry-after", "1"),),
+            error={"type": "rate_limit_error", "message": "Rate limited (oracle fault)"},
+        )
     if injected == "usage-limit" and not _usage_limit_fired.is_set():
         _usage_limit_fired.set()
         seconds = os.environ.get("SCYLLA_ORACLE_LIMIT_SECONDS", "3600")
-        return Reply(429, [], headers=(("retry-after", seconds),), error={
-            "type": "rate_limit_error",
-            "message": "usage limit reached for the current window (oracle fault)"})
+        return Reply(
+            429,
+            [],
+            headers=(("retry-after", seconds),),
+            error={
+                "type": "rate_limit_error",
+                "message": "usage limit reached for the current window (oracle fault)",
+            },
+        )
     return None
 
 
 def _attack_turn(hostile: attack.Attack, request: dict[str, Any]) -> Reply:
     """The hostile main agent's next scripted tool calls, or its final text."""
     turn = turns.oracle_turns(request)[0]
-    return _tools(turn, oracle_tools.portable(hostile.steps[turn], tool_names(request))) \
-        if turn < len(hostile.steps) else _text(hostile.final)
+    return (
+        _tools(turn, oracle_tools.portable(hostile.steps[turn], tool_names(request)))
+        if turn < len(hostile.steps)
+        else _text(hostile.final)
+    )
 
 
 def _crash(request: dict[str, Any], done: int) -> Reply:
     """The crash fault: a first turn asking the shell to kill the CLI."""
-    kill = oracle_tools.shell_call(tool_names(request), "kill -KILL $PPID",
-                                   "Stop the CLI (crash fault)")
+    kill = oracle_tools.shell_call(
+        tool_names(request), "kill -KILL $PPID", "Stop the CLI (crash fault)"
+    )
     if done == 0 and kill is not None:
         return _tools(0, [kill])
     return _text("The CLI should not have survived.")
@@ -209,8 +273,11 @@ def _crash(request: dict[str, Any], done: int) -> Reply:
 def _next_step(script: Script, request: dict[str, Any], done: int) -> Reply:
     """An agent's next step: the change handed down to the next sub-agent, or written."""
     level, offered = oracle_tools.level_of(request), tool_names(request)
-    handing = oracle_tools.delegate(offered, script.delegates[level], level, script.workspace) \
-        if (script.mode != "noop" and level < len(script.delegates)) else None
+    handing = (
+        oracle_tools.delegate(offered, script.delegates[level], level, script.workspace)
+        if (script.mode != "noop" and level < len(script.delegates))
+        else None
+    )
     if handing is not None:
         if done == 0:
             return _tools(0, [handing], level)
@@ -218,19 +285,25 @@ def _next_step(script: Script, request: dict[str, Any], done: int) -> Reply:
     return _write_step(script, request, offered, level, done)
 
 
-def _write_step(script: Script, request: dict[str, Any], offered: set[str], level: int,
-                done: int) -> Reply:
+def _write_step(
+    script: Script, request: dict[str, Any], offered: set[str], level: int, done: int
+) -> Reply:
     """The next turn of the writing (the skill and MCP uses first), then the summary."""
     work = plan(script, offered)
     if script.mode == "noop":
         return _text("I read the task and decided to make no changes.")
-    steps = (oracle_tools.uses(script.skills, script.mcp_servers, request)
-             if level == 0 else []) + work
+    steps = (
+        oracle_tools.uses(script.skills, script.mcp_servers, request) if level == 0 else []
+    ) + work
     if done < len(steps):
         return _tools(done, steps[done], level)
     if not work:
-        return _final(offered, "No file-writing tool is available, so I could not apply the "
-                      "change.", done, level)
+        return _final(
+            offered,
+            "No file-writing tool is available, so I could not apply the change.",
+            done,
+            level,
+        )
     names = ", ".join(rel for rel, _ in script.files)
     return _final(offered, f"Done. I wrote {names}.", done, level)
 

@@ -30,16 +30,23 @@ def asks_for_verdict(request: dict[str, Any], prepared: bool) -> bool:
 def _last_results(request: dict[str, Any]) -> list[dict[str, Any]]:
     """The tool results in the conversation's last message (Anthropic)."""
     content = (request.get("messages") or [{}])[-1].get("content")
-    return [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"] \
-        if isinstance(content, list) else []
+    return (
+        [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
+        if isinstance(content, list)
+        else []
+    )
 
 
 def judge_faults() -> dict[str, str]:
     """`SCYLLA_ORACLE_JUDGE_FAULT=malformed-once:<model>,never-valid:<model>` -> {model: kind}."""
-    entries = (e.strip().partition(":") for e in
-               os.environ.get("SCYLLA_ORACLE_JUDGE_FAULT", "").split(","))
-    return {model: kind for kind, _, model in entries
-            if kind in ("malformed-once", "never-valid") and model}
+    entries = (
+        e.strip().partition(":") for e in os.environ.get("SCYLLA_ORACLE_JUDGE_FAULT", "").split(",")
+    )
+    return {
+        model: kind
+        for kind, _, model in entries
+        if kind in ("malformed-once", "never-valid") and model
+    }
 
 
 def _harsh(model: str, run_key: str) -> bool:
@@ -53,27 +60,37 @@ def _harsh(model: str, run_key: str) -> bool:
     return False
 
 
-def verdict_call(prepared: dict[str, Any] | None, run_key: str, request: dict[str, Any]
-                 ) -> dict[str, Any] | None:
+def verdict_call(
+    prepared: dict[str, Any] | None, run_key: str, request: dict[str, Any]
+) -> dict[str, Any] | None:
     """The tool call submitting the verdict, which faults make malformed (missing items); None
     once the CLI accepted it."""
     delay = float(os.environ.get("SCYLLA_ORACLE_JUDGE_DELAY", "0") or 0)
     if delay > 0:
         time.sleep(delay)
-    if any(not b.get("is_error") and str(b.get("tool_use_id", "")).startswith(
-            "toolu_oracle_verdict") for b in _last_results(request)):
+    if any(
+        not b.get("is_error") and str(b.get("tool_use_id", "")).startswith("toolu_oracle_verdict")
+        for b in _last_results(request)
+    ):
         return None
     kind = judge_faults().get(str(request.get("model")))
     retry = any(m.get("role") == "assistant" for m in request.get("messages", [])) or (
-        "previous verdict was not accepted" in json.dumps(request.get("messages", [])))
+        "previous verdict was not accepted" in json.dumps(request.get("messages", []))
+    )
     verdict = prepared or {"items": {}, "reasoning": "no verdict prepared"}
     if kind == "never-valid" or (kind == "malformed-once" and not retry):
         items = dict(list(verdict["items"].items())[:-1])  # one item missing
         verdict = {"items": items, "reasoning": "(oracle fault: incomplete verdict)"}
     elif _harsh(str(request.get("model")), run_key):
-        verdict = {"items": {i: {**v, "achieved": 0} for i, v in verdict["items"].items()},
-                   "reasoning": "(oracle: a harsh judge, disagreeing on purpose)"}
+        verdict = {
+            "items": {i: {**v, "achieved": 0} for i, v in verdict["items"].items()},
+            "reasoning": "(oracle: a harsh judge, disagreeing on purpose)",
+        }
     name = STRUCTURED_TOOL if STRUCTURED_TOOL in turns.tools(request) else JUDGE_TOOL
     history = request.get("messages") or request.get("input") or []  # Responses: `input`
-    return {"type": "tool_use", "id": f"toolu_oracle_verdict_{len(history)}",
-            "name": name, "input": verdict}
+    return {
+        "type": "tool_use",
+        "id": f"toolu_oracle_verdict_{len(history)}",
+        "name": name,
+        "input": verdict,
+    }

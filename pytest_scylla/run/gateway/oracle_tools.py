@@ -20,24 +20,34 @@ def level_of(request: dict[str, Any]) -> int:
     return max(levels, default=0)
 
 
-def delegate(tools: set[str], agent: str, level: int, where: Path
-             ) -> tuple[str, dict[str, Any]] | None:
+def delegate(
+    tools: set[str], agent: str, level: int, where: Path
+) -> tuple[str, dict[str, Any]] | None:
     """A call handing the change to sub-agent `agent`, with the tool this CLI offers for it."""
-    prompt = (f"[scylla-oracle level {level + 1}] Make the change the task asks for in "
-              f"{where} and report back.")
+    prompt = (
+        f"[scylla-oracle level {level + 1}] Make the change the task asks for in "
+        f"{where} and report back."
+    )
     if "Agent" in tools:  # Claude Code
-        return "Agent", {"description": f"Hand the change to {agent}", "subagent_type": agent,
-                         "prompt": prompt}
+        return "Agent", {
+            "description": f"Hand the change to {agent}",
+            "subagent_type": agent,
+            "prompt": prompt,
+        }
     if "invoke_agent" in tools:  # Gemini CLI
         return "invoke_agent", {"agent_name": agent, "prompt": prompt}
     if "task" in tools:  # opencode
-        return "task", {"description": f"Hand the change to {agent}", "prompt": prompt,
-                        "subagent_type": agent}
+        return "task", {
+            "description": f"Hand the change to {agent}",
+            "prompt": prompt,
+            "subagent_type": agent,
+        }
     return None
 
 
-def uses(skills: tuple[str, ...], mcp_servers: tuple[str, ...], request: dict[str, Any]
-         ) -> list[list[tuple[str, dict[str, Any]]]]:
+def uses(
+    skills: tuple[str, ...], mcp_servers: tuple[str, ...], request: dict[str, Any]
+) -> list[list[tuple[str, dict[str, Any]]]]:
     """With `SCYLLA_ORACLE_USE=skills,mcp`: a turn invoking each declared skill (the Skill
     tool) and each declared MCP server's first offered tool whose required inputs are all
     strings, before the work."""
@@ -51,17 +61,23 @@ def uses(skills: tuple[str, ...], mcp_servers: tuple[str, ...], request: dict[st
             props = schema.get("properties") or {}
             required = schema.get("required") or []
             if name.startswith(f"mcp__{server}__") and all(
-                    (props.get(r) or {}).get("type") == "string" for r in required):
+                (props.get(r) or {}).get("type") == "string" for r in required
+            ):
                 calls.append((name, {r: "scylla oracle" for r in required}))
                 break
     return [calls] if calls else []
 
 
-def portable(calls: tuple[tuple[str, dict[str, Any]], ...], tools: set[str]
-             ) -> list[tuple[str, dict[str, Any]]]:
+def portable(
+    calls: tuple[tuple[str, dict[str, Any]], ...], tools: set[str]
+) -> list[tuple[str, dict[str, Any]]]:
     """An attack's calls for this CLI: its `Bash` calls through the shell tool it offers."""
-    found = [shell_call(tools, str(args.get("command", "")), "attack")
-             if name == "Bash" and "Bash" not in tools else (name, args) for name, args in calls]
+    found = [
+        shell_call(tools, str(args.get("command", "")), "attack")
+        if name == "Bash" and "Bash" not in tools
+        else (name, args)
+        for name, args in calls
+    ]
     return [call for call in found if call is not None]
 
 

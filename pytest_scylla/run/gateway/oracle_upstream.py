@@ -16,8 +16,15 @@ from pytest_scylla.run.gateway.upstreams import Client, Gate
 STALL_LIMIT_SECONDS = 24 * 3600
 
 
-def from_oracle(gw: Gate, route: Route, path: str, request: dict[str, Any], body: bytes,
-            client: Client, start: float) -> dict[str, Any]:
+def from_oracle(
+    gw: Gate,
+    route: Route,
+    path: str,
+    request: dict[str, Any],
+    body: bytes,
+    client: Client,
+    start: float,
+) -> dict[str, Any]:
     """The call answered by the oracle; the call log's entry."""
     if path.startswith("/v1/messages/count_tokens"):
         client.send_json(200, {"input_tokens": max(1, len(body) // 4)})
@@ -30,15 +37,15 @@ def from_oracle(gw: Gate, route: Route, path: str, request: dict[str, Any], body
     if reply.stall:
         route.closed.wait(STALL_LIMIT_SECONDS)
         client.close_connection = True
-        return {"status": None, "stalled": True,
-                "latency_s": round(time.monotonic() - start, 4)}
+        return {"status": None, "stalled": True, "latency_s": round(time.monotonic() - start, 4)}
     if reply.error is not None:
         return _error(gw, route, client, reply, reply.error, tries, start)
     return _answered(gw, route, path, request, body, client, reply, tries, start)
 
 
-def _reply(gw: Gate, route: Route, script: oracle.Script, request: dict[str, Any]
-           ) -> tuple[oracle.Reply, int, float]:
+def _reply(
+    gw: Gate, route: Route, script: oracle.Script, request: dict[str, Any]
+) -> tuple[oracle.Reply, int, float]:
     """(the oracle's reply, retries, seconds waited): asked again while it is an error worth
     retrying and the gateway's retry rule allows another attempt."""
     attempt, waited = 0, 0.0
@@ -47,29 +54,48 @@ def _reply(gw: Gate, route: Route, script: oracle.Script, request: dict[str, Any
         if reply.error is None or not retryable(reply.status):
             return reply, attempt, waited
         retry_after = dict(reply.headers).get("retry-after")
-        delay = gw.again(route, attempt, waited, reply.status, retry_after,
-                         reply.error.get("message", ""))
+        delay = gw.again(
+            route, attempt, waited, reply.status, retry_after, reply.error.get("message", "")
+        )
         if delay is None:
             return reply, attempt, waited
         attempt, waited = attempt + 1, waited + delay
 
 
-def _error(gw: Gate, route: Route, client: Client, reply: oracle.Reply, error: dict[str, Any],
-           tries: dict[str, Any], start: float) -> dict[str, Any]:
+def _error(
+    gw: Gate,
+    route: Route,
+    client: Client,
+    reply: oracle.Reply,
+    error: dict[str, Any],
+    tries: dict[str, Any],
+    start: float,
+) -> dict[str, Any]:
     """The oracle's error passed on as an upstream's (noted as trouble when not retryable)."""
     retry_after = dict(reply.headers).get("retry-after")
     if not retryable(reply.status):
         gw.infra(route, reply.status, retry_after, error.get("message", ""))
-    client.send_json(reply.status, {"type": "error", "error": error},
-                     gw.to_client(reply.headers))
-    return {"status": reply.status, "retry_after": retry_after,
-            "error": error.get("type"), **tries,
-            "latency_s": round(time.monotonic() - start, 4)}
+    client.send_json(reply.status, {"type": "error", "error": error}, gw.to_client(reply.headers))
+    return {
+        "status": reply.status,
+        "retry_after": retry_after,
+        "error": error.get("type"),
+        **tries,
+        "latency_s": round(time.monotonic() - start, 4),
+    }
 
 
-def _answered(gw: Gate, route: Route, path: str, request: dict[str, Any], body: bytes,
-              client: Client, reply: oracle.Reply, tries: dict[str, Any], start: float
-              ) -> dict[str, Any]:
+def _answered(
+    gw: Gate,
+    route: Route,
+    path: str,
+    request: dict[str, Any],
+    body: bytes,
+    client: Client,
+    reply: oracle.Reply,
+    tries: dict[str, Any],
+    start: float,
+) -> dict[str, Any]:
     """The oracle's reply sent in the call's wire format, its usage priced and counted."""
     gemini = gemini_wire.match(path)  # Gemini names the model, and streaming, in the path
     model = gemini[0] if gemini else str(request.get("model") or "oracle")
@@ -83,15 +109,23 @@ def _answered(gw: Gate, route: Route, path: str, request: dict[str, Any], body: 
     reader = UsageReader()  # what the oracle said, read as a real upstream's answer is
     first_byte, size = _send(client, pieces, stream, reader)
     dollars = gw.account(route, model, usage)
-    return {"status": 200, "reader": reader, "model": model, "usage": usage,
-            "cost_usd": round(dollars, 6),
-            "stop_reason": reply.stop_reason, "response_bytes": size, **tries,
-            "ttft_s": round((first_byte or time.monotonic()) - start, 4),
-            "latency_s": round(time.monotonic() - start, 4)}
+    return {
+        "status": 200,
+        "reader": reader,
+        "model": model,
+        "usage": usage,
+        "cost_usd": round(dollars, 6),
+        "stop_reason": reply.stop_reason,
+        "response_bytes": size,
+        **tries,
+        "ttft_s": round((first_byte or time.monotonic()) - start, 4),
+        "latency_s": round(time.monotonic() - start, 4),
+    }
 
 
-def _send(client: Client, pieces: Iterator[bytes], stream: bool, reader: UsageReader
-          ) -> tuple[float | None, int]:
+def _send(
+    client: Client, pieces: Iterator[bytes], stream: bool, reader: UsageReader
+) -> tuple[float | None, int]:
     """Write the reply to the client, streamed or as one JSON body, `reader` reading it; (the
     time of its first byte, its size)."""
     if not stream:
@@ -100,8 +134,7 @@ def _send(client: Client, pieces: Iterator[bytes], stream: bool, reader: UsageRe
         return time.monotonic(), len(data)
     first_byte: float | None = None
     size = 0
-    client.start_chunks(200, [("content-type", "text/event-stream"),
-                              ("cache-control", "no-cache")])
+    client.start_chunks(200, [("content-type", "text/event-stream"), ("cache-control", "no-cache")])
     for piece in pieces:
         first_byte = first_byte or time.monotonic()
         client.chunk(piece)

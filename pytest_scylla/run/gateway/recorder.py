@@ -23,8 +23,9 @@ class Recorder:
         else:
             super().__setattr__(name, value)
 
-    def send_json(self, status: int, payload: dict[str, Any],
-                  headers: Sequence[tuple[str, str]] = ()) -> bytes:
+    def send_json(
+        self, status: int, payload: dict[str, Any], headers: Sequence[tuple[str, str]] = ()
+    ) -> bytes:
         data: bytes = self.client.send_json(status, payload, headers)
         self.status, self.data = status, bytearray(data)
         return data
@@ -32,7 +33,8 @@ class Recorder:
     def start_chunks(self, status: int, headers: list[tuple[str, str]]) -> None:
         self.status = status
         self.content_type = dict((k.lower(), v) for k, v in headers).get(
-            "content-type", self.content_type)
+            "content-type", self.content_type
+        )
         self.client.start_chunks(status, headers)
 
     def chunk(self, data: bytes) -> None:
@@ -50,5 +52,7 @@ def quiet_error(request: Any, client_address: Any) -> None:
     from pytest_scylla.core.terminal import safe
 
     exc = sys.exc_info()[1]  # its text may quote what the agent sent
-    print(safe(f"pytest-scylla gateway: connection error: {type(exc).__name__}: {exc}"),
-          file=sys.stderr)
+    print(
+        safe(f"pytest-scylla gateway: connection error: {type(exc).__name__}: {exc}"),
+        file=sys.stderr,
+    )

@@ -43,11 +43,13 @@ def _ablation(route: Route, request: dict[str, Any]) -> str | None:
     if first and route.expected is not None:
         seen = ablation.observe(request)
         problems = ablation.compare(route.expected, seen)
-        route.ablation = {"checked": True, "problems": problems,
-                          "observed": seen.to_json(),
-                          "expected": route.expected.to_json()}
+        route.ablation = {
+            "checked": True,
+            "problems": problems,
+            "observed": seen.to_json(),
+            "expected": route.expected.to_json(),
+        }
     if route.ablation_failed():
         assert route.ablation is not None
-        return ("pytest-scylla ablation check failed: "
-                + "; ".join(route.ablation["problems"]))
+        return "pytest-scylla ablation check failed: " + "; ".join(route.ablation["problems"])
     return None

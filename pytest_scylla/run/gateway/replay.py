@@ -26,8 +26,10 @@ PRIVATE = re.compile(r"scylla-run-[A-Za-z0-9_-]{8}")  # a path, or its slug (`_`
 FENCE = re.compile(r"run-data-[0-9a-f]{16}")  # the judge prompt's random data fence
 # what a CLI's tool output holds that differs run to run (Codex: a random chunk id, the wall time)
 TOOL_OUTPUT = re.compile(r"(?<=Chunk ID: )[0-9a-f]+|(?<=Wall time: )[\d.]+(?= seconds)")
-DATES = re.compile(r"\b\d{4}-\d{2}-\d{2}\b|\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)\w* ?,? "
-                   r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\w* \d{1,2},? \d{4}\b")
+DATES = re.compile(
+    r"\b\d{4}-\d{2}-\d{2}\b|\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)\w* ?,? "
+    r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\w* \d{1,2},? \d{4}\b"
+)
 # per-session identifiers: Claude Code's metadata, Codex's client metadata and cache key and
 # the ids it gives each input item
 VOLATILE_KEYS = frozenset({"metadata", "client_metadata", "prompt_cache_key"})
@@ -37,8 +39,12 @@ VOLATILE_ITEM_ID = re.compile(r"^(?:msg|fco|rs|fc)_[0-9a-f-]{20,}$")
 def normalized(value: Any) -> Any:
     """The request as two runs of the same thing both send it."""
     if isinstance(value, dict):
-        return {k: normalized(v) for k, v in value.items() if k not in VOLATILE_KEYS
-                and not (k == "id" and isinstance(v, str) and VOLATILE_ITEM_ID.match(v))}
+        return {
+            k: normalized(v)
+            for k, v in value.items()
+            if k not in VOLATILE_KEYS
+            and not (k == "id" and isinstance(v, str) and VOLATILE_ITEM_ID.match(v))
+        }
     if isinstance(value, list):
         return [normalized(v) for v in value]
     if isinstance(value, str):
@@ -68,18 +74,21 @@ def difference(a: Any, b: Any, path: str = "$") -> str | None:
     if a == b:
         return None
     sa, sb = str(a), str(b)
-    at = next((i for i, (x, y) in enumerate(zip(sa, sb, strict=False)) if x != y),
-              min(len(sa), len(sb)))
-    return f"{path} at character {at}: recorded {sa[at:at + 60]!r}, now {sb[at:at + 60]!r}"
+    at = next(
+        (i for i, (x, y) in enumerate(zip(sa, sb, strict=False)) if x != y), min(len(sa), len(sb))
+    )
+    return f"{path} at character {at}: recorded {sa[at : at + 60]!r}, now {sb[at : at + 60]!r}"
 
 
-def record(folder: Path, seq: int, status: int, content_type: str, data: bytes,
-           counted: dict[str, Any]) -> None:
+def record(
+    folder: Path, seq: int, status: int, content_type: str, data: bytes, counted: dict[str, Any]
+) -> None:
     """Keep what the client received for call `seq`, and what the gateway counted of it."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{seq:04d}.response").write_bytes(data)
-    (folder / f"{seq:04d}.meta.json").write_text(json.dumps(
-        {"status": status, "content_type": content_type, **counted}), encoding="utf-8")
+    (folder / f"{seq:04d}.meta.json").write_text(
+        json.dumps({"status": status, "content_type": content_type, **counted}), encoding="utf-8"
+    )
 
 
 @dataclass
@@ -132,14 +141,22 @@ class Recording:
             data = data.replace(old.encode(), private.encode())
         status = meta.get("status")
         status = status if isinstance(status, int) and 200 <= status <= 599 else 502
-        kind = ("text/event-stream" if "event-stream" in str(meta.get("content_type"))
-                else "application/json")
+        kind = (
+            "text/event-stream"
+            if "event-stream" in str(meta.get("content_type"))
+            else "application/json"
+        )
         raw = meta.get("usage")
         usage: dict[Any, Any] = raw if isinstance(raw, dict) else {}
-        counted = {"model": str(meta.get("model") or "") or None,
-                   "usage": {k: v for k, v in usage.items() if isinstance(k, str)
-                             and isinstance(v, int) and v >= 0},
-                   "stop_reason": str(meta.get("stop_reason") or "") or None}
+        counted = {
+            "model": str(meta.get("model") or "") or None,
+            "usage": {
+                k: v
+                for k, v in usage.items()
+                if isinstance(k, str) and isinstance(v, int) and v >= 0
+            },
+            "stop_reason": str(meta.get("stop_reason") or "") or None,
+        }
         return status, kind, counted, data
 
 

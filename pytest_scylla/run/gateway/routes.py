@@ -18,9 +18,11 @@ from pytest_scylla.run.gateway.said import Said
 INFRA_STATUSES = frozenset({408, 429, 500, 502, 503, 504, 529})
 # What each upstream's clients may call (paths below the route); anything else is refused with
 # 403 and never forwarded: the credential serves model calls only, each one logged and priced.
-ENDPOINTS = {"anthropic": frozenset({"/v1/messages", "/v1/messages/count_tokens"}),
-             "openai": frozenset({"/chat/completions", "/responses"}),
-             "gemini": frozenset()}  # its paths name the model: `gemini_wire.match`
+ENDPOINTS = {
+    "anthropic": frozenset({"/v1/messages", "/v1/messages/count_tokens"}),
+    "openai": frozenset({"/chat/completions", "/responses"}),
+    "gemini": frozenset(),
+}  # its paths name the model: `gemini_wire.match`
 ENDPOINTS["oracle"] = ENDPOINTS["anthropic"] | ENDPOINTS["openai"]  # and Gemini's
 GEMINI_KEYS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")  # the harness's, in this order
 
@@ -29,7 +31,8 @@ def allowed(upstream: str, path: str) -> bool:
     """Whether `path` is a model endpoint of `upstream` (Gemini's, which the oracle also
     answers, are `models/<model>:generateContent` and `:streamGenerateContent`)."""
     return path in ENDPOINTS[upstream] or (
-        upstream in ("oracle", "gemini") and gemini_wire.match(path) is not None)
+        upstream in ("oracle", "gemini") and gemini_wire.match(path) is not None
+    )
 
 
 class UpstreamSetupError(RuntimeError):
@@ -45,11 +48,11 @@ def credential_headers(environ: dict[str, str] | None = None) -> dict[str, str]:
         return {"authorization": f"Bearer {env['ANTHROPIC_AUTH_TOKEN']}"}
     raise UpstreamSetupError(
         "no model credential: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) in the environment "
-        "pytest runs in, or run offline with --scylla-oracle (a SIMULATED model)")
+        "pytest runs in, or run offline with --scylla-oracle (a SIMULATED model)"
+    )
 
 
-def gemini_credential(environ: dict[str, str] | None = None, who: str = "Gemini"
-                      ) -> dict[str, str]:
+def gemini_credential(environ: dict[str, str] | None = None, who: str = "Gemini") -> dict[str, str]:
     """The real credential for Google's Gemini API (`x-goog-api-key`), from the harness's own
     environment; `who` names the caller in the message when there is none."""
     env = os.environ if environ is None else environ
@@ -59,7 +62,8 @@ def gemini_credential(environ: dict[str, str] | None = None, who: str = "Gemini"
     raise UpstreamSetupError(
         f"no model credential for {who}: set GEMINI_API_KEY (or GOOGLE_API_KEY; "
         "GOOGLE_GEMINI_BASE_URL for another endpoint) in the environment pytest runs in, or run "
-        "offline with --scylla-oracle (a SIMULATED model)")
+        "offline with --scylla-oracle (a SIMULATED model)"
+    )
 
 
 @dataclass
@@ -153,5 +157,5 @@ class RetryPolicy:
         hinted = retry_after_seconds(retry_after)
         if hinted is not None:
             return hinted
-        backoff: float = min(self.cap, self.base * 2.0 ** attempt)
+        backoff: float = min(self.cap, self.base * 2.0**attempt)
         return backoff * (0.5 + random.random() / 2)

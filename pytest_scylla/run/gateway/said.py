@@ -97,7 +97,7 @@ class Said:
         with self.lock:
             self.answers += answer.messages
             room = MAX_IDS - len(self.tool_ids)
-            self.tool_ids.update(answer.tool_ids[:max(0, room)])
+            self.tool_ids.update(answer.tool_ids[: max(0, room)])
             self.uncompared = self.uncompared or answer.cut or len(self.texts) >= MAX_TEXTS
             self.texts.update(digest(t) for t in [*texts, *joined])
             if agent and texts:

@@ -52,8 +52,9 @@ class Gateway:
     """The per-process proxy. `start()` it once, `open()` a route per run, `close()` it after."""
 
     def __init__(self, upstream_url: str | None = None) -> None:
-        self.upstream_url = (upstream_url or os.environ.get("SCYLLA_UPSTREAM_URL")
-                             or DEFAULT_UPSTREAM).rstrip("/")
+        self.upstream_url = (
+            upstream_url or os.environ.get("SCYLLA_UPSTREAM_URL") or DEFAULT_UPSTREAM
+        ).rstrip("/")
         self.routes: dict[str, Route] = {}
         self._servers: list[socketserver.BaseServer] = []
         self._client: Any = None
@@ -69,8 +70,12 @@ class Gateway:
         for server in (tcp, unix):
             server.gateway = self
             # a short poll: `stop` (shutdown) waits for the loop to notice, at every session end
-            threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                             name="scylla-gateway", daemon=True).start()
+            threading.Thread(
+                target=server.serve_forever,
+                kwargs={"poll_interval": 0.05},
+                name="scylla-gateway",
+                daemon=True,
+            ).start()
             self._servers.append(server)
         self.port = tcp.server_address[1]
         return self
@@ -133,22 +138,50 @@ class Gateway:
         reader = result.pop("reader", None)
         if isinstance(reader, UsageReader) and (result.get("status") or 0) < 300:
             route.said.add(reader.answer, agent=entry["role"] == "main")
-        self._log(route, {**entry, **result, "reserved_usd": round(estimate, 6),
-                          "latency_s": result.get("latency_s",
-                                                  round(time.monotonic() - start, 4))})
+        self._log(
+            route,
+            {
+                **entry,
+                **result,
+                "reserved_usd": round(estimate, 6),
+                "latency_s": result.get("latency_s", round(time.monotonic() - start, 4)),
+            },
+        )
 
-    def _refuse(self, route: Route, client: Handler, entry: dict[str, Any], status: int,
-                refusal: str, start: float) -> None:
+    def _refuse(
+        self,
+        route: Route,
+        client: Handler,
+        entry: dict[str, Any],
+        status: int,
+        refusal: str,
+        start: float,
+    ) -> None:
         """Answer a refused call with its reason, and log it."""
         route.refused += 1
-        client.send_json(status, {"type": "error", "error": {
-            "type": "permission_error" if status == 403 else "invalid_request_error",
-            "message": refusal}})
-        self._log(route, {**entry, "status": status, "refused": refusal,
-                          "latency_s": round(time.monotonic() - start, 4)})
+        client.send_json(
+            status,
+            {
+                "type": "error",
+                "error": {
+                    "type": "permission_error" if status == 403 else "invalid_request_error",
+                    "message": refusal,
+                },
+            },
+        )
+        self._log(
+            route,
+            {
+                **entry,
+                "status": status,
+                "refused": refusal,
+                "latency_s": round(time.monotonic() - start, 4),
+            },
+        )
 
-    def _paused(self, route: Route, client: Handler, entry: dict[str, Any], estimate: float,
-                start: float) -> bool:
+    def _paused(
+        self, route: Route, client: Handler, entry: dict[str, Any], estimate: float, start: float
+    ) -> bool:
         """Whether an upstream usage-window limit holds the call back (then answered 429 and
         logged, its budget reservation released)."""
         limit = self.limited
@@ -156,31 +189,57 @@ class Gateway:
             return False
         limits.release(route, estimate)  # (held, a waiting call of the run would wait on)
         wait = limit[0] - time.time()
-        message = (f"pytest-scylla gateway: upstream usage limit ({limit[1]}); it resets in "
-                   f"{wait:.0f}s and new runs are paused until then")
+        message = (
+            f"pytest-scylla gateway: upstream usage limit ({limit[1]}); it resets in "
+            f"{wait:.0f}s and new runs are paused until then"
+        )
         self.infra(route, 429, None, message)
-        client.send_json(429, {"type": "error", "error": {"type": "rate_limit_error",
-                                                          "message": message}})
-        self._log(route, {**entry, "status": 429, "limited": True,
-                          "latency_s": round(time.monotonic() - start, 4)})
+        client.send_json(
+            429, {"type": "error", "error": {"type": "rate_limit_error", "message": message}}
+        )
+        self._log(
+            route,
+            {
+                **entry,
+                "status": 429,
+                "limited": True,
+                "latency_s": round(time.monotonic() - start, 4),
+            },
+        )
         return True
 
-    def _answer(self, route: Route, seq: int, path: str, query: str, request: dict[str, Any],
-                body: bytes, client: Handler, start: float) -> dict[str, Any]:
+    def _answer(
+        self,
+        route: Route,
+        seq: int,
+        path: str,
+        query: str,
+        request: dict[str, Any],
+        body: bytes,
+        client: Handler,
+        start: float,
+    ) -> dict[str, Any]:
         """The call answered: from the recording, the oracle or the real upstream."""
         if route.replay is not None:
             result = replay_upstream.from_recording(self, route, seq, request, client)
         else:
             sink = Recorder(client) if route.bodies_dir is not None else client
             if route.upstream == "oracle":
-                result = oracle_upstream.from_oracle(self, route, path, request, body, sink,
-                                                     start)
+                result = oracle_upstream.from_oracle(self, route, path, request, body, sink, start)
             else:
                 result = upstreams.forward(self, route, path, query, sink, body, start)
             if isinstance(sink, Recorder) and route.bodies_dir is not None:
-                replay.record(route.bodies_dir, seq, sink.status, sink.content_type,
-                              bytes(sink.data), {"private": route.private, **{
-                                  k: result.get(k) for k in ("model", "usage", "stop_reason")}})
+                replay.record(
+                    route.bodies_dir,
+                    seq,
+                    sink.status,
+                    sink.content_type,
+                    bytes(sink.data),
+                    {
+                        "private": route.private,
+                        **{k: result.get(k) for k in ("model", "usage", "stop_reason")},
+                    },
+                )
         return result
 
     def refused_early(self, route: Route, path: str, status: int, why: str) -> None:
@@ -189,8 +248,18 @@ class Gateway:
             route.calls += 1
             route.refused += 1
             seq = route.calls
-        self._log(route, {"ts": now(), "run": route.key, "seq": seq, "endpoint": path,
-                          "upstream": route.upstream, "status": status, "refused": why})
+        self._log(
+            route,
+            {
+                "ts": now(),
+                "run": route.key,
+                "seq": seq,
+                "endpoint": path,
+                "upstream": route.upstream,
+                "status": status,
+                "refused": why,
+            },
+        )
 
     def account(self, route: Route, model: str | None, usage: dict[str, int]) -> float:
         price = pricing.price(model)
@@ -205,16 +274,34 @@ class Gateway:
             total["calls"] = total.get("calls", 0) + 1
         return dollars
 
-    def infra(self, route: Route, status: int | None, retry_after: str | None,
-               detail: str, retried: bool = False) -> dict[str, Any]:
-        event = {"ts": now(), "status": status, "retry_after": retry_after, "detail": detail,
-                 "retried_by_gateway": retried}
+    def infra(
+        self,
+        route: Route,
+        status: int | None,
+        retry_after: str | None,
+        detail: str,
+        retried: bool = False,
+    ) -> dict[str, Any]:
+        event = {
+            "ts": now(),
+            "status": status,
+            "retry_after": retry_after,
+            "detail": detail,
+            "retried_by_gateway": retried,
+        }
         with route.lock:
             route.infra.append(event)
         return event
 
-    def again(self, route: Route, attempt: int, waited: float, status: int | None,
-               retry_after: str | None, detail: str) -> float | None:
+    def again(
+        self,
+        route: Route,
+        attempt: int,
+        waited: float,
+        status: int | None,
+        retry_after: str | None,
+        detail: str,
+    ) -> float | None:
         """After a failed attempt: the seconds to wait before the next one, or None to pass
         the failure on (attempts or waiting used up, a usage-window limit, the run closed)."""
         policy = self.retry
@@ -247,8 +334,9 @@ class Gateway:
         if self._client is None:
             import httpx
 
-            self._client = httpx.Client(timeout=httpx.Timeout(600.0, connect=15.0),
-                                        follow_redirects=False)
+            self._client = httpx.Client(
+                timeout=httpx.Timeout(600.0, connect=15.0), follow_redirects=False
+            )
         return self._client
 
     def _log(self, route: Route, entry: dict[str, Any]) -> None:
@@ -260,12 +348,18 @@ class Gateway:
             os.close(fd)
 
 
-def _entry(route: Route, seq: int, path: str, request: dict[str, Any], body: bytes
-           ) -> dict[str, Any]:
+def _entry(
+    route: Route, seq: int, path: str, request: dict[str, Any], body: bytes
+) -> dict[str, Any]:
     """The start of a call's log entry: what was asked, of which model, by whom."""
-    return {"ts": now(), "run": route.key, "seq": seq, "endpoint": path,
-            "upstream": route.upstream,
-            "model_requested": request.get("model") or (gemini_wire.match(path) or [None])[0],
-            "role": "main" if oracle.is_main_agent(request) else "side",
-            "stream": bool(request.get("stream") or (gemini_wire.match(path) or ("", 0))[1]),
-            "request_bytes": len(body)}
+    return {
+        "ts": now(),
+        "run": route.key,
+        "seq": seq,
+        "endpoint": path,
+        "upstream": route.upstream,
+        "model_requested": request.get("model") or (gemini_wire.match(path) or [None])[0],
+        "role": "main" if oracle.is_main_agent(request) else "side",
+        "stream": bool(request.get("stream") or (gemini_wire.match(path) or ("", 0))[1]),
+        "request_bytes": len(body),
+    }

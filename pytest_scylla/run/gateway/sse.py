@@ -10,8 +10,12 @@ from typing import Any
 from pytest_scylla.run.gateway import gemini_wire
 from pytest_scylla.run.gateway.said import Answer
 
-USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_creation_input_tokens",
-                "cache_read_input_tokens")
+USAGE_FIELDS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+)
 # the events that end an OpenAI Responses stream, each carrying the whole response
 RESPONSE_ENDS = ("response.completed", "response.incomplete", "response.failed")
 
@@ -20,43 +24,92 @@ def event(name: str, data: dict[str, Any]) -> bytes:
     return f"event: {name}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
 
 
-def message_events(msg_id: str, model: str, blocks: list[dict[str, Any]], stop_reason: str,
-                   usage: dict[str, int]) -> Iterator[bytes]:
+def message_events(
+    msg_id: str, model: str, blocks: list[dict[str, Any]], stop_reason: str, usage: dict[str, int]
+) -> Iterator[bytes]:
     """The stream of one assistant message holding `blocks` (text or tool_use)."""
     start_usage = {**usage, "output_tokens": 1}
-    yield event("message_start", {"type": "message_start", "message": {
-        "id": msg_id, "type": "message", "role": "assistant", "model": model, "content": [],
-        "stop_reason": None, "stop_sequence": None, "usage": start_usage}})
+    yield event(
+        "message_start",
+        {
+            "type": "message_start",
+            "message": {
+                "id": msg_id,
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": [],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": start_usage,
+            },
+        },
+    )
     for index, block in enumerate(blocks):
         yield from _block_events(index, block)
-    yield event("message_delta", {"type": "message_delta",
-                                  "delta": {"stop_reason": stop_reason, "stop_sequence": None},
-                                  "usage": {"output_tokens": usage["output_tokens"]}})
+    yield event(
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+            "usage": {"output_tokens": usage["output_tokens"]},
+        },
+    )
     yield event("message_stop", {"type": "message_stop"})
 
 
 def _block_events(index: int, block: dict[str, Any]) -> Iterator[bytes]:
     """The start, one delta and the stop of content block `index` (text or tool_use)."""
     if block["type"] == "text":
-        yield event("content_block_start", {"type": "content_block_start", "index": index,
-                                            "content_block": {"type": "text", "text": ""}})
-        yield event("content_block_delta", {"type": "content_block_delta", "index": index,
-                                            "delta": {"type": "text_delta",
-                                                      "text": block["text"]}})
+        yield event(
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": index,
+                "content_block": {"type": "text", "text": ""},
+            },
+        )
+        yield event(
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": index,
+                "delta": {"type": "text_delta", "text": block["text"]},
+            },
+        )
     else:
-        yield event("content_block_start", {"type": "content_block_start", "index": index,
-                                            "content_block": {**block, "input": {}}})
-        yield event("content_block_delta", {"type": "content_block_delta", "index": index,
-                                            "delta": {"type": "input_json_delta",
-                                                      "partial_json": json.dumps(
-                                                          block["input"])}})
+        yield event(
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": index,
+                "content_block": {**block, "input": {}},
+            },
+        )
+        yield event(
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": index,
+                "delta": {"type": "input_json_delta", "partial_json": json.dumps(block["input"])},
+            },
+        )
     yield event("content_block_stop", {"type": "content_block_stop", "index": index})
 
 
-def message_json(msg_id: str, model: str, blocks: list[dict[str, Any]], stop_reason: str,
-                 usage: dict[str, int]) -> dict[str, Any]:
-    return {"id": msg_id, "type": "message", "role": "assistant", "model": model,
-            "content": blocks, "stop_reason": stop_reason, "stop_sequence": None, "usage": usage}
+def message_json(
+    msg_id: str, model: str, blocks: list[dict[str, Any]], stop_reason: str, usage: dict[str, int]
+) -> dict[str, Any]:
+    return {
+        "id": msg_id,
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": blocks,
+        "stop_reason": stop_reason,
+        "stop_sequence": None,
+        "usage": usage,
+    }
 
 
 class UsageReader:
@@ -78,7 +131,7 @@ class UsageReader:
             cut = self._buffer.find(b"\n\n")
             if cut < 0:
                 return
-            raw, self._buffer = self._buffer[:cut], self._buffer[cut + 2:]
+            raw, self._buffer = self._buffer[:cut], self._buffer[cut + 2 :]
             for line in raw.split(b"\n"):
                 if line.startswith(b"data:"):
                     self._data(line[5:].strip())
@@ -117,9 +170,11 @@ class UsageReader:
         usage = response.get("usage")
         if isinstance(usage, dict) and isinstance(usage.get("input_tokens"), int):
             cached = (usage.get("input_tokens_details") or {}).get("cached_tokens") or 0
-            self.usage = {"input_tokens": usage["input_tokens"] - int(cached),
-                          "cache_read_input_tokens": int(cached),
-                          "output_tokens": int(usage.get("output_tokens") or 0)}
+            self.usage = {
+                "input_tokens": usage["input_tokens"] - int(cached),
+                "cache_read_input_tokens": int(cached),
+                "output_tokens": int(usage.get("output_tokens") or 0),
+            }
         if isinstance(response.get("error"), dict):
             self.error = response["error"]
 
@@ -143,11 +198,12 @@ class UsageReader:
         usage = data.get("usage")
         if isinstance(usage, dict) and isinstance(usage.get("prompt_tokens"), int):
             details = usage.get("prompt_tokens_details")
-            cached = int((details.get("cached_tokens") if isinstance(details, dict) else 0)
-                         or 0)
-            self.usage = {"input_tokens": usage["prompt_tokens"] - cached,
-                          "output_tokens": int(usage.get("completion_tokens") or 0),
-                          **({"cache_read_input_tokens": cached} if cached else {})}
+            cached = int((details.get("cached_tokens") if isinstance(details, dict) else 0) or 0)
+            self.usage = {
+                "input_tokens": usage["prompt_tokens"] - cached,
+                "output_tokens": int(usage.get("completion_tokens") or 0),
+                **({"cache_read_input_tokens": cached} if cached else {}),
+            }
         choices = data.get("choices")
         if isinstance(choices, list) and choices and isinstance(choices[0], dict):
             self.stop_reason = choices[0].get("finish_reason") or self.stop_reason
@@ -193,5 +249,3 @@ class UsageReader:
             self.stop_reason = data.get("stop_reason")
             if data.get("type") == "error":
                 self.error = data.get("error")
-
-

@@ -30,17 +30,16 @@ def tools(request: dict[str, Any]) -> dict[str, dict[str, Any]]:
     for tool in _dicts(request.get("tools")):
         if isinstance(tool.get("functionDeclarations"), list):  # Gemini
             for decl in _dicts(tool["functionDeclarations"]):
-                found[str(decl.get("name", ""))] = (decl.get("parametersJsonSchema")
-                                                    or decl.get("parameters") or {})
+                found[str(decl.get("name", ""))] = (
+                    decl.get("parametersJsonSchema") or decl.get("parameters") or {}
+                )
         elif tool.get("type") == "namespace":  # Responses: a group, e.g. an MCP server's
             for inner in _dicts(tool.get("tools")):
                 found[f"{tool.get('name')}__{inner.get('name')}"] = inner.get("parameters") or {}
         elif isinstance(tool.get("function"), dict):  # Chat Completions
-            found[str(tool["function"].get("name", ""))] = tool["function"].get(
-                "parameters") or {}
+            found[str(tool["function"].get("name", ""))] = tool["function"].get("parameters") or {}
         elif tool.get("name"):  # Anthropic, Responses functions
-            found[str(tool["name"])] = (tool.get("input_schema") or tool.get("parameters")
-                                        or {})
+            found[str(tool["name"])] = tool.get("input_schema") or tool.get("parameters") or {}
     found.pop("", None)
     return found
 
@@ -49,14 +48,23 @@ def _call_ids(request: dict[str, Any]) -> list[str]:
     """The ids of the tool calls made so far, in order."""
     ids: list[str] = []
     for message in _dicts(request.get("messages")):
-        ids += [str(b.get("id", "")) for b in _dicts(message.get("content"))
-                if b.get("type") == "tool_use"]
+        ids += [
+            str(b.get("id", ""))
+            for b in _dicts(message.get("content"))
+            if b.get("type") == "tool_use"
+        ]
         ids += [str(c.get("id", "")) for c in _dicts(message.get("tool_calls"))]
-    ids += [str(i.get("call_id", "")) for i in _dicts(request.get("input"))
-            if i.get("type") == "function_call"]
+    ids += [
+        str(i.get("call_id", ""))
+        for i in _dicts(request.get("input"))
+        if i.get("type") == "function_call"
+    ]
     for content in _dicts(request.get("contents")):
-        ids += [str((p.get("functionCall") or {}).get("id", "")) for p in _dicts(
-            content.get("parts")) if isinstance(p.get("functionCall"), dict)]
+        ids += [
+            str((p.get("functionCall") or {}).get("id", ""))
+            for p in _dicts(content.get("parts"))
+            if isinstance(p.get("functionCall"), dict)
+        ]
     return ids
 
 
@@ -74,8 +82,11 @@ def last_failed(request: dict[str, Any]) -> bool:
     error object."""
     messages = _dicts(request.get("messages"))
     if messages and isinstance(messages[-1].get("content"), list):  # Anthropic
-        return any(b.get("is_error") for b in _dicts(messages[-1]["content"])
-                   if b.get("type") == "tool_result")
+        return any(
+            b.get("is_error")
+            for b in _dicts(messages[-1]["content"])
+            if b.get("type") == "tool_result"
+        )
     outputs: list[Any] = []
     for message in reversed(messages):  # Chat Completions
         if message.get("role") != "tool":
@@ -89,27 +100,37 @@ def last_failed(request: dict[str, Any]) -> bool:
             return True
     contents = _dicts(request.get("contents"))
     if contents:  # Gemini
-        outputs += [p["functionResponse"].get("response") for p in _dicts(
-            contents[-1].get("parts")) if isinstance(p.get("functionResponse"), dict)]
+        outputs += [
+            p["functionResponse"].get("response")
+            for p in _dicts(contents[-1].get("parts"))
+            if isinstance(p.get("functionResponse"), dict)
+        ]
     return any(_failed(out) for out in outputs)
 
 
 def oracle_turns(request: dict[str, Any]) -> tuple[int, bool]:
     """(how many oracle tool turns are in the conversation, whether one of the last turn's calls
     failed). Oracle calls carry ids `toolu_oracle_[L<n>_]<turn>_<i>`; a turn is one reply."""
-    turns = {i[len(TOOL_ID):].rsplit("_", 1)[0] for i in _call_ids(request)
-             if i.startswith(TOOL_ID) and not i.startswith(TOOL_ID + "verdict")}
+    turns = {
+        i[len(TOOL_ID) :].rsplit("_", 1)[0]
+        for i in _call_ids(request)
+        if i.startswith(TOOL_ID) and not i.startswith(TOOL_ID + "verdict")
+    }
     return len(turns), last_failed(request)
 
 
 def first_user_text(request: dict[str, Any]) -> str:
     """The text of the conversation's first user message (where a sub-agent's brief is)."""
     for message in _dicts(request.get("messages")) + [
-            i for i in _dicts(request.get("input")) if i.get("type", "message") == "message"]:
+        i for i in _dicts(request.get("input")) if i.get("type", "message") == "message"
+    ]:
         if message.get("role") == "user":
             content = message.get("content")
-            return content if isinstance(content, str) else "\n".join(
-                str(b.get("text", "")) for b in _dicts(content))
+            return (
+                content
+                if isinstance(content, str)
+                else "\n".join(str(b.get("text", "")) for b in _dicts(content))
+            )
     for content in _dicts(request.get("contents")):  # Gemini
         if content.get("role") == "user":
             return "\n".join(str(p.get("text", "")) for p in _dicts(content.get("parts")))

@@ -42,25 +42,51 @@ from pytest_scylla.run.sandbox.processes import (
     wait,
 )
 
-__all__ = ["BRIDGE", "INSIDE_PORT", "INSIDE_SOCKET_DIR", "SYSTEM_TOPS", "Bwrap", "Finished",
-           "Sandbox", "SandboxError", "_processes", "base_env", "builtin", "bwrap_advice", "bwrap_works",
-           "choose", "docker_unusable", "exited", "hide_environment", "start", "subreaper",
-           "sweep", "system_paths", "wait"]
+__all__ = [
+    "BRIDGE",
+    "INSIDE_PORT",
+    "INSIDE_SOCKET_DIR",
+    "SYSTEM_TOPS",
+    "Bwrap",
+    "Finished",
+    "Sandbox",
+    "SandboxError",
+    "_processes",
+    "base_env",
+    "builtin",
+    "bwrap_advice",
+    "bwrap_works",
+    "choose",
+    "docker_unusable",
+    "exited",
+    "hide_environment",
+    "start",
+    "subreaper",
+    "sweep",
+    "system_paths",
+    "wait",
+]
 
 
 def docker_unusable(image: str = "host") -> str | None:
     """None when a Docker engine answers and `image` is on it (for `host`: the host toolchain
     image a docker session imported, or `scylla image build --host`); else why not. Cheap where
     no engine is configured: the SDK is imported only when there is one to ask."""
-    configured = bool(os.environ.get("DOCKER_HOST") or os.environ.get("DOCKER_CONTEXT")
-                      or Path("/var/run/docker.sock").exists())
+    configured = bool(
+        os.environ.get("DOCKER_HOST")
+        or os.environ.get("DOCKER_CONTEXT")
+        or Path("/var/run/docker.sock").exists()
+    )
     if not configured:
         config = Path(os.environ.get("DOCKER_CONFIG") or Path.home() / ".docker") / "config.json"
         with contextlib.suppress(OSError, ValueError):
             import json
 
             configured = json.loads(config.read_text()).get("currentContext") not in (
-                None, "", "default")
+                None,
+                "",
+                "default",
+            )
     if not configured:
         return "no Docker engine is configured (no DOCKER_HOST, context or /var/run/docker.sock)"
     from pytest_scylla.run.sandbox import docker_engine as docker
@@ -72,8 +98,10 @@ def docker_unusable(image: str = "host") -> str | None:
     try:
         remote = not str(engine.api.base_url).startswith("http+docker://localhost")
         if remote and image == "host":
-            return (f"the engine at {engine.api.base_url} is remote, and the host image runs "
-                    "only on a local one")
+            return (
+                f"the engine at {engine.api.base_url} is remote, and the host image runs "
+                "only on a local one"
+            )
         if not docker.image_present(engine, image):
             return f"image {image} is not on the Docker engine"
     finally:
@@ -89,9 +117,12 @@ def builtin() -> dict[str, type[Sandbox]]:
     return {"local": Sandbox, "bwrap": Bwrap, "docker": Docker}
 
 
-def choose(kind: str, real_model: bool = False, image: str = "host",
-           sandboxes: Mapping[str, type[Sandbox]] | None = None
-           ) -> tuple[type[Sandbox], str | None]:
+def choose(
+    kind: str,
+    real_model: bool = False,
+    image: str = "host",
+    sandboxes: Mapping[str, type[Sandbox]] | None = None,
+) -> tuple[type[Sandbox], str | None]:
     """(sandbox class, note) for the `--scylla-sandbox` value: `auto`, or a name of `sandboxes`
     (the registry's: the built-in ones and those plugins add; default the built-in ones). The
     note says why `auto` chose what it chose. `auto` never falls back to `local`, with a real
@@ -100,25 +131,32 @@ def choose(kind: str, real_model: bool = False, image: str = "host",
     if kind != "auto":
         chosen = (sandboxes or builtin())[kind]
         if chosen is Bwrap and (problem := bwrap_works()):
-            raise SandboxError(f"--scylla-sandbox=bwrap: {problem}; to fix: "
-                               f"{bwrap_advice(problem)}")
+            raise SandboxError(
+                f"--scylla-sandbox=bwrap: {problem}; to fix: {bwrap_advice(problem)}"
+            )
         return chosen, None
     from pytest_scylla.run.sandbox.docker import Docker
 
     no_docker = docker_unusable(image)
     if no_docker is None:
-        return Docker, (f"sandbox=docker (auto: a Docker engine answers and image {image} "
-                        "is on it)")
+        return Docker, (
+            f"sandbox=docker (auto: a Docker engine answers and image {image} is on it)"
+        )
     if image != "host":
-        raise SandboxError(f"--scylla-image={image} needs the docker sandbox, and auto "
-                           f"cannot use it: {no_docker}")
+        raise SandboxError(
+            f"--scylla-image={image} needs the docker sandbox, and auto cannot use it: {no_docker}"
+        )
     problem = bwrap_works()
     if problem:  # the oracle stops here too: a smoke job must fail where the real job would
-        why = ("this session calls a real model with your credential: an unisolated agent "
-               "could read it and everything else this user can" if real_model else
-               "a session with a real model would stop here, so this one does too")
+        why = (
+            "this session calls a real model with your credential: an unisolated agent "
+            "could read it and everything else this user can"
+            if real_model
+            else "a session with a real model would stop here, so this one does too"
+        )
         raise SandboxError(
             f"--scylla-sandbox=auto: no sandbox isolates here (bubblewrap: {problem}; docker: "
             f"{no_docker}), and {why}. To fix: {bwrap_advice(problem)}; or pass "
-            "--scylla-sandbox=local to run unisolated knowingly")
+            "--scylla-sandbox=local to run unisolated knowingly"
+        )
     return Bwrap, f"sandbox=bwrap (auto: bubblewrap works; no docker: {no_docker})"

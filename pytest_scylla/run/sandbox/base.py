@@ -24,8 +24,9 @@ INSIDE_PORT = 8787  # the bridge's port inside bwrap's private network namespace
 INSIDE_SOCKET_DIR = "/run/scylla"
 BRIDGE = Path(__file__).with_name("bridge.py")
 # the host's system folders a sandbox shows read-only (bwrap and docker's host image)
-SYSTEM_TOPS = tuple(Path("/") / top for top in ("usr", "etc", "bin", "sbin", "lib", "lib32",
-                                                  "lib64", "libx32"))
+SYSTEM_TOPS = tuple(
+    Path("/") / top for top in ("usr", "etc", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
+)
 
 
 def base_env(private: Path) -> dict[str, str]:
@@ -33,9 +34,16 @@ def base_env(private: Path) -> dict[str, str]:
     credential, no config), HOME and TMPDIR inside the run's private folder."""
     bindir = str(Path(sys.executable).parent)
     path = os.environ.get("PATH", os.defpath)
-    return {"PATH": os.pathsep.join([bindir, path]), "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
-            "TERM": "dumb", "USER": os.environ.get("USER", "scylla"), "HOME": str(private / "home"),
-            "TMPDIR": str(private / "tmp"), "NO_COLOR": "1"}
+    return {
+        "PATH": os.pathsep.join([bindir, path]),
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "TERM": "dumb",
+        "USER": os.environ.get("USER", "scylla"),
+        "HOME": str(private / "home"),
+        "TMPDIR": str(private / "tmp"),
+        "NO_COLOR": "1",
+    }
 
 
 class SandboxError(RuntimeError):
@@ -47,8 +55,9 @@ class Sandbox:
 
     name = "local"
 
-    def __init__(self, gateway_port: int = 0, socket_dir: Path | None = None,
-                 readable: Sequence[Path] = ()) -> None:
+    def __init__(
+        self, gateway_port: int = 0, socket_dir: Path | None = None, readable: Sequence[Path] = ()
+    ) -> None:
         self.gateway_port = gateway_port
         self.socket_dir = socket_dir
         self.readable = tuple(readable)
@@ -57,8 +66,9 @@ class Sandbox:
     def base_url(self, key: str) -> str:
         return f"http://127.0.0.1:{self.gateway_port}/run/{key}"
 
-    def wrap(self, argv: Sequence[str], cwd: Path, private: Path, bridge: bool = False
-             ) -> list[str]:
+    def wrap(
+        self, argv: Sequence[str], cwd: Path, private: Path, bridge: bool = False
+    ) -> list[str]:
         """The argv that runs `argv` in this sandbox with `private` writable."""
         return list(argv)
 
@@ -66,8 +76,9 @@ class Sandbox:
         """The sandbox's own error when it could not start the command (from its stderr)."""
         return None
 
-    def executor(self, private: Path) -> Callable[
-            [list[str], Path, Mapping[str, str], float], tuple[int | None, str, str]] | None:
+    def executor(
+        self, private: Path
+    ) -> Callable[[list[str], Path, Mapping[str, str], float], tuple[int | None, str, str]] | None:
         """A way to run a check inside this sandbox without a host process (None: checks are
         started on the host through `wrap`)."""
         return None
@@ -93,9 +104,18 @@ class Sandbox:
         """The version of the agent CLI that runs in this sandbox (with `image`)."""
         return host_version
 
-    def run(self, argv: Sequence[str], cwd: Path, private: Path, env: dict[str, str],
-            stdin: str | None, timeout: float, stdout: IO[bytes] | int,
-            stderr: IO[bytes] | int, bridge: bool = False) -> Finished:
+    def run(
+        self,
+        argv: Sequence[str],
+        cwd: Path,
+        private: Path,
+        env: dict[str, str],
+        stdin: str | None,
+        timeout: float,
+        stdout: IO[bytes] | int,
+        stderr: IO[bytes] | int,
+        bridge: bool = False,
+    ) -> Finished:
         """Run `argv`, wait for it (at most `timeout` seconds), then stop whatever it left."""
         me = os.getpid()
         before = {pid for pid, (ppid, _) in _processes().items() if ppid == me}

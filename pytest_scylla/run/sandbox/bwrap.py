@@ -24,9 +24,13 @@ from pytest_scylla.run.sandbox.hostpaths import system_paths
 class Bwrap(Sandbox):
     name = "bwrap"
 
-    def __init__(self, gateway_port: int = 0, socket_dir: Path | None = None,
-                 readable: Sequence[Path] = (), limits: tuple[int, float, int] | None = None
-                 ) -> None:
+    def __init__(
+        self,
+        gateway_port: int = 0,
+        socket_dir: Path | None = None,
+        readable: Sequence[Path] = (),
+        limits: tuple[int, float, int] | None = None,
+    ) -> None:
         super().__init__(gateway_port, socket_dir, readable)
         self.limits = None if limits is None else _limits.Limits(*limits)
         self.groups: dict[Path, _limits.Group] = {}  # by private folder, until close()
@@ -51,20 +55,32 @@ class Bwrap(Sandbox):
             try:
                 self.groups[private] = _limits.create(self.limits)
             except OSError as exc:
-                raise SandboxError(f"--scylla-limits under bwrap: cannot make the run's cgroup "
-                                   f"({exc}); run where /sys/fs/cgroup is writable, or use "
-                                   "--scylla-sandbox=docker") from exc
-        return (_limits.wrapper(self.groups[private]),
-                ["--size", str(self.limits.tmp), "--tmpfs", "/tmp"])
+                raise SandboxError(
+                    f"--scylla-limits under bwrap: cannot make the run's cgroup "
+                    f"({exc}); run where /sys/fs/cgroup is writable, or use "
+                    "--scylla-sandbox=docker"
+                ) from exc
+        return (
+            _limits.wrapper(self.groups[private]),
+            ["--size", str(self.limits.tmp), "--tmpfs", "/tmp"],
+        )
 
-    def wrap(self, argv: Sequence[str], cwd: Path, private: Path, bridge: bool = False
-             ) -> list[str]:
+    def wrap(
+        self, argv: Sequence[str], cwd: Path, private: Path, bridge: bool = False
+    ) -> list[str]:
         prefix, tmp = self._confine(private)
         if prefix and shutil.which("bwrap") is None:  # the cgroup's wrapper would exec it:
             # the same error as starting a missing bwrap directly, before any process starts
             raise FileNotFoundError(2, os.strerror(2), "bwrap")
-        args = [*prefix, "bwrap", "--unshare-all", "--die-with-parent", "--new-session",
-                "--hostname", "scylla"]
+        args = [
+            *prefix,
+            "bwrap",
+            "--unshare-all",
+            "--die-with-parent",
+            "--new-session",
+            "--hostname",
+            "scylla",
+        ]
         for path in SYSTEM_TOPS:
             if path.is_symlink():
                 args += ["--symlink", os.readlink(path), str(path)]
@@ -76,8 +92,16 @@ class Bwrap(Sandbox):
             args += ["--ro-bind", str(path), str(path)]
         args += ["--bind", str(private), str(private)]
         if bridge and self.socket_dir is not None:
-            args += ["--dir", "/run", "--bind", str(self.socket_dir), INSIDE_SOCKET_DIR,
-                     "--ro-bind", str(BRIDGE.parent), str(BRIDGE.parent)]
+            args += [
+                "--dir",
+                "/run",
+                "--bind",
+                str(self.socket_dir),
+                INSIDE_SOCKET_DIR,
+                "--ro-bind",
+                str(BRIDGE.parent),
+                str(BRIDGE.parent),
+            ]
         args += ["--chdir", str(cwd), "--"]
         if bridge:
             socket_name = f"{INSIDE_SOCKET_DIR}/gateway.sock"

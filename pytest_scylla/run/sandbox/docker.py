@@ -37,11 +37,16 @@ class Docker(DockerContainers):
     name = "docker"
 
     def describe(self, image: str | None) -> dict[str, Any]:
-        memory, cpus, pids = (self.limits["mem_limit"], self.limits["nano_cpus"] / 1e9,
-                              self.limits["pids_limit"])
-        return {"image": self.image(image).to_json(),
-                "limits": {"memory": memory, "cpus": cpus, "pids": pids},
-                "transfer": "copy" if self.copy else "bind"}
+        memory, cpus, pids = (
+            self.limits["mem_limit"],
+            self.limits["nano_cpus"] / 1e9,
+            self.limits["pids_limit"],
+        )
+        return {
+            "image": self.image(image).to_json(),
+            "limits": {"memory": memory, "cpus": cpus, "pids": pids},
+            "transfer": "copy" if self.copy else "bind",
+        }
 
     def cli(self, host_cli: Path, image: str | None) -> str:
         return str(host_cli) if self.image(image).host else "claude"
@@ -54,44 +59,76 @@ class Docker(DockerContainers):
         if found.id not in self._cli_versions:
             try:
                 said = self.engine.containers.run(
-                    found.id, ["claude", "--version"], remove=True, network_mode="none",
-                    user=f"{os.getuid()}:{os.getgid()}", environment={"HOME": "/tmp"},
-                    read_only=True, tmpfs={"/tmp": "rw"}, **self.limits)
+                    found.id,
+                    ["claude", "--version"],
+                    remove=True,
+                    network_mode="none",
+                    user=f"{os.getuid()}:{os.getgid()}",
+                    environment={"HOME": "/tmp"},
+                    read_only=True,
+                    tmpfs={"/tmp": "rw"},
+                    **self.limits,
+                )
             except Exception as exc:
-                raise SandboxError(f"image {found.ref}: `claude --version` did not run in it "
-                                   f"({str(exc)[:300]}); an image for the docker sandbox needs "
-                                   "the agent CLI (build one with `scylla image build`)"
-                                   ) from None
+                raise SandboxError(
+                    f"image {found.ref}: `claude --version` did not run in it "
+                    f"({str(exc)[:300]}); an image for the docker sandbox needs "
+                    "the agent CLI (build one with `scylla image build`)"
+                ) from None
             self._cli_versions[found.id] = bytes(said).decode(errors="replace").split()[0]
         return self._cli_versions[found.id]
 
     def base_url(self, key: str) -> str:
         return f"http://127.0.0.1:{INSIDE_PORT}/run/{key}"
 
-    def wrap(self, argv: Sequence[str], cwd: Path, private: Path, bridge: bool = False
-             ) -> list[str]:
+    def wrap(
+        self, argv: Sequence[str], cwd: Path, private: Path, bridge: bool = False
+    ) -> list[str]:
         """A host command that runs `argv` in the run's container (the checks use it)."""
         container = self._ready(private)
-        return [sys.executable, "-X", f"pycache_prefix={self.pycache}", str(EXEC_HELPER),
-                str(self.pycache), container.id, str(cwd), "--",
-                *self._inside(argv, bridge, private)]
+        return [
+            sys.executable,
+            "-X",
+            f"pycache_prefix={self.pycache}",
+            str(EXEC_HELPER),
+            str(self.pycache),
+            container.id,
+            str(cwd),
+            "--",
+            *self._inside(argv, bridge, private),
+        ]
 
     def _inside(self, argv: Sequence[str], bridge: bool, private: Path) -> list[str]:
         if not bridge:
             return list(argv)
         image = self._assigned.get(private) or self.image(None)
         bridge_code = ["-c", BRIDGE.read_text()] if self.copy else [str(BRIDGE)]
-        return [image_python(image), *bridge_code, str(INSIDE_PORT),
-                f"{INSIDE_SOCKET_DIR}/gateway.sock", "--", *argv]
+        return [
+            image_python(image),
+            *bridge_code,
+            str(INSIDE_PORT),
+            f"{INSIDE_SOCKET_DIR}/gateway.sock",
+            "--",
+            *argv,
+        ]
 
     def _env(self, env: Mapping[str, str], private: Path) -> dict[str, str]:
         """The run's environment; in an image of its own, with that image's PATH."""
         image = self._assigned.get(private) or self.image(None)
         return dict(env) if image.host else {**env, "PATH": image.path}
 
-    def run(self, argv: Sequence[str], cwd: Path, private: Path, env: dict[str, str],
-            stdin: str | None, timeout: float, stdout: IO[bytes] | int,
-            stderr: IO[bytes] | int, bridge: bool = False) -> Finished:
+    def run(
+        self,
+        argv: Sequence[str],
+        cwd: Path,
+        private: Path,
+        env: dict[str, str],
+        stdin: str | None,
+        timeout: float,
+        stdout: IO[bytes] | int,
+        stderr: IO[bytes] | int,
+        bridge: bool = False,
+    ) -> Finished:
         """Run `argv` in the run's container, at most `timeout` seconds (the coreutils
         `timeout` inside kills it); then kill whatever it left running there."""
         began = time.monotonic()
@@ -104,9 +141,14 @@ class Docker(DockerContainers):
         container = self._ready(private)
         command = ["/usr/bin/timeout", "-s", "KILL", str(max(1, int(timeout))), *command]
         api = self.engine.api
-        handle = api.exec_create(container.id, command, environment=self._env(env, private),
-                                 workdir=str(cwd),
-                                 stdout=True, stderr=True)
+        handle = api.exec_create(
+            container.id,
+            command,
+            environment=self._env(env, private),
+            workdir=str(cwd),
+            stdout=True,
+            stderr=True,
+        )
         try:
             for out, err in api.exec_start(handle["Id"], stream=True, demux=True):
                 for data, target in ((out, stdout), (err, stderr)):
@@ -124,19 +166,29 @@ class Docker(DockerContainers):
         if self.copy:  # what the command left comes back to the host, as data
             refused = docker_copy.pull(container, private)
             self._stale.add(private)
-        return Finished(exit_code=None if timed_out else code, timed_out=timed_out,
-                        seconds=seconds, leftovers=left, refused=tuple(refused))
+        return Finished(
+            exit_code=None if timed_out else code,
+            timed_out=timed_out,
+            seconds=seconds,
+            leftovers=left,
+            refused=tuple(refused),
+        )
 
     def executor(self, private: Path) -> Any:
         """Checks run through the SDK from this process: no helper process per check."""
-        def execute(argv: list[str], cwd: Path, env: Mapping[str, str], timeout: float
-                    ) -> tuple[int | None, str, str]:
+
+        def execute(
+            argv: list[str], cwd: Path, env: Mapping[str, str], timeout: float
+        ) -> tuple[int | None, str, str]:
             container = self._ready(private)
             began = time.monotonic()
             api = self.engine.api
             handle = api.exec_create(
-                container.id, ["/usr/bin/timeout", "-s", "KILL", str(max(1, int(timeout))),
-                               *argv], environment=self._env(env, private), workdir=str(cwd))
+                container.id,
+                ["/usr/bin/timeout", "-s", "KILL", str(max(1, int(timeout))), *argv],
+                environment=self._env(env, private),
+                workdir=str(cwd),
+            )
             kept: list[list[bytes]] = [[], []]
             sizes = [0, 0]
             for chunks in api.exec_start(handle["Id"], stream=True, demux=True):
@@ -145,12 +197,14 @@ class Docker(DockerContainers):
                         kept[i].append(data)
                         sizes[i] += len(data)
             code = api.exec_inspect(handle["Id"]).get("ExitCode")
-            timed_out = code == 128 + signal.SIGKILL and \
-                time.monotonic() - began >= int(timeout) - 0.5
+            timed_out = (
+                code == 128 + signal.SIGKILL and time.monotonic() - began >= int(timeout) - 0.5
+            )
             self.sweep(private)  # what the check left running
             if self.copy:  # back to the host, as data, where the hidden files are put back
                 docker_copy.pull(container, private)  # before the next check (pushed again)
                 self._stale.add(private)
             out, err = (b"".join(k).decode(errors="replace") for k in kept)
             return None if timed_out else code, out, err
+
         return execute

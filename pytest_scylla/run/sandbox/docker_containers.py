@@ -74,10 +74,15 @@ def image_python(image: Image) -> str:
 class DockerContainers(Sandbox):
     """The engine, the images it runs and the run's containers (the docker sandbox's base)."""
 
-    def __init__(self, gateway_port: int = 0, socket_dir: Path | None = None,
-                 readable: Sequence[Path] = (), image: str = HOST,
-                 limits: tuple[int, float, int] = DEFAULT_LIMITS, copy: bool = False
-                 ) -> None:
+    def __init__(
+        self,
+        gateway_port: int = 0,
+        socket_dir: Path | None = None,
+        readable: Sequence[Path] = (),
+        image: str = HOST,
+        limits: tuple[int, float, int] = DEFAULT_LIMITS,
+        copy: bool = False,
+    ) -> None:
         super().__init__(gateway_port, socket_dir, readable)
         self.engine = client()
         self.remote = not str(self.engine.api.base_url).startswith("http+docker://localhost")
@@ -86,7 +91,8 @@ class DockerContainers(Sandbox):
                 f"--scylla-sandbox=docker: the engine at {self.engine.api.base_url} is remote, "
                 "and the host image binds this machine's system into each container: use an "
                 "image of your own on that engine (scylla image build, with DOCKER_HOST set "
-                "to it; then --scylla-image=<tag>)")
+                "to it; then --scylla-image=<tag>)"
+            )
         # the run's folder goes in and out by copy, the gateway through a relay: nothing of
         # this machine is bound into the container (always so on a remote engine)
         self.copy = copy or self.remote
@@ -115,7 +121,6 @@ class DockerContainers(Sandbox):
     def assign(self, private: Path, image: str | None) -> None:
         self._assigned[private] = self.image(image)
 
-
     def _mounts(self, private: Path, image: Image) -> dict[str, dict[str, str]]:
         binds = {}
         host = (*SYSTEM_TOPS, *system_paths()) if image.host else ()
@@ -137,8 +142,10 @@ class DockerContainers(Sandbox):
                 return found
             image = self._assigned.get(private) or self.image(None)
             if self.remote and image.host:
-                raise SandboxError("the host image cannot run on a remote engine: give the "
-                                   "case an image of its own")
+                raise SandboxError(
+                    "the host image cannot run on a remote engine: give the "
+                    "case an image of its own"
+                )
             tmpfs = {"/tmp": "rw,nosuid,size=1g"}
             mounts = []
             if self.copy:  # the run's folder and the caches live in volumes of the
@@ -149,18 +156,33 @@ class DockerContainers(Sandbox):
                 for path in (private.parent, *self.readable):
                     mounts.append(Mount(str(path), None, type="volume"))
                     tmpfs.pop(str(path), None)
-                tmpfs[INSIDE_SOCKET_DIR] = (f"rw,nosuid,uid={os.getuid()},gid={os.getgid()},"
-                                            "mode=0700")
+                tmpfs[INSIDE_SOCKET_DIR] = (
+                    f"rw,nosuid,uid={os.getuid()},gid={os.getgid()},mode=0700"
+                )
                 self._stale.add(private)
             made = self.engine.containers.run(
-                image.id, ["sleep", "infinity"], detach=True, network_mode="none",
-                read_only=True, tmpfs=tmpfs, mounts=mounts,
-                volumes=self._mounts(private, image), user=f"{os.getuid()}:{os.getgid()}",
-                cap_drop=["ALL"], security_opt=["no-new-privileges"], hostname="scylla",
-                init=False, environment={"PATH": image.path or os.defpath},
-                labels={f"{LABEL}.pid": str(os.getpid()), f"{LABEL}.host": socket.gethostname(),
-                        f"{LABEL}.session": self.session, f"{LABEL}.run": private.name},
-                **self.limits)
+                image.id,
+                ["sleep", "infinity"],
+                detach=True,
+                network_mode="none",
+                read_only=True,
+                tmpfs=tmpfs,
+                mounts=mounts,
+                volumes=self._mounts(private, image),
+                user=f"{os.getuid()}:{os.getgid()}",
+                cap_drop=["ALL"],
+                security_opt=["no-new-privileges"],
+                hostname="scylla",
+                init=False,
+                environment={"PATH": image.path or os.defpath},
+                labels={
+                    f"{LABEL}.pid": str(os.getpid()),
+                    f"{LABEL}.host": socket.gethostname(),
+                    f"{LABEL}.session": self.session,
+                    f"{LABEL}.run": private.name,
+                },
+                **self.limits,
+            )
             self._containers[private] = made
             self._procs[private] = None if self.remote else _procs_file(made)
         if self.copy:
@@ -175,9 +197,13 @@ class DockerContainers(Sandbox):
                     docker_copy.push(container, path, clear=False)
             if self.socket_dir is not None:
                 self._relays[private] = Relay(
-                    self.engine, container.id, image_python(image),
-                    f"{INSIDE_SOCKET_DIR}/gateway.sock", self.socket_dir / "gateway.sock",
-                    f"{os.getuid()}:{os.getgid()}")
+                    self.engine,
+                    container.id,
+                    image_python(image),
+                    f"{INSIDE_SOCKET_DIR}/gateway.sock",
+                    self.socket_dir / "gateway.sock",
+                    f"{os.getuid()}:{os.getgid()}",
+                )
         except BaseException:
             self.close(private)
             raise
@@ -203,7 +229,6 @@ class DockerContainers(Sandbox):
             self._stale.discard(private)
         return container
 
-
     def _settle(self, private: Path) -> None:
         """Give what the command started a moment to end by itself (a CLI that answers at
         once exits before its own helpers do): a process still running after SETTLE_SECONDS
@@ -212,7 +237,8 @@ class DockerContainers(Sandbox):
         container = self.container(private)
         deadline = time.monotonic() + SETTLE_SECONDS
         while time.monotonic() < deadline and [
-                args for args in self._processes(private, container) if not args.endswith(MARK)]:
+            args for args in self._processes(private, container) if not args.endswith(MARK)
+        ]:
             time.sleep(0.05)
 
     def sweep(self, private: Path) -> int:
@@ -235,8 +261,7 @@ class DockerContainers(Sandbox):
                     with contextlib.suppress(OSError):  # (gone meanwhile)
                         if pid != keeper:
                             args = Path(f"/proc/{pid}/cmdline").read_bytes()
-                            left.append(args.replace(b"\0", b" ").decode(errors="replace")
-                                        .strip())
+                            left.append(args.replace(b"\0", b" ").decode(errors="replace").strip())
                 return left
         listed = container.top(ps_args="-eo pid,args").get("Processes") or []
         return [p[-1] for p in listed if "sleep infinity" not in " ".join(p)]

@@ -29,11 +29,14 @@ def push(container: Any, private: Path, clear: bool = True) -> None:
     """Replace the container's copy of `private` with the host's (the folder itself owned by
     this user, as on the host); `clear=False`: into an empty place (a cache, once)."""
     if clear:
-        code, said = container.exec_run(["sh", "-c", 'test ! -d "$0" || find "$0" -mindepth 1 '
-                                         '-delete', str(private)])
+        code, said = container.exec_run(
+            ["sh", "-c", 'test ! -d "$0" || find "$0" -mindepth 1 -delete', str(private)]
+        )
         if code != 0:
-            raise SandboxError(f"could not clear the run's folder in its container: "
-                               f"{bytes(said).decode(errors='replace')[-300:]}")
+            raise SandboxError(
+                f"could not clear the run's folder in its container: "
+                f"{bytes(said).decode(errors='replace')[-300:]}"
+            )
     buf = io.BytesIO()
     top = f"{private.name}/" if clear else ""  # the run's folder is made; a cache's exists
     with tarfile.open(fileobj=buf, mode="w") as tar:
@@ -56,8 +59,10 @@ def pull(container: Any, private: Path) -> list[str]:
         for chunk in stream:
             size += len(chunk)
             if size > MAX_BYTES:
-                raise SandboxError(f"the run's folder in its container is over "
-                                   f"{MAX_BYTES >> 30} GiB: not copied back")
+                raise SandboxError(
+                    f"the run's folder in its container is over "
+                    f"{MAX_BYTES >> 30} GiB: not copied back"
+                )
             spool.write(chunk)
         spool.seek(0)
         landing = Path(tempfile.mkdtemp(prefix=".pull-", dir=private))

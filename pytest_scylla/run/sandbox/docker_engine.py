@@ -17,8 +17,27 @@ from pytest_scylla.run.sandbox import SandboxError
 
 IMAGE = "scylla-host:1"  # the host toolchain image: mount points only
 HOST = "host"  # --scylla-image's name for it
-MOUNT_POINTS = ("usr", "etc", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "tmp", "run",
-                "proc", "dev", "sys", "root", "home", "opt", "var", "srv", "mnt")
+MOUNT_POINTS = (
+    "usr",
+    "etc",
+    "bin",
+    "sbin",
+    "lib",
+    "lib32",
+    "lib64",
+    "libx32",
+    "tmp",
+    "run",
+    "proc",
+    "dev",
+    "sys",
+    "root",
+    "home",
+    "opt",
+    "var",
+    "srv",
+    "mnt",
+)
 LABEL = "io.scylla"  # label prefix: .pid, .host, .session, .run
 
 
@@ -28,21 +47,25 @@ def client(timeout: int = 60) -> Any:
     try:
         import docker  # type: ignore[import-untyped]
     except ImportError:
-        raise SandboxError("--scylla-sandbox=docker needs the docker SDK: pip install "
-                           "'pytest-scylla[docker]'") from None
+        raise SandboxError(
+            "--scylla-sandbox=docker needs the docker SDK: pip install 'pytest-scylla[docker]'"
+        ) from None
     try:
         engine = None
         if not os.environ.get("DOCKER_HOST"):
             with contextlib.suppress(Exception):
                 context = docker.ContextAPI.get_current_context()
                 if context is not None and context.name != "default" and context.Host:
-                    engine = docker.DockerClient(base_url=context.Host, tls=context.TLSConfig,
-                                                 timeout=timeout)
+                    engine = docker.DockerClient(
+                        base_url=context.Host, tls=context.TLSConfig, timeout=timeout
+                    )
         engine = engine or docker.from_env(timeout=timeout)
         engine.ping()
     except Exception as exc:
-        raise SandboxError(f"--scylla-sandbox=docker: no Docker engine answers ({exc}); start "
-                           "dockerd, or point DOCKER_HOST at an engine") from None
+        raise SandboxError(
+            f"--scylla-sandbox=docker: no Docker engine answers ({exc}); start "
+            "dockerd, or point DOCKER_HOST at an engine"
+        ) from None
     return engine
 
 
@@ -89,10 +112,12 @@ def find_image(engine: Any, ref: str) -> Image:
         raise SandboxError(
             f"image {ref} is not on the Docker engine ({type(exc).__name__}); build it with "
             f"`scylla image build --tag {ref}`, or `docker pull {ref}` first (runs never pull)"
-            ) from None
+        ) from None
     env = (found.attrs.get("Config") or {}).get("Env") or []
-    path = next((e[5:] for e in env if e.startswith("PATH=")),
-                "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+    path = next(
+        (e[5:] for e in env if e.startswith("PATH=")),
+        "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    )
     return Image(ref, str(found.id), path)
 
 
@@ -108,8 +133,9 @@ def image_present(engine: Any, ref: str) -> bool:
 def remove_orphans(engine: Any) -> list[str]:
     """Remove containers of processes on this host that are gone (a killed session)."""
     removed = []
-    for container in engine.containers.list(all=True, filters={"label": f"{LABEL}.pid"},
-                                           ignore_removed=True):
+    for container in engine.containers.list(
+        all=True, filters={"label": f"{LABEL}.pid"}, ignore_removed=True
+    ):
         labels = container.labels
         if labels.get(f"{LABEL}.host") != socket.gethostname():
             continue  # another machine's: not ours to judge

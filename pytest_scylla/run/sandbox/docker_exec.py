@@ -21,8 +21,9 @@ def main(args: list[str]) -> int:
 
     container, cwd, command = args[1], args[2], args[4:]
     api = docker.from_env(timeout=None).api
-    handle = api.exec_create(container, command, environment=dict(os.environ), workdir=cwd,
-                             stdout=True, stderr=True)
+    handle = api.exec_create(
+        container, command, environment=dict(os.environ), workdir=cwd, stdout=True, stderr=True
+    )
     for out, err in api.exec_start(handle["Id"], stream=True, demux=True):
         if out:
             sys.stdout.buffer.write(out)

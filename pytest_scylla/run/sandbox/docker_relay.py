@@ -22,12 +22,19 @@ DOCKER_FRAME = struct.Struct(">BxxxL")  # the engine's stream header: stream, si
 
 
 class Relay:
-    def __init__(self, engine: Any, container_id: str, python: str, inside: str,
-                 gateway: Path, user: str) -> None:
+    def __init__(
+        self, engine: Any, container_id: str, python: str, inside: str, gateway: Path, user: str
+    ) -> None:
         self.gateway = gateway
         api = engine.api
-        handle = api.exec_create(container_id, [python, "-c", RELAY.read_text(), inside, MARK],
-                                 stdin=True, stdout=True, stderr=False, user=user)
+        handle = api.exec_create(
+            container_id,
+            [python, "-c", RELAY.read_text(), inside, MARK],
+            stdin=True,
+            stdout=True,
+            stderr=False,
+            user=user,
+        )
         self.raw: socket.socket = api.exec_start(handle["Id"], socket=True)._sock
         self.lock = threading.Lock()
         self.conns: dict[int, socket.socket] = {}
@@ -36,8 +43,9 @@ class Relay:
         threading.Thread(target=self._inbound, daemon=True).start()
         if not self.ready.wait(30):
             self.close()
-            raise SandboxError("the gateway relay did not start in the container (is python3 "
-                               "in its image?)")
+            raise SandboxError(
+                "the gateway relay did not start in the container (is python3 in its image?)"
+            )
 
     def _read(self, size: int) -> bytes:
         """`size` bytes of the relay's stdout, the engine's stream headers taken off."""

@@ -28,9 +28,14 @@ def default_tag(cli_version: str = PINNED_VERSION) -> str:
     return f"scylla-agent:{cli_version}"
 
 
-def build(*, base: str = DEFAULT_BASE, tag: str | None = None,
-          cli_version: str = PINNED_VERSION, ca_bundle: Path | None = None,
-          say: Callable[[str], None] = print) -> tuple[str, str]:
+def build(
+    *,
+    base: str = DEFAULT_BASE,
+    tag: str | None = None,
+    cli_version: str = PINNED_VERSION,
+    ca_bundle: Path | None = None,
+    say: Callable[[str], None] = print,
+) -> tuple[str, str]:
     """Build the agent image; returns (tag, image id). The build's containers use the host's
     network (its downloads: Debian packages and the CLI from npm); `ca_bundle` is trusted
     during the build (a TLS-inspecting proxy). Raises SandboxError with the build's last lines
@@ -52,9 +57,15 @@ def build(*, base: str = DEFAULT_BASE, tag: str | None = None,
         image_id = ""
         try:
             for chunk in engine.api.build(
-                    path=str(context), tag=tag, rm=True, forcerm=True, pull=False, decode=True,
-                    network_mode="host",
-                    buildargs={"BASE": base, "CLAUDE_CODE_VERSION": cli_version}):
+                path=str(context),
+                tag=tag,
+                rm=True,
+                forcerm=True,
+                pull=False,
+                decode=True,
+                network_mode="host",
+                buildargs={"BASE": base, "CLAUDE_CODE_VERSION": cli_version},
+            ):
                 image_id = _follow(chunk, tail, say) or image_id
         except SandboxError:
             raise
@@ -68,8 +79,11 @@ def build(*, base: str = DEFAULT_BASE, tag: str | None = None,
 def _follow(chunk: dict[str, Any], tail: list[str], say: Callable[[str], None]) -> str | None:
     """One line of the build's stream: printed; an error ends the build with the last lines."""
     if "error" in chunk:
-        raise SandboxError("the image build failed: " + str(chunk["error"]).strip() +
-                           ("\n" + "\n".join(tail[-15:]) if tail else ""))
+        raise SandboxError(
+            "the image build failed: "
+            + str(chunk["error"]).strip()
+            + ("\n" + "\n".join(tail[-15:]) if tail else "")
+        )
     text = str(chunk.get("stream") or chunk.get("status") or "").rstrip()
     if text:
         say(text)

@@ -92,24 +92,34 @@ def summary(limits: Limits) -> str:
     """What `limits` become under bwrap here, for the session header."""
     have = parents()
     mem, tmp = limits.memory >> 20, limits.tmp >> 20
-    parts = [f"memory={mem}m" if "memory" in have else "memory NOT limited (no writable cgroup)",
-             f"cpus={limits.cpus:g}" if "cpu" in have else "cpus NOT limited (no writable cgroup)",
-             f"pids={limits.pids}" if "pids" in have else
-             (f"pids={limits.pids} per user (RLIMIT_NPROC; no writable cgroup)" if os.geteuid()
-              else "pids NOT limited (no writable cgroup; root ignores RLIMIT_NPROC)"),
-             f"/tmp={tmp}m"]
+    parts = [
+        f"memory={mem}m" if "memory" in have else "memory NOT limited (no writable cgroup)",
+        f"cpus={limits.cpus:g}" if "cpu" in have else "cpus NOT limited (no writable cgroup)",
+        f"pids={limits.pids}"
+        if "pids" in have
+        else (
+            f"pids={limits.pids} per user (RLIMIT_NPROC; no writable cgroup)"
+            if os.geteuid()
+            else "pids NOT limited (no writable cgroup; root ignores RLIMIT_NPROC)"
+        ),
+        f"/tmp={tmp}m",
+    ]
     return "limits: " + ", ".join(parts)
 
 
 def _settings(name: str, limits: Limits, v2: bool) -> dict[str, str]:
     quota = str(max(1000, int(limits.cpus * PERIOD)))
     if v2:
-        return {"memory": {"memory.max": str(limits.memory), "memory.swap.max": "0"},
-                "pids": {"pids.max": str(limits.pids)},
-                "cpu": {"cpu.max": f"{quota} {PERIOD}"}}[name]
-    return {"memory": {"memory.limit_in_bytes": str(limits.memory)},
+        return {
+            "memory": {"memory.max": str(limits.memory), "memory.swap.max": "0"},
             "pids": {"pids.max": str(limits.pids)},
-            "cpu": {"cpu.cfs_period_us": str(PERIOD), "cpu.cfs_quota_us": quota}}[name]
+            "cpu": {"cpu.max": f"{quota} {PERIOD}"},
+        }[name]
+    return {
+        "memory": {"memory.limit_in_bytes": str(limits.memory)},
+        "pids": {"pids.max": str(limits.pids)},
+        "cpu": {"cpu.cfs_period_us": str(PERIOD), "cpu.cfs_quota_us": quota},
+    }[name]
 
 
 def stale() -> Group:
@@ -183,8 +193,10 @@ def _remove_all() -> None:
 # joins the cgroups, then becomes the command: a shell starts in about a millisecond, where this
 # file run by Python took 0.1 CPU-seconds (0.35-0.5 s on a busy 2-core machine) before every
 # sandboxed command, a run's checks included
-JOIN = ('while [ "$1" != -- ]; do echo $$ > "$1" || { echo "scylla: cannot join the cgroup '
-        '$1" >&2; exit 125; }; shift; done; shift; exec "$@"')
+JOIN = (
+    'while [ "$1" != -- ]; do echo $$ > "$1" || { echo "scylla: cannot join the cgroup '
+    '$1" >&2; exit 125; }; shift; done; shift; exec "$@"'
+)
 
 
 def wrapper(group: Group) -> list[str]:
@@ -198,7 +210,7 @@ def wrapper(group: Group) -> list[str]:
 
 def main(argv: list[str]) -> None:  # pragma: no cover - runs in the wrapper process
     split = argv.index("--")
-    nproc, procs, command = int(argv[0]), argv[1:split], argv[split + 1:]
+    nproc, procs, command = int(argv[0]), argv[1:split], argv[split + 1 :]
     for path in procs:
         with open(path, "w") as handle:
             handle.write(str(os.getpid()))

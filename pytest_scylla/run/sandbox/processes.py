@@ -69,8 +69,13 @@ def sweep(group: int, before: set[int]) -> int:
     since `before` (this process's children then), and reap them; returns how many there were."""
     me, killed = os.getpid(), set[int]()
     for _ in range(20):  # a killed parent's children are reparented a moment later
-        new = {pid for pid, (ppid, pgrp) in _processes().items() if pid != me and pid not in
-               killed and (pgrp == group or (ppid == me and pid not in before))}
+        new = {
+            pid
+            for pid, (ppid, pgrp) in _processes().items()
+            if pid != me
+            and pid not in killed
+            and (pgrp == group or (ppid == me and pid not in before))
+        }
         if not new:
             break
         for pid in new:
@@ -92,11 +97,23 @@ def sweep(group: int, before: set[int]) -> int:
     return len(killed)
 
 
-def start(argv: Sequence[str], cwd: Path, env: dict[str, str], stdin: str | None,
-          stdout: IO[bytes] | int, stderr: IO[bytes] | int) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen(list(argv), cwd=cwd, env=env, start_new_session=True,
-                            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                            stdout=stdout, stderr=stderr)
+def start(
+    argv: Sequence[str],
+    cwd: Path,
+    env: dict[str, str],
+    stdin: str | None,
+    stdout: IO[bytes] | int,
+    stderr: IO[bytes] | int,
+) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(
+        list(argv),
+        cwd=cwd,
+        env=env,
+        start_new_session=True,
+        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        stdout=stdout,
+        stderr=stderr,
+    )
     if stdin is not None:
         assert proc.stdin is not None
         with contextlib.suppress(BrokenPipeError):  # it may exit before it reads its input
@@ -134,6 +151,4 @@ def wait(proc: subprocess.Popen[bytes], timeout: float, began: float) -> Finishe
         _kill_group(proc)
         proc.wait()
         raise
-    return Finished(exit_code=code, timed_out=timed_out,
-                    seconds=round(time.monotonic() - began, 3))
-
+    return Finished(exit_code=code, timed_out=timed_out, seconds=round(time.monotonic() - began, 3))
