@@ -30,7 +30,7 @@ from pytest_scylla.core.record import RECORD_FILE, RunRecord
 from pytest_scylla.formats.provenance import Conditions, differences
 from pytest_scylla.formats.spec import Case
 from pytest_scylla.judging import judge_run
-from pytest_scylla.operations.runner import timestamp
+from pytest_scylla.operations.run_steps import timestamp
 from pytest_scylla.operations.runtime import Runtime
 from pytest_scylla.run import checks
 

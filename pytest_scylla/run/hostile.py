@@ -19,7 +19,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_scylla.run.hostile_git import HostileDataError, git_env, run_git
+from pytest_scylla.run.hostile_git import HostileDataError as HostileDataError  # its errors
+from pytest_scylla.run.hostile_git import git_env, run_git
 
 MAX_FILES = 20_000  # files named in files.txt and to the judges; beyond, the list says it was cut
 MAX_ENTRIES = 500_000  # entries walked for the integrity scan; beyond, a finding says so
