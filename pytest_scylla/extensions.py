@@ -54,7 +54,7 @@ def _offers(config: pytest.Config, hook: str) -> list[tuple[str, Any]]:
     """(plugin name, what it offers) for each implementation of an offering hook, in the order
     the plugins registered (the built-in plugin's first)."""
     return [
-        (impl.plugin_name, impl.function(config=config))
+        (impl.plugin_name, impl.function(**{arg: config for arg in impl.argnames}))
         for impl in getattr(config.hook, hook).get_hookimpls()
         if not (impl.hookwrapper or getattr(impl, "wrapper", False))
     ]
