@@ -8,10 +8,45 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 RECORD_SCHEMA = 1
 RECORD_FILE = "run.json"
+
+
+class CategoryEntry(TypedDict):
+    """A rubric category as a judge's verdict scored it (judging.scoring.CategoryScore)."""
+
+    name: str
+    weight: float | None  # None: imported (`scylla import`)
+    achieved: float | None
+    max: float | None
+    score: float | None  # None: every item of the category was N/A
+
+
+class JudgeEntry(TypedDict, total=False):
+    """One judge of the panel in `RunRecord.judges` (judging.judges.JudgeResult, then the
+    verdict's scores when it is valid)."""
+
+    number: int
+    model: str
+    kind: str
+    valid: bool
+    attempts: int
+    errors: list[str]
+    verdict: dict[str, Any] | None
+    usage: dict[str, int]
+    cost_usd: float
+    seconds: float | None
+    response_model: str | None
+    judge_model: str | None
+    judge_number: int
+    score: float | None
+    impl_rate: float | None
+    grade: str | None
+    passed: bool | None
+    categories: list[CategoryEntry]
+    unmet_required: list[str]
 
 
 class RunRecord(TypedDict, total=False):
@@ -28,7 +63,7 @@ class RunRecord(TypedDict, total=False):
     run: int
     agent: str
     cli_version: str
-    model: str
+    model: str | None  # None: imported without one (`scylla import`)
     oracle: str | None
     simulated: bool
     sandbox: str
@@ -58,7 +93,7 @@ class RunRecord(TypedDict, total=False):
     cli_init: dict[str, Any] | None
     usage: dict[str, Any]
     tokens: dict[str, int]
-    api_calls: int
+    api_calls: int | None  # None: imported without a count
     refused_calls: int
     models_refused: list[str]  # models the run's calls named and the gateway refused
     infra_events: list[dict[str, Any]]
@@ -85,7 +120,7 @@ class RunRecord(TypedDict, total=False):
     regressions: list[str] | None
     source_checks_error: str
     classified: dict[str, Any]
-    judges: list[dict[str, Any]]
+    judges: list[JudgeEntry]
     valid_judges: int
     panel: dict[str, Any]  # --scylla-panel=adaptive: escalated or not, and why
     min_judges: int
@@ -108,6 +143,8 @@ class RunRecord(TypedDict, total=False):
     rejudged: list[dict[str, Any]]  # earlier scores, one entry per rejudge
     crashed: bool  # the controller's row for an item whose worker died
     imported_from: str  # `scylla import`: the original run folder
+    agent_model_label: str | None  # `scylla import`: the model's display name
+    import_notes: list[str]  # `scylla import`: what was read other than as written
     evaluation: dict[str, str]  # a Python evaluation's: its test (node id) and case folder
 
 
@@ -128,8 +165,8 @@ def write_json(path: Path, data: Any) -> None:
         raise
 
 
-def read(run_dir: Path) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((run_dir / RECORD_FILE).read_text(encoding="utf-8"))
+def read(run_dir: Path) -> RunRecord:
+    data: RunRecord = json.loads((run_dir / RECORD_FILE).read_text(encoding="utf-8"))
     return data
 
 
@@ -157,14 +194,14 @@ def verdict_table(rec: RunRecord) -> str:
                 f"{'n/a' if c['score'] is None else format(c['score'], '.2f'):>15}"
                 for c in j["categories"]
             )
-            lines.append(f"  {j['judge_model'][:22]:<22}{cells}{j['score']:>8.2f}")
+            lines.append(f"  {str(j['judge_model'])[:22]:<22}{cells}{j['score']:>8.2f}")
     c = rec.get("consensus")
     if c:
         lines.append(
             f"  consensus {c['score']:.2f} grade {c['grade']} (pass threshold "
             f"{rec.get('pass_threshold', 0.6):.2f}), {c['valid_judges']} valid judges"
         )
-    weakest: dict[str, tuple[float, str, str, str]] = {}
+    weakest: dict[str, tuple[float, str, str | None, str]] = {}
     for j in judges:
         for item_id, v in (j.get("verdict") or {}).get("items", {}).items():
             if v["achieved"] != "N/A":
@@ -200,13 +237,13 @@ SUMMARY_FIELDS = (
 )
 
 
-def of_report(report: Any) -> dict[str, Any] | None:
+def of_report(report: Any) -> RunRecord | None:
     """The whole run record a pytest report carries (see `bound_report`), or None."""
     whole = getattr(report, "scylla_record", None)
     if isinstance(whole, dict):
-        return whole
+        return cast(RunRecord, whole)
     found = dict(report.user_properties).get(REPORT_PROPERTY)
-    return found if isinstance(found, dict) else None
+    return cast(RunRecord, found) if isinstance(found, dict) else None
 
 
 def bound_report(report: Any) -> None:
@@ -226,11 +263,11 @@ def bound_report(report: Any) -> None:
     ]
 
 
-def stored_records(out: Path) -> dict[str, dict[str, Any]]:
+def stored_records(out: Path) -> dict[str, RunRecord]:
     """Every complete run record in an experiment folder, by run key."""
     found = {}
     for path in sorted(out.glob(f"runs/*/{RECORD_FILE}")):
-        rec = read_dict(path)
+        rec = cast(RunRecord, read_dict(path))
         if rec.get("run_key"):
             found[rec["run_key"]] = rec
     return found

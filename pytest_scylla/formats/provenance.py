@@ -19,6 +19,7 @@ from typing import Any
 from pytest_scylla import __version__
 from pytest_scylla.core import pricing
 from pytest_scylla.core.environ import credential_free
+from pytest_scylla.core.record import RunRecord
 from pytest_scylla.core.runspec import RunSpec
 from pytest_scylla.formats.spec import Case
 from pytest_scylla.formats.tiers import Subtest, TierSet
@@ -244,7 +245,7 @@ def plugin_commit() -> str | None:
 
 
 def manifest(
-    records: list[dict[str, Any]],
+    records: list[RunRecord],
     options: dict[str, Any] | None = None,
     sources: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
@@ -273,7 +274,7 @@ def manifest(
     }
 
 
-def _input_digests(records: list[dict[str, Any]]) -> dict[str, set[str]]:
+def _input_digests(records: list[RunRecord]) -> dict[str, set[str]]:
     """Every digest each input file had across the runs."""
     inputs: dict[str, set[str]] = {}
     for rec in records:
@@ -282,7 +283,7 @@ def _input_digests(records: list[dict[str, Any]]) -> dict[str, set[str]]:
     return inputs
 
 
-def _source_commits(records: list[dict[str, Any]]) -> dict[str, list[str]]:
+def _source_commits(records: list[RunRecord]) -> dict[str, list[str]]:
     """Per case, the `repo@commit`s its runs' sources started from."""
     commits: dict[str, set[str]] = {}
     for rec in records:
@@ -295,7 +296,7 @@ def _source_commits(records: list[dict[str, Any]]) -> dict[str, list[str]]:
     return {c: sorted(v) for c, v in sorted(commits.items())}
 
 
-def _what_ran(records: list[dict[str, Any]]) -> dict[str, Any]:
+def _what_ran(records: list[RunRecord]) -> dict[str, Any]:
     """The CLI versions, agents, models, sandboxes, images and oracle modes the runs used."""
     return {
         "cli_versions": sorted({r["cli_version"] for r in records if r.get("cli_version")}),

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_scylla.core import pricing
-from pytest_scylla.core.record import RunRecord
+from pytest_scylla.core.record import JudgeEntry, RunRecord
 from pytest_scylla.formats.rubric import RubricItem
 from pytest_scylla.formats.spec import Case
 from pytest_scylla.judging import prompt as judge_prompt
@@ -183,10 +183,10 @@ def _route_opener(
 
 def _verdicts(
     case: Case, from_checks: dict[str, Any], panel: list[JudgeResult]
-) -> tuple[list[dict[str, Any]], list[Any]]:
+) -> tuple[list[JudgeEntry], list[Any]]:
     """Each judge's entry for the record (scored when its verdict is valid), and the scores of
     the valid verdicts."""
-    verdicts = []
+    verdicts: list[Any] = []  # JudgeEntry, and its Scored until popped
     for result in panel:
         entry = result.to_json()
         entry["judge_model"], entry["judge_number"] = result.model, result.number

@@ -11,7 +11,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from pytest_scylla.core.record import stored_records
+from pytest_scylla.core.record import RunRecord, stored_records
 from pytest_scylla.core.tiers import tier_key
 from pytest_scylla.results.inputs import ReportInputError
 from pytest_scylla.results.tables import read_records
@@ -20,7 +20,7 @@ Sample = tuple[float, float]  # (dollars incl. judges, seconds)
 Pool = dict[tuple[Any, int, Any], list[Sample]]  # (model, level, its key): samples
 
 
-def history(out: Path, simulated: bool) -> list[dict[str, Any]]:
+def history(out: Path, simulated: bool) -> list[RunRecord]:
     """Finished runs (not infra errors) of this folder and its siblings, real or simulated as
     asked (a simulated run says nothing about a real run's cost)."""
     folders = {out.resolve()} if out.is_dir() else set()
@@ -42,7 +42,7 @@ def history(out: Path, simulated: bool) -> list[dict[str, Any]]:
     return found
 
 
-def _sample(rec: dict[str, Any]) -> Sample:
+def _sample(rec: RunRecord) -> Sample:
     return (
         float(rec.get("cost_usd") or 0) + float(rec.get("judge_cost_usd") or 0),
         float((rec.get("timings") or {}).get("total_s") or 0),
@@ -81,7 +81,7 @@ def estimate(
     ]
 
 
-def _pool(past: list[dict[str, Any]], model: str, oracle: str | None) -> Pool:
+def _pool(past: list[RunRecord], model: str, oracle: str | None) -> Pool:
     """The history's samples by (model, level, its key): a real run's history is its model's
     (oracle runs: one pool)."""
     pooled: Pool = defaultdict(list)
@@ -94,7 +94,7 @@ def _pool(past: list[dict[str, Any]], model: str, oracle: str | None) -> Pool:
 
 def _tier_rows(
     specs: list[Any],
-    stored: dict[str, dict[str, Any]],
+    stored: dict[str, RunRecord],
     pooled: Pool,
     model: str,
     oracle: str | None,
@@ -135,7 +135,7 @@ def _tier_rows(
 
 
 def _add_estimate(
-    row: dict[str, Any], samples: list[Sample], old: dict[str, Any] | None, rejudge: bool
+    row: dict[str, Any], samples: list[Sample], old: RunRecord | None, rejudge: bool
 ) -> None:
     """One run's estimated cost and time, added to its tier's row."""
     if rejudge:  # judges only: the stored run's judge cost is the best guess

@@ -11,6 +11,7 @@ import statistics
 import warnings
 from typing import Any
 
+from pytest_scylla.core.record import RunRecord
 from pytest_scylla.core.tiers import tier_key
 from pytest_scylla.results import metrics
 
@@ -57,10 +58,10 @@ def _interval(with_: list[float], without: list[float]) -> tuple[float | None, f
     return float(found.confidence_interval.low), float(found.confidence_interval.high)
 
 
-def ablation_scores(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def ablation_scores(records: list[RunRecord]) -> list[dict[str, Any]]:
     """One row per pair of subtests that differ by exactly one component (over every case
     both ran), the component named; counted runs only."""
-    runs: dict[str, list[dict[str, Any]]] = {}
+    runs: dict[str, list[RunRecord]] = {}
     declared: dict[str, frozenset[tuple[str, str]]] = {}
     for rec in records:
         if rec.get("outcome") not in metrics.COUNTED or not isinstance(rec.get("declared"), dict):
@@ -80,8 +81,8 @@ def ablation_scores(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         }
         on = [r for r in runs[with_] if str(r.get("case")) in cases]
         off = [r for r in runs[without] if str(r.get("case")) in cases]
-        s_on = [float(r["score"]) for r in on if isinstance(r.get("score"), (int, float))]
-        s_off = [float(r["score"]) for r in off if isinstance(r.get("score"), (int, float))]
+        s_on = [float(x) for r in on if isinstance(x := r.get("score"), (int, float))]
+        s_off = [float(x) for r in off if isinstance(x := r.get("score"), (int, float))]
         if not s_on or not s_off:
             continue
         low, high = _interval(s_on, s_off)
@@ -106,7 +107,7 @@ def ablation_scores(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def _used(runs: list[dict[str, Any]], kind: str, name: str) -> float | None:
+def _used(runs: list[RunRecord], kind: str, name: str) -> float | None:
     """The share of runs that invoked the component (skills, sub-agents, MCP servers: what
     can be invoked), over the runs whose trajectory is known."""
     known = [
@@ -117,7 +118,7 @@ def _used(runs: list[dict[str, Any]], kind: str, name: str) -> float | None:
     return statistics.fmean(bool(u) for u in known) if known else None
 
 
-def utilisation(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def utilisation(records: list[RunRecord]) -> list[dict[str, Any]]:
     """Per tier and kind (skills, sub-agents, MCP servers): of the counted runs whose subtest
     declared one or more, how many invoked at least one. A tier whose runs never touch what it
     adds is no ablation of it: the row says so."""

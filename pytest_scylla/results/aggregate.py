@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
-from pytest_scylla.core.record import of_report, read_dict, stored_records
+from pytest_scylla.core.record import RunRecord, of_report, read_dict, stored_records
 from pytest_scylla.core.runspec import RunKey, is_run_item
 from pytest_scylla.core.terminal import safe
 from pytest_scylla.core.warm import import_soon
@@ -21,11 +21,11 @@ from pytest_scylla.results import report
 from pytest_scylla.results.tables import RUNS_FILE, Tables
 
 
-def crash_record(nodeid: str) -> dict[str, Any]:
+def crash_record(nodeid: str) -> RunRecord:
     """The row of an item whose worker died before it could report: an infra_error, placed by
     its node id, so it shows as a crashed run rather than a hole."""
     key = RunKey.from_nodeid(nodeid)
-    place: dict[str, Any] = {}
+    place: RunRecord = {}
     if key:
         place = {
             "case": key.case,
@@ -45,11 +45,11 @@ def crash_record(nodeid: str) -> dict[str, Any]:
     }
 
 
-def earlier_rows(out: Path) -> dict[str, dict[str, Any]]:
+def earlier_rows(out: Path) -> dict[str, RunRecord]:
     """The rows of an earlier session's runs.jsonl that have no run folder: the crash rows of
     items whose worker died. (A run with a folder is its run.json, or runs again when that is
     missing; a line a kill cut short is dropped.)"""
-    found: dict[str, dict[str, Any]] = {}
+    found: dict[str, RunRecord] = {}
     path = out / RUNS_FILE
     if not path.is_file():
         return found
@@ -71,7 +71,7 @@ class Aggregator:
         self.writers = writers or {}  # reports plugins add (extensions.report_writers)
         # runs already in the folder (a resumed experiment): part of every report
         self.stored = {} if settings.plan else {**earlier_rows(out), **stored_records(out)}
-        self.records: dict[str, dict[str, Any]] = {}  # this session's
+        self.records: dict[str, RunRecord] = {}  # this session's
         self.skips: Counter[str] = Counter()
         self.failure = ""
         self.partial: str | None = None
@@ -79,7 +79,7 @@ class Aggregator:
         self._first: tuple[Any, ...] | None = None  # the first record's tier, outcome, score
 
     # -- as reports arrive --------------------------------------------------------------------
-    def _rewrite_log(self, records: list[dict[str, Any]]) -> None:
+    def _rewrite_log(self, records: list[RunRecord]) -> None:
         """runs.jsonl, atomically, as exactly these records, one line each."""
         path = self.out / RUNS_FILE
         text = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records)
@@ -87,7 +87,7 @@ class Aggregator:
         tmp.write_text(text, encoding="utf-8")
         tmp.replace(path)
 
-    def _append(self, rec: dict[str, Any]) -> None:
+    def _append(self, rec: RunRecord) -> None:
         """Add a record to runs.jsonl the moment it arrives (a crash keeps it). The first time,
         the file is first rewritten from the folder's stored runs, which drops a line a killed
         session cut short and the lines of runs that run again."""
@@ -122,9 +122,9 @@ class Aggregator:
         self.records[key] = rec
         self._warm(rec)
         if not rec.get("cached"):  # a cached run is in the file already
-            self._append({k: v for k, v in rec.items() if k != "rejudged_now"})
+            self._append(cast(RunRecord, {k: v for k, v in rec.items() if k != "rejudged_now"}))
 
-    def _warm(self, rec: dict[str, Any]) -> None:
+    def _warm(self, rec: RunRecord) -> None:
         """Import what the exports will need while the runs go on, not after the last one: the
         intervals' scipy.special (~0.15 s) from the first record; scipy.stats (~0.5 s: the
         judges' correlations, the omnibus tests) once two records differ in outcome or score;
@@ -139,12 +139,14 @@ class Aggregator:
             import_soon("scipy.special")
 
     # -- at the end -----------------------------------------------------------------------------
-    def all_records(self) -> list[dict[str, Any]]:
+    def all_records(self) -> list[RunRecord]:
         """The experiment's runs: the stored ones, overridden by this session's."""
-        merged = {
+        merged: dict[str, RunRecord] = {
             **self.stored,
             **{
-                k: {x: v for x, v in r.items() if x not in ("cached", "rejudged_now")}
+                k: cast(
+                    RunRecord, {x: v for x, v in r.items() if x not in ("cached", "rejudged_now")}
+                )
                 for k, r in self.records.items()
             },
         }
@@ -191,7 +193,7 @@ class Aggregator:
                 f"`scylla report {self.out}`"
             )
 
-    def _manifest(self, records: list[dict[str, Any]]) -> dict[str, Any]:
+    def _manifest(self, records: list[RunRecord]) -> dict[str, Any]:
         s = self.settings
         manifest = provenance.manifest(
             records,

@@ -12,7 +12,7 @@ import json
 import math
 import statistics
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,7 @@ LABELS = {
     "cost_per_run": "cost/run",
     "cop": "CoP",
 }
-Runs = list[dict[str, Any]]
+Runs = Sequence[Mapping[str, Any]]  # RunRow, with PAIR_MODEL when both sides vary an axis
 PAIR_MODEL = "pair_model"  # set on both sides' rows when both vary a model or agent axis
 AXIS_WORDS = {"agent_model": "model", "agent": "agent CLI"}
 
@@ -95,9 +95,9 @@ def _delta(base: Runs, cand: Runs, metric: str) -> float:
     return c - b
 
 
-def _cells(runs: Runs) -> dict[tuple[str, str, str], Runs]:
+def _cells(runs: Runs) -> dict[tuple[str, str, str], list[Mapping[str, Any]]]:
     """The runs of each case × subtest cell (× model, when both sides have a model axis)."""
-    cells: dict[tuple[str, str, str], Runs] = {}
+    cells: dict[tuple[str, str, str], list[Mapping[str, Any]]] = {}
     for r in runs:
         cells.setdefault(
             (str(r.get("case_id")), str(r.get("subtest")), str(r.get(PAIR_MODEL, ""))), []
@@ -105,7 +105,7 @@ def _cells(runs: Runs) -> dict[tuple[str, str, str], Runs]:
     return cells
 
 
-def _units(runs: Runs) -> dict[tuple[str, str, str, int], dict[str, Any]]:
+def _units(runs: Runs) -> dict[tuple[str, str, str, int], Mapping[str, Any]]:
     """Each run keyed by its cell and its place among the cell's runs (by run number): the
     units paired across the two sides (the k-th run of a cell with the k-th on the other)."""
     units = {}
@@ -207,7 +207,7 @@ def _test(base: Runs, cand: Runs, metric: str, paired: bool) -> tuple[float | No
 
 
 def _rows(base: Runs, cand: Runs, keys: tuple[str, ...]) -> list[dict[str, Any]]:
-    groups: dict[tuple[str, ...], tuple[Runs, Runs]] = {}
+    groups: dict[tuple[str, ...], tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]] = {}
     for side, runs in ((0, base), (1, cand)):
         for r in runs:
             group = tuple(str(r.get(k)) for k in keys)
@@ -259,7 +259,7 @@ def _verdicts(base: Runs, cand: Runs) -> dict[str, Any]:
     one experiment judged by a full panel and by an adaptive one — how often their verdicts
     agree, and what judging cost per run on each side."""
 
-    def key(r: dict[str, Any]) -> tuple[str, ...]:  # not the folder-made run key
+    def key(r: Mapping[str, Any]) -> tuple[str, ...]:  # not the folder-made run key
         return tuple(
             str(r.get(k)) for k in ("case_id", "tier", "subtest", "run_number", PAIR_MODEL)
         )

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from pytest_scylla.core.tiers import tier_key
+from pytest_scylla.results.rows import GroupSummary
 from pytest_scylla.results.stats import judge_pairs
 from pytest_scylla.results.tables import Tables
 
-Summary = list[dict[str, Any]]  # metrics.group_summary of the runs
+Summary = list[GroupSummary]  # metrics.group_summary of the runs
 
 
 def _plt() -> Any:
@@ -46,7 +47,7 @@ def _save(fig: Any, folder: Path, stem: str) -> str:
     return stem
 
 
-def _frame(rows: list[dict[str, Any]]) -> Any:
+def _frame(rows: Sequence[Mapping[str, Any]]) -> Any:
     import pandas as pd
 
     return pd.DataFrame(rows)
@@ -86,7 +87,7 @@ def cop(tables: Tables, summary: Summary, folder: Path) -> str | None:
 
 
 def pareto(tables: Tables, summary: Summary, folder: Path) -> str | None:
-    scored = [s for s in summary if s["mean_score"] is not None]
+    scored: list[Mapping[str, Any]] = [s for s in summary if s["mean_score"] is not None]
     if not scored:
         return None
     fig, ax = _axes(5, 3.6)
@@ -259,7 +260,7 @@ def grades(tables: Tables, summary: Summary, folder: Path) -> str | None:
 
 
 def _heatmap(
-    data: list[dict[str, Any]],
+    data: Sequence[Mapping[str, Any]],
     rows: str,
     value: str,
     cmap: str,

@@ -8,6 +8,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from pytest_scylla.core.record import RunRecord
 from pytest_scylla.core.tiers import tier_key
 from pytest_scylla.results import html_transcript, models
 from pytest_scylla.results.html_parts import (
@@ -19,6 +20,7 @@ from pytest_scylla.results.html_parts import (
     static_table,
     tool_table,
 )
+from pytest_scylla.results.rows import RunRow
 from pytest_scylla.results.tables import Tables
 from pytest_scylla.run.checks import truncate
 
@@ -38,7 +40,7 @@ RUN_COLUMNS = [
 ]
 
 
-def _trajectory(rec: dict[str, Any]) -> str:
+def _trajectory(rec: RunRecord) -> str:
     """What the agent used: calls per tool, and each declared component, used or not."""
     traj = rec.get("trajectory")
     if not isinstance(traj, dict):
@@ -57,7 +59,7 @@ def _trajectory(rec: dict[str, Any]) -> str:
     )
 
 
-def _run_heading(row: dict[str, Any], rec: dict[str, Any]) -> str:
+def _run_heading(row: RunRow, rec: RunRecord) -> str:
     """A run's key, outcome (with its reason) and facts."""
     facts = ", ".join(
         f"{k} {fmt(row.get(k))}"
@@ -81,7 +83,7 @@ def _run_heading(row: dict[str, Any], rec: dict[str, Any]) -> str:
     )
 
 
-def _judge_tables(rec: dict[str, Any]) -> list[str]:
+def _judge_tables(rec: RunRecord) -> list[str]:
     """Each judge's score and validity, then its verdict per rubric item."""
     parts = []
     for judge in rec.get("judges") or []:
@@ -103,7 +105,7 @@ def _judge_tables(rec: dict[str, Any]) -> list[str]:
     return parts
 
 
-def _checks_table(rec: dict[str, Any]) -> list[str]:
+def _checks_table(rec: RunRecord) -> list[str]:
     """The run's checks (none: nothing)."""
     checks = [
         {
@@ -136,7 +138,7 @@ def _stored_files(folder: Path | None) -> list[str]:
     return parts
 
 
-def run_detail(row: dict[str, Any], rec: dict[str, Any], folder: Path | None) -> str:
+def run_detail(row: RunRow, rec: RunRecord, folder: Path | None) -> str:
     """One run's drill-down, from its `runs.csv` row, its record and its stored folder."""
     parts = [_run_heading(row, rec), _trajectory(rec)]
     if rec.get("integrity"):
@@ -150,7 +152,7 @@ def run_detail(row: dict[str, Any], rec: dict[str, Any], folder: Path | None) ->
     return "".join(parts)
 
 
-def _run_row(number: int, row: dict[str, Any], axes: tuple[str, ...]) -> Row:
+def _run_row(number: int, row: RunRow, axes: tuple[str, ...]) -> Row:
     """One run's row of the run table: its cells and its filter values."""
     key, outcome = str(row["run_key"]), str(row.get("outcome"))
     mark = {"pass": "pass", "fail": "fail"}.get(outcome, "err")
@@ -179,7 +181,7 @@ def _run_row(number: int, row: dict[str, Any], axes: tuple[str, ...]) -> Row:
     )
 
 
-def _run_filters(runs: list[dict[str, Any]], axes: tuple[str, ...]) -> str:
+def _run_filters(runs: list[RunRow], axes: tuple[str, ...]) -> str:
     """The run table's selects: one per axis, then tier, case and outcome."""
 
     def values(field: str) -> list[str]:

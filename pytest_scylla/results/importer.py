@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pytest_scylla.core.record import JudgeEntry, RunRecord
 from pytest_scylla.core.runspec import RunKey
 from pytest_scylla.results import report
 from pytest_scylla.results.inputs import ReportInputError, check, read_object
@@ -95,7 +96,7 @@ def _rate(path: Path, achieved: float, maximum: float, notes: list[str]) -> floa
     return rate
 
 
-def _judge(folder: Path, models: dict[int, str | None], notes: list[str]) -> dict[str, Any]:
+def _judge(folder: Path, models: dict[int, str | None], notes: list[str]) -> JudgeEntry:
     """`judge/judge_0N/`; `models` maps judge numbers to their models; what was read other
     than as written is added to `notes`."""
     number = _number(folder, "judge")
@@ -136,7 +137,7 @@ def _judge(folder: Path, models: dict[int, str | None], notes: list[str]) -> dic
     }
 
 
-def _run(run_dir: Path, tier: str, subtest: str, model: str | None, case: str) -> dict[str, Any]:
+def _run(run_dir: Path, tier: str, subtest: str, model: str | None, case: str) -> RunRecord:
     data = _read(run_dir / "run_result.json")
     models = {j.get("judge_number"): j.get("model") for j in data.get("judges") or []}
     notes: list[str] = []
@@ -232,7 +233,7 @@ def convert(src: Path, dest: Path, note: Callable[[str], None] = lambda _: None)
             "point at an experiment folder of the original implementation "
             "or at a folder holding several"
         )
-    records: list[dict[str, Any]] = []
+    records: list[RunRecord] = []
     sources: list[dict[str, Any]] = []
     taken: set[str] = set()
     for root, run_files in found.items():

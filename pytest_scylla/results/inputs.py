@@ -14,8 +14,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from pytest_scylla.core.record import RunRecord
 from pytest_scylla.formats.yamlmarks import SpecError, check_value
 from pytest_scylla.results.metrics import OUTCOMES
 
@@ -85,7 +86,7 @@ def check(value: Any, schema: str, where: str, expected: str) -> None:
         raise ReportInputError(f"{where}: {problem}{hint}") from None
 
 
-def run_record(value: Any, where: str) -> dict[str, Any]:
+def run_record(value: Any, where: str) -> RunRecord:
     """`value` if it is a run record the reports can read (record.schema.json); `where` is the
     `path[:line]` it came from."""
     if not isinstance(value, dict):
@@ -99,7 +100,7 @@ def run_record(value: Any, where: str) -> dict[str, Any]:
             f"{where}: outcome is {_short(repr(value['outcome']))}; expected "
             f"one of: {', '.join(OUTCOMES)}"
         )
-    return value
+    return cast(RunRecord, value)
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,19 @@ import math
 import re
 import statistics
 from collections import Counter
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, cast
 
+from pytest_scylla.core.record import JudgeEntry, RunRecord
 from pytest_scylla.core.tiers import tier_key
+from pytest_scylla.results.rows import (
+    CriterionRow,
+    GroupSummary,
+    JudgeKeys,
+    JudgeRow,
+    Place,
+    RunRow,
+)
 from pytest_scylla.results.stats import pass_at_k, pass_hat_k
 
 SMALL_N = 10  # below this many runs a rate's interval is wide: say so
@@ -72,7 +81,7 @@ def model_label(model: str | None) -> str | None:
     return f"{family.capitalize()} {major}{'.' + minor if minor else ''}"
 
 
-def _place(rec: dict[str, Any], experiment: str) -> dict[str, Any]:
+def _place(rec: RunRecord, experiment: str) -> Place:
     """The columns that place a run: experiment, model, tier, subtest, run number, case."""
     return {
         "experiment": experiment,
@@ -84,7 +93,7 @@ def _place(rec: dict[str, Any], experiment: str) -> dict[str, Any]:
     }
 
 
-def run_row(rec: dict[str, Any], experiment: str) -> dict[str, Any]:
+def run_row(rec: RunRecord, experiment: str) -> RunRow:
     """One `runs.csv` row from a run record."""
     tokens = rec.get("tokens") or {}
     timings = rec.get("timings") or {}
@@ -99,9 +108,7 @@ def run_row(rec: dict[str, Any], experiment: str) -> dict[str, Any]:
         "agent_duration_seconds": timings.get("agent_s"),
         "checks_duration_seconds": timings.get("checks_s"),
         "ttft_seconds": timings.get("ttft_s"),
-        "regressions": (
-            len(rec["regressions"]) if isinstance(rec.get("regressions"), list) else None
-        ),
+        "regressions": len(regs) if isinstance(regs := rec.get("regressions"), list) else None,
         "r_prog": rec.get("r_prog"),
         "judge_duration_seconds": rec.get("judge_duration_seconds"),
         "input_tokens": tokens.get("input_tokens"),
@@ -126,7 +133,7 @@ def run_row(rec: dict[str, Any], experiment: str) -> dict[str, Any]:
     }  # the CLI adapter (records before it: claude-code's)
 
 
-def _judge_keys(rec: dict[str, Any], judge: dict[str, Any], experiment: str) -> dict[str, Any]:
+def _judge_keys(rec: RunRecord, judge: JudgeEntry, experiment: str) -> JudgeKeys:
     """The columns that place a judge's row: the run's, then the judge."""
     return {
         **_place(rec, experiment),
@@ -135,7 +142,7 @@ def _judge_keys(rec: dict[str, Any], judge: dict[str, Any], experiment: str) -> 
     }
 
 
-def judge_rows(rec: dict[str, Any], experiment: str) -> list[dict[str, Any]]:
+def judge_rows(rec: RunRecord, experiment: str) -> list[JudgeRow]:
     """`judges.csv` rows (one per judge of the run)."""
     return [
         {
@@ -156,7 +163,7 @@ def judge_rows(rec: dict[str, Any], experiment: str) -> list[dict[str, Any]]:
     ]
 
 
-def criteria_rows(rec: dict[str, Any], experiment: str) -> list[dict[str, Any]]:
+def criteria_rows(rec: RunRecord, experiment: str) -> list[CriterionRow]:
     """`criteria.csv` rows (judge x category) of the run."""
     return [
         {
@@ -236,13 +243,13 @@ PASS_K = (1, 3, 5)
 
 
 def group_summary(
-    rows: Iterable[dict[str, Any]], keys: Sequence[str] = ("tier",)
-) -> list[dict[str, Any]]:
+    rows: Iterable[Mapping[str, Any]], keys: Sequence[str] = ("tier",)
+) -> list[GroupSummary]:
     """Per-tier (or per-`keys` group, e.g. case x tier x subtest) summary over the counted runs:
     n, pass rate with its CI, score and impl rate (mean/median/sd), consistency, cost, duration,
     CoP pooled and as the mean of per-case CoP, pass@k and pass^k (averaged over cases, for the
     k the runs per case allow), grade counts and modal grade, and a warning when n is small."""
-    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    groups: dict[tuple[str, ...], list[Mapping[str, Any]]] = {}
     for row in rows:
         groups.setdefault(tuple(str(row[k]) for k in keys), []).append(row)
     order = sorted(
@@ -251,10 +258,13 @@ def group_summary(
             tier_key(x) if k == "tier" else (0, x) for k, x in zip(keys, v, strict=True)
         ),
     )
-    return [{**dict(zip(keys, name, strict=True)), **_group_stats(groups[name])} for name in order]
+    return [
+        cast(GroupSummary, {**dict(zip(keys, name, strict=True)), **_group_stats(groups[name])})
+        for name in order
+    ]
 
 
-def _group_stats(runs: list[dict[str, Any]]) -> dict[str, Any]:
+def _group_stats(runs: list[Mapping[str, Any]]) -> dict[str, Any]:
     """One group's summary (every column but the group's keys) over its counted runs."""
     counted = [r for r in runs if r["outcome"] in COUNTED]
     n = len(counted)
@@ -301,13 +311,13 @@ def _spread(column: str, values: list[float]) -> dict[str, float | None]:
     }
 
 
-def _grades(counted: list[dict[str, Any]]) -> dict[str, Any]:
+def _grades(counted: list[Mapping[str, Any]]) -> dict[str, Any]:
     """The count of each grade, and the modal grade."""
     grades = Counter(r["grade"] for r in counted if r["grade"])
     return {**{f"grade_{g}": grades.get(g, 0) for g in GRADES}, "modal_grade": modal_grade(grades)}
 
 
-def _check_effects(counted: list[dict[str, Any]], n: int) -> dict[str, Any]:
+def _check_effects(counted: list[Mapping[str, Any]], n: int) -> dict[str, Any]:
     """What the runs did to the checks: tampered with them (reward hacks), broke one that passed
     on the untouched source (Change Fail Percentage, over the runs whose source checks are
     known), and the progress they made (r_prog)."""
@@ -325,10 +335,10 @@ def _check_effects(counted: list[dict[str, Any]], n: int) -> dict[str, Any]:
     }
 
 
-def _per_case(counted: list[dict[str, Any]]) -> dict[str, Any]:
+def _per_case(counted: list[Mapping[str, Any]]) -> dict[str, Any]:
     """The mean of the per-case CoP (None unless every case passed), the number of cases, and
     pass@k and pass^k averaged over the cases (for the k every case has runs enough for)."""
-    by_case: dict[str, list[dict[str, Any]]] = {}
+    by_case: dict[str, list[Mapping[str, Any]]] = {}
     for r in counted:
         by_case.setdefault(str(r.get("case_id") or r.get("experiment")), []).append(r)
     cells = [(len(rs), sum(bool(r["passed"]) for r in rs)) for rs in by_case.values()]
@@ -370,7 +380,7 @@ def modal_grade(grades: Any) -> str | None:
     return str(max(grades, key=lambda g: (grades[g], rank.get(g, len(GRADES)))))
 
 
-def frontier(summary: Sequence[dict[str, Any]], key: str = "tier") -> tuple[str, float] | None:
+def frontier(summary: Sequence[Mapping[str, Any]], key: str = "tier") -> tuple[str, float] | None:
     """(group, CoP) with the lowest finite CoP; None when nothing passed anywhere."""
     best = min(((s["cop"], s[key]) for s in summary if math.isfinite(s["cop"])), default=None)
     return (best[1], best[0]) if best else None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_scylla.results import metrics, stats
@@ -20,39 +20,40 @@ AXES = (AGENT_KEY, MODEL_KEY)  # the agent CLI, then the model: what an experime
 NAMES = {AGENT_KEY: "agent", MODEL_KEY: "model"}  # an axis as a column and filter is named
 
 
-def values(rows: Sequence[dict[str, Any]], key: str = MODEL_KEY) -> list[str]:
+def values(rows: Sequence[Mapping[str, Any]], key: str = MODEL_KEY) -> list[str]:
     """The distinct values of `key` in the rows (unknown ones left out), sorted."""
     return sorted({str(r[key]) for r in rows if r.get(key) not in (None, "")})
 
 
-def models(rows: Sequence[dict[str, Any]]) -> list[str]:
+def models(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     """The agent models of the rows, sorted."""
     return values(rows, MODEL_KEY)
 
 
-def axes(rows: Sequence[dict[str, Any]]) -> tuple[str, ...]:
+def axes(rows: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
     """The axes the rows vary along (more than one agent CLI, more than one model)."""
     return tuple(key for key in AXES if len(values(rows, key)) > 1)
 
 
-def tier_keys(rows: Sequence[dict[str, Any]]) -> tuple[str, ...]:
+def tier_keys(rows: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
     """The keys a tier summary groups by: each axis the runs vary along, then the tier."""
     return (*axes(rows), "tier")
 
 
-def _mean(rows: Sequence[dict[str, Any]], column: str) -> float | None:
+def _mean(rows: Sequence[Mapping[str, Any]], column: str) -> float | None:
     values_ = [float(r[column]) for r in rows if r.get(column) not in (None, "")]
     return statistics.fmean(values_) if values_ else None
 
 
-def comparison(rows: Sequence[dict[str, Any]], key: str = MODEL_KEY) -> list[dict[str, Any]]:
+def comparison(rows: Sequence[Mapping[str, Any]], key: str = MODEL_KEY) -> list[dict[str, Any]]:
     """One row per value of `key` (a model, or an agent CLI) over its counted runs (empty with
     fewer than two)."""
     if len(values(rows, key)) < 2:
         return []
-    per_tier = metrics.group_summary(rows, (key, "tier"))
+    per_tier: Sequence[Mapping[str, Any]] = metrics.group_summary(rows, (key, "tier"))
+    summary: Sequence[Mapping[str, Any]] = metrics.group_summary(rows, (key,))
     out = []
-    for row in metrics.group_summary(rows, (key,)):
+    for row in summary:
         name = row[key]
         counted = [r for r in rows if str(r.get(key)) == name and r["outcome"] in metrics.COUNTED]
         best = metrics.frontier([t for t in per_tier if t[key] == name])
@@ -87,7 +88,7 @@ def comparison(rows: Sequence[dict[str, Any]], key: str = MODEL_KEY) -> list[dic
     return out
 
 
-def significance(rows: Sequence[dict[str, Any]], key: str = MODEL_KEY) -> dict[str, Any] | None:
+def significance(rows: Sequence[Mapping[str, Any]], key: str = MODEL_KEY) -> dict[str, Any] | None:
     """The values of `key` against each other on score, pass and cost (None with fewer than
     two)."""
     names = values(rows, key)
@@ -110,7 +111,7 @@ def significance(rows: Sequence[dict[str, Any]], key: str = MODEL_KEY) -> dict[s
 
 
 def frontiers(
-    tier_rows: Sequence[dict[str, Any]], keys: Sequence[str]
+    tier_rows: Sequence[Mapping[str, Any]], keys: Sequence[str]
 ) -> dict[tuple[str, ...], tuple[str, float] | None]:
     """Each axis combination's frontier (its tier of lowest finite Cost-of-Pass)."""
     found: dict[tuple[str, ...], tuple[str, float] | None] = {}

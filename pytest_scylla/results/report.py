@@ -9,11 +9,11 @@ import csv
 import math
 import statistics
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_scylla.core.record import write_json
+from pytest_scylla.core.record import RunRecord, write_json
 from pytest_scylla.core.tiers import tier_key
 from pytest_scylla.formats.rubric import DEFAULT_PASS_THRESHOLD
 from pytest_scylla.results import ablation, metrics, models, stats, text_tables
@@ -52,7 +52,7 @@ SUBTEST_COLUMNS = [  # the paper's subtests.csv, then ours
 ]
 
 
-def _tier_tests(counted: list[dict[str, Any]]) -> dict[str, Any]:
+def _tier_tests(counted: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The tiers against each other on score, pass and cost."""
     order = sorted({str(r["tier"]) for r in counted}, key=tier_key)
     out: dict[str, Any] = {"omnibus": [], "pairwise": []}
@@ -85,6 +85,7 @@ def statistical_results(tables: Tables) -> dict[str, Any]:
         if len(names) > 1
         else []
     )
+    judges: Sequence[Mapping[str, Any]] = tables.judges  # cells as written in a paper CSV
     scores = [
         (
             str(j["judge_model"]),
@@ -95,7 +96,7 @@ def statistical_results(tables: Tables) -> dict[str, Any]:
             ),
             float(j["judge_score"]),
         )
-        for j in tables.judges
+        for j in judges
         if j.get("judge_score") not in (None, "") and str(j.get("judge_is_valid")) != "False"
     ]  # empty: not said invalid
     out["krippendorff_alpha"] = stats.krippendorff_alpha(scores)
@@ -177,7 +178,7 @@ def write(
 def tier_table(tables: Tables, where: Path) -> list[str]:
     """The terminal summary: tier table with the frontier marked, outcomes, spend."""
     keys = models.tier_keys(tables.runs)
-    summary = metrics.group_summary(tables.runs, keys)
+    summary: Sequence[Mapping[str, Any]] = metrics.group_summary(tables.runs, keys)
     best = models.frontiers(summary, keys[:-1])
     names = [" ".join(str(s[k]) for k in keys) for s in summary]
     width = max([6, *(len(n) + 1 for n in names)])
@@ -221,7 +222,7 @@ def _banners(tables: Tables) -> list[str]:
     return lines
 
 
-def _tier_line(s: dict[str, Any], name: str, mark: str, hacked: int) -> str:
+def _tier_line(s: Mapping[str, Any], name: str, mark: str, hacked: int) -> str:
     """One row of the terminal table (`name` padded to the column's width)."""
     score = "-" if s["mean_score"] is None else f"{s['mean_score']:.2f}"
     rate = (
@@ -267,7 +268,7 @@ def _spend_line(tables: Tables, where: Path) -> str:
     ) + f": agent ${agent:.4f} + judges ${judges:.4f} = ${agent + judges:.4f}; results: {where}"
 
 
-def _row_order(row: dict[str, Any]) -> tuple[Any, ...]:
+def _row_order(row: Mapping[str, Any]) -> tuple[Any, ...]:
     """Rows in a fixed order (experiment, case, tier, subtest, run, judge), whatever order the
     runs finished in: the exports of the same runs are the same files at any worker count."""
 
@@ -287,7 +288,7 @@ def _row_order(row: dict[str, Any]) -> tuple[Any, ...]:
     )
 
 
-def _csv(path: Path, rows: list[dict[str, Any]], columns: list[str] | None = None) -> None:
+def _csv(path: Path, rows: Sequence[Mapping[str, Any]], columns: list[str] | None = None) -> None:
     names = columns or (list(rows[0]) if rows else [])
     with open(path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=names, extrasaction="ignore")
@@ -308,7 +309,7 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def adaptive_panel(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+def adaptive_panel(records: list[RunRecord]) -> dict[str, Any] | None:
     """With --scylla-panel=adaptive: how often the strongest judge was asked, and what the
     judging cost per run (the saving against a full panel: `scylla compare` of the two)."""
     runs = [
@@ -333,7 +334,7 @@ def adaptive_panel(records: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 
 def judge_vs_checks(
-    records: list[dict[str, Any]],
+    records: list[RunRecord],
     category: str = "functional",
     threshold: float = DEFAULT_PASS_THRESHOLD,
 ) -> list[dict[str, Any]]:
@@ -361,12 +362,12 @@ def judge_vs_checks(
                     (score >= threshold, works)
                 )
     rows = []
-    for judge, pairs in sorted(by_judge.items()):
+    for name, pairs in sorted(by_judge.items()):
         optimistic = sum(says and not works for says, works in pairs)
         pessimistic = sum(works and not says for says, works in pairs)
         rows.append(
             {
-                "judge": judge,
+                "judge": name,
                 "n": len(pairs),
                 "says_works_checks_fail": optimistic,
                 "says_broken_checks_pass": pessimistic,

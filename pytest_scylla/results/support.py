@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from pytest_scylla.core.record import RunRecord
 from pytest_scylla.core.tiers import tier_key
 from pytest_scylla.formats.tiers import Subtest, SystemPrompt, TierSet
 from pytest_scylla.run.agents import unsupported
@@ -80,7 +81,7 @@ COMPONENTS: tuple[Component, ...] = (
 )
 
 
-def _held(record: dict[str, Any], label: str) -> bool:
+def _held(record: RunRecord, label: str) -> bool:
     """Whether the run's ablation check found nothing wrong with the component `label`."""
     ablation = record.get("ablation") or {}
     if not ablation.get("checked"):
@@ -94,7 +95,7 @@ def _held(record: dict[str, Any], label: str) -> bool:
 
 def _cell(
     label: str,
-    records: list[dict[str, Any]],
+    records: list[RunRecord],
     has: Callable[[dict[str, Any]], bool],
     probe: Subtest,
     adapter: Any,
@@ -111,10 +112,10 @@ def _cell(
     return f"n/a: {why}" if why else "not run"
 
 
-def matrix(records: Iterable[dict[str, Any]], adapters: dict[str, Any]) -> str:
+def matrix(records: Iterable[RunRecord], adapters: dict[str, Any]) -> str:
     """The markdown matrix: components x CLIs, then tiers x CLIs (subtests whose runs passed
     the ablation check, of the subtests the tier has in these records)."""
-    by_agent: dict[str, list[dict[str, Any]]] = {}
+    by_agent: dict[str, list[RunRecord]] = {}
     for rec in records:
         by_agent.setdefault(str(rec.get("agent") or "claude-code"), []).append(rec)
     agents = sorted(by_agent, key=lambda a: (a != "claude-code", a))

@@ -7,11 +7,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from pytest_scylla.core.record import RECORD_FILE, read_dict
+from pytest_scylla.core.record import RECORD_FILE, RunRecord, read_dict
 from pytest_scylla.results import inputs, metrics
 from pytest_scylla.results.inputs import Layout, ReportInputError
+from pytest_scylla.results.rows import CriterionRow, JudgeRow, RunRow
 
 RUNS_FILE = "runs.jsonl"
 PLACE = ("experiment", "tier", "subtest", "run_number")  # a CSV row's run, when no run_key
@@ -66,16 +67,16 @@ CRITERIA_CSV = Layout(
 
 @dataclass
 class Tables:
-    runs: list[dict[str, Any]] = field(default_factory=list)
-    judges: list[dict[str, Any]] = field(default_factory=list)
-    criteria: list[dict[str, Any]] = field(default_factory=list)
+    runs: list[RunRow] = field(default_factory=list)
+    judges: list[JudgeRow] = field(default_factory=list)
+    criteria: list[CriterionRow] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    records: list[dict[str, Any]] = field(default_factory=list)  # for the HTML drill-down
+    records: list[RunRecord] = field(default_factory=list)  # for the HTML drill-down
     sources: dict[str, Path] = field(default_factory=dict)  # run key -> its stored run folder
     partial: str | None = None  # why the report does not cover every run of the session
 
     def add_records(
-        self, records: list[dict[str, Any]], experiment: str, folder: Path | None = None
+        self, records: list[RunRecord], experiment: str, folder: Path | None = None
     ) -> None:
         for rec in records:
             self.records.append(rec)
@@ -86,7 +87,7 @@ class Tables:
             self.criteria.extend(metrics.criteria_rows(rec, experiment))
 
 
-def read_records(folder: Path, notes: list[str] | None = None) -> list[dict[str, Any]]:
+def read_records(folder: Path, notes: list[str] | None = None) -> list[RunRecord]:
     """The run records of an experiment folder: `runs.jsonl`, else every `runs/*/run.json`.
     A last line cut short by a kill is left out, saying so in `notes`."""
     if (folder / RUNS_FILE).is_file():
@@ -152,6 +153,12 @@ def _paper_csv(folder: Path, notes: list[str]) -> Tables:
                 "expected one row per run (experiment, tier, subtest, run_number)"
             )
 
+    def linked(name: str, layout: Layout) -> list[dict[str, Any]]:  # its run's key on each row
+        return [
+            {**r, "case_id": r.get("case_id") or r["experiment"], "run_key": run_key(r)}
+            for _, r in rows(name, layout)
+        ]
+
     tables = Tables()
     for _, r in runs:
         row = {c: r.get(c) for c in metrics.RUN_COLUMNS}
@@ -169,15 +176,9 @@ def _paper_csv(folder: Path, notes: list[str]) -> Tables:
             simulated=r.get("simulated") == "True",
             run_key=run_key(r),
         )
-        tables.runs.append(row)
-    tables.judges = [
-        {**r, "case_id": r.get("case_id") or r["experiment"], "run_key": run_key(r)}
-        for _, r in rows("judges.csv", JUDGES_CSV)
-    ]
-    tables.criteria = [
-        {**r, "case_id": r.get("case_id") or r["experiment"], "run_key": run_key(r)}
-        for _, r in rows("criteria.csv", CRITERIA_CSV)
-    ]
+        tables.runs.append(cast(RunRow, row))
+    tables.judges = cast(list[JudgeRow], linked("judges.csv", JUDGES_CSV))
+    tables.criteria = cast(list[CriterionRow], linked("criteria.csv", CRITERIA_CSV))
     return tables
 
 
@@ -214,12 +215,12 @@ def load(folders: list[Path]) -> Tables:
                     tables.sources[rec["run_key"]] = folder / "runs" / key
         elif (folder / "runs.csv").is_file():
             more = _paper_csv(folder, tables.warnings)
-            renamed = {}
-            for row in more.runs:
-                renamed[row["run_key"]] = _once(seen, row["run_key"], folder, tables.warnings)
+            renamed: dict[str | None, str] = {}
+            for row in more.runs:  # a paper CSV's run key is never None (`_paper_csv`)
+                renamed[row["run_key"]] = _once(seen, str(row["run_key"]), folder, tables.warnings)
                 row["run_key"] = renamed[row["run_key"]]
-            for row in more.judges + more.criteria:  # follow their run's key
-                row["run_key"] = renamed.get(row["run_key"], row["run_key"])
+            for other in more.judges + more.criteria:  # follow their run's key
+                other["run_key"] = renamed.get(other["run_key"], other["run_key"])
             tables.runs += more.runs
             tables.judges += more.judges
             tables.criteria += more.criteria

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from pytest_scylla.core.record import RunRecord, verdict_table
+from pytest_scylla.core.record import JudgeEntry, RunRecord, verdict_table
 from pytest_scylla.core.runspec import RunSpec
 
 if TYPE_CHECKING:
@@ -192,7 +192,7 @@ class Verdict:
         return self.ask().get("reason") or ""
 
     @property
-    def judges(self) -> list[dict[str, Any]]:
+    def judges(self) -> list[JudgeEntry]:
         return self.ask().get("judges") or []
 
     @property
