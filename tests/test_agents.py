@@ -135,6 +135,8 @@ def test_an_unknown_agent_is_one_usage_error(mini: Path, pytester: pytest.Pytest
     assert "Traceback" not in err
 
 
+@pytest.mark.slow  # builds and installs a wheel; the default suite runs the same adapter from
+# a conftest.py, and tests/test_report_cli.py loads an entry-point package
 def test_an_adapter_from_an_installed_package(
     mini: Path, tmp_path: Path, oracle: list[str]
 ) -> None:

@@ -219,6 +219,8 @@ PLUGGY = (
 )
 
 
+@pytest.mark.slow  # a real project's whole suite (~12 s); the default suite's inert tests
+# check the same promise on the fixture projects
 def test_a_real_projects_own_suite_beside_scylla_init(tmp_path: Path) -> None:
     """pluggy 1.5.0's own source and test suite (its sdist from PyPI, pinned by hash; its
     tox.ini makes every warning an error) with `scylla init .` run in it: a bare `pytest` with
