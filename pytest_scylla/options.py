@@ -313,7 +313,7 @@ def _row(o: Option) -> str:
     usage = f"--scylla-{o.name}"
     if o.metavar:
         usage += f"[={o.metavar}]" if o.kind == "optional" else f"={o.metavar}"
-    match = re.fullmatch(r"(.*?)(?: \(default:? (.*)\))?", o.text, re.DOTALL)
+    match = re.fullmatch(r"(.*?)(?: \(default:? ([^()]*)\))?", o.text, re.DOTALL)
     assert match is not None  # the first group matches any text
     meaning, said = match[1], match[2] or "off"
     default = f"`{said}`" if said == o.shown else _cell(said)

@@ -29,6 +29,16 @@ def test_the_readme_table_is_the_declared_one() -> None:
     )
 
 
+def test_each_row_of_the_table_has_its_three_cells() -> None:
+    """A help text's own parentheses or bars never shift a cell (the oracle's modes once
+    did: its first mode's "(default: ...)" was taken for the option's default)."""
+    rows = [line for line in markdown_table().splitlines() if line.startswith("| `--scylla")]
+    assert len(rows) == len(OPTIONS)
+    assert [r for r in rows if len(re.findall(r"(?<!\\)\|", r)) != 4] == []
+    assert "| `--scylla-oracle[=MODE]` | offline SIMULATED model" in markdown_table()
+    assert any(r.startswith("| `--scylla-oracle") and r.endswith("| off |") for r in rows)
+
+
 def test_each_option_is_declared_once_in_a_group_with_help() -> None:
     names = [o.name for o in OPTIONS]
     assert len(names) == len(set(names))
