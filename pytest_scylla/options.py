@@ -181,9 +181,8 @@ OPTIONS: tuple[Option, ...] = (
         "seconds between progress lines (runs done/total, passes, spend, ETA); 0 turns "
         "them off (default 10 on a terminal, 60 otherwise)"
     ),
-    Option(
-        "sandbox", _ISOLATION, "KIND", "auto", choices=("auto", "local", "bwrap", "docker")
-    ).with_help(
+    # the names: `auto` and the registry's sandboxes (sandbox_settings), not a list here
+    Option("sandbox", _ISOLATION, "KIND", "auto").with_help(
         "how the agent and checks are isolated: auto (docker when an engine answers "
         "and the image is on it, else bwrap if it works, else local), bwrap, docker (a "
         "container per run, docker SDK) or local (default {default})"
