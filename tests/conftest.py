@@ -18,6 +18,11 @@ from pathlib import Path
 # and restore sys.modules, so a library first imported inside one would be imported again by
 # the next (seconds per end-to-end test), and C extensions (numpy) cannot load twice at all.
 import anthropic  # noqa: F401
+
+# httpx imports httpcore on its first client, and caches the map from httpcore's exceptions to its
+# own: an httpcore first imported inside an inline run would come back as a second module whose
+# exceptions the map does not know (the gateway's upstream errors then escape unmapped)
+import httpcore  # noqa: F401
 import jinja2  # noqa: F401
 import jsonschema  # noqa: F401
 import krippendorff  # noqa: F401

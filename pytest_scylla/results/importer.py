@@ -4,7 +4,7 @@ our experiment folder, so its published experiments can be re-analysed with `scy
 
 The recorded numbers are kept as recorded (its judges' own scores and category totals), so the
 exports reproduce its own; `scoring.py` re-scores them from item points where that matters (see
-tests/test_scoring.py for where the two differ).
+tests/unit/judging/test_scoring.py for where the two differ).
 """
 
 from __future__ import annotations

@@ -163,7 +163,7 @@ def gwet_ac2(scores: Iterable[tuple[str, str, float]]) -> dict[str, Any]:
     a run is missing. Unlike alpha it does not collapse when nearly every score is the same (a
     skewed panel that agrees). Scores are rounded as for alpha. The package that implements it
     (irrCAC) pins an old scipy: it is written here, and its values are checked against
-    irrCAC's in tests/test_stats.py."""
+    irrCAC's in tests/unit/results/test_stats.py."""
     import numpy as np
 
     triples = [(j, r, round(v, ALPHA_DECIMALS)) for j, r, v in scores]

@@ -1,0 +1,101 @@
+"""The overlay writes exactly what a subtest declares, as copies, and isolates HOME."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from pytest_scylla.formats.tiers import TierSet
+from pytest_scylla.run.overlay import apply
+
+ROOT = Path(__file__).resolve().parents[3]
+TIERS = TierSet(ROOT / "tiers")
+EVERY_SUBTEST = [s.ref for t in TIERS.tiers.values() for s in t.subtests]
+
+
+def run_overlay(ref: str, tmp_path: Path) -> tuple[Path, Path, object]:
+    ws, run_dir = tmp_path / "ws", tmp_path / "run"
+    ws.mkdir(parents=True)
+    run_dir.mkdir(parents=True)
+    return ws, run_dir, apply(TIERS.resolve(ref), TIERS, ws, run_dir)
+
+
+def flag(args: tuple[str, ...], name: str) -> str | None:
+    return args[args.index(name) + 1] if name in args else None
+
+
+def test_empty_prompt_tier_writes_nothing_into_the_workspace(tmp_path: Path) -> None:
+    ws, run_dir, ov = run_overlay("T0-00", tmp_path)
+    assert list(ws.iterdir()) == []
+    assert ov.written == ()
+    assert flag(ov.args, "--system-prompt") == ""
+    assert "--strict-mcp-config" in ov.args
+    config = json.loads(Path(flag(ov.args, "--mcp-config") or "").read_text())
+    assert config == {"mcpServers": {}}
+    assert ov.env["HOME"] == str(run_dir / "home")
+    assert ov.env["CLAUDE_CONFIG_DIR"] == str(run_dir / "home/.claude")
+    assert list((run_dir / "home/.claude").iterdir()) == []
+
+
+def test_vanilla_passes_no_prompt_flags(tmp_path: Path) -> None:
+    _, _, ov = run_overlay("T0-01", tmp_path)
+    assert "--system-prompt" not in ov.args
+    assert "--append-system-prompt" not in ov.args
+    assert "--tools" not in ov.args
+
+
+@pytest.mark.parametrize("ref", EVERY_SUBTEST)
+def test_every_declared_resource_lands_and_nothing_else(ref: str, tmp_path: Path) -> None:
+    sub = TIERS.resolve(ref)
+    ws, _, ov = run_overlay(ref, tmp_path)
+    claude_md = ws / "CLAUDE.md"
+    if sub.claude_md:
+        text = claude_md.read_text()
+        positions = [
+            text.index(TIERS.resource_path("claude_md", b).read_text().strip())
+            for b in sub.claude_md
+        ]
+        assert positions == sorted(positions)  # in declared order
+    else:
+        assert not claude_md.exists()
+    skills = sorted(p.name for p in (ws / ".claude/skills").glob("*"))
+    assert skills == sorted(sub.skills)
+    agents = sorted(p.stem for p in (ws / ".claude/agents").glob("*.md"))
+    assert agents == sorted(sub.agents)
+    servers = json.loads(Path(flag(ov.args, "--mcp-config") or "").read_text())["mcpServers"]
+    assert sorted(servers) == sorted(sub.mcp_servers)
+    for server in servers.values():
+        assert "${" not in json.dumps(server)
+    settings = ws / ".claude/settings.json"
+    deny = json.loads(settings.read_text())["permissions"]["deny"] if settings.exists() else []
+    assert deny == list(sub.tools_deny)
+    tools = flag(ov.args, "--tools")
+    assert tools == (",".join(sub.tools_allow) if sub.tools_allow is not None else None)
+    for path in ws.rglob("*"):
+        assert not path.is_symlink()
+    assert ov.declared["skills"] == list(sub.skills)
+
+
+def test_prompt_files_are_passed_as_text(tmp_path: Path) -> None:
+    for ref in EVERY_SUBTEST:
+        prompt = TIERS.resolve(ref).system_prompt
+        if prompt and prompt.mode in ("append", "replace") and prompt.file:
+            _, _, ov = run_overlay(ref, tmp_path / ref)
+            name = "--system-prompt" if prompt.mode == "replace" else "--append-system-prompt"
+            assert flag(ov.args, name) == prompt.file.read_text()
+
+
+def test_mcp_server_files_are_copied_per_run(tmp_path: Path) -> None:
+    ref = next(r for r in EVERY_SUBTEST if "project-facts" in TIERS.resolve(r).mcp_servers)
+    ws, run_dir, ov = run_overlay(ref, tmp_path)
+    server = json.loads(Path(flag(ov.args, "--mcp-config") or "").read_text())["mcpServers"][
+        "project-facts"
+    ]
+    script = Path(server["args"][0])
+    assert script.is_file()
+    assert script.is_relative_to(run_dir)
+    assert str(ws) in server["args"]
+    assert os.access(script, os.R_OK)
