@@ -95,16 +95,18 @@ def judge_kinds(config: pytest.Config) -> dict[str, Any]:
     return _gathered(config, "pytest_scylla_judge_kinds", "judge kind", dict.items)
 
 
-def _checked(
-    offered: list[tuple[str, dict[str, Writer] | None]], builtin: tuple[str, ...]
-) -> dict[str, Writer]:
-    """The plugins' report writers; the built-in reports (written by `results.report`) hold
-    their names."""
+# the formats the session writes itself (the terminal table, the CSV and JSON exports): held by
+# no writer, so no plugin can take their names
+HELD = ("terminal", "csv", "json")
+
+
+def _checked(offered: list[tuple[str, dict[str, Writer] | None]]) -> dict[str, Writer]:
+    """Every offered report writer by name; the held formats' names are no one's."""
     try:
         found = gather(
             "report",
             [
-                (BUILT_IN, [(name, None) for name in builtin]),
+                (BUILT_IN, [(name, None) for name in HELD]),
                 *((who, (writers or {}).items()) for who, writers in offered),
             ],
         )
@@ -113,21 +115,26 @@ def _checked(
     return {name: writer for name, writer in found.items() if writer is not None}
 
 
-def report_writers(config: pytest.Config | None, builtin: tuple[str, ...]) -> dict[str, Writer]:
-    """The report writers plugins add, by the name `--scylla-report` (or `scylla report
-    --report`) selects them with: through the session's hooks, or without a session from
-    the entry-point group."""
+def report_writers(config: pytest.Config | None) -> dict[str, Writer]:
+    """The report writers by the name `--scylla-report` (or `scylla report --report`) selects
+    them with: the built-in `md` and `html` and the plugins', through the session's hooks, or
+    without a session from the package and the entry-point group."""
     if config is not None:  # asked once per session (the options' check, then the exports)
         if WRITERS_KEY not in config.stash:
-            config.stash[WRITERS_KEY] = _checked(
-                _offers(config, "pytest_scylla_report_writers"), builtin
-            )
+            config.stash[WRITERS_KEY] = _checked(_offers(config, "pytest_scylla_report_writers"))
         return config.stash[WRITERS_KEY]
+    from pytest_scylla.results import builtin_reports
+
     return _checked(
         [
-            (f"{GROUP}:{getattr(m, '__name__', '')}", m.pytest_scylla_report_writers(config=None))
-            for m in modules()
-            if hasattr(m, "pytest_scylla_report_writers")
-        ],
-        builtin,
+            (BUILT_IN, builtin_reports.WRITERS),
+            *(
+                (
+                    f"{GROUP}:{getattr(m, '__name__', '')}",
+                    m.pytest_scylla_report_writers(config=None),
+                )
+                for m in modules()
+                if hasattr(m, "pytest_scylla_report_writers")
+            ),
+        ]
     )

@@ -53,6 +53,13 @@ def pytest_scylla_judge_kinds(config: pytest.Config) -> dict[str, Any]:
     return dict(BUILTIN_KINDS)
 
 
+def pytest_scylla_report_writers(config: pytest.Config | None) -> dict[str, Any]:
+    """The built-in report writers: md (tables.md, tables.tex) and html (report.html)."""
+    from pytest_scylla.results.builtin_reports import WRITERS
+
+    return dict(WRITERS)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_scylla_runtime(config: pytest.Config) -> Any:
     """The built-in runtime: gateway, sandbox and the real CLI (its baseline measured)."""
@@ -161,7 +168,7 @@ def _session_plugins(config: pytest.Config, worker: dict[str, Any] | None) -> No
         from pytest_scylla.operations.progress import Progress
         from pytest_scylla.results.aggregate import Aggregator
 
-        writers = report_writers(config, settings.REPORT_FORMATS)  # checked in resolve
+        writers = report_writers(config)  # checked in resolve
         config.pluginmanager.register(
             Aggregator(config.stash[EXPERIMENT_KEY], s, writers), "scylla-aggregate"
         )

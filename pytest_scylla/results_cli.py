@@ -133,15 +133,15 @@ def _report(args: argparse.Namespace) -> int:
     from pytest_scylla.extensions import ExtensionError, report_writers
 
     try:  # reports of the packages in the `pytest_scylla` entry-point group
-        writers = report_writers(None, ("md", "html", "csv", "json", "terminal"))
+        writers = report_writers(None)
     except ExtensionError as exc:
         echo(f"scylla report: {exc}", file=sys.stderr)
         return 2
-    unknown = set(formats) - {"md", "html", *writers}
+    unknown = set(formats) - set(writers)
     if unknown:
         echo(
             f"scylla report: unknown report format(s) {', '.join(sorted(unknown))}; use "
-            f"{', '.join(['md', 'html', *writers])} or none",
+            f"{', '.join(writers)} or none",
             file=sys.stderr,
         )
         return 2

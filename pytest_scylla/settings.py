@@ -156,7 +156,8 @@ def _report(config: pytest.Config) -> tuple[str, ...]:
     raw, origin = _value(config, "scylla_report")
     report = _list(raw) or ()
     try:
-        known = (*REPORT_FORMATS, *report_writers(config, REPORT_FORMATS))  # and plugins'
+        writers = report_writers(config)  # the built-in md and html, and plugins'
+        known = (*REPORT_FORMATS, *(name for name in writers if name not in REPORT_FORMATS))
     except ExtensionError as exc:
         raise pytest.UsageError(str(exc)) from None
     if "all" in report:

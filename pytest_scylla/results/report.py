@@ -5,6 +5,7 @@ a folder of paper-format CSVs."""
 
 from __future__ import annotations
 
+import copy
 import csv
 import math
 import statistics
@@ -16,8 +17,7 @@ from typing import Any
 from pytest_scylla.core.record import RunRecord, write_json
 from pytest_scylla.core.tiers import tier_key
 from pytest_scylla.formats.rubric import DEFAULT_PASS_THRESHOLD
-from pytest_scylla.results import ablation, metrics, models, stats, text_tables
-from pytest_scylla.results.paper_tables import paper_tables
+from pytest_scylla.results import ablation, builtin_reports, metrics, models, stats
 from pytest_scylla.results.report_input import ReportInput
 from pytest_scylla.results.tables import Tables
 
@@ -124,8 +124,8 @@ def write(
     writers: Mapping[str, Callable[..., None]] | None = None,
 ) -> dict[str, Any]:
     """Write the exports (CSV and JSON always: they are the store others rebuild from) and the
-    requested reports (`md`, `html` with figures, or a plugin's of `writers`) into `out`;
-    return the summary."""
+    requested reports of `writers` (default: the built-in `md` and `html`; a session passes
+    every plugin's too) into `out`; return the summary."""
     out.mkdir(parents=True, exist_ok=True)
     _csv(out / "runs.csv", sorted(tables.runs, key=_row_order), metrics.RUN_COLUMNS)
     _csv(out / "judges.csv", sorted(tables.judges, key=_row_order))
@@ -157,21 +157,11 @@ def write(
     write_json(out / "statistical_results.json", _jsonable(results))
     if manifest is not None:
         write_json(out / "manifest.json", manifest)
-    if "md" in formats:
-        paper = paper_tables(tables, tiers)
-        for name, render in (
-            ("tables.md", text_tables.markdown),
-            ("tables.tex", text_tables.latex),
-        ):
-            (out / name).write_text(render(summary, results, paper), encoding="utf-8")
-    if "html" in formats:
-        from pytest_scylla.results import figures, html_report
-
-        drawn = figures.draw_all(tables, tiers, out)
-        html_report.write(out, tables, summary, results, drawn, tables.sources)
-    for name, writer in (writers or {}).items():
-        if name in formats:
-            writer(ReportInput(out, tables, _jsonable(summary), _jsonable(results)))
+    chosen = builtin_reports.WRITERS if writers is None else writers
+    for name, writer in chosen.items():
+        if name in formats:  # each its own copy: what one writer changes, no other sees
+            copied = copy.deepcopy((summary, results, tiers))
+            writer(ReportInput(out, tables, *copied))
     return summary
 
 

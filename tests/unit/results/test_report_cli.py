@@ -12,6 +12,7 @@ import pytest
 
 from pytest_scylla.cli import main
 from pytest_scylla.results import metrics, report, text_tables
+from pytest_scylla.results.paper_tables import paper_tables
 from pytest_scylla.results.tables import Tables, load
 
 DRYRUN = Path(__file__).parents[2] / "fixtures" / "dryrun"
@@ -170,11 +171,10 @@ def _printed(value: float, printed: float) -> bool:
 
 
 def test_the_papers_tables_16_to_19_come_out_of_its_imported_dryrun(tmp_path: Path) -> None:
-    from pytest_scylla.results import report
 
     dest = tmp_path / "2026-01-20T06-13-07-test-001"
     assert main(["import", str(DRYRUN), str(dest)]) == 0
-    paper = report.paper_tables(load([dest]))
+    paper = paper_tables(load([dest]))
     for row in paper["tiers"]:
         rate, mean, median, grade, cop = TABLE_16[row["tier"]]
         assert _printed(row["pass_rate"], rate)
@@ -240,7 +240,7 @@ def test_latex_tables_render_infinity_and_escape_text() -> None:
     tables = Tables(runs=rows)
     summary = {"experiment": "50%_run #1", "simulated": True, "tiers": metrics.group_summary(rows)}
     tex = text_tables.latex(
-        summary, report.statistical_results(tables), report.paper_tables(tables, summary["tiers"])
+        summary, report.statistical_results(tables), paper_tables(tables, summary["tiers"])
     )
     assert "% 50\\%\\_run \\#1:" in tex
     assert "% SIMULATED MODEL" in tex

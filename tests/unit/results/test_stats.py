@@ -11,6 +11,7 @@ import pandas
 import pytest
 
 from pytest_scylla.results import metrics, stats
+from pytest_scylla.results.paper_tables import paper_tables
 
 DRYRUN = Path(__file__).parents[2] / "fixtures" / "dryrun"
 
@@ -300,7 +301,7 @@ def test_judge_vs_checks_counts_each_kind_of_contradiction() -> None:
         for title, _, _ in text_tables.sections(
             {"tiers": []},
             {**report.statistical_results(report.Tables(records=records)), "judge_vs_checks": rows},
-            report.paper_tables(report.Tables(), []),
+            paper_tables(report.Tables(), []),
         )
     ]
     assert any(t.startswith("Judge vs checks") for t in titles)
