@@ -1,6 +1,7 @@
 """The `scylla` command: `validate` checks cases, tiers and rubrics without running anything;
 `report`, `compare`, `matrix`, `import` and `plan` work on stored experiments; `init` starts a
-project; `image` manages the docker sandbox's images and `sandbox` checks a sandbox works."""
+project; `image` manages the docker sandbox's images and `sandbox` checks a sandbox works;
+`ablate plan` designs an ablation of a project's own agent configuration."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_scylla import __version__, results_cli, sandbox_cli
+from pytest_scylla import __version__, ablate_cli, results_cli, sandbox_cli
 from pytest_scylla.collect import case_file_problem, case_files, duplicate_id
 from pytest_scylla.core.folders import write_problem
 from pytest_scylla.core.terminal import echo
@@ -79,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     results_cli.add_parsers(sub)
     _add_project(sub)
     sandbox_cli.add_parsers(sub)
+    ablate_cli.add_parsers(sub)
     return parser
 
 
@@ -240,6 +242,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "check-case": _check_case,
     "image": sandbox_cli.image,
     "sandbox": sandbox_cli.sandbox,
+    "ablate": ablate_cli.ablate,
 }
 
 

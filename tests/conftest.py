@@ -205,6 +205,28 @@ def require(problem: str | None) -> None:
     pytest.skip(problem)
 
 
+def sdists(requirements: list[str], where: Path, isolated: bool = False) -> Path:
+    """Download source distributions pinned by hash (`name==version --hash=sha256:...`) into
+    `where/dl`, whatever Python they ask for; without `isolated`, with no build environment
+    (their backend must be installed here: hatchling is a dev dependency). Skip, or under CI
+    fail, when pip cannot."""
+    (where / "req.txt").write_text("\n".join(requirements) + "\n")
+    got = subprocess.run(
+        [
+            *(sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:"),
+            *(() if isolated else ("--no-build-isolation",)),
+            *("--ignore-requires-python", "--require-hashes"),
+            *("-r", "req.txt", "-d", "dl"),
+        ],
+        cwd=where,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    require(None if got.returncode == 0 else f"pip could not download: {got.stderr[-300:]}")
+    return where / "dl"
+
+
 def needs_bwrap() -> None:
     """Every test that needs bubblewrap calls this first (skip outside CI, fail in CI)."""
     require(bwrap_works())  # None, or why not ("bubblewrap cannot create a sandbox here: ...")

@@ -50,6 +50,7 @@ class Subtest:
     tools_deny: tuple[str, ...] = ()
     settings: Mapping[str, Any] = field(default_factory=dict)
     model: str | None = None
+    project_config: Literal["keep", "remove"] = "keep"  # the workspace's own configuration
 
     @property
     def number(self) -> str:
@@ -211,6 +212,7 @@ class TierSet:
             tools_deny=tuple(tools.get("deny", [])),
             settings=raw.get("settings", {}),
             model=raw.get("model"),
+            project_config=raw.get("project_config", "keep"),
         )
 
     def resource_path(self, kind: ResourceKind, name: str) -> Path:
@@ -314,6 +316,7 @@ class TierSet:
             else (_union(*allows) if allows else None),
             tools_deny=_union(*(s.tools_deny for s in chain)),
             settings=functools.reduce(deep_merge, (s.settings for s in chain), {}),
+            project_config="remove" if any(s.project_config == "remove" for s in chain) else "keep",
         )
 
     def known_refs(self) -> list[str]:

@@ -62,11 +62,45 @@ def mcp_config(sub: Subtest, tiers: TierSet, workspace: Path, run_dir: Path) -> 
     return {"mcpServers": servers}
 
 
+# where the CLIs read a project's own agent configuration from
+PROJECT_CONFIG = (
+    "CLAUDE.md",
+    "CLAUDE.local.md",
+    "AGENTS.md",
+    "GEMINI.md",
+    ".claude",
+    ".mcp.json",
+    ".codex",
+    ".gemini",
+    ".opencode",
+    "opencode.json",
+)
+
+
+def remove_project_config(workspace: Path) -> list[str]:
+    """Take the project's own agent configuration out of the workspace (before the agent runs),
+    so that an arm carries only what its subtest declares; the paths removed. Links are removed,
+    never followed."""
+    removed = []
+    for name in PROJECT_CONFIG:
+        path = workspace / name
+        if path.is_symlink() or path.is_file():
+            path.unlink()
+        elif path.is_dir():
+            shutil.rmtree(path)
+        else:
+            continue
+        removed.append(name)
+    return removed
+
+
 def write_instructions(sub: Subtest, tiers: TierSet, workspace: Path, name: str) -> list[str]:
     """The subtest's instruction blocks appended to the workspace's instructions file `name`
-    (CLAUDE.md, AGENTS.md, ...); the paths written."""
+    (CLAUDE.md, AGENTS.md, ...), after the project's own configuration is taken out where the
+    subtest says so; the paths written or removed."""
+    removed = remove_project_config(workspace) if sub.project_config == "remove" else []
     if not sub.claude_md:
-        return []
+        return removed
     blocks = [
         tiers.resource_path("claude_md", b).read_text(encoding="utf-8").strip()
         for b in sub.claude_md
@@ -76,7 +110,7 @@ def write_instructions(sub: Subtest, tiers: TierSet, workspace: Path, name: str)
     target.write_text(
         BLOCK_SEPARATOR.join([t for t in (existing, *blocks) if t]) + "\n", encoding="utf-8"
     )
-    return [name]
+    return [*removed, name]
 
 
 def declaration(sub: Subtest, tiers: TierSet | None = None) -> dict[str, Any]:

@@ -233,35 +233,9 @@ def test_a_real_projects_own_suite_beside_scylla_init(tmp_path: Path) -> None:
 
     from pytest_scylla.cli import main
 
-    from ..conftest import require
+    from ..conftest import sdists
 
-    (tmp_path / "req.txt").write_text(PLUGGY + "\n")
-    got = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "-q",
-            "--no-deps",
-            "--no-binary",
-            ":all:",
-            "--require-hashes",
-            "-r",
-            "req.txt",
-            "-d",
-            "dl",
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    require(
-        None
-        if got.returncode == 0
-        else f"pip could not download pluggy's sdist: {got.stderr[-300:]}"
-    )
+    sdists([PLUGGY], tmp_path, isolated=True)  # its backend is setuptools-scm's
     with tarfile.open(tmp_path / "dl" / "pluggy-1.5.0.tar.gz") as sdist:
         sdist.extractall(tmp_path, filter="data")
     project = tmp_path / "pluggy-1.5.0"

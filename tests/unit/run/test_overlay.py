@@ -99,3 +99,35 @@ def test_mcp_server_files_are_copied_per_run(tmp_path: Path) -> None:
     assert script.is_relative_to(run_dir)
     assert str(ws) in server["args"]
     assert os.access(script, os.R_OK)
+
+
+@pytest.mark.parametrize("project_config", ["remove", "keep"])
+def test_an_arm_can_take_the_projects_own_configuration_out(
+    tmp_path: Path, project_config: str
+) -> None:
+    """`project_config: remove` (what `scylla ablate plan` writes): the workspace's own CLAUDE.md,
+    .claude/ and .mcp.json are gone before the arm's are written, a planted link is removed and
+    its target left alone; `keep` (the control, the default) leaves them and appends."""
+    from dataclasses import replace
+
+    ws, run_dir = tmp_path / "ws", tmp_path / "run"
+    (ws / ".claude/skills/own").mkdir(parents=True)
+    (ws / ".claude/skills/own/SKILL.md").write_text("---\nname: own\n---\nmine\n")
+    (ws / "CLAUDE.md").write_text("# the project's own\n")
+    (ws / ".mcp.json").write_text("{}")
+    outside = tmp_path / "outside.md"
+    outside.write_text("not the workspace's\n")
+    (ws / "AGENTS.md").symlink_to(outside)
+    run_dir.mkdir()
+    sub = replace(TIERS.resolve("T0-11"), project_config=project_config)  # with blocks
+    ov = apply(sub, TIERS, ws, run_dir)
+    own = (ws / "CLAUDE.md").read_text().startswith("# the project's own")
+    if project_config == "remove":
+        assert not own
+        assert sorted(p.name for p in ws.iterdir()) == ["CLAUDE.md"]
+        assert set(ov.written) == {"CLAUDE.md", "AGENTS.md", ".claude", ".mcp.json"}
+    else:
+        assert own
+        assert (ws / ".claude/skills/own/SKILL.md").exists()
+        assert (ws / "AGENTS.md").is_symlink()
+    assert outside.read_text() == "not the workspace's\n"

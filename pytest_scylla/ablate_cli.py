@@ -1,0 +1,125 @@
+"""`scylla ablate plan [PATH]`: a team's own agent configuration read into components, and the
+ablation design over them written as a tiers folder that the session runs like any other."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from pytest_scylla.core.terminal import echo
+from pytest_scylla.formats.yamlmarks import SpecError
+
+GROUPS = ("section", "skill", "agent", "mcp", "hook")
+
+
+def add_parsers(sub: Any) -> None:
+    """The `ablate` command on the `scylla` parser's subparsers."""
+    abl = sub.add_parser(
+        "ablate",
+        help="which part of your own agent configuration earns its cost: plan an ablation of it",
+    )
+    actions = abl.add_subparsers(dest="ablate_command", metavar="ACTION", required=True)
+    plan = actions.add_parser(
+        "plan",
+        help="list the components of a project's Claude Code configuration (CLAUDE.md "
+        "sections, skills, sub-agents, MCP servers, hooks) and write the arms as tier files",
+    )
+    plan.add_argument(
+        "path",
+        nargs="?",
+        default=Path("."),
+        type=Path,
+        help="the project whose configuration is read (default: .)",
+    )
+    plan.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="the tiers folder to write (replaced if it exists; default: PATH/ablation)",
+    )
+    plan.add_argument(
+        "--group",
+        action="append",
+        default=[],
+        choices=GROUPS,
+        help="ablate every component of this kind as one (repeatable), e.g. --group skill",
+    )
+    plan.add_argument(
+        "--add-one",
+        action="store_true",
+        help="also one arm per component alone (with leave-one-out; a second view of each "
+        "effect that shows interactions)",
+    )
+    plan.add_argument(
+        "--factorial-above",
+        type=int,
+        default=8,
+        metavar="K",
+        help="above K factors, a Plackett-Burman design instead of leave-one-out (default: 8)",
+    )
+    plan.add_argument(
+        "--dry-run", action="store_true", help="list the components and arms; write nothing"
+    )
+
+
+def ablate(args: argparse.Namespace) -> int:
+    from pytest_scylla.formats import ablation_plan
+    from pytest_scylla.formats.agent_config import read_claude_code
+    from pytest_scylla.formats.tiers import TierSet
+
+    root: Path = args.path
+    if not root.is_dir():
+        echo(f"scylla ablate plan: {root}: no such folder", file=sys.stderr)
+        return 2
+    try:
+        config = read_claude_code(root)
+    except SpecError as exc:
+        echo(f"scylla ablate plan: {exc}", file=sys.stderr)
+        return 2
+    units = ablation_plan.factors(config, args.group)
+    if not units:
+        echo(
+            f"scylla ablate plan: {root}: no configuration to ablate (no CLAUDE.md, skills, "
+            "sub-agents, MCP servers or hooks)",
+            file=sys.stderr,
+        )
+        return 2
+    arms = ablation_plan.design(units, add_one=args.add_one, factorial_above=args.factorial_above)
+    echo("\n".join(_listing(config, units, arms)))
+    if args.dry_run:
+        return 0
+    out: Path = args.out or root / "ablation"
+    ablation_plan.write_tiers(config, units, arms, out)
+    tiers = TierSet(out)
+    broken = [str(e) for e in tiers.errors.values()]
+    for sub in tiers.tiers["T0"].subtests if "T0" in tiers.tiers else ():
+        try:
+            tiers.resolve(sub.ref)
+        except SpecError as exc:
+            broken.append(str(exc))
+    if broken:  # a component the tier format refuses: said, with the file to fix
+        echo(
+            "scylla ablate plan: the written tiers do not validate:\n" + "\n".join(broken),
+            file=sys.stderr,
+        )
+        return 2
+    echo(
+        f"wrote {out / 'T0.yaml'} ({len(arms)} arms); run them with:\n"
+        f"  pytest cases/ --scylla-tiers-dir={out} --scylla-packaged-tiers=off --scylla-runs=5"
+    )
+    return 0
+
+
+def _listing(config: Any, units: list[Any], arms: list[Any]) -> list[str]:
+    lines = [f"{config.cli} configuration {config.digest}: {len(config.components)} components"]
+    width = max(len(c.id) for c in config.components)
+    for comp in config.components:
+        state = "ablated" if comp.ablated else f"not ablated: {comp.reason}"
+        lines.append(f"  {comp.id:<{width}}  {comp.digest}  {comp.where:<28} {state}")
+    design = "leave-one-out" if arms and arms[0].name.endswith("-full") else "Plackett-Burman"
+    lines.append(f"{len(units)} factors, {len(arms)} arms ({design}):")
+    lines += [f"  {arm.name}: {arm.description}" for arm in arms]
+    return lines

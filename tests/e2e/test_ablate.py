@@ -1,0 +1,90 @@
+"""`scylla ablate plan` on real configurations nobody here wrote: the Claude Code setups that two
+projects publish in their source distributions on PyPI (pinned by hash), read as the CLI loads
+them; the arms written for them validate as tiers."""
+
+from __future__ import annotations
+
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from pytest_scylla.cli import main
+from pytest_scylla.formats.agent_config import read_claude_code
+from pytest_scylla.formats.tiers import TierSet
+
+from ..conftest import sdists
+
+REAL = {  # a CLAUDE.md importing @CONTRIBUTING.md, 3 skills, a hook
+    "claude_code_log-1.7.0": "claude-code-log==1.7.0 --hash=sha256:"
+    "c30b9463066429cabde6216b7e43c1f3721144517568eda69588c39b6341271e",
+    # 2 top-level titles over 22 sections, 6 sub-agents, 2 hook events, nested skills, commands
+    "mcp_memory_service-11.0.0": "mcp-memory-service==11.0.0 --hash=sha256:"
+    "f8259a1535edbecd6a820af724ec14832b4570dd34972537782fe7c0550ec2ad",
+}
+CONFIG = ("CLAUDE.md", "CONTRIBUTING.md", "AGENTS.md", ".mcp.json", ".claude/")
+
+
+@pytest.fixture(scope="module")
+def real(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The two projects' configuration files, from their sdists (their build backend, hatchling,
+    is this project's own: no build environment is made)."""
+    where = tmp_path_factory.mktemp("real")
+    downloaded = sdists(list(REAL.values()), where)
+    for name in REAL:
+        with tarfile.open(downloaded / f"{name}.tar.gz") as sdist:
+            members = [m for m in sdist.getmembers() if m.name.partition("/")[2].startswith(CONFIG)]
+            sdist.extractall(where, members=members, filter="data")
+    return {name: where / name for name in REAL}
+
+
+@pytest.mark.slow  # downloads two sdists (about 6 s)
+def test_a_real_claude_md_with_an_import_skills_and_a_hook(real: dict[str, Path]) -> None:
+    root = real["claude_code_log-1.7.0"]
+    config = read_claude_code(root)
+    ids = [c.id for c in config.components]
+    assert [i for i in ids if i.startswith("section:")] == [
+        "section:claude-code-log",
+        "section:project-overview",
+        "section:key-features",
+        "section:usage",
+        "section:development",
+        "section:architecture",
+    ]
+    development = next(c for c in config.components if c.id == "section:development")
+    assert "# Contributing to Claude Code Log" in development.text  # the import, in place
+    assert [i for i in ids if not i.startswith("section:")] == [
+        "skill:foldyard",
+        "skill:tool-renderer",
+        "skill:update-tools-coverage",
+        "hook:posttooluse",
+    ]
+    assert main(["ablate", "plan", str(root), "--out", str(root / "ablation")]) == 0
+    tiers = TierSet(root / "ablation")
+    assert tiers.errors == {}
+    assert len(tiers.tiers["T0"].subtests) == 12  # 10 factors: Plackett-Burman
+
+
+@pytest.mark.slow  # shares the download
+def test_a_real_setup_of_agents_and_hooks_lists_what_it_cannot_ablate(
+    real: dict[str, Path],
+) -> None:
+    root = real["mcp_memory_service-11.0.0"]
+    config = read_claude_code(root)
+    kinds = [c.kind for c in config.ablated]
+    assert (kinds.count("section"), kinds.count("agent"), kinds.count("hook")) == (24, 6, 2)
+    kept = {c.id: c.reason for c in config.components if not c.ablated}
+    assert "no SKILL.md directly in this folder" in kept["file:gitnexus"]  # skills one deeper
+    assert {"command:release", "command:triage", "setting:enabledplugins"} <= set(kept)
+    assert any(i.startswith("file:hooks") for i in kept)  # the hooks' own scripts, listed
+    grouped = ["--group", "section", "--group", "agent"]
+    assert main(["ablate", "plan", str(root), *grouped, "--out", str(root / "abl")]) == 0
+    arms = TierSet(root / "abl").tiers["T0"].subtests
+    assert [a.name for a in arms] == [
+        "01-full",
+        "02-none",
+        "03-no-hook-posttooluse",
+        "04-no-hook-sessionstart",
+        "05-no-group-section",
+        "06-no-group-agent",
+    ]

@@ -1,0 +1,72 @@
+"""`scylla ablate plan`: the components listed, the arms written as tiers that validate, bad
+input as one line naming the file (exit code 2), and nothing written on --dry-run."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pytest_scylla.cli import main
+from pytest_scylla.formats.tiers import TierSet
+
+TEAM = Path(__file__).parents[2] / "fixtures" / "team"
+
+
+@pytest.fixture
+def team(tmp_path: Path) -> Path:
+    return Path(shutil.copytree(TEAM, tmp_path / "team"))
+
+
+def test_plan_lists_every_component_and_writes_tiers_that_validate(
+    team: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["ablate", "plan", str(team), "--group", "section"]) == 0
+    out = capsys.readouterr().out
+    for ident in (
+        "section:ledger-service",
+        "skill:money-math",
+        "agent:reviewer",
+        "mcp:ledger-facts",
+    ):
+        assert f"  {ident} " in out
+    assert "command:release" in out
+    assert "not ablated: slash commands" in out
+    assert "8 factors, 10 arms (leave-one-out)" in out
+    assert f"--scylla-tiers-dir={team / 'ablation'}" in out
+    tiers = TierSet(team / "ablation")
+    assert tiers.errors == {}
+    assert len(tiers.tiers["T0"].subtests) == 10
+
+
+def test_dry_run_writes_nothing(team: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["ablate", "plan", str(team), "--dry-run"]) == 0
+    assert "14 factors, 16 arms (Plackett-Burman)" in capsys.readouterr().out
+    assert not (team / "ablation").exists()
+
+
+@pytest.mark.parametrize(
+    ("make", "expected"),
+    [
+        (lambda t: (t / ".mcp.json").write_text("{nope"), ".mcp.json:1: column 2:"),
+        (lambda t: (t / "CLAUDE.md").write_bytes(b"\xff\n"), "CLAUDE.md:1: column 1: byte 0xff"),
+        (lambda t: shutil.rmtree(t), "no such folder"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_code_2(
+    team: Path, capsys: pytest.CaptureFixture[str], make: object, expected: str
+) -> None:
+    make(team)  # type: ignore[operator]
+    assert main(["ablate", "plan", str(team)]) == 2
+    err = capsys.readouterr().err
+    assert expected in err
+    assert len(err.strip().splitlines()) == 1
+    assert "Traceback" not in err
+
+
+def test_a_project_without_configuration_is_told_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["ablate", "plan", str(tmp_path)]) == 2
+    assert "no configuration to ablate" in capsys.readouterr().err
