@@ -62,14 +62,21 @@ def mcp_config(sub: Subtest, tiers: TierSet, workspace: Path, run_dir: Path) -> 
     return {"mcpServers": servers}
 
 
-# where the CLIs read a project's own agent configuration from
+# where the CLIs read a project's own agent configuration from (what else .claude/ holds, such
+# as the scripts its hooks run, stays)
 PROJECT_CONFIG = (
     "CLAUDE.md",
     "CLAUDE.local.md",
     "AGENTS.md",
     "GEMINI.md",
-    ".claude",
     ".mcp.json",
+    ".claude/CLAUDE.md",
+    ".claude/settings.json",
+    ".claude/settings.local.json",
+    ".claude/skills",
+    ".claude/agents",
+    ".claude/commands",
+    ".claude/output-styles",
     ".codex",
     ".gemini",
     ".opencode",
@@ -79,19 +86,27 @@ PROJECT_CONFIG = (
 
 def remove_project_config(workspace: Path) -> list[str]:
     """Take the project's own agent configuration out of the workspace (before the agent runs),
-    so that an arm carries only what its subtest declares; the paths removed. Links are removed,
-    never followed."""
-    removed = []
-    for name in PROJECT_CONFIG:
-        path = workspace / name
-        if path.is_symlink() or path.is_file():
-            path.unlink()
-        elif path.is_dir():
-            shutil.rmtree(path)
+    so that an arm carries only what its subtest declares; the paths removed. A link, at the
+    end of a path or on its way, is removed itself, never followed."""
+    removed: list[str] = []
+    for rel in PROJECT_CONFIG:
+        path = workspace
+        for part in Path(rel).parts:
+            path = path / part
+            if path.is_symlink():
+                path.unlink()
+                break
+            if not path.exists():
+                path = workspace
+                break
         else:
-            continue
-        removed.append(name)
-    return removed
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+        if path != workspace:
+            removed.append(path.relative_to(workspace).as_posix())
+    return list(dict.fromkeys(removed))
 
 
 def write_instructions(sub: Subtest, tiers: TierSet, workspace: Path, name: str) -> list[str]:

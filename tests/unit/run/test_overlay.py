@@ -114,6 +114,12 @@ def test_an_arm_can_take_the_projects_own_configuration_out(
     (ws / ".claude/skills/own").mkdir(parents=True)
     (ws / ".claude/skills/own/SKILL.md").write_text("---\nname: own\n---\nmine\n")
     (ws / "CLAUDE.md").write_text("# the project's own\n")
+    (ws / ".claude/hooks").mkdir()
+    (ws / ".claude/hooks/check.sh").write_text("true\n")  # what a hook runs: stays
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "agents").mkdir(parents=True)
+    (elsewhere / "agents/a.md").write_text("an agent outside\n")
+    (ws / ".codex").symlink_to(elsewhere)  # a linked config folder: the link goes, not its files
     (ws / ".mcp.json").write_text("{}")
     outside = tmp_path / "outside.md"
     outside.write_text("not the workspace's\n")
@@ -124,10 +130,18 @@ def test_an_arm_can_take_the_projects_own_configuration_out(
     own = (ws / "CLAUDE.md").read_text().startswith("# the project's own")
     if project_config == "remove":
         assert not own
-        assert sorted(p.name for p in ws.iterdir()) == ["CLAUDE.md"]
-        assert set(ov.written) == {"CLAUDE.md", "AGENTS.md", ".claude", ".mcp.json"}
+        assert sorted(p.name for p in ws.iterdir()) == [".claude", "CLAUDE.md"]
+        assert [p.name for p in (ws / ".claude").iterdir()] == ["hooks"]
+        assert set(ov.written) == {
+            "CLAUDE.md",
+            "AGENTS.md",
+            ".claude/skills",
+            ".mcp.json",
+            ".codex",
+        }
     else:
         assert own
         assert (ws / ".claude/skills/own/SKILL.md").exists()
         assert (ws / "AGENTS.md").is_symlink()
     assert outside.read_text() == "not the workspace's\n"
+    assert (elsewhere / "agents/a.md").read_text() == "an agent outside\n"
