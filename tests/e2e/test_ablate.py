@@ -4,6 +4,8 @@ them; the arms written for them validate as tiers."""
 
 from __future__ import annotations
 
+import json
+import shutil
 import tarfile
 from pathlib import Path
 
@@ -88,3 +90,87 @@ def test_a_real_setup_of_agents_and_hooks_lists_what_it_cannot_ablate(
         "05-no-group-section",
         "06-no-group-agent",
     ]
+
+
+TEAM = Path(__file__).parents[1] / "fixtures" / "team"
+
+
+def _team_project(mini: Path) -> None:
+    """The mini project whose root and whose case's source (the team's repository, as a case of
+    one's own history is) both carry the team's configuration."""
+    for target in (mini, mini / "cases" / "alpha" / "source"):
+        shutil.copytree(TEAM, target, dirs_exist_ok=True)
+    shutil.rmtree(mini / "cases" / "beta")  # it names the paper's tiers (T0, T1)
+
+
+@pytest.mark.slow  # seven oracle runs through the real CLI (about 60 s of a worker)
+def test_every_arm_of_a_plan_runs_and_carries_exactly_its_components(
+    mini: Path, pytester: pytest.Pytester, oracle: list[str]
+) -> None:
+    """The plan's arms run through the real CLI under the oracle: every run passes the ablation
+    check (each section, skill, sub-agent and MCP server present where its arm keeps it and
+    absent where it removes it, although the case's own source carries the whole setup)."""
+    _team_project(mini)
+    grouped = ["--group", "section", "--group", "skill", "--group", "agent"]
+    assert main(["ablate", "plan", str(mini), *grouped]) == 0
+    out = mini / "out"
+    done = pytester.runpytest(
+        "cases",
+        "-k",
+        "alpha",
+        "-p",
+        "no:xdist",
+        *oracle,
+        f"--scylla-tiers-dir={mini / 'ablation'}",
+        "--scylla-packaged-tiers=off",
+        f"--scylla-out={out}",
+    )
+    records = [json.loads(p.read_text()) for p in sorted(out.glob("runs/*/run.json"))]
+    seen = {r["subtest_name"]: r["ablation"]["observed"] for r in records}
+    assert list(seen) == [
+        "01-full",
+        "02-none",
+        "03-no-mcp-ledger-facts",
+        "04-no-hook-posttooluse",
+        "05-no-group-section",
+        "06-no-group-skill",
+        "07-no-group-agent",
+    ], done.stdout.str()[-3000:]
+    for record in records:
+        assert record["outcome"] == "pass", (record["subtest_name"], record["reason"])
+        assert record["ablation"]["checked"]
+        assert record["ablation"]["problems"] == []
+    done.assert_outcomes(passed=7)
+    ours = {"changelog", "fixture-builder", "money-math"}
+    assert ours <= set(seen["01-full"]["skills"])
+    assert not ours & set(seen["06-no-group-skill"]["skills"])
+    assert seen["01-full"]["mcp_servers"] == ["ledger-facts"]
+    assert seen["03-no-mcp-ledger-facts"]["mcp_servers"] == []
+    assert {"reviewer", "test-author"} <= set(seen["01-full"]["agents"])
+    assert not {"reviewer", "test-author"} & set(seen["07-no-group-agent"]["agents"])
+
+    # a leak: the errors section's text also in a skill's description, which the CLI lists
+    errors = (mini / "ablation" / "blocks" / "errors.md").read_text()
+    skill = mini / "ablation" / "skills" / "money-math" / "SKILL.md"
+    lines = skill.read_text().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if line.startswith("description:"))
+    said = " ".join(errors.split()) + " " + lines[at].partition(":")[2].strip()
+    lines[at] = f"description: {json.dumps(said)}\n"
+    skill.write_text("".join(lines))
+    leaked = pytester.runpytest(
+        "cases",
+        "-k",
+        "alpha and T0-05",
+        "-p",
+        "no:xdist",
+        *oracle,
+        f"--scylla-tiers-dir={mini / 'ablation'}",
+        "--scylla-packaged-tiers=off",
+        f"--scylla-out={mini / 'leak'}",
+    )
+    record = json.loads((mini / "leak" / "runs" / "alpha-T0-05-r1" / "run.json").read_text())
+    assert record["outcome"] == "infra_error", leaked.stdout.str()[-2000:]
+    assert (
+        "CLAUDE.md block 'errors' is in the request but not declared"
+        in record["ablation"]["problems"]
+    )
