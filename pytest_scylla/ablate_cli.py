@@ -21,6 +21,11 @@ def add_parsers(sub: Any) -> None:
         help="which part of your own agent configuration earns its cost: plan an ablation of it",
     )
     actions = abl.add_subparsers(dest="ablate_command", metavar="ACTION", required=True)
+    _add_plan(actions)
+    _add_report(actions)
+
+
+def _add_plan(actions: Any) -> None:
     plan = actions.add_parser(
         "plan",
         help="list the components of a project's Claude Code configuration (CLAUDE.md "
@@ -65,7 +70,66 @@ def add_parsers(sub: Any) -> None:
     )
 
 
+def _add_report(actions: Any) -> None:
+    report = actions.add_parser(
+        "report",
+        help="each component's effect on pass rate, cost, tokens and duration, with intervals "
+        "and a verdict, from an experiment that ran a plan's arms",
+    )
+    report.add_argument("experiment", type=Path, help="the experiment folder (--scylla-out)")
+    report.add_argument(
+        "--design",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="the plan's design.json (default: the one beside the tier file the experiment ran)",
+    )
+
+
 def ablate(args: argparse.Namespace) -> int:
+    return _report(args) if args.ablate_command == "report" else _plan(args)
+
+
+def _report(args: argparse.Namespace) -> int:
+    """`scylla ablate report`: the terminal table, components.csv and components.md."""
+    from pytest_scylla.results import component_effects as ce
+    from pytest_scylla.results.tables import load
+
+    folder: Path = args.experiment
+    try:
+        design_path = args.design or _design_beside(folder)
+        design = ce.load_design(design_path)
+        tables = load([folder])
+    except (OSError, ValueError) as exc:
+        echo(f"scylla ablate report: {exc}", file=sys.stderr)
+        return 2
+    found = ce.effects(tables.runs, design)
+    if not found:
+        echo(
+            f"scylla ablate report: {folder}: no arm of {design_path} has counted runs to compare",
+            file=sys.stderr,
+        )
+        return 2
+    echo("\n".join(ce.terminal(found)))
+    ce.write_csv(folder / "components.csv", found)
+    (folder / "components.md").write_text(ce.markdown(found, design), encoding="utf-8")
+    echo(f"wrote {folder / 'components.csv'} and {folder / 'components.md'}")
+    return 0
+
+
+def _design_beside(folder: Path) -> Path:
+    """The design.json beside the tier file the experiment in `folder` ran."""
+    from pytest_scylla.core.record import read_dict
+
+    if not (folder / "manifest.json").is_file():
+        raise ValueError(f"{folder}: no manifest.json, so no experiment folder (--scylla-out)")
+    source = (read_dict(folder / "manifest.json").get("tier_sources") or {}).get("T0")
+    if not source or source.startswith("packaged"):
+        raise ValueError("the experiment did not run a plan's tiers; name its design with --design")
+    return Path(source).parent / "design.json"
+
+
+def _plan(args: argparse.Namespace) -> int:
     from pytest_scylla.formats import ablation_plan
     from pytest_scylla.formats.agent_config import read_claude_code
     from pytest_scylla.formats.tiers import TierSet

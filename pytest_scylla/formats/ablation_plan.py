@@ -109,6 +109,14 @@ def write_tiers(
     }
     path = out / "T0.yaml"
     path.write_text(_header(config, units) + yaml.safe_dump(tier, sort_keys=False, width=96))
+    design = {  # what `scylla ablate report` reads the arms by
+        "design": "plackett-burman" if arms and "-design-" in arms[0].name else "leave-one-out",
+        "configuration": config.digest,
+        "factors": [f.name for f in units],
+        "components": {f.name: [c.id for c in f.components] for f in units},
+        "arms": {arm.name: sorted(arm.kept) for arm in arms},
+    }
+    (out / "design.json").write_text(json.dumps(design, indent=1) + "\n", encoding="utf-8")
     return path
 
 

@@ -31,7 +31,7 @@ from pytest_scylla.run import (
 )
 from pytest_scylla.run.agents import Result, SetupError, claude_code, overlay_for
 from pytest_scylla.run.baseline import delegates, expectation
-from pytest_scylla.run.gateway import Route, ablation, allowlist
+from pytest_scylla.run.gateway import Route, ablation, allowlist, oracle_effects
 from pytest_scylla.run.gateway.oracle import Script, mode_for
 from pytest_scylla.run.gateway.replay import recorded
 from pytest_scylla.run.outcome import classify
@@ -44,6 +44,7 @@ SETUP_FAILURES = (
     mcp_install.InstallError,
     SetupError,
     hostile.HostileDataError,
+    oracle_effects.EffectsFileError,
     OSError,
 )
 
@@ -179,6 +180,7 @@ def _oracle_script(run: RunState, work: Path, rec: RunRecord) -> Script | None:
             delegates(rt.tiers, spec.subtest),
             spec.subtest.skills,
             spec.subtest.mcp_servers,
+            oracle_effects.for_run(spec.key.folder),
         )
         if oracle
         else None

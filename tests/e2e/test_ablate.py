@@ -15,7 +15,7 @@ from pytest_scylla.cli import main
 from pytest_scylla.formats.agent_config import read_claude_code
 from pytest_scylla.formats.tiers import TierSet
 
-from ..conftest import sdists
+from ..conftest import export_rows, sdists
 
 REAL = {  # a CLAUDE.md importing @CONTRIBUTING.md, 3 skills, a hook
     "claude_code_log-1.7.0": "claude-code-log==1.7.0 --hash=sha256:"
@@ -174,3 +174,51 @@ def test_every_arm_of_a_plan_runs_and_carries_exactly_its_components(
         "CLAUDE.md block 'errors' is in the request but not declared"
         in record["ablation"]["problems"]
     )
+
+
+HELPFUL = "Exact arithmetic on amounts in cents"  # the money-math skill's description
+HARMFUL = "Add an entry to CHANGELOG.md"  # the changelog skill's
+
+
+@pytest.mark.slow  # 2 x 4 arms x 16 oracle runs through the real CLI (about 2 minutes)
+@pytest.mark.parametrize("swapped", [False, True])
+def test_the_report_recovers_planted_effects(
+    mini: Path,
+    pytester: pytest.Pytester,
+    oracle: list[str],
+    swapped: bool,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The oracle's effects mode plants a helpful skill (+50 points of pass rate when its
+    description reaches the model), a harmful one (-50) and a neutral one; `scylla ablate
+    report` finds the first helps, the second hurts and the third has no detectable effect.
+    The mutation control (`swapped`) swaps the two effects, and the verdicts swap."""
+    _team_project(mini)
+    grouped = [f"--group={kind}" for kind in ("section", "agent", "mcp", "hook")]
+    assert main(["ablate", "plan", str(mini), *grouped]) == 0
+    effects = {HELPFUL: 0.5, HARMFUL: -0.5}
+    if swapped:
+        effects = {HELPFUL: -0.5, HARMFUL: 0.5}
+    (mini / "effects.json").write_text(json.dumps({"base": 0.5, "effects": effects}))
+    monkeypatch.setenv("SCYLLA_ORACLE_EFFECTS", str(mini / "effects.json"))
+    out = mini / "out"
+    done = pytester.runpytest(
+        "cases",
+        "-k",
+        "T0-01 or T0-03 or T0-04 or T0-05",  # full, and without each skill
+        "-n",
+        "2",
+        *oracle,
+        "--scylla-runs=16",
+        f"--scylla-tiers-dir={mini / 'ablation'}",
+        "--scylla-packaged-tiers=off",
+        f"--scylla-out={out}",
+    )
+    assert (out / "runs.csv").is_file(), done.stdout.str()[-3000:]
+    assert main(["ablate", "report", str(out)]) == 0
+    rows = {r["factor"]: r for r in export_rows(out / "components.csv")}
+    helps, hurts = ("hurts", "helps") if swapped else ("helps", "hurts")
+    assert rows["skill:money-math"]["verdict"] == helps
+    assert rows["skill:changelog"]["verdict"] == hurts
+    assert rows["skill:fixture-builder"]["verdict"] == "no effect detectable at this n"
+    assert "| `skill:money-math` |" in (out / "components.md").read_text()

@@ -16,6 +16,8 @@ For the harness's own fault tests, `SCYLLA_ORACLE_FAULT` in the gateway's enviro
 oracle misbehave: `stall` (never answers), `overloaded` (HTTP 529 with retry-after), `crash`
 (asks the shell to kill the CLI process). `SCYLLA_ORACLE_ATTACK=<file.json>` turns the main agent
 hostile: it makes the scripted tool calls of that file instead (see `attack`).
+`SCYLLA_ORACLE_EFFECTS=<file.json>` makes whether it solves depend on what reached the model
+(see `oracle_effects`).
 """
 
 from __future__ import annotations
@@ -24,11 +26,12 @@ import hashlib
 import os
 import shlex
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from pytest_scylla.run.gateway import attack, oracle_judge, oracle_tools, turns
+from pytest_scylla.run.gateway.oracle_effects import Effects
 
 TOOL_ID = turns.TOOL_ID
 FAULTS = ("stall", "overloaded", "crash", "rate-limited", "usage-limit")
@@ -59,6 +62,7 @@ class Script:
     mcp_servers: tuple[str, ...] = ()
     verdict: dict[str, Any] | None = None  # what the oracle judge answers (judge routes only)
     faults: bool = True  # SCYLLA_ORACLE_FAULT applies (not to the harness's baseline probe)
+    effects: Effects | None = None  # SCYLLA_ORACLE_EFFECTS: solution or noop by what was seen
 
     @classmethod
     def for_case(
@@ -69,6 +73,7 @@ class Script:
         delegates: tuple[str, ...] = (),
         skills: tuple[str, ...] = (),
         mcp_servers: tuple[str, ...] = (),
+        effects: Effects | None = None,
     ) -> Script:
         files: list[tuple[str, str]] = []
         if solution is not None and mode != "noop":
@@ -87,6 +92,7 @@ class Script:
             delegates=delegates,
             skills=skills,
             mcp_servers=mcp_servers,
+            effects=effects,
         )
 
 
@@ -328,4 +334,6 @@ def answer(script: Script, request: dict[str, Any], attempt: int = 0) -> Reply:
         return _crash(request, done)
     if failed:
         return _text("A tool call failed; stopping without finishing the change.")
+    if script.effects is not None and script.mode == "solution":
+        script = replace(script, mode="solution" if script.effects.applies(request) else "noop")
     return _next_step(script, request, done)

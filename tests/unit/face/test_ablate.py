@@ -70,3 +70,19 @@ def test_a_project_without_configuration_is_told_so(
 ) -> None:
     assert main(["ablate", "plan", str(tmp_path)]) == 2
     assert "no configuration to ablate" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ([], "manifest.json"),  # not an experiment folder
+        (["--design", "nowhere.json"], "not a design written by `scylla ablate plan`"),
+    ],
+)
+def test_report_bad_input_is_one_line_and_exit_code_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], given: list[str], expected: str
+) -> None:
+    assert main(["ablate", "report", str(tmp_path), *given]) == 2
+    err = capsys.readouterr().err
+    assert expected in err
+    assert len(err.strip().splitlines()) == 1
