@@ -13,10 +13,7 @@ Here the in-process tests; the sessions are in `tests/e2e/test_redteam_terminal.
 
 from __future__ import annotations
 
-import json
 import re
-from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -35,10 +32,6 @@ def no_raw_controls(text: str) -> None:
         f"raw {found.group()!r} at {found.start()}: "
         f"{text[max(0, found.start() - 60) : found.start() + 20]!r}"
     )
-
-
-def stored(out: Path) -> list[dict[str, Any]]:
-    return [json.loads(p.read_text()) for p in sorted(out.glob("runs/*/run.json"))]
 
 
 def test_the_gateway_says_a_broken_connection_escaped(capsys: pytest.CaptureFixture[str]) -> None:

@@ -11,13 +11,6 @@ from typing import Any
 
 import pytest
 
-T0 = "alpha and T0"
-
-
-def lines(path: Path) -> list[str]:
-    return path.read_text().splitlines() if path.exists() else []
-
-
 CONDITIONS = {
     "model": "claude-sonnet-5",
     "cli": "2.1.197",

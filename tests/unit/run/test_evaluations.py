@@ -7,18 +7,12 @@ Here the in-process tests; the sessions are in `tests/e2e/test_evaluations.py`."
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from pytest_scylla.run.hostile import HostileDataError, read
-
-
-def records(out: Path) -> dict[str, dict[str, Any]]:
-    return {p.parent.name: json.loads(p.read_text()) for p in out.glob("runs/*/run.json")}
 
 
 def test_reading_the_agents_files_never_follows_what_it_planted(tmp_path: Path) -> None:

@@ -10,9 +10,6 @@ Here the in-process tests; the sessions are in `tests/e2e/test_other_clis.py`.""
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -22,104 +19,6 @@ import pytest
 from pytest_scylla.run.agents import codex, gemini_cli, opencode
 from pytest_scylla.run.gateway import ablation, responses_wire, turns
 from pytest_scylla.run.gateway.sse import UsageReader
-
-from ....conftest import FIXTURES, require, workers
-
-CLIS: dict[str, dict[str, Any]] = {
-    "codex": {
-        "module": codex,
-        "package": "@openai/codex",
-        "binary": "codex",
-        "passed": ["T0-01", "T0-02", "T1-01", "T5-01"],
-        "tool": "exec_command",
-        "endpoint": "/responses",
-        "model": "gpt-5",
-        "instructions": "AGENTS.md",
-        "skipped": {
-            "T0-00": "Codex refuses an empty system prompt",
-            "T1-02": "Codex has no sub-agents declared by file",
-            "T5-02": "Codex has no sub-agents declared by file",
-        },
-    },
-    "gemini-cli": {
-        "module": gemini_cli,
-        "package": "@google/gemini-cli",
-        "binary": "gemini",
-        "passed": ["T0-01", "T1-01", "T1-02"],
-        "tool": "write_file",
-        "endpoint": "/v1beta/models/gemini-2.5-pro:streamGenerateContent",
-        "model": "gemini-2.5-pro",
-        "instructions": "GEMINI.md",
-        "skipped": {
-            "T0-00": "Gemini CLI has no 'none' system prompt mode",
-            "T0-02": "Gemini CLI has no 'append' system prompt mode",
-            "T5-01": "Gemini CLI has no 'append' system prompt mode",
-            "T5-02": "Gemini CLI has no 'append' system prompt mode",
-        },
-    },
-    "opencode": {
-        "module": opencode,
-        "package": "opencode-ai",
-        "binary": "opencode",
-        "passed": ["T0-01", "T1-01", "T1-02"],
-        "tool": "bash",
-        "endpoint": "/chat/completions",
-        "model": "gpt-5",
-        "instructions": "AGENTS.md",
-        "skipped": {
-            "T0-00": "opencode has no 'none' system prompt mode",
-            "T0-02": "opencode has no 'append' system prompt mode",
-            "T5-01": "opencode has no 'append' system prompt mode",
-            "T5-02": "opencode has no 'append' system prompt mode",
-        },
-    },
-}
-
-
-def _needs(agent: str) -> None:
-    cli = CLIS[agent]
-    if shutil.which(cli["binary"]) is None:
-        require(
-            f"the {agent} CLI is not on PATH (npm install -g "
-            f"{cli['package']}@{cli['module'].PINNED_VERSION})"
-        )
-
-
-@pytest.fixture(scope="module", params=sorted(CLIS))
-def session(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> tuple[str, Path, str]:
-    """One session of case alpha under a CLI with bodies recorded: the CLI, the experiment
-    folder and the session's output (shared by the tests that read them)."""
-    agent: str = request.param
-    _needs(agent)
-    root = tmp_path_factory.mktemp(agent)
-    shutil.copytree(FIXTURES / "mini", root, dirs_exist_ok=True)
-    cache = tmp_path_factory.getbasetemp() / "scylla-cache"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "cases",
-            "-p",
-            "no:cacheprovider",
-            *workers(0),
-            "--scylla-oracle",
-            f"--scylla-cache-dir={cache}",
-            f"--scylla-agent={agent}",
-            "-rs",
-            "-k",
-            "alpha",
-            "--scylla-record-bodies",
-            f"--scylla-out={root / 'out'}",
-        ],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    return agent, root, done.stdout + done.stderr
 
 
 def test_a_tool_result_is_read_for_failure() -> None:
