@@ -124,13 +124,8 @@ def _named_files(root: Path, kind: str, paths: list[Path]) -> Iterator[Component
     for path in paths:
         name = _front_matter(kind, path)
         folder = path.parent if kind == "skill" else path
-        files = sorted(folder.rglob("*")) if folder.is_dir() else [folder]
-        text = "".join(
-            f"--- {_rel(folder, f) if folder.is_dir() else f.name}\n{read_text(f)}\n"
-            for f in files
-            if f.is_file()
-        )
-        yield Component(kind, name, _rel(root, path), text, source=folder)
+        read_text(path)  # the file the CLI reads must be text; its assets may be anything
+        yield Component(kind, name, _rel(root, path), _digest_text(folder), source=folder)
 
 
 def _skills(root: Path) -> Iterator[Component]:
@@ -152,14 +147,16 @@ def _agents(root: Path) -> Iterator[Component]:
 
 
 def _digest_text(path: Path) -> str:
-    """What a listed file or folder holds, for its hash (links are named, never followed)."""
-    files = (
-        sorted(p for p in path.rglob("*")) if path.is_dir() and not path.is_symlink() else [path]
-    )
+    """What a file or folder holds, for its hash: each file's path and bytes (links are named,
+    never followed)."""
+    if path.is_dir() and not path.is_symlink():
+        files = [(_rel(path, f), f) for f in sorted(path.rglob("*"))]
+    else:
+        files = [(path.name, path)]
     return "".join(
-        f"--- {f.name}\n{f.read_bytes().decode('utf-8', 'replace')}\n"
-        for f in files
-        if f.is_file() and not f.is_symlink()
+        f"--- {rel}\n{'(link)' if f.is_symlink() else f.read_bytes().decode('utf-8', 'replace')}\n"
+        for rel, f in files
+        if f.is_file() or f.is_symlink()
     )
 
 

@@ -60,7 +60,11 @@ def test_the_configuration_hash_follows_every_component(team: Path) -> None:
     assert read_claude_code(team).digest == before  # stable
     template = team / ".claude/skills/fixture-builder/templates/ledger_fixture.py"
     template.write_text(template.read_text() + "# changed\n")
-    assert read_claude_code(team).digest != before
+    changed = read_claude_code(team).digest
+    assert changed != before
+    # a skill's asset may be binary: read as bytes, and it counts too
+    (team / ".claude/skills/money-math/logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\xff\x00")
+    assert read_claude_code(team).digest != changed
 
 
 @pytest.mark.parametrize(
