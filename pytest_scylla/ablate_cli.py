@@ -94,14 +94,17 @@ def _report(args: argparse.Namespace) -> int:
     """`scylla ablate report`: the terminal table, components.csv and components.md."""
     from pytest_scylla.results import component_effects as ce
     from pytest_scylla.results.tables import load
+    from pytest_scylla.results_cli import reading
 
     folder: Path = args.experiment
     try:
         design_path = args.design or _design_beside(folder)
         design = ce.load_design(design_path)
-        tables = load([folder])
     except (OSError, ValueError) as exc:
         echo(f"scylla ablate report: {exc}", file=sys.stderr)
+        return 2
+    tables = reading("scylla ablate report", lambda: load([folder]))  # one line when bad
+    if tables is None:
         return 2
     found = ce.effects(tables.runs, design)
     if not found:

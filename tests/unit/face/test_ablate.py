@@ -86,3 +86,22 @@ def test_report_bad_input_is_one_line_and_exit_code_2(
     err = capsys.readouterr().err
     assert expected in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_report_on_unreadable_runs_is_one_line(
+    team: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    assert main(["ablate", "plan", str(team), "--group", "section"]) == 0
+    out = tmp_path / "exp"
+    out.mkdir()
+    tier_file = str(team / "ablation" / "T0.yaml")
+    (out / "manifest.json").write_text(json.dumps({"tier_sources": {"T0": tier_file}}))
+    (out / "runs.csv").write_text("not,the,exports\n1,2\n")
+    capsys.readouterr()
+    assert main(["ablate", "report", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "runs.csv" in err
+    assert len(err.strip().splitlines()) == 1
+    assert "Traceback" not in err
