@@ -159,7 +159,11 @@ def _plan(args: argparse.Namespace) -> int:
     if args.dry_run:
         return 0
     out: Path = args.out or root / "ablation"
-    ablation_plan.write_tiers(config, units, arms, out)
+    try:
+        ablation_plan.write_tiers(config, units, arms, out)
+    except OSError as exc:
+        echo(f"scylla ablate plan: {exc}", file=sys.stderr)
+        return 2
     tiers = TierSet(out)
     broken = [str(e) for e in tiers.errors.values()]
     for sub in tiers.tiers["T0"].subtests if "T0" in tiers.tiers else ():
@@ -175,7 +179,9 @@ def _plan(args: argparse.Namespace) -> int:
         return 2
     echo(
         f"wrote {out / 'T0.yaml'} ({len(arms)} arms); run them with:\n"
-        f"  pytest cases/ --scylla-tiers-dir={out} --scylla-packaged-tiers=off --scylla-runs=5"
+        f"  pytest cases/ --scylla-tiers-dir={out} --scylla-packaged-tiers=under "
+        "--scylla-tiers=T0 --scylla-runs=10 --scylla-out=reports/ablation\n"
+        "then: scylla ablate report reports/ablation"
     )
     return 0
 

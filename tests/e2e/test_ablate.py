@@ -100,7 +100,6 @@ def _team_project(mini: Path) -> None:
     one's own history is) both carry the team's configuration."""
     for target in (mini, mini / "cases" / "alpha" / "source"):
         shutil.copytree(TEAM, target, dirs_exist_ok=True)
-    shutil.rmtree(mini / "cases" / "beta")  # it names the paper's tiers (T0, T1)
 
 
 @pytest.mark.slow  # seven oracle runs through the real CLI (about 60 s of a worker)
@@ -122,7 +121,8 @@ def test_every_arm_of_a_plan_runs_and_carries_exactly_its_components(
         "no:xdist",
         *oracle,
         f"--scylla-tiers-dir={mini / 'ablation'}",
-        "--scylla-packaged-tiers=off",
+        "--scylla-packaged-tiers=under",  # as the README runs it: beta names T0 and T1
+        "--scylla-tiers=T0",
         f"--scylla-out={out}",
     )
     records = [json.loads(p.read_text()) for p in sorted(out.glob("runs/*/run.json"))]
@@ -165,7 +165,8 @@ def test_every_arm_of_a_plan_runs_and_carries_exactly_its_components(
         "no:xdist",
         *oracle,
         f"--scylla-tiers-dir={mini / 'ablation'}",
-        "--scylla-packaged-tiers=off",
+        "--scylla-packaged-tiers=under",  # as the README runs it: beta names T0 and T1
+        "--scylla-tiers=T0",
         f"--scylla-out={mini / 'leak'}",
     )
     record = json.loads((mini / "leak" / "runs" / "alpha-T0-05-r1" / "run.json").read_text())
@@ -205,13 +206,14 @@ def test_the_report_recovers_planted_effects(
     done = pytester.runpytest(
         "cases",
         "-k",
-        "T0-01 or T0-03 or T0-04 or T0-05",  # full, and without each skill
+        "alpha and (T0-01 or T0-03 or T0-04 or T0-05)",  # full, and without each skill
         "-n",
         "2",
         *oracle,
         "--scylla-runs=16",
         f"--scylla-tiers-dir={mini / 'ablation'}",
-        "--scylla-packaged-tiers=off",
+        "--scylla-packaged-tiers=under",  # as the README runs it: beta names T0 and T1
+        "--scylla-tiers=T0",
         f"--scylla-out={out}",
     )
     assert (out / "runs.csv").is_file(), done.stdout.str()[-3000:]

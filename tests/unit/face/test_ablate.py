@@ -105,3 +105,18 @@ def test_report_on_unreadable_runs_is_one_line(
     assert "runs.csv" in err
     assert len(err.strip().splitlines()) == 1
     assert "Traceback" not in err
+
+
+def test_plan_never_deletes_a_folder_it_did_not_write(
+    team: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--out naming a folder of the user's: refused, its files kept; the plan's own folder is
+    rewritten (the control)."""
+    (team / "cases").mkdir()
+    (team / "cases" / "keep.txt").write_text("mine\n")
+    assert main(["ablate", "plan", str(team), "--out", str(team / "cases")]) == 2
+    assert "was not written by `scylla ablate plan`" in capsys.readouterr().err
+    assert (team / "cases" / "keep.txt").read_text() == "mine\n"
+    assert main(["ablate", "plan", str(team)]) == 0
+    assert main(["ablate", "plan", str(team), "--group", "skill"]) == 0  # its own: rewritten
+    assert "group:skill" in (team / "ablation" / "design.json").read_text()
