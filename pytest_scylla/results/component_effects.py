@@ -83,7 +83,13 @@ def effects(runs: Sequence[Mapping[str, Any]], design: Design) -> list[Effect]:
     """Every factor's effect, from the experiment's run rows (`runs.csv`)."""
     from statsmodels.stats.multitest import multipletests
 
-    rows = [r for r in runs if r["outcome"] in COUNTED and str(r["subtest"])[:2] in design.arms]
+    rows = [
+        r
+        for r in runs  # the plan's tier only: an experiment may hold other tiers' runs too
+        if r["outcome"] in COUNTED
+        and r.get("tier") == "T0"
+        and str(r["subtest"])[:2] in design.arms
+    ]
     found = (
         _leave_one_out(rows, design)
         if design.kind == "leave-one-out"

@@ -24,6 +24,7 @@ def _runs(design: ce.Design, n: int, truth: dict[str, float], seed: int = 7) -> 
             cost = 0.10 + (0.05 if HURT in kept else 0.0) + draw.random() / 100
             rows.append(
                 {
+                    "tier": "T0",
                     "subtest": number,
                     "outcome": "pass" if passed else "fail",
                     "cost_usd": cost,
@@ -77,7 +78,12 @@ def test_add_one_arms_reveal_an_interaction() -> None:
     draw = random.Random(3)
     for number, p in (("01", 0.2), ("03", 0.8), ("06", 0.9), ("02", 0.2)):
         rows += [
-            {"subtest": number, "outcome": "pass" if draw.random() < p else "fail", "cost_usd": 0.1}
+            {
+                "tier": "T0",
+                "subtest": number,
+                "outcome": "pass" if draw.random() < p else "fail",
+                "cost_usd": 0.1,
+            }
             for _ in range(40)
         ]
     found = {e.factor: e for e in ce.effects(rows, design)}
@@ -115,3 +121,12 @@ def test_the_tables_say_it_in_words() -> None:
     assert lines[1].startswith(HELP)  # largest effect on pass first
     assert "helps" in lines[1]
     assert "| `skill:b` | hurts |" in ce.markdown(found, _loo())
+
+
+def test_runs_of_other_tiers_and_uncounted_outcomes_stay_out() -> None:
+    rows = _runs(_loo(), 40, TRUTH)
+    before = {e.factor: e.n_with for e in ce.effects(rows, _loo())}
+    noise = [{**r, "tier": "T1", "outcome": "fail"} for r in rows[:30]]
+    noise += [{**r, "outcome": "infra_error"} for r in rows[:30]]
+    after = {e.factor: e.n_with for e in ce.effects(rows + noise, _loo())}
+    assert after == before
