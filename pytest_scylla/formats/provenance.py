@@ -92,6 +92,8 @@ def subtest_conditions(sub: Subtest, tiers: TierSet) -> dict[str, Any]:
     fields = dataclasses.asdict(sub)
     for name in ("file", "line", "description", "extends", "name"):
         fields.pop(name, None)
+    if sub.project_config == "keep":  # the default hashes as before it existed
+        fields.pop("project_config")
     if sub.system_prompt is not None:
         prompt = sub.system_prompt.file
         fields["system_prompt"] = {

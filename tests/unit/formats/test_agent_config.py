@@ -202,3 +202,17 @@ def test_the_written_tiers_validate_and_each_arm_carries_what_it_keeps(team: Pat
     assert full.claude_md == tuple(  # every section, in the file's order
         c.name for c in config.components if c.kind == "section"
     )
+
+
+def test_an_arm_that_removes_the_projects_configuration_hashes_apart() -> None:
+    """`project_config: remove` is a condition of the run (a resume never mixes the two), and
+    the default leaves every existing experiment's config hash as it was."""
+    from dataclasses import replace
+
+    from pytest_scylla.formats.provenance import subtest_conditions
+
+    tiers = TierSet(Path(__file__).parents[3] / "tiers")
+    sub = tiers.resolve("T0-01")
+    assert "project_config" not in subtest_conditions(sub, tiers)
+    removed = subtest_conditions(replace(sub, project_config="remove"), tiers)
+    assert removed["project_config"] == "remove"
