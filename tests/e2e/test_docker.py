@@ -480,10 +480,10 @@ def test_a_killed_sessions_containers_go_and_a_live_sessions_stay(
     live = _session(mini, mini / "live", oracle, "200")  # judged until the end: killed there
     try:
         _wait_for_container(dead.pid)
-        _wait_for_container(live.pid)
-        os.killpg(dead.pid, signal.SIGKILL)
+        os.killpg(dead.pid, signal.SIGKILL)  # at once: its run may not end before the kill
         dead.wait()
         assert _containers_of(dead.pid)  # left behind by the kill
+        _wait_for_container(live.pid)
         third = subprocess.run(
             [
                 sys.executable,
