@@ -1,6 +1,7 @@
-"""`scylla ablate plan` on real configurations nobody here wrote: the Claude Code setups that two
-projects publish in their source distributions on PyPI (pinned by hash), read as the CLI loads
-them; the arms written for them validate as tiers."""
+"""`scylla ablate` end to end: the plan on real configurations nobody here wrote (the Claude Code
+setups two projects publish in their source distributions on PyPI, pinned by hash); the arms of
+the sample team setup run through the real CLI, each carrying exactly its components, a planted
+leak caught; and the report recovering effects the oracle plants, with a swapped control."""
 
 from __future__ import annotations
 
