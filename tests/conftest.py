@@ -42,6 +42,11 @@ import seaborn  # noqa: F401
 with contextlib.suppress(ImportError):
     import docker  # noqa: F401
 
+# the readers of stored results, loaded here for the same reason as the libraries above: a
+# reader first imported inside an inline run would raise its errors as a second module's
+# classes, which the `scylla` commands' handlers (imported before) do not catch
+import pytest_scylla.results.inputs
+import pytest_scylla.results.tables  # noqa: F401
 from pytest_scylla.run.sandbox import bwrap_works
 
 # The sessions the tests start write their bytecode, pytest's rewritten plugin modules included:
