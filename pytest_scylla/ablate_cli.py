@@ -12,6 +12,13 @@ from pytest_scylla.core.terminal import echo
 from pytest_scylla.formats.yamlmarks import SpecError
 
 GROUPS = ("section", "skill", "agent", "mcp", "hook")
+AGENTS = ("claude-code", "codex", "gemini-cli", "opencode")
+SIGNS = {  # a file that shows a CLI's configuration is there
+    "claude-code": ("CLAUDE.md", ".claude", ".mcp.json"),
+    "codex": ("AGENTS.md", ".codex", ".agents/skills"),
+    "gemini-cli": ("GEMINI.md", ".gemini"),
+    "opencode": ("AGENTS.md", "opencode.json", ".opencode"),
+}
 
 
 def add_parsers(sub: Any) -> None:
@@ -28,7 +35,7 @@ def add_parsers(sub: Any) -> None:
 def _add_plan(actions: Any) -> None:
     plan = actions.add_parser(
         "plan",
-        help="list the components of a project's Claude Code configuration (CLAUDE.md "
+        help="list the components of a project's agent configuration (instruction file "
         "sections, skills, sub-agents, MCP servers, hooks) and write the arms as tier files",
     )
     plan.add_argument(
@@ -37,6 +44,14 @@ def _add_plan(actions: Any) -> None:
         default=Path("."),
         type=Path,
         help="the project whose configuration is read (default: .)",
+    )
+    plan.add_argument(
+        "--agent",
+        default="claude-code",
+        choices=AGENTS,
+        help="the CLI whose configuration is read (default: claude-code; codex reads AGENTS.md, "
+        ".agents/skills and .codex/config.toml; gemini-cli GEMINI.md and .gemini/; opencode "
+        "AGENTS.md, opencode.json and .opencode/)",
     )
     plan.add_argument(
         "--out",
@@ -98,7 +113,7 @@ def _report(args: argparse.Namespace) -> int:
 
     folder: Path = args.experiment
     try:
-        design_path = args.design or _design_beside(folder)
+        design_path = args.design or ce.design_beside(folder)
         design = ce.load_design(design_path)
     except (OSError, ValueError) as exc:
         echo(f"scylla ablate report: {exc}", file=sys.stderr)
@@ -114,27 +129,15 @@ def _report(args: argparse.Namespace) -> int:
         )
         return 2
     echo("\n".join(ce.terminal(found)))
-    ce.write_csv(folder / "components.csv", found)
-    (folder / "components.md").write_text(ce.markdown(found, design), encoding="utf-8")
-    echo(f"wrote {folder / 'components.csv'} and {folder / 'components.md'}")
+    written = ce.write_outputs(folder, found, design)
+    echo("wrote " + ", ".join(str(p) for p in written))
     return 0
-
-
-def _design_beside(folder: Path) -> Path:
-    """The design.json beside the tier file the experiment in `folder` ran."""
-    from pytest_scylla.core.record import read_dict
-
-    if not (folder / "manifest.json").is_file():
-        raise ValueError(f"{folder}: no manifest.json, so no experiment folder (--scylla-out)")
-    source = (read_dict(folder / "manifest.json").get("tier_sources") or {}).get("T0")
-    if not source or source.startswith("packaged"):
-        raise ValueError("the experiment did not run a plan's tiers; name its design with --design")
-    return Path(source).parent / "design.json"
 
 
 def _plan(args: argparse.Namespace) -> int:
     from pytest_scylla.formats import ablation_plan
     from pytest_scylla.formats.agent_config import read_claude_code
+    from pytest_scylla.formats.other_configs import READERS
     from pytest_scylla.formats.tiers import TierSet
 
     root: Path = args.path
@@ -142,15 +145,21 @@ def _plan(args: argparse.Namespace) -> int:
         echo(f"scylla ablate plan: {root}: no such folder", file=sys.stderr)
         return 2
     try:
-        config = read_claude_code(root)
+        config = READERS.get(args.agent, read_claude_code)(root)
     except SpecError as exc:
         echo(f"scylla ablate plan: {exc}", file=sys.stderr)
         return 2
     units = ablation_plan.factors(config, args.group)
     if not units:
+        others = [
+            a
+            for a, signs in SIGNS.items()
+            if a != args.agent and any((root / s).exists() for s in signs)
+        ]
+        hint = f"; found {', '.join(others)} files: try --agent {others[0]}" if others else ""
         echo(
-            f"scylla ablate plan: {root}: no configuration to ablate (no CLAUDE.md, skills, "
-            "sub-agents, MCP servers or hooks)",
+            f"scylla ablate plan: {root}: no {args.agent} configuration to ablate (instructions, "
+            f"skills, sub-agents, MCP servers or hooks){hint}",
             file=sys.stderr,
         )
         return 2
@@ -177,10 +186,11 @@ def _plan(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    agent = f" --scylla-agent={args.agent}" if args.agent != "claude-code" else ""
     echo(
         f"wrote {out / 'T0.yaml'} ({len(arms)} arms); run them with:\n"
         f"  pytest cases/ --scylla-tiers-dir={out} --scylla-packaged-tiers=under "
-        "--scylla-tiers=T0 --scylla-runs=10 --scylla-out=reports/ablation\n"
+        f"--scylla-tiers=T0 --scylla-runs=10 --scylla-out=reports/ablation{agent}\n"
         "then: scylla ablate report reports/ablation"
     )
     return 0

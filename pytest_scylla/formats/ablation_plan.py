@@ -119,6 +119,7 @@ def write_tiers(
     design = {  # what `scylla ablate report` reads the arms by
         "design": "plackett-burman" if arms and "-design-" in arms[0].name else "leave-one-out",
         "configuration": config.digest,
+        "agent": config.cli,
         "factors": [f.name for f in units],
         "components": {f.name: [c.id for c in f.components] for f in units},
         "arms": {arm.name: sorted(arm.kept) for arm in arms},
@@ -146,7 +147,7 @@ def _subtest(
         entry[key] = [c.name for c in keep if c.kind == kind]
     entry["mcp_servers"] = [c.name for c in keep if c.kind == "mcp"]
     settings: dict[str, Any] = {}
-    for comp in config.components:
+    for comp in config.components if config.cli == "claude-code" else ():  # others: in no arm
         if comp.kind == "setting":
             settings.update(comp.data)
     hooks = {k: v for c in keep if c.kind == "hook" for k, v in c.data.items()}

@@ -24,6 +24,10 @@ from pytest_scylla.formats.yamlmarks import SpecError, read_text
 NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 MAX_SLUG = 36  # an arm is named `NN-no-<kind>-<slug>`, at most 50 characters
 KNOWN = {"CLAUDE.md", "settings.json", "settings.local.json", "skills", "agents"}
+MCP_CARRIED = {"command", "args", "env", "type", "enabled", "description", "trust", "timeout"}
+MCP_CARRIED |= {"startup_timeout_sec", "tool_timeout_sec"}  # how long the CLI waits, not what
+KINDS = {"commands": "command", "command": "command", "prompts": "command"}
+KINDS |= {"output-styles": "output-style"}
 NOT_CARRIED = {
     "commands": "slash commands are typed by a user; a task's prompt never runs one",
     "output-styles": "output styles are chosen per session by a user",
@@ -77,8 +81,12 @@ def slug(text: str) -> str:
 def read_claude_code(root: Path) -> Configuration:
     """The Claude Code configuration of the project at `root`; a SpecError names the file and
     line of anything that cannot be read."""
-    found = [*_sections(root), *_skills(root), *_agents(root), *_mcp_servers(root)]
-    found += [*_settings(root), *_unused(root)]
+    claude = root / ".claude"
+    found = [*sections_in(root, [root / "CLAUDE.md", claude / "CLAUDE.md"])]
+    found += [*skills_in(root, claude / "skills"), *agents_in(root, claude / "agents")]
+    if (root / ".mcp.json").is_file():
+        found += mcp_in(root, root / ".mcp.json", _mcp_json(root / ".mcp.json"))
+    found += [*_settings(root), *unused_in(root, claude, KNOWN, NOT_CARRIED)]
     return Configuration("claude-code", root, tuple(found))
 
 
@@ -86,12 +94,15 @@ def _rel(root: Path, path: Path) -> str:
     return path.relative_to(root).as_posix()
 
 
-def _sections(root: Path) -> Iterator[Component]:
+def sections_in(root: Path, paths: list[Path], imports: bool = True) -> Iterator[Component]:
+    """The top-level sections of the instruction files that exist among `paths` (their `@path`
+    imports resolved in place when the CLI resolves them)."""
     taken: set[str] = set()
-    for path in (root / "CLAUDE.md", root / ".claude" / "CLAUDE.md"):
+    for path in paths:
         if not path.is_file():
             continue
-        for part in instructions.sections(instructions.resolve(path, root)):
+        lines = instructions.resolve(path, root) if imports else instructions.plain(path)
+        for part in instructions.sections(lines) if lines else []:
             name = base = slug(part.heading or "preamble")
             count = 2
             while name in taken:
@@ -102,7 +113,7 @@ def _sections(root: Path) -> Iterator[Component]:
             yield Component("section", name, where, part.text)
 
 
-def _front_matter(kind: str, path: Path) -> str:
+def _front_matter(kind: str, path: Path) -> tuple[str, dict[str, Any]]:
     """The skill's or agent's name: its front matter's, else (as the CLI does) its folder's or
     file's. Front matter with a description is required; anything else is a SpecError."""
     meta, span, body = front_matter(path)
@@ -117,21 +128,26 @@ def _front_matter(kind: str, path: Path) -> str:
         raise SpecError.one(
             path, 2, f"{kind} name '{name}' is not usable: lower-case letters, digits and '-'"
         )
-    return name
+    return name, meta
 
 
-def _named_files(root: Path, kind: str, paths: list[Path]) -> Iterator[Component]:
+def _named_files(root: Path, kind: str, paths: list[Path], own_tools: str) -> Iterator[Component]:
     for path in paths:
-        name = _front_matter(kind, path)
+        name, meta = _front_matter(kind, path)
         folder = path.parent if kind == "skill" else path
         read_text(path)  # the file the CLI reads must be text; its assets may be anything
-        yield Component(kind, name, _rel(root, path), _digest_text(folder), source=folder)
+        text = _digest_text(folder)
+        if own_tools and "tools" in meta:
+            reason = f"its tools are named in {own_tools}'s terms, a tier's in Claude Code's"
+            yield Component(kind, name, _rel(root, path), text, False, reason + ": in no arm")
+        else:
+            yield Component(kind, name, _rel(root, path), text, source=folder)
 
 
-def _skills(root: Path) -> Iterator[Component]:
-    folder = root / ".claude" / "skills"
+def skills_in(root: Path, folder: Path) -> Iterator[Component]:
+    """Each skill of `folder` (`<name>/SKILL.md`); other entries listed as in no arm."""
     found = sorted(folder.glob("*/SKILL.md")) if folder.is_dir() else []
-    yield from _named_files(root, "skill", found)
+    yield from _named_files(root, "skill", found, "")
     for other in sorted(folder.iterdir()) if folder.is_dir() else []:
         if not (other / "SKILL.md").is_file():  # nested deeper, or no skill at all
             reason = "no SKILL.md directly in this folder: the CLI loads no skill from it"
@@ -140,10 +156,12 @@ def _skills(root: Path) -> Iterator[Component]:
             )
 
 
-def _agents(root: Path) -> Iterator[Component]:
-    folder = root / ".claude" / "agents"
+def agents_in(root: Path, folder: Path, own_tools: str = "") -> Iterator[Component]:
+    """Each sub-agent file of `folder` (`<name>.md`); `own_tools`: the CLI whose tool names an
+    agent's `tools` list would use, where those are not Claude Code's (such an agent is listed,
+    in no arm)."""
     found = sorted(folder.glob("*.md")) if folder.is_dir() else []
-    yield from _named_files(root, "agent", found)
+    yield from _named_files(root, "agent", found, own_tools)
 
 
 def _digest_text(path: Path) -> str:
@@ -170,23 +188,32 @@ def load_json(path: Path) -> Any:
         ) from None
 
 
-def _mcp_servers(root: Path) -> Iterator[Component]:
-    path = root / ".mcp.json"
-    if not path.is_file():
-        return
+def _mcp_json(path: Path) -> Any:
     servers = load_json(path)
     servers = servers.get("mcpServers") if isinstance(servers, dict) else None
     if not isinstance(servers, dict):
         raise SpecError.one(path, 1, "expected an object with 'mcpServers': {name: server}")
+    return servers
+
+
+def mcp_in(root: Path, path: Path, servers: Mapping[str, Any]) -> Iterator[Component]:
+    """Each MCP server of `servers` ({name: {command, args, env} or {url}}, read from `path`)."""
+    where = _rel(root, path)
     for name, server in sorted(servers.items()):
         text = json.dumps(server, sort_keys=True, indent=1)
         if not isinstance(server, dict) or not NAME.match(name):
             raise SpecError.one(path, None, f"server '{name}': expected a lower-case name and {{}}")
-        if not isinstance(server.get("command"), str):
+        if server.get("enabled", True) is False:
+            reason = "switched off in the configuration (enabled: false): in no arm"
+            yield Component("mcp", name, where, text, False, reason, data=server)
+        elif not isinstance(server.get("command"), str):
             reason = "a remote server (url): tiers start their servers by command; in no arm"
-            yield Component("mcp", name, ".mcp.json", text, False, reason, data=server)
+            yield Component("mcp", name, where, text, False, reason, data=server)
+        elif extra := sorted(set(server) - MCP_CARRIED):
+            reason = f"its {', '.join(extra)} cannot be carried by a tier's server: in no arm"
+            yield Component("mcp", name, where, text, False, reason, data=server)
         else:
-            yield Component("mcp", name, ".mcp.json", text, data=server)
+            yield Component("mcp", name, where, text, data=server)
 
 
 def _settings(root: Path) -> Iterator[Component]:
@@ -215,19 +242,21 @@ def _settings(root: Path) -> Iterator[Component]:
             )
 
 
-def _unused(root: Path) -> Iterator[Component]:
-    """What .claude/ holds that no arm carries: listed with the reason, never dropped silently."""
-    folder = root / ".claude"
+def unused_in(
+    root: Path, folder: Path, known: set[str], not_carried: Mapping[str, str]
+) -> Iterator[Component]:
+    """What the CLI's folder holds that no arm carries (its entries not in `known`): listed with
+    the reason (`not_carried`'s, by name), never dropped silently."""
     for path in sorted(folder.iterdir()) if folder.is_dir() else []:
-        if path.name in KNOWN - {"settings.local.json"}:
+        if path.name in known - {"settings.local.json"}:
             continue
         if path.name == "settings.local.json":
             reason = "personal settings (not committed, not the team's): in no arm"
         else:
-            reason = NOT_CARRIED.get(
+            reason = not_carried.get(
                 path.name, "not a part of the configuration the plan knows: in no arm"
             )
-        kind = {"commands": "command", "output-styles": "output-style"}.get(path.name, "file")
+        kind = KINDS.get(path.name, "file")
         if path.is_dir() and not path.is_symlink():
             files = sorted(f for f in path.rglob("*") if f.is_file() or f.is_symlink())
         else:

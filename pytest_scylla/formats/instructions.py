@@ -68,6 +68,14 @@ def resolve(path: Path, root: Path, chain: tuple[Path, ...] = ()) -> list[Line]:
     return out
 
 
+def plain(path: Path) -> list[Line]:
+    """The file's lines as they are (for a CLI that resolves no imports: Codex, opencode)."""
+    out = [Line(text, path, n) for n, text in enumerate(read_text(path).split("\n"), start=1)]
+    while out and not out[-1].text.strip():
+        out.pop()
+    return out
+
+
 def _without_spans(text: str) -> str:
     return re.sub(r"`[^`]*`", "", text)
 

@@ -1,6 +1,8 @@
 """The built-in report writers, `md` (tables.md and tables.tex) and `html` (report.html with its
 figures): offered through `pytest_scylla_report_writers` as a plugin's are, and given the same
-`ReportInput`. Their modules load when a report is written, not when the session starts."""
+`ReportInput`. Their modules load when a report is written, not when the session starts.
+When the experiment ran the arms of `scylla ablate plan`, tables.md and report.html also show
+what each component of the configuration is worth (`component_effects`)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,8 @@ def markdown(report: ReportInput) -> None:
     paper = paper_tables(report.tables, list(report.tiers))
     for name, render in (("tables.md", text_tables.markdown), ("tables.tex", text_tables.latex)):
         text = render(dict(report.summary), dict(report.statistics), paper)
+        if name == "tables.md":
+            text += _components_markdown(report)
         (report.folder / name).write_text(text, encoding="utf-8")
 
 
@@ -28,7 +32,25 @@ def html(report: ReportInput) -> None:
         dict(report.statistics),
         drawn,
         report.tables.sources,
+        _components_html(report),
     )
+
+
+def _components_markdown(report: ReportInput) -> str:
+    """The components' table, after a blank line; "" when the experiment ran no plan."""
+    from pytest_scylla.results import component_effects as ce
+
+    planned = ce.for_experiment(report.folder, report.tables.runs)
+    return "\n" + ce.markdown(*planned) if planned else ""
+
+
+def _components_html(report: ReportInput) -> str:
+    """The components' section; "" when the experiment ran no plan."""
+    from pytest_scylla.results import component_effects as ce
+    from pytest_scylla.results.component_html import section
+
+    planned = ce.for_experiment(report.folder, report.tables.runs)
+    return section(ce.rows_of(planned[0]), ce.title(planned[1])) if planned else ""
 
 
 WRITERS: dict[str, Writer] = {"md": markdown, "html": html}

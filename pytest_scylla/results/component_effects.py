@@ -15,11 +15,13 @@ from __future__ import annotations
 import json
 import math
 import statistics
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_scylla.results.component_html import HEAD, cell_text, interval_text, page
 from pytest_scylla.results.metrics import COUNTED
 
 ALPHA = 0.05
@@ -60,9 +62,64 @@ def load_design(path: Path) -> Design:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         arms = {str(k)[:2]: frozenset(v) for k, v in data["arms"].items()}
-        return Design(data["design"], data["configuration"], tuple(data["factors"]), arms)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ValueError(f"{path}: not a design written by `scylla ablate plan` ({exc})") from None
+        design = Design(data["design"], str(data["configuration"]), tuple(data["factors"]), arms)
+        problem = _problem(design)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        problem = str(exc)
+    if problem:
+        raise ValueError(f"{path}: not a design written by `scylla ablate plan` ({problem})")
+    return design
+
+
+def _problem(design: Design) -> str:
+    """What makes a read design unusable, or ""."""
+    if design.kind not in ("leave-one-out", "plackett-burman"):
+        return f"design {design.kind!r}: expected leave-one-out or plackett-burman"
+    if not all(isinstance(f, str) for f in design.factors):
+        return "factors: expected names"
+    unknown = sorted(str(f) for kept in design.arms.values() for f in kept - set(design.factors))
+    return f"arms keep factors not in factors: {', '.join(unknown)}" if unknown else ""
+
+
+def design_beside(folder: Path) -> Path:
+    """The design.json beside the tier file the experiment in `folder` ran."""
+    return _tier_source(folder).parent / "design.json"
+
+
+def _tier_source(folder: Path) -> Path:
+    """The T0 tier file the experiment in `folder` ran, when it is a project's own."""
+    from pytest_scylla.core.record import read_dict
+
+    if not (folder / "manifest.json").is_file():
+        raise ValueError(f"{folder}: no manifest.json, so no experiment folder (--scylla-out)")
+    sources = read_dict(folder / "manifest.json").get("tier_sources")
+    source = sources.get("T0") if isinstance(sources, dict) else None
+    if not isinstance(source, str) or not source or source.startswith("packaged"):
+        raise ValueError("the experiment did not run a plan's tiers; name its design with --design")
+    return Path(source)
+
+
+def for_experiment(
+    folder: Path, runs: Sequence[Mapping[str, Any]]
+) -> tuple[list[Effect], Design] | None:
+    """The effects of the plan the experiment in `folder` ran (its T0 tier file written by
+    `scylla ablate plan`, the design.json beside it), for the session's reports; None when it
+    ran no plan, the design cannot be read or no arm has counted runs to compare."""
+    from pytest_scylla.formats.ablation_plan import HEADER
+
+    try:
+        tier = _tier_source(folder)
+        with tier.open(encoding="utf-8", errors="replace") as text:
+            if text.read(len(HEADER)) != HEADER:  # a project's own tiers, not a plan's
+                return None
+        design = load_design(tier.parent / "design.json")
+    except (OSError, ValueError):
+        return None
+    try:
+        found = effects(runs, design)
+    except Exception:  # odd runs' statistics: the section is left out, the reports stay whole
+        return None
+    return (found, design) if found else None
 
 
 def _number(value: Any) -> float | None:
@@ -139,8 +196,11 @@ def _contrast(
         if len(x) > 1 and len(y) > 1:
             effect.deltas[measure] = statistics.fmean(x) - statistics.fmean(y)
             if measure == "cost_usd" and len(set(x + y)) > 1:
-                ci = ttest_ind(x, y, equal_var=False).confidence_interval()
-                effect.deltas["cost_low"], effect.deltas["cost_high"] = ci.low, ci.high
+                with warnings.catch_warnings():  # an arm of equal costs: scipy warns, yet the
+                    warnings.simplefilter("ignore", RuntimeWarning)  # interval is the other's
+                    ci = ttest_ind(x, y, equal_var=False).confidence_interval()
+                if math.isfinite(ci.low) and math.isfinite(ci.high):
+                    effect.deltas["cost_low"], effect.deltas["cost_high"] = ci.low, ci.high
     effect.delta_cop = _cop(with_) - _cop(without)
     return effect
 
@@ -272,63 +332,38 @@ def write_csv(path: Path, found: Sequence[Effect]) -> None:
         writer.writerows(rows_of(found))
 
 
-def _cell(key: str, value: Any) -> str:
-    if value is None:
-        return "-"
-    if key in ("pass_with", "pass_without"):
-        return f"{value:.0%}"
-    if key == "delta_pass":
-        return f"{value:+.0%}"
-    if key in ("low", "high"):
-        return f"{value:+.0%}"
-    if key == "p_adjusted":
-        return f"{value:.3f}"
-    if key in ("delta_cost_usd", "delta_cop"):
-        return f"{value:+}" if math.isinf(value) else f"{value:+.4f}"
-    if isinstance(value, float):
-        return f"{value:+.3g}"
-    return str(value)
+def write_outputs(folder: Path, found: Sequence[Effect], design: Design) -> list[Path]:
+    """components.csv, components.md and components.html in `folder`; the paths written."""
+    written = [folder / f"components.{ext}" for ext in ("csv", "md", "html")]
+    write_csv(written[0], found)
+    written[1].write_text(markdown(found, design), encoding="utf-8")
+    written[2].write_text(page(rows_of(found), title(design)), encoding="utf-8")
+    return written
+
+
+def title(design: Design) -> str:
+    """The tables' heading: the design and the configuration it ablated."""
+    return f"Which components earn their cost ({design.kind}, configuration {design.configuration})"
 
 
 def markdown(found: Sequence[Effect], design: Design) -> str:
     """The table for a pull-request comment."""
-    head = [
-        "component",
-        "verdict",
-        "pass with / without",
-        "Δ pass [95% CI]",
-        "p (Holm)",
-        "Δ cost/run",
-        "Δ CoP",
-        "Δ tokens",
-        "runs/arm to detect",
-    ]
-    lines = [
-        f"### Which components earn their cost ({design.kind}, configuration "
-        f"{design.configuration})",
-        "",
-        "| " + " | ".join(head) + " |",
-        "|" + "---|" * len(head),
-    ]
+    lines = [f"### {title(design)}", "", "| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
     for r in rows_of(found):
         cells = [
             f"`{r['factor']}`",
             r["verdict"] + (f" ({r['note']})" if r["note"] else ""),
-            f"{_cell('pass_with', r['pass_with'])} / {_cell('pass_without', r['pass_without'])}",
-            _interval(r),
-            _cell("p_adjusted", r["p_adjusted"]),
-            _cell("delta_cost_usd", r["delta_cost_usd"]),
-            _cell("delta_cop", r["delta_cop"]),
-            _cell("delta_total_tokens", r["delta_total_tokens"]),
-            _cell("needed_n", r["needed_n"]),
+            f"{cell_text('pass_with', r['pass_with'])} / "
+            f"{cell_text('pass_without', r['pass_without'])}",
+            interval_text(r),
+            *(
+                cell_text(key, r[key])
+                for key in ("p_adjusted", "delta_cost_usd", "delta_cop", "delta_total_tokens")
+            ),
+            cell_text("needed_n", r["needed_n"]),
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
-
-
-def _interval(row: Mapping[str, Any]) -> str:
-    low, high = _cell("low", row["low"]), _cell("high", row["high"])
-    return f"{_cell('delta_pass', row['delta_pass'])} [{low}, {high}]"
 
 
 def terminal(found: Sequence[Effect]) -> list[str]:
@@ -339,9 +374,9 @@ def terminal(found: Sequence[Effect]) -> list[str]:
     ]
     for r in rows_of(found):
         needed = f" (about {r['needed_n']} runs per arm would)" if r["needed_n"] else ""
-        cost, cop = _cell("delta_cost_usd", r["delta_cost_usd"]), _cell("delta_cop", r["delta_cop"])
+        cost, cop, p = (cell_text(k, r[k]) for k in ("delta_cost_usd", "delta_cop", "p_adjusted"))
         lines.append(
-            f"{r['factor']:<{width}}  {_interval(r):<22}{_cell('p_adjusted', r['p_adjusted']):>7}"
+            f"{r['factor']:<{width}}  {interval_text(r):<22}{p:>7}"
             f"  {cost:>11}{cop:>10}  {r['verdict']}{needed}"
             + (f"; {r['note']}" if r["note"] else "")
         )

@@ -223,8 +223,11 @@ def write(
     results: dict[str, Any],
     figures: list[str],
     sources: dict[str, Path],
+    components: str = "",
 ) -> Path:
-    """Write `out/report.html`. `sources` maps run keys to their stored run folders."""
+    """Write `out/report.html`. `sources` maps run keys to their stored run folders;
+    `components` is the section on what each component of an ablated configuration is worth
+    (HTML, escaped; "" when the experiment ran no plan), put before the runs."""
     html = [
         f"<h1>pytest-scylla report: {escape(out.name)}</h1>",
         *_banners(summary),
@@ -234,7 +237,7 @@ def write(
         _matrix(tables, [str(s["tier"]) for s in summary["tiers"]]),
     ]
     runs, templates = run_table(tables, sources)
-    html += [runs, *_statistics(results), *_figures(out, figures), *templates]
+    html += [components, runs, *_statistics(results), *_figures(out, figures), *templates]
     path = out / "report.html"
     path.write_text(page(f"pytest-scylla: {out.name}", html), encoding="utf-8")
     return path

@@ -68,6 +68,7 @@ PROJECT_CONFIG = (
     "CLAUDE.md",
     "CLAUDE.local.md",
     "AGENTS.md",
+    "AGENTS.override.md",
     "GEMINI.md",
     ".mcp.json",
     ".claude/CLAUDE.md",
@@ -77,10 +78,12 @@ PROJECT_CONFIG = (
     ".claude/agents",
     ".claude/commands",
     ".claude/output-styles",
+    ".agents/skills",
     ".codex",
     ".gemini",
     ".opencode",
     "opencode.json",
+    "opencode.jsonc",
 )
 
 

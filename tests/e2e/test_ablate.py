@@ -9,6 +9,7 @@ import json
 import shutil
 import tarfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -152,12 +153,7 @@ def test_every_arm_of_a_plan_runs_and_carries_exactly_its_components(
 
     # a leak: the errors section's text also in a skill's description, which the CLI lists
     errors = (mini / "ablation" / "blocks" / "errors.md").read_text()
-    skill = mini / "ablation" / "skills" / "money-math" / "SKILL.md"
-    lines = skill.read_text().splitlines(keepends=True)
-    at = next(i for i, line in enumerate(lines) if line.startswith("description:"))
-    said = " ".join(errors.split()) + " " + lines[at].partition(":")[2].strip()
-    lines[at] = f"description: {json.dumps(said)}\n"
-    skill.write_text("".join(lines))
+    _say_in_description(mini / "ablation" / "skills" / "money-math" / "SKILL.md", errors)
     leaked = pytester.runpytest(
         "cases",
         "-k",
@@ -178,16 +174,37 @@ def test_every_arm_of_a_plan_runs_and_carries_exactly_its_components(
     )
 
 
-HELPFUL = "Exact arithmetic on amounts in cents"  # the money-math skill's description
-HARMFUL = "Add an entry to CHANGELOG.md"  # the changelog skill's
+def _say_in_description(skill: Path, text: str) -> None:
+    """The text, on one line, in front of the skill's description (which the CLI lists)."""
+    lines = skill.read_text().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if line.startswith("description:"))
+    said = " ".join(text.split()) + " " + lines[at].partition(":")[2].strip()
+    lines[at] = f"description: {json.dumps(said)}\n"
+    skill.write_text("".join(lines))
 
 
-@pytest.mark.slow  # 2 x 4 arms x 16 oracle runs through the real CLI (about 2 minutes)
+PLANTED = {  # agent: (skill, its description) helpful, harmful and neutral
+    "claude-code": (
+        ("money-math", "Exact arithmetic on amounts in cents"),
+        ("changelog", "Add an entry to CHANGELOG.md"),
+        ("fixture-builder", ""),
+    ),
+    "codex": (
+        ("cents-arithmetic", "Adding, splitting and rounding amounts held as integer cents"),
+        ("release-notes", "Write the release notes entry for a change"),
+        ("sqlite-fixtures", ""),
+    ),
+}
+
+
+@pytest.mark.slow  # 2 x 2 x 4 arms x 16 oracle runs through the real CLIs (about 4 minutes)
 @pytest.mark.parametrize("swapped", [False, True])
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
 def test_the_report_recovers_planted_effects(
     mini: Path,
     pytester: pytest.Pytester,
     oracle: list[str],
+    agent: str,
     swapped: bool,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -195,33 +212,156 @@ def test_the_report_recovers_planted_effects(
     description reaches the model), a harmful one (-50) and a neutral one; `scylla ablate
     report` finds the first helps, the second hurts and the third has no detectable effect.
     The mutation control (`swapped`) swaps the two effects, and the verdicts swap."""
-    _team_project(mini)
+    (_codex_project if agent == "codex" else _team_project)(mini)
     grouped = [f"--group={kind}" for kind in ("section", "agent", "mcp", "hook")]
-    assert main(["ablate", "plan", str(mini), *grouped]) == 0
-    effects = {HELPFUL: 0.5, HARMFUL: -0.5}
+    assert main(["ablate", "plan", str(mini), "--agent", agent, *grouped]) == 0
+    (helpful, helpful_text), (harmful, harmful_text), (neutral, _) = PLANTED[agent]
+    effects = {helpful_text: 0.5, harmful_text: -0.5}
     if swapped:
-        effects = {HELPFUL: -0.5, HARMFUL: 0.5}
+        effects = {helpful_text: -0.5, harmful_text: 0.5}
     (mini / "effects.json").write_text(json.dumps({"base": 0.5, "effects": effects}))
     monkeypatch.setenv("SCYLLA_ORACLE_EFFECTS", str(mini / "effects.json"))
     out = mini / "out"
-    done = pytester.runpytest(
-        "cases",
+    done = _run_arms(
+        pytester,
+        mini,
+        oracle,
         "-k",
         "alpha and (T0-01 or T0-03 or T0-04 or T0-05)",  # full, and without each skill
         "-n",
         "2",
-        *oracle,
         "--scylla-runs=16",
-        f"--scylla-tiers-dir={mini / 'ablation'}",
-        "--scylla-packaged-tiers=under",  # as the README runs it: beta names T0 and T1
-        "--scylla-tiers=T0",
+        f"--scylla-agent={agent}",
         f"--scylla-out={out}",
+        *(["--scylla-report=terminal,md,html"] if agent == "codex" and not swapped else []),
     )
     assert (out / "runs.csv").is_file(), done.stdout.str()[-3000:]
     assert main(["ablate", "report", str(out)]) == 0
     rows = {r["factor"]: r for r in export_rows(out / "components.csv")}
     helps, hurts = ("hurts", "helps") if swapped else ("helps", "hurts")
-    assert rows["skill:money-math"]["verdict"] == helps
-    assert rows["skill:changelog"]["verdict"] == hurts
-    assert rows["skill:fixture-builder"]["verdict"] == "no effect detectable at this n"
-    assert "| `skill:money-math` |" in (out / "components.md").read_text()
+    assert rows[f"skill:{helpful}"]["verdict"] == helps
+    assert rows[f"skill:{harmful}"]["verdict"] == hurts
+    assert rows[f"skill:{neutral}"]["verdict"] == "no effect detectable at this n"
+    assert f"| `skill:{helpful}` |" in (out / "components.md").read_text()
+    assert f'<tr data-component="skill:{helpful}">' in (out / "components.html").read_text()
+    if agent == "codex" and not swapped:  # the session's own reports carry the section
+        assert f"| `skill:{helpful}` | helps |" in (out / "tables.md").read_text()
+        page = (out / "report.html").read_text()
+        assert page.count('<rect class="ci"') == len(rows)
+        assert page.index('<section id="components">') < page.index("<table class=tool id=runs")
+
+
+@pytest.mark.slow  # 16 arms x 8 oracle runs through the real CLI (about 2 minutes)
+def test_twelve_components_in_sixteen_arms_recover_the_planted_main_effects(
+    mini: Path, pytester: pytest.Pytester, oracle: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """k = 12 (seven sections, three skills, two sub-agents): the Plackett-Burman design runs
+    16 arms, and the regression finds the section that helps, the skill that hurts, and no
+    effect in the ten others."""
+    _team_project(mini)
+    for root in (mini, mini / "cases" / "alpha" / "source"):
+        (root / ".mcp.json").unlink()
+        (root / ".claude" / "settings.json").write_text('{"permissions": {}}\n')
+    assert main(["ablate", "plan", str(mini)]) == 0
+    design = json.loads((mini / "ablation" / "design.json").read_text())
+    assert (len(design["factors"]), len(design["arms"])) == (12, 16)
+    money = (mini / "ablation" / "blocks" / "money-and-rounding.md").read_text()
+    effects = {money.splitlines()[2]: 0.45, PLANTED["claude-code"][1][1]: -0.45}
+    (mini / "effects.json").write_text(json.dumps({"base": 0.5, "effects": effects}))
+    monkeypatch.setenv("SCYLLA_ORACLE_EFFECTS", str(mini / "effects.json"))
+    out = mini / "out"
+    done = _run_arms(
+        pytester, mini, oracle, "-k", "alpha", "-n", "2", "--scylla-runs=8", f"--scylla-out={out}"
+    )
+    assert (out / "runs.csv").is_file(), done.stdout.str()[-3000:]
+    assert main(["ablate", "report", str(out)]) == 0
+    rows = {r["factor"]: r for r in export_rows(out / "components.csv")}
+    assert len(rows) == 12
+    verdicts = {factor: row["verdict"] for factor, row in rows.items()}
+    assert verdicts.pop("section:money-and-rounding") == "helps"
+    assert verdicts.pop("skill:changelog") == "hurts"
+    assert set(verdicts.values()) == {"no effect detectable at this n"}, verdicts
+
+
+CODEX_TEAM = Path(__file__).parents[1] / "fixtures" / "team-codex"
+
+
+def _codex_project(mini: Path) -> None:
+    """The mini project whose root and case source carry the team's Codex configuration (and
+    the MCP server's script, from the Claude Code setup of the same team)."""
+    for target in (mini, mini / "cases" / "alpha" / "source"):
+        shutil.copytree(CODEX_TEAM, target, dirs_exist_ok=True)
+        shutil.copytree(TEAM / "tools", target / "tools", dirs_exist_ok=True)
+
+
+def _run_arms(pytester: pytest.Pytester, mini: Path, oracle: list[str], *more: str) -> Any:
+    return pytester.runpytest(
+        "cases",
+        *oracle,
+        f"--scylla-tiers-dir={mini / 'ablation'}",
+        "--scylla-packaged-tiers=under",
+        "--scylla-tiers=T0",
+        *more,
+    )
+
+
+@pytest.mark.slow  # five oracle runs through the real Codex CLI
+def test_a_codex_plan_runs_and_carries_exactly_its_components(
+    mini: Path, pytester: pytest.Pytester, oracle: list[str]
+) -> None:
+    """The same for Codex: AGENTS.md sections, skills of .agents/skills and the MCP server of
+    .codex/config.toml, each present where its arm keeps it and absent where it removes it;
+    a leak is reported against the section."""
+    _codex_project(mini)
+    grouped = ["--agent", "codex", "--group", "section", "--group", "skill"]
+    assert main(["ablate", "plan", str(mini), *grouped]) == 0
+    out = mini / "out"
+    done = _run_arms(
+        pytester,
+        mini,
+        oracle,
+        "-k",
+        "alpha",
+        "-p",
+        "no:xdist",
+        "--scylla-agent=codex",
+        f"--scylla-out={out}",
+    )
+    records = [json.loads(p.read_text()) for p in sorted(out.glob("runs/*/run.json"))]
+    seen = {r["subtest_name"]: r["ablation"]["observed"] for r in records}
+    assert list(seen) == [
+        "01-full",
+        "02-none",
+        "03-no-mcp-ledger-facts",
+        "04-no-group-section",
+        "05-no-group-skill",
+    ], done.stdout.str()[-3000:]
+    for record in records:
+        assert record["outcome"] == "pass", (record["subtest_name"], record["reason"])
+        assert record["ablation"]["checked"]
+        assert record["ablation"]["problems"] == []
+    ours = {"cents-arithmetic", "release-notes", "sqlite-fixtures"}
+    assert ours <= set(seen["01-full"]["skills"])
+    assert not ours & set(seen["05-no-group-skill"]["skills"])
+    assert seen["01-full"]["mcp_servers"] == ["ledger_facts"]
+    assert seen["03-no-mcp-ledger-facts"]["mcp_servers"] == []
+
+    # a leak: the amounts section's text also in a skill's description, which Codex lists
+    amounts = (mini / "ablation" / "blocks" / "amounts.md").read_text()
+    _say_in_description(mini / "ablation" / "skills" / "release-notes" / "SKILL.md", amounts)
+    leak = mini / "leak"
+    _run_arms(
+        pytester,
+        mini,
+        oracle,
+        "-k",
+        "alpha and T0-04",
+        "-p",
+        "no:xdist",
+        "--scylla-agent=codex",
+        f"--scylla-out={leak}",
+    )
+    record = json.loads((leak / "runs" / "alpha-T0-04-r1" / "run.json").read_text())
+    assert record["outcome"] == "infra_error", record["reason"]
+    problems = record["ablation"]["problems"]
+    assert "CLAUDE.md block 'amounts' is in the request but not declared" in problems

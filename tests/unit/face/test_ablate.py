@@ -3,6 +3,7 @@ input as one line naming the file (exit code 2), and nothing written on --dry-ru
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -69,7 +70,23 @@ def test_a_project_without_configuration_is_told_so(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["ablate", "plan", str(tmp_path)]) == 2
-    assert "no configuration to ablate" in capsys.readouterr().err
+    assert "no claude-code configuration to ablate" in capsys.readouterr().err
+    (tmp_path / "AGENTS.md").write_text("## A\n## B\n## C\n")
+    assert main(["ablate", "plan", str(tmp_path)]) == 2
+    assert "found codex, opencode files: try --agent codex" in capsys.readouterr().err
+
+
+def test_a_codex_plan_names_the_agent_in_the_run_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = Path(shutil.copytree(TEAM.parent / "team-codex", tmp_path / "team"))
+    assert main(["ablate", "plan", str(root), "--agent", "codex", "--group", "section"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("codex configuration ")
+    assert "--scylla-agent=codex" in out
+    design = json.loads((root / "ablation" / "design.json").read_text())
+    assert design["agent"] == "codex"
+    assert TierSet(root / "ablation").errors == {}
 
 
 @pytest.mark.parametrize(

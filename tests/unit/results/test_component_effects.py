@@ -1,14 +1,22 @@
 """Per-component effects (`results.component_effects`) on runs whose truth is known: a helpful
 factor is significantly positive, a harmful one negative, a neutral one not significant (with
-the runs per arm that would detect it), for leave-one-out and Plackett-Burman designs."""
+the runs per arm that would detect it), for leave-one-out and Plackett-Burman designs; how
+they are shown (markdown, terminal, HTML drawn with their intervals, names escaped); and how a
+session's reports find the plan an experiment ran (`for_experiment`), or find none quietly."""
 
 from __future__ import annotations
 
+import json
 import random
+import re
+import shutil
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pytest_scylla.results import component_effects as ce
+from pytest_scylla.results import component_html
 
 HELP, HURT, NONE = "skill:a", "skill:b", "skill:c"
 TRUTH = {HELP: 0.4, HURT: -0.4, NONE: 0.0}
@@ -130,3 +138,148 @@ def test_runs_of_other_tiers_and_uncounted_outcomes_stay_out() -> None:
     noise += [{**r, "outcome": "infra_error"} for r in rows[:30]]
     after = {e.factor: e.n_with for e in ce.effects(rows + noise, _loo())}
     assert after == before
+
+
+def _cx(html: str, factor: str) -> float:
+    """Where the dot of `factor`'s effect on pass lies on its axis."""
+    row = re.search(rf'<tr data-component="{re.escape(factor)}">.*?</tr>', html)
+    assert row is not None, factor
+    found = re.search(r'<circle cx="([-\d.]+)"', row.group(0))
+    assert found is not None
+    return float(found.group(1))
+
+
+def test_the_html_section_draws_each_effect_largest_first() -> None:
+    found = ce.effects(_runs(_loo(), 40, TRUTH), _loo())
+    html = component_html.section(ce.rows_of(found), ce.title(_loo()))
+    assert html.startswith('<section id="components"><h2>Which components earn their cost')
+    assert re.findall(r'<tr data-component="([^"]+)">', html) == [HELP, NONE, HURT]
+    assert html.count("<svg") == html.count('<rect class="ci"') == 3  # one bar per component
+    assert html.count("<circle") == 3
+    assert _cx(html, HELP) > component_html.ZERO_X > _cx(html, HURT)
+    assert 'fill="#1a7f37"' in html  # helps: green
+    assert 'fill="#b42318"' in html  # hurts: red
+    assert "<script" not in html  # nothing runs
+
+
+def test_a_hostile_component_name_is_shown_as_text() -> None:
+    hostile = '<script>alert(1)</script>"><img src=x onerror=alert(2)>'
+    truth = {hostile: 0.4, HURT: -0.4}
+    every = frozenset(truth)
+    arms = {"01": every, "02": every - {hostile}, "03": every - {HURT}}
+    design = ce.Design("leave-one-out", "<b>cfg</b>", tuple(truth), arms)
+    found = ce.effects(_runs(design, 30, truth), design)
+    for html in (
+        component_html.section(ce.rows_of(found), ce.title(design)),
+        component_html.page(ce.rows_of(found), ce.title(design)),
+    ):
+        assert "<script" not in html
+        assert "<img" not in html
+        assert "<b>" not in html
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+        assert html.count('<rect class="ci"') == 2
+
+
+def test_an_interval_past_the_axis_is_drawn_at_its_end() -> None:
+    row = {"verdict": "helps", "delta_pass": 1.4, "low": 0.9, "high": 2.0}
+    svg = component_html.bar(row)
+    right = component_html.WIDTH - component_html.PAD
+    assert f'<circle cx="{float(right)}"' in svg
+    assert "<circle" not in component_html.bar({**row, "delta_pass": float("nan")})  # no dot
+
+
+def test_write_outputs_writes_csv_markdown_and_html(tmp_path: Path) -> None:
+    found = ce.effects(_runs(_loo(), 40, TRUTH), _loo())
+    written = ce.write_outputs(tmp_path, found, _loo())
+    assert [p.name for p in written] == ["components.csv", "components.md", "components.html"]
+    assert all(p.is_file() for p in written)
+    page = (tmp_path / "components.html").read_text(encoding="utf-8")
+    assert page.startswith("<!doctype html>")
+    assert '<section id="components">' in page
+    assert "http" not in page  # nothing fetched: no script, stylesheet or font from elsewhere
+    assert "| `skill:b` | hurts |" in (tmp_path / "components.md").read_text(encoding="utf-8")
+
+
+def _planned_experiment(tmp_path: Path, design: dict[str, Any] | str) -> Path:
+    """An experiment folder whose manifest names a T0 tier written by `scylla ablate plan`,
+    with `design` (a plan's design.json, or any text) beside it."""
+    from pytest_scylla.formats.ablation_plan import HEADER
+
+    tiers = tmp_path / "ablation"
+    tiers.mkdir(parents=True)
+    (tiers / "T0.yaml").write_text(f"{HEADER} from x\ntier: T0\n", encoding="utf-8")
+    text = design if isinstance(design, str) else json.dumps(design)
+    (tiers / "design.json").write_text(text, encoding="utf-8")
+    out = tmp_path / "exp"
+    out.mkdir()
+    manifest = {"tier_sources": {"T0": str(tiers / "T0.yaml"), "T1": "packaged (x)"}}
+    (out / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    return out
+
+
+DESIGN = {
+    "design": "leave-one-out",
+    "configuration": "abc",
+    "factors": list(TRUTH),
+    "components": {f: [f] for f in TRUTH},
+    "arms": {
+        "01-full": list(TRUTH),
+        "02-none": [],
+        **{f"{i:02d}-no-{f}": sorted(set(TRUTH) - {f}) for i, f in enumerate(TRUTH, 3)},
+    },
+}
+
+
+def test_for_experiment_finds_the_plan_and_its_effects(tmp_path: Path) -> None:
+    out = _planned_experiment(tmp_path, DESIGN)
+    planned = ce.for_experiment(out, _runs(_loo(), 40, TRUTH))
+    assert planned is not None
+    found, design = planned
+    assert design == _loo()
+    assert {e.factor: e.verdict for e in found}[HELP] == "helps"
+    assert ce.design_beside(out) == tmp_path / "ablation" / "design.json"
+
+
+@pytest.mark.parametrize(
+    "design",
+    [
+        "{not json",
+        "[]",
+        json.dumps({**DESIGN, "arms": ["01-full"]}),
+        json.dumps({**DESIGN, "arms": {"01-full": [["nested"]]}}),
+        json.dumps({**DESIGN, "arms": {"01-full": ["unknown"]}}),
+        json.dumps({**DESIGN, "factors": [["a"]]}),
+        json.dumps({**DESIGN, "factors": 3}),
+        json.dumps({**DESIGN, "design": "full-factorial"}),
+        json.dumps({k: v for k, v in DESIGN.items() if k != "configuration"}),
+    ],
+)
+def test_a_malformed_design_means_no_section(tmp_path: Path, design: str) -> None:
+    out = _planned_experiment(tmp_path, design)
+    assert ce.for_experiment(out, _runs(_loo(), 10, TRUTH)) is None
+    with pytest.raises(ValueError, match="not a design written by `scylla ablate plan`"):
+        ce.load_design(tmp_path / "ablation" / "design.json")
+
+
+def test_an_experiment_without_a_plan_has_no_section(tmp_path: Path) -> None:
+    runs = _runs(_loo(), 10, TRUTH)
+    assert ce.for_experiment(tmp_path, runs) is None  # no manifest.json
+    (tmp_path / "manifest.json").write_text("{broken", encoding="utf-8")
+    assert ce.for_experiment(tmp_path, runs) is None
+    packaged = {"tier_sources": {"T0": "packaged (pytest-scylla 1.0)"}}
+    (tmp_path / "manifest.json").write_text(json.dumps(packaged), encoding="utf-8")
+    assert ce.for_experiment(tmp_path, runs) is None
+    out = _planned_experiment(tmp_path / "own", DESIGN)  # a design beside a project's own T0
+    (tmp_path / "own" / "ablation" / "T0.yaml").write_text("tier: T0\n", encoding="utf-8")
+    assert ce.for_experiment(out, runs) is None
+    out = _planned_experiment(tmp_path / "gone", DESIGN)  # the tier folder since removed
+    shutil.rmtree(tmp_path / "gone" / "ablation")
+    assert ce.for_experiment(out, runs) is None
+
+
+def test_a_plan_without_counted_runs_has_no_section(tmp_path: Path) -> None:
+    out = _planned_experiment(tmp_path, DESIGN)
+    runs = _runs(_loo(), 10, TRUTH)
+    assert ce.for_experiment(out, [{**r, "outcome": "infra_error"} for r in runs]) is None
+    assert ce.for_experiment(out, [{**r, "tier": "T1"} for r in runs]) is None
+    assert ce.for_experiment(out, []) is None

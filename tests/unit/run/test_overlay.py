@@ -124,20 +124,29 @@ def test_an_arm_can_take_the_projects_own_configuration_out(
     outside = tmp_path / "outside.md"
     outside.write_text("not the workspace's\n")
     (ws / "AGENTS.md").symlink_to(outside)
+    (ws / ".agents/skills/theirs").mkdir(parents=True)  # Codex's repository skills
+    (ws / ".agents/skills/theirs/SKILL.md").write_text("---\nname: theirs\n---\nx\n")
+    (ws / ".agents/notes.md").write_text("not a skill: stays\n")
+    (ws / "AGENTS.override.md").write_text("# Codex reads this in place of AGENTS.md\n")
+    (ws / "opencode.jsonc").write_text("{}\n")
     run_dir.mkdir()
     sub = replace(TIERS.resolve("T0-11"), project_config=project_config)  # with blocks
     ov = apply(sub, TIERS, ws, run_dir)
     own = (ws / "CLAUDE.md").read_text().startswith("# the project's own")
     if project_config == "remove":
         assert not own
-        assert sorted(p.name for p in ws.iterdir()) == [".claude", "CLAUDE.md"]
+        assert sorted(p.name for p in ws.iterdir()) == [".agents", ".claude", "CLAUDE.md"]
         assert [p.name for p in (ws / ".claude").iterdir()] == ["hooks"]
+        assert [p.name for p in (ws / ".agents").iterdir()] == ["notes.md"]
         assert set(ov.written) == {
             "CLAUDE.md",
             "AGENTS.md",
+            "AGENTS.override.md",
+            ".agents/skills",
             ".claude/skills",
             ".mcp.json",
             ".codex",
+            "opencode.jsonc",
         }
     else:
         assert own
