@@ -99,6 +99,14 @@ def _add_report(actions: Any) -> None:
         metavar="FILE",
         help="the plan's design.json (default: the one beside the tier file the experiment ran)",
     )
+    report.add_argument(
+        "--agent", default=None, help="only the runs of this CLI (when the arms ran under several)"
+    )
+    report.add_argument(
+        "--model",
+        default=None,
+        help="only the runs of this model (when the arms ran under several)",
+    )
 
 
 def ablate(args: argparse.Namespace) -> int:
@@ -106,7 +114,7 @@ def ablate(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    """`scylla ablate report`: the terminal table, components.csv and components.md."""
+    """`scylla ablate report`: the terminal table, components.csv, .md and .html."""
     from pytest_scylla.results import component_effects as ce
     from pytest_scylla.results.tables import load
     from pytest_scylla.results_cli import reading
@@ -121,10 +129,22 @@ def _report(args: argparse.Namespace) -> int:
     tables = reading("scylla ablate report", lambda: load([folder]))  # one line when bad
     if tables is None:
         return 2
-    found = ce.effects(tables.runs, design)
+    runs = [
+        r
+        for r in tables.runs
+        if args.agent in (None, r.get("agent")) and args.model in (None, r.get("agent_model"))
+    ]
+    try:
+        found = ce.effects(runs, design)
+    except ValueError as exc:  # several agents or models: never pooled
+        echo(f"scylla ablate report: {folder}: {exc}", file=sys.stderr)
+        return 2
     if not found:
         echo(
-            f"scylla ablate report: {folder}: no arm of {design_path} has counted runs to compare",
+            f"scylla ablate report: {folder}: no arm of {design_path} has counted runs to compare"
+            + "".join(
+                f" with {k} {v}" for k, v in (("--agent", args.agent), ("--model", args.model)) if v
+            ),
             file=sys.stderr,
         )
         return 2

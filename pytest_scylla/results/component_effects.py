@@ -147,6 +147,12 @@ def effects(runs: Sequence[Mapping[str, Any]], design: Design) -> list[Effect]:
         and r.get("tier") == "T0"
         and str(r["subtest"])[:2] in design.arms
     ]
+    conditions = sorted({f"{r.get('agent') or '?'}/{r.get('agent_model') or '?'}" for r in rows})
+    if len(conditions) > 1:  # one component's worth differs by CLI and model: never pooled
+        raise ValueError(
+            f"the arms ran under {len(conditions)} agent/model conditions "
+            f"({', '.join(conditions)}); choose one with --agent and --model"
+        )
     found = (
         _leave_one_out(rows, design)
         if design.kind == "leave-one-out"

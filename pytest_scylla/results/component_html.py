@@ -49,6 +49,8 @@ def cell_text(key: str, value: Any) -> str:
         return f"{value:.3f}"
     if key in ("delta_cost_usd", "delta_cop"):
         return f"{value:+}" if math.isinf(value) else f"{value:+.4f}"
+    if key == "delta_total_tokens" and math.isfinite(value):
+        return f"{value:+,.0f}"
     if isinstance(value, float):
         return f"{value:+.3g}"
     return str(value)

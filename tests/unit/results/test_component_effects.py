@@ -71,6 +71,17 @@ def test_swapped_effects_swap_the_verdicts() -> None:
     assert (found[HELP], found[HURT]) == ("hurts", "helps")
 
 
+def test_runs_of_two_agents_or_models_are_never_pooled() -> None:
+    """A component's worth differs by CLI and model: mixed runs are refused, naming both; the
+    runs of one condition (what `--agent`/`--model` select) are analysed."""
+    runs = _runs(_loo(), 10, TRUTH)
+    for i, row in enumerate(runs):
+        row["agent"], row["agent_model"] = ("codex", "gpt-5") if i % 2 else ("claude-code", "x")
+    with pytest.raises(ValueError, match=r"2 agent/model conditions \(claude-code/x, codex/gpt-5"):
+        ce.effects(runs, _loo())
+    assert ce.effects([r for r in runs if r["agent"] == "codex"], _loo())
+
+
 def test_a_small_effect_is_told_how_many_runs_would_detect_it() -> None:
     small = {HELP: 0.15, HURT: 0.0, NONE: 0.0}
     effect = next(e for e in ce.effects(_runs(_loo(), 6, small), _loo()) if e.factor == HELP)
