@@ -21,7 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_scylla.results.component_html import HEAD, cell_text, interval_text, page
+from pytest_scylla.results.component_html import (
+    HEAD,
+    cell_text,
+    interval_text,
+    measure_text,
+    page,
+)
 from pytest_scylla.results.metrics import COUNTED
 
 ALPHA = 0.05
@@ -201,12 +207,13 @@ def _contrast(
         y = [v for r in without if (v := _number(r.get(measure))) is not None]
         if len(x) > 1 and len(y) > 1:
             effect.deltas[measure] = statistics.fmean(x) - statistics.fmean(y)
-            if measure == "cost_usd" and len(set(x + y)) > 1:
-                with warnings.catch_warnings():  # an arm of equal costs: scipy warns, yet the
+            if len(set(x + y)) > 1:
+                with warnings.catch_warnings():  # an arm of equal values: scipy warns, yet the
                     warnings.simplefilter("ignore", RuntimeWarning)  # interval is the other's
                     ci = ttest_ind(x, y, equal_var=False).confidence_interval()
                 if math.isfinite(ci.low) and math.isfinite(ci.high):
-                    effect.deltas["cost_low"], effect.deltas["cost_high"] = ci.low, ci.high
+                    effect.deltas[f"{measure}_low"] = float(ci.low)
+                    effect.deltas[f"{measure}_high"] = float(ci.high)
     effect.delta_cop = _cop(with_) - _cop(without)
     return effect
 
@@ -237,15 +244,20 @@ def _regression(rows: Sequence[Mapping[str, Any]], design: Design) -> list[Effec
     y = numpy.array([r["outcome"] == "pass" for r in rows], float)
     exog = sm.add_constant(x, has_constant="add")
     margins = _pass_margins(y, exog)
+    fits = {  # the measures' main effects, with robust (HC3) intervals
+        m: sm.OLS(numpy.array([_number(r.get(m)) or 0.0 for r in rows]), exog).fit(cov_type="HC3")
+        for m in MEASURES
+    }
     found = []
     for i, factor in enumerate(design.factors):
         with_ = [r for r, keep in zip(rows, x[:, i], strict=True) if keep]
         without = [r for r, keep in zip(rows, x[:, i], strict=True) if not keep]
         effect = _contrast(factor, with_, without)
         effect.delta_pass, effect.low, effect.high, effect.p_value = margins[i]
-        for measure in MEASURES:
-            values = numpy.array([_number(r.get(measure)) or 0.0 for r in rows])
-            effect.deltas[measure] = float(sm.OLS(values, exog).fit().params[i + 1])
+        for measure, fit in fits.items():
+            effect.deltas[measure] = float(fit.params[i + 1])
+            low, high = fit.conf_int()[i + 1]
+            effect.deltas[f"{measure}_low"], effect.deltas[f"{measure}_high"] = low, high
         found.append(effect)
     return found
 
@@ -309,10 +321,7 @@ COLUMNS = (
     "low",
     "high",
     "p_adjusted",
-    "delta_score",
-    "delta_cost_usd",
-    "delta_total_tokens",
-    "delta_duration_seconds",
+    *(f"delta_{m}{end}" for m in MEASURES for end in ("", "_low", "_high")),
     "delta_cop",
     "needed_n",
     "note",
@@ -324,7 +333,7 @@ def rows_of(found: Sequence[Effect]) -> list[dict[str, Any]]:
     out = []
     for e in sorted(found, key=lambda e: -e.delta_pass):
         row: dict[str, Any] = {k: getattr(e, k) for k in COLUMNS if hasattr(e, k)}
-        row.update({f"delta_{m}": e.deltas.get(m) for m in MEASURES})
+        row.update({f"delta_{k}": v for k, v in e.deltas.items()})
         out.append({k: row.get(k) for k in COLUMNS})
     return out
 
@@ -363,7 +372,7 @@ def markdown(found: Sequence[Effect], design: Design) -> str:
             f"{cell_text('pass_without', r['pass_without'])}",
             interval_text(r),
             *(
-                cell_text(key, r[key])
+                measure_text(r, key)
                 for key in ("p_adjusted", "delta_cost_usd", "delta_cop", "delta_total_tokens")
             ),
             cell_text("needed_n", r["needed_n"]),

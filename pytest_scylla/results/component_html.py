@@ -20,9 +20,9 @@ HEAD = (
     "pass with / without",
     "Δ pass [95% CI]",
     "p (Holm)",
-    "Δ cost/run",
+    "Δ cost/run [95% CI]",
     "Δ CoP",
-    "Δ tokens",
+    "Δ tokens [95% CI]",
     "runs/arm to detect",
 )
 COLOURS = {"helps": "#1a7f37", "hurts": "#b42318"}  # anything else: no detectable effect
@@ -54,6 +54,15 @@ def cell_text(key: str, value: Any) -> str:
     if isinstance(value, float):
         return f"{value:+.3g}"
     return str(value)
+
+
+def measure_text(row: Mapping[str, Any], key: str) -> str:
+    """A cell of `row`, with its 95 % interval where the row has one (`<key>_low`, `_high`)."""
+    text = cell_text(key, row[key])
+    low, high = row.get(f"{key}_low"), row.get(f"{key}_high")
+    if low is None or high is None:
+        return text
+    return f"{text} [{cell_text(key, low)}, {cell_text(key, high)}]"
 
 
 def interval_text(row: Mapping[str, Any]) -> str:
@@ -105,7 +114,7 @@ def _cells(row: Mapping[str, Any]) -> list[str]:
         f"<td>{escape(with_)} / {escape(without)}</td>",
         f'<td class="l" style="white-space:nowrap">{bar(row)} {escape(interval_text(row))}</td>',
         *(
-            f"<td>{escape(cell_text(key, row[key]))}</td>"
+            f"<td>{escape(measure_text(row, key))}</td>"
             for key in ("p_adjusted", "delta_cost_usd", "delta_cop", "delta_total_tokens")
         ),
         f"<td>{escape(cell_text('needed_n', row['needed_n']))}</td>",

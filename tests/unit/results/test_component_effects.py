@@ -61,6 +61,11 @@ def test_leave_one_out_recovers_each_planted_effect() -> None:
     assert found[HELP].low > 0 > found[HURT].high
     assert found[NONE].low < 0 < found[NONE].high
     assert found[HURT].deltas["cost_usd"] == pytest.approx(0.05, abs=0.01)  # it costs 5 cents
+    assert found[HURT].deltas["cost_usd_low"] > 0.03  # and its interval says so
+    assert found[NONE].deltas["cost_usd_low"] < 0 < found[NONE].deltas["cost_usd_high"]
+    for measure in ("score", "total_tokens"):  # the measures that vary have their intervals
+        assert found[HELP].deltas[f"{measure}_low"] < found[HELP].deltas[f"{measure}_high"]
+    assert "duration_seconds_low" not in found[HELP].deltas  # all equal: no interval to draw
     assert found[HURT].delta_cop is not None
 
 
@@ -132,6 +137,9 @@ def test_a_plackett_burman_design_recovers_main_effects() -> None:
     assert found[NONE].verdict.startswith("no effect")
     others = [e for f, e in found.items() if f not in TRUTH]
     assert sum(e.verdict != "no effect detectable at this n" for e in others) <= 1
+    hurt = found[HURT].deltas  # the linear model's main effect on cost, with its interval
+    assert hurt["cost_usd_low"] < hurt["cost_usd"] == pytest.approx(0.05, abs=0.01)
+    assert 0.03 < hurt["cost_usd_low"] < hurt["cost_usd_high"] < 0.07
 
 
 def test_the_tables_say_it_in_words() -> None:
