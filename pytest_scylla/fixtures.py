@@ -82,6 +82,9 @@ class ItemRun:
             self.record = cast(RunRecord, {**decision.record, "cached": True})
             self.cached = self.judged = True
             return
+        why = self._decided()
+        if why:
+            pytest.skip(why)
         if rt.ledger is not None:
             resume.wait_out_pause(rt, _say(self.item))
             why = rt.ledger.over_budget(s.budget_usd)
@@ -101,6 +104,13 @@ class ItemRun:
         self.run.provision()
         self.record = self.run.record
         self._fail_if_void()
+
+    def _decided(self) -> str | None:
+        """--scylla-stop=decided: why this run is no longer needed, or None."""
+        from pytest_scylla.operations import stopping
+
+        family = self.item.config.stash.get(stopping.FAMILY_KEY, None)
+        return None if family is None else stopping.skip_reason(family, self.rt.out, self.spec.key)
 
     def act(self) -> None:
         """The agent and the checks (for a run that happens in this session)."""

@@ -224,6 +224,24 @@ OPTIONS: tuple[Option, ...] = (
         "spend would pass it no new run starts (those are skipped, saying why); runs in "
         "flight finish (default: no budget)"
     ),
+    Option("stop", _SPEND, "WHEN", "off", choices=("off", "decided")).with_help(
+        "decided: --scylla-runs is the most runs per cell; runs go run-major (run 1 of "
+        "every cell first) and a run starts only while its cell's comparison with the "
+        "reference cell is undecided (anytime-valid sequential tests; skipped runs say "
+        "why); off: every run (default {default})"
+    ),
+    Option("reference", _SPEND, "SUBTEST").with_help(
+        "with --scylla-stop=decided: the subtest every cell of a case is compared with, "
+        "e.g. T0-00 (default: the first subtest of the lowest tier selected)"
+    ),
+    Option("alpha", _SPEND, "A", 0.05, "float").with_help(
+        "with --scylla-stop=decided: the chance of any wrong decision in the session, "
+        "shared among its comparisons (default {default})"
+    ),
+    Option("margin", _SPEND, "D", 0.10, "float").with_help(
+        "with --scylla-stop=decided: pass rates within +-D of the reference's are "
+        "equivalent (default {default})"
+    ),
     Option("max-run-cost", _SPEND, "USD").with_help(
         "every run's own cost limit in dollars, instead of each case's max_cost_usd "
         "(default: each case's max_cost_usd; $2.00 for a case that sets none)"

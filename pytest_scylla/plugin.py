@@ -284,7 +284,8 @@ class _Exit:
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """`--scylla-only`: the evaluations only. `--scylla-shard=I/N`: keep this shard's runs
-    (by run key; other tests stay)."""
+    (by run key; other tests stay). `--scylla-stop=decided`: the comparisons among the runs
+    kept, and the runs in run-major order."""
     if ACTIVE_KEY not in config.stash:
         return
     if config.getoption("scylla_only", False):
@@ -292,19 +293,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if others:
             config.hook.pytest_deselected(items=others)
             items[:] = [item for item in items if _evaluation(item)]
-    if config.stash[settings.SETTINGS_KEY].shard is None:
-        return
-    from pytest_scylla.operations.shard import share
+    from pytest_scylla.selection import shard_and_order
 
-    index, count = config.stash[settings.SETTINGS_KEY].shard  # type: ignore[misc]
-    keep: list[pytest.Item] = []
-    drop: list[pytest.Item] = []
-    for item in items:
-        spec = item.stash.get(collect.RUN_KEY, None)
-        (drop if spec is not None and share(spec.key.folder, count) != index else keep).append(item)
-    if drop:
-        config.hook.pytest_deselected(items=drop)
-        items[:] = keep
+    shard_and_order(config, items)
 
 
 def _evaluation(item: pytest.Item) -> bool:

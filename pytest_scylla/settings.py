@@ -25,6 +25,7 @@ from pytest_scylla.options import BY_NAME, ORACLE_MODES, one_of
 from pytest_scylla.options import DEFAULTS as D
 from pytest_scylla.sandbox_settings import sandbox_settings
 from pytest_scylla.selection_settings import check_subtests, matches, selection_settings
+from pytest_scylla.stop_settings import stop_settings
 
 REPORT_FORMATS = BY_NAME["report"].choices
 LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -70,6 +71,10 @@ class Settings:
     rejudge: bool = D["rejudge"]
     plan: bool = D["plan"]
     shard: tuple[int, int] | None = D["shard"]  # (index from 1, count)
+    stop: str = D["stop"]  # off | decided (operations/stopping.py)
+    reference: str | None = D["reference"]  # the subtest cells are compared with (None: first)
+    alpha: float = D["alpha"]
+    margin: float = D["margin"]
 
     def selects_tier(self, tier: str) -> bool:
         return self.tiers is None or tier in self.tiers
@@ -121,6 +126,7 @@ def resolve(config: pytest.Config) -> Settings:
         min_judges=min_judges,
         panel=_panel(config),
         shard=_shard(config),
+        **stop_settings(config),
         **_limits(config),
         **flags,
     )

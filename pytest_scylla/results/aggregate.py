@@ -18,6 +18,12 @@ from pytest_scylla.core.warm import import_soon
 from pytest_scylla.formats import provenance
 from pytest_scylla.formats.tiers import tier_sources
 from pytest_scylla.results import report
+from pytest_scylla.results.decisions import (
+    STOPPED,
+    decision_lines,
+    session_decisions,
+    write_decisions,
+)
 from pytest_scylla.results.tables import RUNS_FILE, Tables
 
 
@@ -73,6 +79,9 @@ class Aggregator:
         self.stored = {} if settings.plan else {**earlier_rows(out), **stored_records(out)}
         self.records: dict[str, RunRecord] = {}  # this session's
         self.skips: Counter[str] = Counter()
+        self.keys: set[RunKey] = set()  # the runs reported (for --scylla-stop=decided)
+        self.stopped = 0  # runs skipped because their cell was decided
+        self.decisions: list[dict[str, Any]] = []
         self.failure = ""
         self.partial: str | None = None
         self._log_ready = False
@@ -107,9 +116,15 @@ class Aggregator:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         rec = of_report(report)
+        if report.when == "setup" and (run := RunKey.from_nodeid(report.nodeid)) is not None:
+            self.keys.add(run)
         if report.skipped and report.when == "setup" and is_run_item(report.nodeid):
             reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else ""
-            self.skips[str(reason).removeprefix("Skipped: ").split(":")[0]] += 1
+            reason = str(reason).removeprefix("Skipped: ")
+            if reason.startswith(STOPPED):  # by design, not a gap in the results
+                self.stopped += 1
+            else:
+                self.skips[reason.split(":")[0]] += 1
         if rec is None:
             # xdist reports an item whose worker died with when="???" and no payload
             if report.failed and report.when in ("call", "???") and is_run_item(report.nodeid):
@@ -177,6 +192,9 @@ class Aggregator:
             self.partial = "not every run was run: " + ", ".join(
                 f"{n} skipped ({why})" for why, n in self.skips.items()
             )
+        if self.settings.stop == "decided":
+            self.decisions = session_decisions(self.settings, self.keys, self.out)
+            write_decisions(self.out, self.decisions)
         try:
             self._rewrite_log(self.all_records())  # one line per run, as the report counts
             report.write(
@@ -249,6 +267,14 @@ class Aggregator:
             }
         manifest["tier_sources"] = tier_sources(s.tier_dirs)  # packaged (which version) or own
         manifest["partial"] = self.partial
+        if s.stop == "decided":
+            manifest["stop"] = {
+                "alpha": s.alpha,
+                "margin": s.margin,
+                "reference": s.reference,
+                "max_runs": s.runs,
+                "decisions": self.decisions,
+            }
         return manifest
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
@@ -270,6 +296,8 @@ class Aggregator:
                     "runs outside this selection kept in the report"
                 )
             )
+        for line in decision_lines(self.decisions, self.stopped):
+            terminalreporter.write_line(safe(line))
         if self.partial:
             terminalreporter.write_line(
                 safe(f"PARTIAL report: {self.partial}; run the same command again to resume"),

@@ -129,6 +129,26 @@ ENTRIES: list[tuple[str, str, str, str]] = [
         "--scylla-budget-usd=nan",
         "--scylla-budget-usd='nan': expected a number of dollars > 0, e.g. --scylla-budget-usd=25",
     ),
+    (
+        "alpha-2",
+        "cli",
+        "--scylla-alpha=2",
+        "--scylla-alpha='2': expected a number between 0 and 1, e.g. --scylla-alpha=0.05",
+    ),
+    (
+        "margin-ini",
+        "tox.ini",
+        "scylla_margin = 1.5",
+        "tox.ini: scylla_margin='1.5': expected a number between 0 and 1, e.g. "
+        "--scylla-margin=0.10",
+    ),
+    (
+        "reference-unselected",
+        "cli",
+        "--scylla-stop=decided --scylla-reference=T1-01 --scylla-tiers=T0",
+        "--scylla-reference=T1-01: case alpha runs no T1-01 in this selection (T0-00, T0-01, "
+        "T0-02); select it or name one of these",
+    ),
 ]
 
 
@@ -136,7 +156,7 @@ def configure(root: Path, where: str, *settings: str) -> list[str]:
     """Put `settings` where they belong; the pytest arguments that go with them. An ini file
     other than the fixture's tox.ini replaces it, keeping its keys."""
     if where == "cli":
-        return list(settings)
+        return [arg for setting in settings for arg in setting.split()]
     if where == "-o":
         return [arg for setting in settings for arg in ("-o", setting)]
     keys = [line.partition("=") for line in (root / "tox.ini").read_text().splitlines()[1:]]

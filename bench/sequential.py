@@ -1,0 +1,103 @@
+"""Simulate `--scylla-stop=decided`: error rates and runs used against the fixed design.
+
+    python bench/sequential.py [--reps 2000] [--runs 30] [--alpha 0.05] [--margin 0.10]
+
+Each replication draws Bernoulli outcomes for a reference cell and 8 cells with planted pass
+rates, runs the sequential rule of `pytest_scylla.results.sequential` on them in run order (a
+cell runs while its comparison is open, the reference while any is), and counts its runs and
+its decisions. No CLI, no session: the decisions are a function of the outcomes in order, as in
+a session. Prints, per scenario: the chance of any wrong decision (family-wise), the share of
+cells that differ and were decided in the right direction, and the runs used as a share of the
+fixed design's (9 cells x --runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from pytest_scylla.results.sequential import decide_all  # noqa: E402
+
+SCENARIOS = {  # name: (reference pass rate, the 8 cells' pass rates)
+    "all equal (0.5)": (0.5, [0.5] * 8),
+    "all equal (0.2)": (0.2, [0.2] * 8),
+    "differ by 0.3-0.5 (from 0.2)": (0.2, [0.5, 0.6, 0.7, 0.5, 0.6, 0.7, 0.5, 0.7]),
+    "differ by 0.3-0.5 (from 0.5)": (0.5, [0.8, 0.9, 1.0, 0.2, 0.1, 0.0, 0.8, 0.2]),
+    "mix: 4 equal, 4 differ by 0.5 (from 0.4)": (0.4, [0.4] * 4 + [0.9] * 4),
+    "mix: 4 equal, 4 differ by 0.3-0.5 (from 0.5)": (0.5, [0.5] * 4 + [0.8, 0.9, 0.2, 0.0]),
+}
+
+
+def wrong(status: str, cell: float, ref: float, margin: float) -> bool:
+    if status == "better":
+        return cell <= ref
+    if status == "worse":
+        return cell >= ref
+    if status == "equivalent":
+        return abs(cell - ref) >= margin
+    return False
+
+
+def replicate(
+    rng: numpy.random.Generator, ref: float, cells: list[float], args: argparse.Namespace
+) -> tuple[bool, int, int, int]:
+    """(any wrong decision, differing cells decided right, differing cells, runs used)."""
+    outcomes = {"ref": dict(enumerate(rng.random(args.runs) < ref, 1))}
+    for i, p in enumerate(cells):
+        outcomes[f"c{i}"] = dict(enumerate(rng.random(args.runs) < p, 1))
+    found = decide_all(
+        outcomes,
+        {f"c{i}": "ref" for i in range(len(cells))},
+        args.runs,
+        args.alpha,
+        args.margin,
+        intervals=False,
+    )
+    any_wrong, right, differ, used = False, 0, 0, []
+    for i, p in enumerate(cells):
+        d = found[f"c{i}"]
+        used.append(d.at if d.closed else args.runs)
+        any_wrong |= wrong(d.status, p, ref, args.margin)
+        if abs(p - ref) >= args.margin:
+            differ += 1
+            right += d.status == ("better" if p > ref else "worse")
+    return any_wrong, right, differ, sum(used) + max(used)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=2000)
+    parser.add_argument("--runs", type=int, default=30, help="the maximum runs per cell")
+    parser.add_argument("--alpha", type=float, default=0.05)
+    parser.add_argument("--margin", type=float, default=0.10)
+    parser.add_argument("--seed", type=int, default=2026)
+    args = parser.parse_args()
+    print(
+        f"{args.reps} replications, 8 cells vs a reference, at most {args.runs} runs each, "
+        f"alpha {args.alpha} (Bonferroni: {args.alpha / 8:.5f} per comparison), margin "
+        f"{args.margin}"
+    )
+    print(f"{'scenario':<46}{'P(any wrong)':>13}{'right':>8}{'runs used':>11}")
+    for name, (ref, cells) in SCENARIOS.items():
+        start = time.perf_counter()
+        rng = numpy.random.default_rng(args.seed)
+        results = [replicate(rng, ref, cells, args) for _ in range(args.reps)]
+        wrong_rate = sum(w for w, *_ in results) / args.reps
+        differ = sum(d for _, _, d, _ in results)
+        right = sum(r for _, r, _, _ in results) / differ if differ else float("nan")
+        used = sum(u for *_, u in results) / (args.reps * 9 * args.runs)
+        print(
+            f"{name:<46}{wrong_rate:>13.3f}{right:>8.1%}{used:>11.1%}"
+            f"   ({time.perf_counter() - start:.1f} s)"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,214 @@
+"""The comparisons of `--scylla-stop=decided` among a selection's runs, and their decisions
+read from the run records in an experiment folder (`results.sequential` decides).
+
+A cell is a case under a tier subtest (and a model, on a model axis); each case's cells are
+compared with its reference cell (`--scylla-reference`, else the first subtest of the lowest
+tier selected). The records in the experiment folder are the one place every worker, a
+resumed session and a re-run share: the same stored outcomes give the same decisions, at -n 1
+or -n 8, before or after a resume. No decision rests on a run not made, nor on one that ended
+in infra_error or judge_error (a resume makes those again): the decisions wait at that run.
+
+Shards decide within their share: a shard's comparisons pair the runs it selects (a run
+another shard makes pairs with nothing there), so each shard's decisions hold at alpha on its
+own, and the merged report recomputes them from all the runs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_scylla.core.record import RECORD_FILE
+from pytest_scylla.core.runspec import RunKey
+from pytest_scylla.results.metrics import COUNTED
+from pytest_scylla.results.sequential import Decision, decide_all
+
+STOPPED = ("decided after ", "undecided after ", "every comparison with ")  # skip reasons
+
+
+@dataclass(frozen=True)
+class Family:
+    """The session's comparisons: each cell's selected run numbers and folders, the reference
+    of each compared cell, and the most runs a cell may have."""
+
+    runs: Mapping[str, Mapping[int, str]]  # cell -> run number -> run folder
+    references: Mapping[str, str]  # compared cell -> its reference cell
+    limit: int
+    alpha: float
+    margin: float
+
+    def decisions(self, out: Path, pending: str = "") -> dict[str, Decision]:
+        """Every comparison's decision from the records in `out` (`pending`: the folder of a
+        run about to start, never taken as made)."""
+        outcomes: dict[str, dict[int, bool | None]] = {}
+        for cell, runs in self.runs.items():
+            known = outcomes.setdefault(cell, {})
+            for number in range(1, self.limit + 1):
+                folder = runs.get(number)
+                if folder is None:  # not selected here (another shard's, or deselected)
+                    known[number] = None  # pairs with nothing
+                elif folder != pending and (made := _outcome(out / "runs" / folder)):
+                    known[number] = made[0]
+        return decide_all(outcomes, self.references, self.limit, self.alpha, self.margin)
+
+
+def _outcome(run_dir: Path) -> tuple[bool] | None:
+    """(passed,) for a counted run; None for one not made yet, being judged (its record says
+    judge_error until the panel answers) or not counted (infra_error, judge_error: a resume
+    makes it again), so a decision never rests on an outcome that may still come."""
+    try:
+        record = json.loads((run_dir / RECORD_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None  # not made yet (or its record is being written)
+    outcome = record.get("outcome") if isinstance(record, dict) else None
+    return (outcome == "pass",) if outcome in COUNTED else None
+
+
+def cell_of(key: RunKey) -> str:
+    """`test-001-T5-02` (and `-<model>` on a model axis): a run's cell."""
+    return f"{key.case}-{key.subtest}" + (f"-{key.model}" if key.model else "")
+
+
+def plan(
+    keys: Iterable[RunKey],
+    reference: str | None,
+    limit: int,
+    alpha: float,
+    margin: float,
+) -> Family:
+    """The family of comparisons among the selected runs; a reference missing from a case's
+    selection is a ValueError saying which to select."""
+    runs: dict[str, dict[int, str]] = {}
+    groups: dict[tuple[str, str], dict[str, str]] = {}  # (case, model) -> subtest -> cell
+    for key in keys:
+        cell = cell_of(key)
+        runs.setdefault(cell, {})[key.run] = key.folder
+        groups.setdefault((key.case, key.model), {})[key.subtest] = cell
+    references: dict[str, str] = {}
+    for (case, model), cells in sorted(groups.items()):
+        ref = reference or min(cells, key=_order)
+        if ref not in cells:
+            chosen = ", ".join(sorted(cells, key=_order))
+            raise ValueError(
+                f"--scylla-reference={ref}: case {case}{f' ({model})' if model else ''} runs "
+                f"no {ref} in this selection ({chosen}); select it or name one of these"
+            )
+        references |= {cell: cells[ref] for sub, cell in cells.items() if sub != ref}
+    return Family(runs, references, limit, alpha, margin)
+
+
+def _order(subtest: str) -> tuple[int, str]:
+    tier, _, number = subtest.partition("-")
+    return (int(tier[1:]), number)
+
+
+def said(cell: str, ref: str, d: Decision) -> str:
+    interval = f"difference of pass rates in [{d.low:+.2f}, {d.high:+.2f}]"
+    if d.status == "futile":
+        return (
+            f"undecided after {_runs(d.at)} and no decision reachable within the maximum: "
+            f"{cell} against {ref}, {interval}"
+        )
+    return f"decided after {_runs(d.at)}: {cell} {WORDS[d.status]} {ref} on pass rate ({interval})"
+
+
+def _runs(n: int) -> str:
+    return f"{n} run" if n == 1 else f"{n} runs"
+
+
+WORDS = {"better": "better than", "worse": "worse than", "equivalent": "equivalent to"}
+
+
+def table(family: Family, out: Path) -> list[dict[str, Any]]:
+    """One row per compared cell: its runs made, the decision and the run it came at, the
+    interval then, and the runs (and their estimated cost, at the cell's mean cost per run)
+    saved against the fixed design of `family.limit` runs."""
+    found = family.decisions(out)
+    rows: list[dict[str, Any]] = []
+    for cell, ref in family.references.items():
+        d = found[cell]
+        costs = [
+            c
+            for folder in family.runs[cell].values()
+            if (c := _cost(out / "runs" / folder)) is not None
+        ]
+        saved = max(0, family.limit - len(costs))
+        rows.append(
+            {
+                "cell": cell,
+                "reference": ref,
+                "decision": d.status,
+                "decided_at": d.at if d.closed else None,
+                "low": round(d.low, 4),
+                "high": round(d.high, 4),
+                "runs": len(costs),
+                "runs_saved": saved,
+                "cost_saved_usd": round(saved * sum(costs) / len(costs), 6) if costs else None,
+            }
+        )
+    return rows
+
+
+def _cost(run_dir: Path) -> float | None:
+    """A made run's cost (0 when unknown); None for a run not made."""
+    try:
+        record = json.loads((run_dir / RECORD_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    cost = record.get("cost_usd") if isinstance(record, dict) else None
+    return float(cost) if isinstance(cost, int | float) else 0.0
+
+
+def session_decisions(settings: Any, keys: Iterable[RunKey], out: Path) -> list[dict[str, Any]]:
+    """The decisions of a session's runs (every run item it reported), for its reports; none
+    when its selection has no comparison to make."""
+    try:
+        family = plan(keys, settings.reference, settings.runs, settings.alpha, settings.margin)
+    except ValueError:
+        return []
+    return table(family, out)
+
+
+COLUMNS = (
+    "cell",
+    "reference",
+    "decision",
+    "decided_at",
+    "low",
+    "high",
+    "runs",
+    "runs_saved",
+    "cost_saved_usd",
+)
+
+
+def write_decisions(out: Path, rows: Sequence[Mapping[str, Any]]) -> None:
+    """decisions.csv in the experiment folder."""
+    import csv
+
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / "decisions.csv").open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(COLUMNS))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def decision_lines(rows: Sequence[Mapping[str, Any]], stopped: int) -> list[str]:
+    """The terminal's account of why n is what it is."""
+    if not rows:
+        return []
+    saved = sum(int(r["runs_saved"]) for r in rows)
+    dollars = sum(float(r["cost_saved_usd"] or 0) for r in rows)
+    lines = [
+        f"stopped when decided: {stopped} runs skipped, {saved} runs (about ${dollars:.4f}) "
+        "saved against the fixed design; decisions on pass rate (anytime-valid):"
+    ]
+    for r in rows:
+        when = f" after {r['decided_at']} runs" if r["decided_at"] else ""
+        lines.append(
+            f"  {r['cell']} vs {r['reference']}: {r['decision']}{when}, difference "
+            f"[{r['low']:+.2f}, {r['high']:+.2f}], {r['runs']} runs"
+        )
+    return lines
