@@ -21,6 +21,7 @@ from pytest_scylla.results import report
 from pytest_scylla.results.decisions import (
     STOPPED,
     decision_lines,
+    manifest_entry,
     session_decisions,
     write_decisions,
 )
@@ -268,13 +269,7 @@ class Aggregator:
         manifest["tier_sources"] = tier_sources(s.tier_dirs)  # packaged (which version) or own
         manifest["partial"] = self.partial
         if s.stop == "decided":
-            manifest["stop"] = {
-                "alpha": s.alpha,
-                "margin": s.margin,
-                "reference": s.reference,
-                "max_runs": s.runs,
-                "decisions": self.decisions,
-            }
+            manifest["stop"] = manifest_entry(s, self.decisions)
         return manifest
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:

@@ -195,6 +195,17 @@ def write_decisions(out: Path, rows: Sequence[Mapping[str, Any]]) -> None:
         writer.writerows(rows)
 
 
+def manifest_entry(settings: Any, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The manifest's `stop`: the rule's settings and the session's decisions."""
+    return {
+        "alpha": settings.alpha,
+        "margin": settings.margin,
+        "reference": settings.reference,
+        "max_runs": settings.runs,
+        "decisions": list(rows),
+    }
+
+
 def decision_lines(rows: Sequence[Mapping[str, Any]], stopped: int) -> list[str]:
     """The terminal's account of why n is what it is."""
     if not rows:
