@@ -1,6 +1,7 @@
 """Simulate `--scylla-stop=decided`: error rates and runs used against the fixed design.
 
     python bench/sequential.py [--reps 2000] [--runs 30] [--alpha 0.05] [--margin 0.10]
+    python bench/sequential.py --replay tests/fixtures/haiku/runs.csv [--by tier]
 
 Each replication draws Bernoulli outcomes for a reference cell and 8 cells with planted pass
 rates, runs the sequential rule of `pytest_scylla.results.sequential` on them in run order (a
@@ -8,7 +9,9 @@ cell runs while its comparison is open, the reference while any is), and counts 
 its decisions. No CLI, no session: the decisions are a function of the outcomes in order, as in
 a session. Prints, per scenario: the chance of any wrong decision (family-wise), the share of
 cells that differ and were decided in the right direction, and the runs used as a share of the
-fixed design's (9 cells x --runs).
+fixed design's (9 cells x --runs). `--replay` runs the rule over a stored experiment's
+runs.csv instead, in its runs' order, and prints each comparison's decision and what the rule
+would have spent against what the experiment spent.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import numpy
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from pytest_scylla.results.decisions import replay  # noqa: E402
 from pytest_scylla.results.sequential import decide_all  # noqa: E402
 
 SCENARIOS = {  # name: (reference pass rate, the 8 cells' pass rates)
@@ -78,7 +82,11 @@ def main() -> None:
     parser.add_argument("--alpha", type=float, default=0.05)
     parser.add_argument("--margin", type=float, default=0.10)
     parser.add_argument("--seed", type=int, default=2026)
+    parser.add_argument("--replay", type=Path, help="a stored experiment's runs.csv to replay")
+    parser.add_argument("--by", choices=("subtest", "tier"), default="subtest")
     args = parser.parse_args()
+    if args.replay:
+        return replayed(args)
     print(
         f"{args.reps} replications, 8 cells vs a reference, at most {args.runs} runs each, "
         f"alpha {args.alpha} (Bonferroni: {args.alpha / 8:.5f} per comparison), margin "
@@ -97,6 +105,26 @@ def main() -> None:
             f"{name:<46}{wrong_rate:>13.3f}{right:>8.1%}{used:>11.1%}"
             f"   ({time.perf_counter() - start:.1f} s)"
         )
+
+
+def replayed(args: argparse.Namespace) -> None:
+    import csv
+    from collections import Counter
+
+    with args.replay.open(encoding="utf-8") as handle:
+        table, counts = replay(list(csv.DictReader(handle)), args.by, args.alpha, args.margin)
+    for row in table:
+        when = f" at run {row['decided_at']}" if row["decided_at"] else ""
+        print(
+            f"{row['cell']:<24} vs {row['reference']:<20} {row['decision']}{when}, "
+            f"{row['runs_used']} of {row['runs']} runs"
+        )
+    print(dict(Counter(r["decision"] for r in table)))
+    print(
+        f"runs {counts['runs_used']:.0f} of {counts['runs']:.0f}; "
+        f"cost ${counts['cost_used_usd']:.2f} of ${counts['cost_usd']:.2f} "
+        f"(saved ${counts['cost_usd'] - counts['cost_used_usd']:.2f})"
+    )
 
 
 if __name__ == "__main__":

@@ -223,3 +223,63 @@ def decision_lines(rows: Sequence[Mapping[str, Any]], stopped: int) -> list[str]
             f"[{r['low']:+.2f}, {r['high']:+.2f}], {r['runs']} runs"
         )
     return lines
+
+
+def replay(
+    rows: Sequence[Mapping[str, Any]],
+    by: str = "subtest",
+    alpha: float = 0.05,
+    margin: float = 0.10,
+) -> tuple[list[dict[str, Any]], dict[str, float]]:
+    """A stored experiment (its `runs.csv` rows) replayed as a sequence of its own runs, run 1
+    of every cell first: each comparison's decision and the run it came at, and what the rule
+    would have spent against what the experiment spent. `by`: `subtest` (each tier subtest a
+    cell, against the case's first subtest of its lowest tier) or `tier` (a tier's runs pooled,
+    in run-major order, against the case's lowest tier)."""
+    runs: dict[tuple[str, int, str], list[tuple[bool, float]]] = {}
+    for row in sorted(rows, key=lambda r: (int(r["run_number"]), str(r["subtest"]))):
+        case = str(row.get("case_id") or row.get("experiment"))
+        tier, subtest = (
+            int(str(row["tier"]).lstrip("T")),
+            "" if by == "tier" else str(row["subtest"]),
+        )
+        passed = str(row["passed"]).strip().lower() in ("true", "1", "1.0")
+        runs.setdefault((case, tier, subtest), []).append((passed, float(row.get("cost_usd") or 0)))
+    name = {k: f"{k[0]}-T{k[1]}" + (f"-{k[2]}" if k[2] else "") for k in runs}
+    first = {}
+    for key in sorted(runs):
+        first.setdefault(key[0], key)
+    refs = {name[k]: name[first[k[0]]] for k in runs if k != first[k[0]]}
+    series = {name[k]: rs for k, rs in runs.items()}
+    limit = max(len(rs) for rs in series.values())
+    outcomes: dict[str, dict[int, bool | None]] = {  # a cell's runs end where its series does
+        c: {n: (rs[n - 1][0] if n <= len(rs) else None) for n in range(1, limit + 1)}
+        for c, rs in series.items()
+    }
+    found = decide_all(outcomes, refs, limit, alpha, margin)
+    used = {c: (found[c].at if found[c].closed else len(series[c])) for c in refs}
+    for ref in set(refs.values()):
+        longest = max(
+            found[c].at if found[c].closed else limit for c, r in refs.items() if r == ref
+        )
+        used[ref] = min(len(series[ref]), longest)
+    table = [
+        {
+            "cell": c,
+            "reference": r,
+            "decision": found[c].status,
+            "decided_at": found[c].at if found[c].closed else None,
+            "runs": len(series[c]),
+            "runs_used": used[c],
+        }
+        for c, r in refs.items()
+    ]
+    counts = {
+        "runs": sum(len(rs) for rs in series.values()),
+        "runs_used": sum(used.get(c, len(rs)) for c, rs in series.items()),
+        "cost_usd": round(sum(cost for rs in series.values() for _, cost in rs), 4),
+        "cost_used_usd": round(
+            sum(cost for c, rs in series.items() for _, cost in rs[: used.get(c, len(rs))]), 4
+        ),
+    }
+    return table, counts

@@ -108,6 +108,7 @@ class _State:
     losses: int = 0
     diffs: list[float] | None = None
     decision: Decision | None = None
+    left: int = 0  # the pairs that may still come
 
 
 def decide_all(
@@ -137,6 +138,7 @@ def decide_all(
             break
         for cell in open_:
             _add(states[cell], outcomes[cell].get(run), outcomes[references[cell]].get(run))
+            states[cell].left = _left(outcomes, cell, references[cell], run, limit)
         _close(
             states,
             open_,
@@ -154,6 +156,17 @@ def _known(
     outcomes: Mapping[str, Mapping[int, bool | None]], cell: str, ref: str, run: int
 ) -> bool:
     return run in outcomes.get(cell, {}) and run in outcomes.get(ref, {})
+
+
+def _left(
+    outcomes: Mapping[str, Mapping[int, bool | None]], cell: str, ref: str, run: int, limit: int
+) -> int:
+    """The pairs that may still come after `run` (a run known to be none pairs nothing)."""
+    mine, theirs = outcomes.get(cell, {}), outcomes.get(ref, {})
+    return sum(
+        mine.get(n, True) is not None and theirs.get(n, True) is not None
+        for n in range(run + 1, limit + 1)
+    )
 
 
 def _add(state: _State, cell: bool | None, ref: bool | None) -> None:
@@ -207,10 +220,21 @@ def _close(
             low, high = interval(state.diffs, eq_alpha)
             if -margin < low and high < margin:
                 state.decision = Decision("equivalent", run, low, high, len(state.diffs))
-        elif run < limit:  # futile: not even winning every pair left would reach today's bar
-            best = max(state.wins, state.losses) + limit - run
-            if _e(best, state.wins + state.losses + limit - run) < _bar(order, alpha):
-                state.decision = _decision("futile", state, run, shown)
+                continue
+        # futile: not even winning every pair left would reach today's bar, nor tying them all
+        # show equivalence
+        best = max(state.wins, state.losses) + state.left
+        if _e(best, state.wins + state.losses + state.left) >= _bar(order, alpha):
+            continue
+        if equivalence and _can_be_equivalent(state, eq_alpha, margin):
+            continue
+        state.decision = _decision("futile", state, run, shown)
+
+
+def _can_be_equivalent(state: _State, alpha: float, margin: float) -> bool:
+    assert state.diffs is not None
+    low, high = interval([*state.diffs, *([0.0] * state.left)], alpha)
+    return -margin < low and high < margin
 
 
 def _rejects(
