@@ -246,7 +246,7 @@ def replay(
         passed = str(row["passed"]).strip().lower() in ("true", "1", "1.0")
         runs.setdefault((case, tier, subtest), []).append((passed, float(row.get("cost_usd") or 0)))
     name = {k: f"{k[0]}-T{k[1]}" + (f"-{k[2]}" if k[2] else "") for k in runs}
-    first = {}
+    first: dict[str, tuple[str, int, str]] = {}
     for key in sorted(runs):
         first.setdefault(key[0], key)
     refs = {name[k]: name[first[k[0]]] for k in runs if k != first[k[0]]}
