@@ -10,7 +10,7 @@ from pytest_scylla.results.report_input import ReportInput, Writer
 
 
 def markdown(report: ReportInput) -> None:
-    from pytest_scylla.results import text_tables
+    from pytest_scylla.results import decision_tables, text_tables
     from pytest_scylla.results.paper_tables import paper_tables
 
     paper = paper_tables(report.tables, list(report.tiers))
@@ -18,6 +18,7 @@ def markdown(report: ReportInput) -> None:
         text = render(dict(report.summary), dict(report.statistics), paper)
         if name == "tables.md":
             text += _components_markdown(report)
+            text += decision_tables.markdown(report.summary.get("decisions") or [])
         (report.folder / name).write_text(text, encoding="utf-8")
 
 
@@ -32,7 +33,7 @@ def html(report: ReportInput) -> None:
         dict(report.statistics),
         drawn,
         report.tables.sources,
-        _components_html(report),
+        _components_html(report) + _decisions_html(report),
     )
 
 
@@ -51,6 +52,12 @@ def _components_html(report: ReportInput) -> str:
 
     planned = ce.for_experiment(report.folder, report.tables.runs)
     return section(ce.rows_of(planned[0]), ce.title(planned[1])) if planned else ""
+
+
+def _decisions_html(report: ReportInput) -> str:
+    from pytest_scylla.results import decision_tables
+
+    return decision_tables.html(report.summary.get("decisions") or [])
 
 
 WRITERS: dict[str, Writer] = {"md": markdown, "html": html}

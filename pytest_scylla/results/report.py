@@ -152,6 +152,9 @@ def write(
         if len(models.values(tables.runs, key)) > 1:  # an axis: per value, and side by side
             summary[f"{name}_tiers"] = metrics.group_summary(tables.runs, (key, "tier"))
             summary[f"{name}s"] = models.comparison(tables.runs, key)
+    stop = (manifest or {}).get("stop")
+    if isinstance(stop, dict) and stop.get("decisions"):  # --scylla-stop=decided
+        summary["decisions"] = stop["decisions"]
     results = statistical_results(tables)
     write_json(out / "summary.json", _jsonable(summary))
     write_json(out / "statistical_results.json", _jsonable(results))

@@ -27,7 +27,7 @@ EXPECTED = {  # cell: decision (the rules block reaches the model in T0-02, T5-0
 }
 
 
-def _command(out: Path, cache: str, workers: int) -> list[str]:
+def _command(out: Path, cache: str, workers: int, *more: str) -> list[str]:
     parallel = ["-n", str(workers)] if workers > 1 else ["-p", "no:xdist"]
     return [
         sys.executable,
@@ -46,6 +46,7 @@ def _command(out: Path, cache: str, workers: int) -> list[str]:
         "-rs",
         "-p",
         "no:randomly",
+        *more,
     ]
 
 
@@ -68,7 +69,11 @@ def test_decided_cells_stop_the_same_way_at_any_worker_count_and_after_a_resume(
 ) -> None:
     env, cache = _env(mini), oracle[1]
     first = subprocess.run(
-        _command(mini / "n2", cache, 2), cwd=mini, env=env, capture_output=True, text=True
+        _command(mini / "n2", cache, 2, "--scylla-report=terminal,md,html"),
+        cwd=mini,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     decided = _decisions(mini / "n2")
     assert {cell: d for cell, (d, _) in decided.items()} == EXPECTED, first.stdout[-3000:]
@@ -81,6 +86,8 @@ def test_decided_cells_stop_the_same_way_at_any_worker_count_and_after_a_resume(
     )
     assert "better than alpha-T0-00 on pass rate" in first.stdout
     assert "PARTIAL" not in first.stdout  # stopping by design leaves no gap to resume
+    assert "| alpha-T0-02 | alpha-T0-00 | better |" in (mini / "n2" / "tables.md").read_text()
+    assert '<section id="decisions">' in (mini / "n2" / "report.html").read_text()
 
     subprocess.run(_command(mini / "n1", cache, 1), cwd=mini, env=env, capture_output=True)
     assert _decisions(mini / "n1") == decided

@@ -140,3 +140,26 @@ def test_decisions_are_read_from_the_records_and_said_in_words(tmp_path: Path) -
     # a record still being judged (judge_error until the panel answers) is not an outcome
     _record(tmp_path, keys[0], "judge_error")
     assert family.decisions(tmp_path)["x-T0-01"].status == "open"
+
+
+def test_the_reports_show_the_decisions_as_text() -> None:
+    from pytest_scylla.results import decision_tables
+
+    row = {
+        "cell": "x-T0-01<script>",
+        "reference": "x-T0-00",
+        "decision": "better",
+        "decided_at": 9,
+        "low": 0.21,
+        "high": 1.0,
+        "runs": 9,
+        "runs_saved": 21,
+        "cost_saved_usd": 2.1,
+    }
+    assert "| x-T0-01<script> | x-T0-00 | better | 9 | [+0.21, +1.00] | 9 | 21 | 2.1000 |" in (
+        decision_tables.markdown([row])
+    )
+    page = decision_tables.html([row])
+    assert "x-T0-01&lt;script&gt;" in page
+    assert "<script>" not in page
+    assert decision_tables.markdown([]) == decision_tables.html([]) == ""

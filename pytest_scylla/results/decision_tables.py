@@ -1,0 +1,58 @@
+"""The decisions of `--scylla-stop=decided` as the reports show them: a Markdown table for
+tables.md and a section of report.html (each row: the cell, its reference, the decision and the
+run it came at, the interval then, the runs made and the runs and dollars saved)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from html import escape
+from typing import Any
+
+HEAD = (
+    "cell",
+    "reference",
+    "decision",
+    "at run",
+    "difference [interval]",
+    "runs",
+    "runs saved",
+    "$ saved",
+)
+TITLE = "Why n is what it is: sequential decisions on pass rate (--scylla-stop=decided)"
+
+
+def _cells(row: Mapping[str, Any]) -> list[str]:
+    saved = row.get("cost_saved_usd")
+    return [
+        str(row["cell"]),
+        str(row["reference"]),
+        str(row["decision"]),
+        str(row["decided_at"] or "-"),
+        f"[{float(row['low']):+.2f}, {float(row['high']):+.2f}]",
+        str(row["runs"]),
+        str(row["runs_saved"]),
+        "-" if saved is None else f"{float(saved):.4f}",
+    ]
+
+
+def markdown(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The table, after a blank line; "" without decisions."""
+    if not rows:
+        return ""
+    lines = [f"### {TITLE}", "", "| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
+    lines += ["| " + " | ".join(_cells(r)) + " |" for r in rows]
+    return "\n" + "\n".join(lines) + "\n"
+
+
+def html(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The section (escaped); "" without decisions."""
+    if not rows:
+        return ""
+    head = "".join(f"<th>{escape(h)}</th>" for h in HEAD)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{escape(c)}</td>" for c in _cells(r)) + "</tr>" for r in rows
+    )
+    return (
+        f'<section id="decisions"><h2>{escape(TITLE)}</h2>'
+        f"<table class=tool><tr>{head}</tr>{body}</table></section>"
+    )
