@@ -306,8 +306,11 @@ def _verdict(effect: Effect, alpha: float) -> None:
     p2 = min(max(effect.pass_with - effect.delta_pass, 0.0), 1.0)
     size = abs(float(proportion_effectsize(p1, p2)))
     if size > 0:
-        n = NormalIndPower().solve_power(effect_size=size, alpha=alpha, power=0.8, ratio=1.0)
-        effect.needed_n = math.ceil(float(n))
+        with warnings.catch_warnings():  # a size too small to solve for: no number, no noise
+            warnings.simplefilter("ignore")
+            n = NormalIndPower().solve_power(effect_size=size, alpha=alpha, power=0.8, ratio=1.0)
+        n = float(n[0] if isinstance(n, list | tuple) else n)  # an array of one at times
+        effect.needed_n = math.ceil(n) if math.isfinite(n) else None
 
 
 COLUMNS = (

@@ -95,6 +95,15 @@ def test_a_small_effect_is_told_how_many_runs_would_detect_it() -> None:
     assert effect.needed_n > 6
 
 
+def test_a_difference_of_rounding_size_asks_for_no_number_of_runs() -> None:
+    """Found by a 16-arm oracle session: a main effect of 1e-17 (a rounding remainder) made
+    the power solver return NaN and the whole report fail; it is now no number, quietly."""
+    effect = ce.Effect("x", 6, 6, 0.5, 0.5, 1e-17, -0.1, 0.1, 1.0, p_adjusted=1.0)
+    ce._verdict(effect, 0.05)
+    assert effect.verdict == "no effect detectable at this n"
+    assert effect.needed_n is None
+
+
 def test_add_one_arms_reveal_an_interaction() -> None:
     """A factor that helps alone but hurts beside the others (the truth depends on the rest)."""
     design = _loo(add_one=True)
