@@ -21,13 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_scylla.results.component_html import (
-    HEAD,
-    cell_text,
-    interval_text,
-    measure_text,
-    page,
-)
+from pytest_scylla.results.component_html import HEAD, cell_text, interval_text, measure_text, page
 from pytest_scylla.results.metrics import COUNTED
 
 ALPHA = 0.05

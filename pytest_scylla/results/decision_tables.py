@@ -56,3 +56,29 @@ def html(rows: Sequence[Mapping[str, Any]]) -> str:
         f'<section id="decisions"><h2>{escape(TITLE)}</h2>'
         f"<table class=tool><tr>{head}</tr>{body}</table></section>"
     )
+
+
+def with_decisions(
+    rows: Sequence[Mapping[str, Any]], decisions: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """subtests.csv's rows with each cell's decision (`better at run 9`; `reference` for the
+    cells the others are compared with)."""
+    by_cell = {str(d["cell"]): d for d in decisions}
+    references = {str(d["reference"]) for d in decisions}
+    out = []
+    for row in rows:
+        cell = f"{row.get('case_id')}-{row.get('tier')}-{row.get('subtest')}"
+        found = by_cell.get(cell) or next(
+            (d for c, d in by_cell.items() if c.startswith(f"{cell}-")), None
+        )
+        if found is not None:
+            at = found.get("decided_at")
+            said = f"{found['decision']} at run {at}" if at else str(found["decision"])
+        else:
+            said = (
+                "reference"
+                if any(r == cell or r.startswith(f"{cell}-") for r in references)
+                else ""
+            )
+        out.append({**row, "decision": said})
+    return out

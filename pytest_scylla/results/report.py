@@ -18,6 +18,7 @@ from pytest_scylla.core.record import RunRecord, write_json
 from pytest_scylla.core.tiers import tier_key
 from pytest_scylla.formats.rubric import DEFAULT_PASS_THRESHOLD
 from pytest_scylla.results import ablation, builtin_reports, metrics, models, stats
+from pytest_scylla.results.decision_tables import with_decisions
 from pytest_scylla.results.report_input import ReportInput
 from pytest_scylla.results.tables import Tables
 
@@ -130,7 +131,14 @@ def write(
     _csv(out / "runs.csv", sorted(tables.runs, key=_row_order), metrics.RUN_COLUMNS)
     _csv(out / "judges.csv", sorted(tables.judges, key=_row_order))
     _csv(out / "criteria.csv", sorted(tables.criteria, key=_row_order))  # stable: rubric order
-    _csv(out / "subtests.csv", metrics.group_summary(tables.runs, SUBTEST_KEYS), SUBTEST_COLUMNS)
+    stop = (manifest or {}).get("stop")
+    decided = stop.get("decisions") if isinstance(stop, dict) else None  # --scylla-stop=decided
+    subtests = metrics.group_summary(tables.runs, SUBTEST_KEYS)
+    _csv(
+        out / "subtests.csv",
+        with_decisions(subtests, decided) if decided else subtests,
+        [*SUBTEST_COLUMNS, "decision"] if decided else SUBTEST_COLUMNS,
+    )
     tiers = metrics.group_summary(tables.runs)
     best = metrics.frontier(tiers)
     summary = {
@@ -152,9 +160,8 @@ def write(
         if len(models.values(tables.runs, key)) > 1:  # an axis: per value, and side by side
             summary[f"{name}_tiers"] = metrics.group_summary(tables.runs, (key, "tier"))
             summary[f"{name}s"] = models.comparison(tables.runs, key)
-    stop = (manifest or {}).get("stop")
-    if isinstance(stop, dict) and stop.get("decisions"):  # --scylla-stop=decided
-        summary["decisions"] = stop["decisions"]
+    if decided:
+        summary["decisions"] = decided
     results = statistical_results(tables)
     write_json(out / "summary.json", _jsonable(summary))
     write_json(out / "statistical_results.json", _jsonable(results))

@@ -21,6 +21,7 @@ def test_pytest_help_lists_every_scylla_option(pytester: pytest.Pytester) -> Non
     options = sorted(set(re.findall(r"--scylla-[a-z-]+", result.stdout.str())))
     assert options == [
         "--scylla-agent",
+        "--scylla-alpha",
         "--scylla-budget-usd",
         "--scylla-cache-dir",
         "--scylla-cli",
@@ -31,6 +32,7 @@ def test_pytest_help_lists_every_scylla_option(pytester: pytest.Pytester) -> Non
         "--scylla-keep-workspaces",
         "--scylla-label",
         "--scylla-limits",
+        "--scylla-margin",
         "--scylla-max-pause",
         "--scylla-max-run-cost",
         "--scylla-min-judges",
@@ -44,6 +46,7 @@ def test_pytest_help_lists_every_scylla_option(pytester: pytest.Pytester) -> Non
         "--scylla-plan",
         "--scylla-progress",
         "--scylla-record-bodies",
+        "--scylla-reference",
         "--scylla-rejudge",
         "--scylla-replay",
         "--scylla-report",
@@ -54,6 +57,7 @@ def test_pytest_help_lists_every_scylla_option(pytester: pytest.Pytester) -> Non
         "--scylla-sandbox",
         "--scylla-shard",
         "--scylla-skip",
+        "--scylla-stop",
         "--scylla-subtests",
         "--scylla-tiers",
         "--scylla-tiers-dir",

@@ -88,6 +88,11 @@ def test_decided_cells_stop_the_same_way_at_any_worker_count_and_after_a_resume(
     assert "PARTIAL" not in first.stdout  # stopping by design leaves no gap to resume
     assert "| alpha-T0-02 | alpha-T0-00 | better |" in (mini / "n2" / "tables.md").read_text()
     assert '<section id="decisions">' in (mini / "n2" / "report.html").read_text()
+    said = {
+        (r["tier"], r["subtest"]): r["decision"] for r in export_rows(mini / "n2" / "subtests.csv")
+    }
+    assert said[("T0", "00")] == "reference"
+    assert said[("T0", "01")].startswith("futile at run ")
 
     subprocess.run(_command(mini / "n1", cache, 1), cwd=mini, env=env, capture_output=True)
     assert _decisions(mini / "n1") == decided

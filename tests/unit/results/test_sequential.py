@@ -163,3 +163,18 @@ def test_the_reports_show_the_decisions_as_text() -> None:
     assert "x-T0-01&lt;script&gt;" in page
     assert "<script>" not in page
     assert decision_tables.markdown([]) == decision_tables.html([]) == ""
+
+
+def test_subtests_csv_rows_carry_their_cells_decision() -> None:
+    from pytest_scylla.results.decision_tables import with_decisions
+
+    rows = [{"case_id": "x", "tier": "T0", "subtest": s} for s in ("00", "01", "02")]
+    decided = [
+        {"cell": "x-T0-01", "reference": "x-T0-00", "decision": "better", "decided_at": 9},
+        {"cell": "x-T0-02", "reference": "x-T0-00", "decision": "open", "decided_at": None},
+    ]
+    assert [r["decision"] for r in with_decisions(rows, decided)] == [
+        "reference",
+        "better at run 9",
+        "open",
+    ]
