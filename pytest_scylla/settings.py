@@ -130,6 +130,12 @@ def resolve(config: pytest.Config) -> Settings:
         **_limits(config),
         **flags,
     )
+    if settings.stop == "decided" and (settings.fresh or settings.rejudge):
+        raise pytest.UsageError(
+            "--scylla-stop=decided decides from the stored runs, which --scylla-fresh and "
+            "--scylla-rejudge make again: run them without --scylla-stop, or stop by decision "
+            "into a new --scylla-out"
+        )
     if settings.subtests is not None:
         # Checking that each selector matches something needs the tiers: parse them now, once.
         config.stash[TIERSET_KEY] = TierSet(settings.tier_dirs)

@@ -58,12 +58,22 @@ def _outcome(run_dir: Path) -> tuple[bool] | None:
     """(passed,) for a counted run; None for one not made yet, being judged (its record says
     judge_error until the panel answers) or not counted (infra_error, judge_error: a resume
     makes it again), so a decision never rests on an outcome that may still come."""
+    if run_dir in _COUNTED:
+        return (_COUNTED[run_dir],)
     try:
         record = json.loads((run_dir / RECORD_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None  # not made yet (or its record is being written)
     outcome = record.get("outcome") if isinstance(record, dict) else None
-    return (outcome == "pass",) if outcome in COUNTED else None
+    if outcome not in COUNTED:
+        return None
+    _COUNTED[run_dir] = outcome == "pass"  # final: a resume reuses a counted run as it is
+    return (outcome == "pass",)
+
+
+# counted outcomes read by this process: each run item asks before it starts, and reading every
+# record of the experiment each time would grow with the square of the runs
+_COUNTED: dict[Path, bool] = {}
 
 
 def cell_of(key: RunKey) -> str:

@@ -97,6 +97,17 @@ def test_a_real_setup_of_agents_and_hooks_lists_what_it_cannot_ablate(
 TEAM = Path(__file__).parents[1] / "fixtures" / "team"
 
 
+def _observed(out: Path) -> dict[str, Any]:
+    """What each arm's first request carried, by arm; every run passed and passed the
+    component-level ablation check."""
+    records = [json.loads(p.read_text()) for p in sorted(out.glob("runs/*/run.json"))]
+    for record in records:
+        assert record["outcome"] == "pass", (record["subtest_name"], record["reason"])
+        assert record["ablation"]["checked"]
+        assert record["ablation"]["problems"] == []
+    return {r["subtest_name"]: r["ablation"]["observed"] for r in records}
+
+
 def _team_project(mini: Path) -> None:
     """The mini project whose root and whose case's source (the team's repository, as a case of
     one's own history is) both carry the team's configuration."""
@@ -127,8 +138,7 @@ def test_every_arm_of_a_plan_runs_and_carries_exactly_its_components(
         "--scylla-tiers=T0",
         f"--scylla-out={out}",
     )
-    records = [json.loads(p.read_text()) for p in sorted(out.glob("runs/*/run.json"))]
-    seen = {r["subtest_name"]: r["ablation"]["observed"] for r in records}
+    seen = _observed(out)
     assert list(seen) == [
         "01-full",
         "02-none",
@@ -138,10 +148,6 @@ def test_every_arm_of_a_plan_runs_and_carries_exactly_its_components(
         "06-no-group-skill",
         "07-no-group-agent",
     ], done.stdout.str()[-3000:]
-    for record in records:
-        assert record["outcome"] == "pass", (record["subtest_name"], record["reason"])
-        assert record["ablation"]["checked"]
-        assert record["ablation"]["problems"] == []
     done.assert_outcomes(passed=7)
     ours = {"changelog", "fixture-builder", "money-math"}
     assert ours <= set(seen["01-full"]["skills"])
@@ -327,8 +333,7 @@ def test_a_codex_plan_runs_and_carries_exactly_its_components(
         "--scylla-agent=codex",
         f"--scylla-out={out}",
     )
-    records = [json.loads(p.read_text()) for p in sorted(out.glob("runs/*/run.json"))]
-    seen = {r["subtest_name"]: r["ablation"]["observed"] for r in records}
+    seen = _observed(out)
     assert list(seen) == [
         "01-full",
         "02-none",
@@ -336,10 +341,6 @@ def test_a_codex_plan_runs_and_carries_exactly_its_components(
         "04-no-group-section",
         "05-no-group-skill",
     ], done.stdout.str()[-3000:]
-    for record in records:
-        assert record["outcome"] == "pass", (record["subtest_name"], record["reason"])
-        assert record["ablation"]["checked"]
-        assert record["ablation"]["problems"] == []
     ours = {"cents-arithmetic", "release-notes", "sqlite-fixtures"}
     assert ours <= set(seen["01-full"]["skills"])
     assert not ours & set(seen["05-no-group-skill"]["skills"])

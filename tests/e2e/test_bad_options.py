@@ -143,6 +143,14 @@ ENTRIES: list[tuple[str, str, str, str]] = [
         "--scylla-margin=0.10",
     ),
     (
+        "stop-fresh",
+        "cli",
+        "--scylla-stop=decided --scylla-fresh",
+        "--scylla-stop=decided decides from the stored runs, which --scylla-fresh and "
+        "--scylla-rejudge make again: run them without --scylla-stop, or stop by decision into "
+        "a new --scylla-out",
+    ),
+    (
         "reference-unselected",
         "cli",
         "--scylla-stop=decided --scylla-reference=T1-01 --scylla-tiers=T0",
