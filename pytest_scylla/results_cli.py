@@ -216,7 +216,8 @@ def _os_error(exc: OSError, command: str) -> str:
 
 def _manifest(dirs: list[Path], tables: Any) -> dict[str, Any]:
     """The rebuilt folder's manifest: provenance from its runs; a single folder rebuilt keeps its
-    session's options, merged folders list their own manifests (per-run hashes left out)."""
+    session's options and decisions, merged folders list their own manifests (per-run hashes
+    left out)."""
     import json
 
     from pytest_scylla.formats import provenance
@@ -234,6 +235,8 @@ def _manifest(dirs: list[Path], tables: Any) -> dict[str, Any]:
     if len(dirs) == 1:
         one = found[0]
         manifest = provenance.manifest(tables.records, one.get("options"), one.get("merged_from"))
+        if isinstance(one.get("stop"), dict):  # its session's decisions (--scylla-stop)
+            manifest["stop"] = one["stop"]
     else:
         manifest = provenance.manifest(tables.records, None, found)
     manifest["rebuilt_by"] = f"scylla report {' '.join(map(str, dirs))}"

@@ -89,6 +89,28 @@ def test_import_of_the_papers_dryrun_reproduces_its_exports(
     assert "no T<k>/<subtest>/run_NN/run_result.json here" in capsys.readouterr().err
 
 
+def test_a_rebuilt_folder_keeps_its_sessions_decisions(tmp_path: Path) -> None:
+    """--scylla-stop=decided: `scylla report` of the session's folder shows the decisions it
+    took again (subtests.csv's column, tables.md's section); the decisions are the session's."""
+    dest = tmp_path / "exp"
+    assert main(["import", str(DRYRUN), str(dest)]) == 0
+    manifest = json.loads((dest / "manifest.json").read_text())
+    decided = {"cell": "test-001-T1-01", "reference": "test-001-T0-00", "decision": "futile"}
+    decided |= {"decided_at": 1, "low": -1.0, "high": 1.0, "runs": 1, "runs_saved": 9}
+    manifest["stop"] = {"alpha": 0.05, "decisions": [{**decided, "cost_saved_usd": 1.2}]}
+    (dest / "manifest.json").write_text(json.dumps(manifest))
+    assert main(["report", str(dest), "--report", "md"]) == 0
+    with (dest / "subtests.csv").open() as handle:
+        said = {(r["tier"], r["subtest"]): r["decision"] for r in csv.DictReader(handle)}
+    assert said[("T0", "00")] == "reference"
+    assert said[("T1", "01")] == "futile at run 1"
+    assert "| test-001-T1-01 | test-001-T0-00 | futile | 1 |" in (dest / "tables.md").read_text()
+    assert json.loads((dest / "manifest.json").read_text())["stop"]["decisions"][0] == {
+        **decided,
+        "cost_saved_usd": 1.2,
+    }
+
+
 @pytest.mark.slow  # the report loads in chromium in the default suite
 def test_html_and_markdown_reports_are_self_contained(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
