@@ -166,7 +166,9 @@ def _report(args: argparse.Namespace) -> int:
                 f"(merged {count - len(absent)} of {count})"
             )
     report.write(target, tables, manifest, formats=("csv", "json", *formats), writers=writers)
-    echo("\n".join(report.tier_table(tables, target)))
+    stop = manifest.get("stop")
+    decided = stop.get("decisions") if isinstance(stop, dict) else None
+    echo("\n".join(report.tier_table(tables, target, decided or ())))
     return 0
 
 
@@ -238,7 +240,14 @@ def _manifest(dirs: list[Path], tables: Any) -> dict[str, Any]:
         if isinstance(one.get("stop"), dict):  # its session's decisions (--scylla-stop)
             manifest["stop"] = one["stop"]
     else:
+        from pytest_scylla.results.decisions import merged_stop
+
         manifest = provenance.manifest(tables.records, None, found)
+        stop, why = merged_stop([one.get("stop") for one in found], tables.runs)
+        if stop is not None:  # shards of one session: decided again from all their runs
+            manifest["stop"] = stop
+        elif why:
+            tables.warnings.append(why)
     manifest["rebuilt_by"] = f"scylla report {' '.join(map(str, dirs))}"
     return manifest
 

@@ -23,7 +23,6 @@ from pytest_scylla.results.decisions import (
     decision_lines,
     manifest_entry,
     session_decisions,
-    write_decisions,
 )
 from pytest_scylla.results.tables import RUNS_FILE, Tables
 
@@ -195,7 +194,6 @@ class Aggregator:
             )
         if self.settings.stop == "decided":
             self.decisions = session_decisions(self.settings, self.keys, self.out)
-            write_decisions(self.out, self.decisions)
         try:
             self._rewrite_log(self.all_records())  # one line per run, as the report counts
             report.write(
@@ -278,7 +276,7 @@ class Aggregator:
         terminalreporter.section("pytest-scylla")
         if self.failure:
             terminalreporter.write_line(safe(self.failure), red=True)
-        for line in report.tier_table(self._tables(), self.out):
+        for line in report.tier_table(self._tables(), self.out, self.decisions):
             loud = line.startswith(("SIMULATED", "PARTIAL"))
             terminalreporter.write_line(safe(line), yellow=loud, bold=loud)
         ran, cached, rejudged = self._tally()

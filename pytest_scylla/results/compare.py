@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_scylla.core.tiers import tier_key
-from pytest_scylla.results import metrics, models
+from pytest_scylla.results import compare_decisions, metrics, models
 from pytest_scylla.results.compare_conditions import conditions
 from pytest_scylla.results.inputs import ReportInputError
 from pytest_scylla.results.tables import Tables, load
@@ -46,7 +46,8 @@ class CompareError(ReportInputError):
 class Side:
     name: str
     tables: Tables
-    manifests: list[dict[str, Any]]
+    manifests: list[dict[str, Any]]  # those its folders have
+    folders: int = 1
 
 
 def _side(folders: Sequence[Path]) -> Side:
@@ -60,7 +61,7 @@ def _side(folders: Sequence[Path]) -> Side:
                 found = None
             manifests.append(found if isinstance(found, dict) else {})
     name = " + ".join(str(f) for f in folders)
-    return Side(name, load(list(folders)), manifests)
+    return Side(name, load(list(folders)), manifests, len(folders))
 
 
 def _counted(tables: Tables) -> Runs:
@@ -323,6 +324,8 @@ def compare(
             f"both sides vary the {' and the '.join(AXIS_WORDS[k] for k in axis)}: "
             "each is compared with itself"
         )
+    cases = _rows(b_runs, c_runs, (*axis, "case_id", "tier"))
+    decided = _decided(base, cand, cases, notes)
     return {
         "base": base.name,
         "candidate": cand.name,
@@ -330,10 +333,23 @@ def compare(
         "conditions": conditions(base.manifests, cand.manifests),
         "verdicts": _verdicts(b_runs, c_runs),
         "tiers": _rows(b_runs, c_runs, (*axis, "tier")),
-        "cases": _rows(b_runs, c_runs, (*axis, "case_id", "tier")),
+        "cases": cases,
+        "decisions": decided,
         "alpha": ALPHA,
         "resamples": RESAMPLES,
     }
+
+
+def _decided(
+    base: Side, cand: Side, cases: list[dict[str, Any]], notes: list[str]
+) -> dict[str, list[dict[str, Any]]]:
+    sides = {
+        side: compare_decisions.of_side(
+            one.name, one.manifests, one.folders, one.tables.runs, notes
+        )
+        for side, one in (("base", base), ("candidate", cand))
+    }
+    return compare_decisions.both(sides, cases, notes)
 
 
 def regressions(result: dict[str, Any], points: float) -> list[dict[str, Any]]:

@@ -126,6 +126,13 @@ def markdown(result: dict[str, Any], points: float | None = None) -> str:
         f"{LABELS[r['metric']]}: {_change(r)}"
         for r in significant
     ] or ["- none"]
+    decided = [r for r in result["cases"] if r.get("decision") and r["metric"] == "pass_rate"]
+    if decided:
+        out += ["", "### Sequential decisions (--scylla-stop=decided): base → candidate", ""]
+        out += [
+            f"- {''.join(str(r[k]) + ' ' for k in axis)}{r['case_id']} {r['tier']}: {r['decision']}"
+            for r in decided
+        ]
     if points is not None:
         found = regressions(result, points)
         out += [
@@ -149,6 +156,7 @@ COMPARE_COLUMNS = [
     Column("p", "p (Holm)", True),
     Column("test", "test"),
 ]
+DECISION = Column("decision", "decision (base → candidate)")
 
 
 def _tool_rows(rows: list[dict[str, Any]]) -> list[Row]:
@@ -184,6 +192,7 @@ def _tool_rows(rows: list[dict[str, Any]]) -> list[Row]:
                     "ci": cell(ci),
                     "p": cell(r["p_holm"]),
                     "test": cell(r.get("test")),
+                    "decision": cell(r.get("decision")),
                 },
                 {
                     "tier": str(r["tier"]),
@@ -245,7 +254,11 @@ def html_page(result: dict[str, Any]) -> str:
         "<h2>Per tier</h2>",
         tool_table("tiers", [c for c in columns if c.key != "case"], _tool_rows(result["tiers"])),
         "<h2>Per case × tier</h2>",
-        tool_table("cells", columns, _tool_rows(result["cases"])),
+        tool_table(
+            "cells",
+            [*columns, *([DECISION] if any(r.get("decision") for r in result["cases"]) else [])],
+            _tool_rows(result["cases"]),
+        ),
     ]
     return page(f"scylla compare: {result['candidate']} vs {result['base']}", body)
 

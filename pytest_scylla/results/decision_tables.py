@@ -4,6 +4,8 @@ run it came at, the interval then, the runs made and the runs and dollars saved)
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
@@ -82,3 +84,26 @@ def with_decisions(
             )
         out.append({**row, "decision": said})
     return out
+
+
+_TIER = re.compile(r"-(T\d+)-\d+(?:-|$)")
+
+
+def tier_of(cell: str) -> str:
+    found = _TIER.search(cell)
+    return found.group(1) if found else ""
+
+
+def tier_decisions(decisions: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """Each tier's decisions in a few words (`reference; 1 futile`, `2 better, 1 open`): the
+    tier tables' decision column."""
+    counts: dict[str, Counter[str]] = {}
+    references: set[str] = set()
+    for d in decisions:
+        counts.setdefault(tier_of(str(d["cell"])), Counter())[str(d["decision"])] += 1
+        references.add(tier_of(str(d["reference"])))
+    out = {}
+    for tier in sorted(set(counts) | references):
+        said = [f"{n} {status}" for status, n in sorted(counts.get(tier, Counter()).items())]
+        out[tier] = "; ".join([*(["reference"] if tier in references else []), ", ".join(said)])
+    return {tier: text.strip("; ") for tier, text in out.items()}

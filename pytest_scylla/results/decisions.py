@@ -135,16 +135,23 @@ def table(family: Family, out: Path) -> list[dict[str, Any]]:
     """One row per compared cell: its runs made, the decision and the run it came at, the
     interval then, and the runs (and their estimated cost, at the cell's mean cost per run)
     saved against the fixed design of `family.limit` runs."""
-    found = family.decisions(out)
+    costs = {
+        cell: [c for folder in runs.values() if (c := _cost(out / "runs" / folder)) is not None]
+        for cell, runs in family.runs.items()
+    }
+    return _rows(family.decisions(out), family.references, costs, family.limit)
+
+
+def _rows(
+    found: Mapping[str, Decision],
+    references: Mapping[str, str],
+    costs: Mapping[str, Sequence[float]],
+    limit: int,
+) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
-    for cell, ref in family.references.items():
-        d = found[cell]
-        costs = [
-            c
-            for folder in family.runs[cell].values()
-            if (c := _cost(out / "runs" / folder)) is not None
-        ]
-        saved = max(0, family.limit - len(costs))
+    for cell, ref in references.items():
+        d, made = found[cell], costs.get(cell, ())
+        saved = max(0, limit - len(made))
         rows.append(
             {
                 "cell": cell,
@@ -153,12 +160,73 @@ def table(family: Family, out: Path) -> list[dict[str, Any]]:
                 "decided_at": d.at if d.closed else None,
                 "low": round(d.low, 4),
                 "high": round(d.high, 4),
-                "runs": len(costs),
+                "runs": len(made),
                 "runs_saved": saved,
-                "cost_saved_usd": round(saved * sum(costs) / len(costs), 6) if costs else None,
+                "cost_saved_usd": round(saved * sum(made) / len(made), 6) if made else None,
             }
         )
     return rows
+
+
+def recomputed(runs: Sequence[Mapping[str, Any]], stop: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The decisions of merged experiment folders (shards of one session's selection, run with
+    the same `stop` settings), from all their runs (`runs.csv` rows) together. Every run is
+    final here: a run not counted, or not made while a later run of its cell was (its shard
+    had decided, or a budget stopped it), pairs with nothing; whether it was made rests only on
+    runs before it, so leaving it out keeps the e-processes valid. The runs after a cell's
+    last are not made yet, as in the session: the rule never looks ahead to where a sequence
+    ends. A ValueError when the runs lack the reference."""
+    keys: list[RunKey] = []
+    passed: dict[RunKey, bool] = {}
+    costs: dict[str, list[float]] = {}
+    models = {(str(r.get("case_id")), str(r.get("agent_model") or "")) for r in runs}
+    axis = len({m for _, m in models}) > 1
+    for r in runs:
+        key = RunKey(
+            str(r.get("case_id")),
+            str(r.get("tier")),
+            str(r.get("subtest")),
+            int(float(r.get("run_number") or 0)),
+            str(r.get("agent_model") or "") if axis else "",
+        )
+        keys.append(key)
+        if r.get("outcome") in COUNTED:
+            passed[key] = bool(r.get("passed")) and str(r.get("passed")) != "False"
+        costs.setdefault(cell_of(key), []).append(float(r.get("cost_usd") or 0))
+    limit = int(stop.get("max_runs") or max((k.run for k in keys), default=0))
+    family = plan(keys, stop.get("reference"), limit, float(stop["alpha"]), float(stop["margin"]))
+    outcomes: dict[str, dict[int, bool | None]] = {
+        cell: dict.fromkeys(range(1, max(made) + 1)) for cell, made in family.runs.items()
+    }
+    for key, value in passed.items():
+        outcomes[cell_of(key)][key.run] = value
+    found = decide_all(outcomes, family.references, limit, family.alpha, family.margin)
+    return _rows(found, family.references, costs, limit)
+
+
+SETTINGS = ("alpha", "margin", "reference", "max_runs")
+
+
+def merged_stop(
+    stops: Sequence[Any], runs: Sequence[Mapping[str, Any]]
+) -> tuple[dict[str, Any] | None, str]:
+    """The manifest `stop` of merged folders (`stops`: each folder's, None where it has none),
+    its decisions recomputed from all the runs; else None and why not ("" when no folder
+    stopped by decision)."""
+    given = [s for s in stops if isinstance(s, dict)]
+    if not given:
+        return None, ""
+    settings = {tuple(str(s.get(k)) for k in SETTINGS) for s in given}
+    if len(given) < len(stops) or len(settings) > 1:
+        return None, (
+            "the merged folders did not all stop by decision with the same settings "
+            "(--scylla-stop, alpha, margin, reference, runs): no decisions are recomputed"
+        )
+    stop = {k: given[0].get(k) for k in SETTINGS}
+    try:
+        return {**stop, "decisions": recomputed(runs, stop), "merged": len(stops)}, ""
+    except (ValueError, KeyError, TypeError) as exc:
+        return None, f"the merged decisions cannot be recomputed: {exc}"
 
 
 def _cost(run_dir: Path) -> float | None:

@@ -150,11 +150,12 @@ def _tier_table(summary: dict[str, Any]) -> str:
         "modal_grade",
         *hacks,
         "warning",
+        *(["decision"] if "decisions" in summary else []),
     ]
     return (
         heading
         + "<div class=wide>"
-        + static_table(tiers, columns, ("tier", "modal_grade", "warning"))
+        + static_table(tiers, columns, ("tier", "modal_grade", "warning", "decision"))
         + "</div>"
     )
 

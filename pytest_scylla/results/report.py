@@ -18,7 +18,11 @@ from pytest_scylla.core.record import RunRecord, write_json
 from pytest_scylla.core.tiers import tier_key
 from pytest_scylla.formats.rubric import DEFAULT_PASS_THRESHOLD
 from pytest_scylla.results import ablation, builtin_reports, metrics, models, stats
-from pytest_scylla.results.decision_tables import with_decisions
+from pytest_scylla.results.decision_tables import (
+    tier_decisions,
+    with_decisions,
+)
+from pytest_scylla.results.decisions import write_decisions
 from pytest_scylla.results.report_input import ReportInput
 from pytest_scylla.results.tables import Tables
 
@@ -131,16 +135,13 @@ def write(
     _csv(out / "runs.csv", sorted(tables.runs, key=_row_order), metrics.RUN_COLUMNS)
     _csv(out / "judges.csv", sorted(tables.judges, key=_row_order))
     _csv(out / "criteria.csv", sorted(tables.criteria, key=_row_order))  # stable: rubric order
-    stop = (manifest or {}).get("stop")
-    decided = stop.get("decisions") if isinstance(stop, dict) else None  # --scylla-stop=decided
-    subtests = metrics.group_summary(tables.runs, SUBTEST_KEYS)
-    _csv(
-        out / "subtests.csv",
-        with_decisions(subtests, decided) if decided else subtests,
-        [*SUBTEST_COLUMNS, "decision"] if decided else SUBTEST_COLUMNS,
-    )
+    decided = _decided(out, tables, manifest)
     tiers = metrics.group_summary(tables.runs)
     best = metrics.frontier(tiers)
+    if decided:
+        said = tier_decisions(decided)
+        for row in tiers:
+            row["decision"] = said.get(str(row.get("tier")), "")
     summary = {
         "experiment": out.name,
         "runs": len(tables.runs),
@@ -175,8 +176,25 @@ def write(
     return summary
 
 
-def tier_table(tables: Tables, where: Path) -> list[str]:
-    """The terminal summary: tier table with the frontier marked, outcomes, spend."""
+def _decided(out: Path, tables: Tables, manifest: dict[str, Any] | None) -> list[Any]:
+    """subtests.csv (with a decision column under `--scylla-stop=decided`) and decisions.csv;
+    the decisions."""
+    stop = (manifest or {}).get("stop")
+    decided = (stop.get("decisions") if isinstance(stop, dict) else None) or []
+    subtests = metrics.group_summary(tables.runs, SUBTEST_KEYS)
+    _csv(
+        out / "subtests.csv",
+        with_decisions(subtests, decided) if decided else subtests,
+        [*SUBTEST_COLUMNS, "decision"] if decided else SUBTEST_COLUMNS,
+    )
+    if isinstance(stop, dict):
+        write_decisions(out, decided)
+    return list(decided)
+
+
+def tier_table(tables: Tables, where: Path, decided: Sequence[Mapping[str, Any]] = ()) -> list[str]:
+    """The terminal summary: tier table with the frontier marked, outcomes, spend, and each
+    tier's decisions (`decided`: the rows of `--scylla-stop=decided`)."""
     keys = models.tier_keys(tables.runs)
     summary: Sequence[Mapping[str, Any]] = metrics.group_summary(tables.runs, keys)
     best = models.frontiers(summary, keys[:-1])
@@ -191,9 +209,12 @@ def tier_table(tables: Tables, where: Path) -> list[str]:
         f"{'pass rate [95% CI]':>24}{'score':>7}{'grade':>6}"
         f"{'cost/run':>10}{'CoP':>10}{hacks}  note"
     )
+    said = tier_decisions(decided)
     for s, name in zip(summary, names, strict=True):
         front = best.get(tuple(str(s[k]) for k in keys[:-1]))
         mark = " <- frontier" if front and s["tier"] == front[0] else ""
+        if said.get(str(s["tier"])):
+            mark += f"{',' if mark else ''} decided: {said[str(s['tier'])]}"
         lines.append(_tier_line(s, f"{name:<{width}}", mark, hacked))
     lines += _axis_lines(tables)
     counts = Counter(r["outcome"] for r in tables.runs)

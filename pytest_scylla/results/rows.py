@@ -99,7 +99,13 @@ class GroupKeys(TypedDict, total=False):
     subtest: str
 
 
-class GroupSummary(GroupKeys):
+class Decided(TypedDict, total=False):
+    """What the reports add to a tier's row: its decisions (`--scylla-stop=decided`)."""
+
+    decision: str
+
+
+class GroupSummary(GroupKeys, Decided):
     """`metrics.group_summary`'s row: its group's keys, then the group's statistics."""
 
     n: int

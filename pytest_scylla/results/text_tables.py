@@ -123,7 +123,7 @@ def _sections(
         (
             "Tiers: pass rate with 95% CI, scores, cost and Cost-of-Pass" + models.pooled(summary),
             summary["tiers"],
-            TIER_COLUMNS,
+            TIER_COLUMNS + (["decision"] if "decisions" in summary else []),
         ),
         *_paper_sections(paper),
         ("Tier comparisons: Kruskal-Wallis", _omnibus(results["omnibus"]), OMNIBUS_COLUMNS),

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -14,6 +16,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from pytest_scylla.cli import main
 
 from ..conftest import export_rows
 
@@ -93,9 +97,18 @@ def test_decided_cells_stop_the_same_way_at_any_worker_count_and_after_a_resume(
     }
     assert said[("T0", "00")] == "reference"
     assert said[("T0", "01")].startswith("futile at run ")
+    # the terminal's tier table says each tier's decisions
+    assert re.search(r"^T0 .*decided: reference; 1 better, 1 futile", first.stdout, re.M)
+    assert re.search(r"^T5 .*decided: 2 better", first.stdout, re.M)
+    _merged_shards_decide_the_same(mini, decided)
 
     subprocess.run(_command(mini / "n1", cache, 1), cwd=mini, env=env, capture_output=True)
     assert _decisions(mini / "n1") == decided
+    # scylla compare carries both sides' decisions per case x tier
+    assert main(["compare", str(mini / "n2"), str(mini / "n1"), "--out", str(mini / "cmp")]) == 0
+    compared = (mini / "cmp" / "compare.md").read_text()
+    at = decided["alpha-T5-01"][1]
+    assert f"alpha T5: T5-01 better at run {at} → better at run {at}" in compared
 
     # killed once a few runs are stored, then the same command again resumes it
     killed = subprocess.Popen(
@@ -115,3 +128,22 @@ def test_decided_cells_stop_the_same_way_at_any_worker_count_and_after_a_resume(
     killed.wait()
     subprocess.run(_command(mini / "resumed", cache, 2), cwd=mini, env=env, capture_output=True)
     assert _decisions(mini / "resumed") == decided
+
+
+def _merged_shards_decide_the_same(mini: Path, decided: dict[str, tuple[str, str]]) -> None:
+    """The session's runs split in two folders (odd and even runs, as two shards would hold
+    them), merged by `scylla report`: the decisions, recomputed from all the runs, are the
+    session's."""
+    halves = []
+    for parity in (0, 1):
+        half = mini / f"half-{parity}"
+        shutil.copytree(mini / "n2", half)
+        (half / "runs.jsonl").unlink()  # the session's log of every run: read the folders
+        for run in (half / "runs").iterdir():
+            if int(run.name.rsplit("-r", 1)[1]) % 2 != parity:
+                shutil.rmtree(run)
+        halves.append(str(half))
+    assert main(["report", *halves, "--out", str(mini / "merged"), "--report", "md"]) == 0
+    assert _decisions(mini / "merged") == decided
+    stop = json.loads((mini / "merged" / "manifest.json").read_text())["stop"]
+    assert stop["merged"] == 2

@@ -124,12 +124,12 @@ def test_decisions_are_read_from_the_records_and_said_in_words(tmp_path: Path) -
     keys = _keys("x", ["T0-00", "T0-01", "T1-01"], 20)
     family = dec.plan(keys, None, 20, 0.05, 0.1)
     for key in keys:
-        passed = key.subtest == "T0-01"
+        passed = key.subtest == "T0-01" or (key.subtest == "T1-01" and key.run % 2 == 1)
         if key.run <= 12:
             _record(tmp_path, key, "pass" if passed else "fail")
     found = family.decisions(tmp_path)
     assert found["x-T0-01"].status == "better"
-    assert found["x-T1-01"].status == "open"  # all ties so far; 8 runs left could still tell
+    assert found["x-T1-01"].status == "open"  # 6 of 12 won so far; 8 runs left could still tell
     words = dec.said("x-T0-01", "x-T0-00", found["x-T0-01"])
     assert words.startswith(dec.STOPPED)  # the aggregator tells these skips apart by it
     assert "x-T0-01 better than x-T0-00 on pass rate" in words
