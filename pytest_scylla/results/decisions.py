@@ -295,10 +295,10 @@ def decision_lines(rows: Sequence[Mapping[str, Any]], stopped: int) -> list[str]
         "saved against the fixed design; decisions on pass rate (anytime-valid):"
     ]
     for r in rows:
-        when = f" after {r['decided_at']} runs" if r["decided_at"] else ""
+        when = f" after {_runs(int(r['decided_at']))}" if r["decided_at"] else ""
         lines.append(
             f"  {r['cell']} vs {r['reference']}: {r['decision']}{when}, difference "
-            f"[{r['low']:+.2f}, {r['high']:+.2f}], {r['runs']} runs"
+            f"[{r['low']:+.2f}, {r['high']:+.2f}], {_runs(int(r['runs']))} made"
         )
     return lines
 
