@@ -22,6 +22,16 @@ def check_cases(given: list[Path], pytest_args: list[str]) -> int:
     files = _files(given)
     if files is None:
         return 2
+    said, problem = verdicts(files, pytest_args)
+    for verdict in said.values():
+        echo(safe(verdict))
+    if problem:
+        echo(safe(problem), file=sys.stderr)
+    return 1 if any(not v.startswith("ok") for v in said.values()) else 0
+
+
+def verdicts(files: list[Path], pytest_args: list[str]) -> tuple[dict[str, str], str]:
+    """({case id: `ok …` or `FAIL …`}, the session's own output when it made no run at all)."""
     subtest = _subtest(files)
     with tempfile.TemporaryDirectory(prefix="scylla-check-") as out:
         done = subprocess.run(
@@ -47,16 +57,14 @@ def check_cases(given: list[Path], pytest_args: list[str]) -> int:
         for path in Path(out).glob("runs/*/run.json"):
             rec = json.loads(path.read_text(encoding="utf-8"))
             records[rec["case"]] = rec
-    bad = 0
+    said = {}
     for file in files:
         case_id = _case_id(file)
-        rec = records.get(case_id)
-        verdict = _verdict(case_id, rec, subtest)
-        bad += not verdict.startswith("ok")
-        echo(safe(verdict))
+        said[case_id] = _verdict(case_id, records.get(case_id), subtest)
+    problem = ""
     if not records and done.returncode not in (0, 1):  # the session itself could not start
-        echo(safe(done.stdout[-2000:] + done.stderr[-2000:]), file=sys.stderr)
-    return 1 if bad else 0
+        problem = done.stdout[-2000:] + done.stderr[-2000:]
+    return said, problem
 
 
 def _files(given: list[Path]) -> list[Path] | None:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_scylla import __version__, ablate_cli, results_cli, sandbox_cli
+from pytest_scylla import __version__, ablate_cli, mine_cli, results_cli, sandbox_cli
 from pytest_scylla.collect import case_file_problem, case_files, duplicate_id
 from pytest_scylla.core.folders import write_problem
 from pytest_scylla.core.terminal import echo
@@ -81,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_project(sub)
     sandbox_cli.add_parsers(sub)
     ablate_cli.add_parsers(sub)
+    mine_cli.add_parsers(sub)
     return parser
 
 
@@ -243,6 +244,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "image": sandbox_cli.image,
     "sandbox": sandbox_cli.sandbox,
     "ablate": ablate_cli.ablate,
+    "cases": mine_cli.cases,
 }
 
 

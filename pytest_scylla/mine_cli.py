@@ -1,0 +1,139 @@
+"""`scylla cases mine REPO`: verified evaluation cases mined from a repository's own history,
+each checked by an oracle session before it is kept (see `operations.mine`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from pytest_scylla.core.terminal import echo, safe
+
+
+def add_parsers(sub: Any) -> None:
+    """The `cases` command on the `scylla` parser's subparsers."""
+    cases = sub.add_parser("cases", help="make evaluation cases: mine them from a repository")
+    actions = cases.add_subparsers(dest="cases_command", metavar="ACTION", required=True)
+    mine = actions.add_parser(
+        "mine",
+        help="find commits that changed source and tests together, verify each in the sandbox "
+        "(its new tests fail before it and pass with it, twice), and write a case for each",
+    )
+    mine.add_argument("repo", type=Path, metavar="REPO", help="a git repository (a full clone)")
+    mine.add_argument(
+        "revisions",
+        nargs="?",
+        default="HEAD",
+        help="the history to mine: a revision (its first-parent history) or a range A..B "
+        "(default: HEAD)",
+    )
+    mine.add_argument(
+        "--since", help="only commits after this date (git's --since, e.g. 2024-01-01)"
+    )
+    mine.add_argument(
+        "--max", dest="most", type=int, default=200, help="first-parent commits to look at (200)"
+    )
+    mine.add_argument(
+        "--paths", nargs="+", default=[], help="only commits touching these paths (git pathspecs)"
+    )
+    mine.add_argument("--out", type=Path, default=Path("cases"), help="where to write (cases/)")
+    mine.add_argument("--max-files", type=int, default=12, help="files a commit may change (12)")
+    mine.add_argument(
+        "--max-lines", type=int, default=400, help="lines a commit may add and remove (400)"
+    )
+    mine.add_argument(
+        "--timeout", type=int, default=120, help="seconds for one run of a commit's tests (120)"
+    )
+    mine.add_argument(
+        "--sandbox",
+        choices=("auto", "bwrap", "local"),
+        default="auto",
+        help="where the tests run: bwrap (auto), or local, unisolated, knowingly",
+    )
+    mine.add_argument(
+        "--no-oracle-check",
+        action="store_true",
+        help="keep the verified cases without the oracle session (solution passes, the "
+        "untouched source fails) each is otherwise put through",
+    )
+
+
+def cases(args: argparse.Namespace) -> int:
+    from pytest_scylla.operations import mine
+    from pytest_scylla.operations.mine_history import Limits, MineError
+
+    for name in ("most", "max_files", "max_lines", "timeout"):
+        if getattr(args, name) < 1:
+            flag = "--max" if name == "most" else "--" + name.replace("_", "-")
+            echo(
+                f"scylla cases mine: {flag}={getattr(args, name)}: expected 1 or more",
+                file=sys.stderr,
+            )
+            return 2
+    options = mine.Options(
+        args.revisions,
+        args.since,
+        args.most,
+        tuple(args.paths),
+        Limits(args.max_files, args.max_lines),
+        args.timeout,
+    )
+    box = _sandbox(args.sandbox)
+    if box is None:
+        return 2
+    began = time.monotonic()
+    try:
+        found = mine.mine(args.repo, options, args.out, *box, say=lambda line: echo(safe(line)))
+    except MineError as exc:
+        echo(f"scylla cases mine: {exc}", file=sys.stderr)
+        return 2
+    if found.written and not args.no_oracle_check:
+        _oracle_check(found)
+    found.seconds = round(time.monotonic() - began, 1)
+    echo("\n".join(mine.table(found)))
+    return 0
+
+
+def _sandbox(kind: str) -> tuple[Any, Any] | None:
+    """(the sandbox, the bytecode folder it shows) for the verification runs."""
+    import pytest  # noqa: F401  (its bytecode is linked for the runs: see run.bytecode)
+
+    from pytest_scylla.run import bytecode
+    from pytest_scylla.run.sandbox import Bwrap, Sandbox, bwrap_advice, bwrap_works
+    from pytest_scylla.run.sandbox.base import SYSTEM_TOPS
+    from pytest_scylla.run.sandbox.hostpaths import system_paths
+
+    if kind == "local":
+        return Sandbox(), None
+    if problem := bwrap_works():
+        echo(
+            f"scylla cases mine: the tests of mined commits run isolated, and bubblewrap does "
+            f"not work here ({problem}); to fix: {bwrap_advice(problem)}; or pass "
+            "--sandbox local to run them unisolated knowingly",
+            file=sys.stderr,
+        )
+        return None
+    pyc = bytecode.prefix(SYSTEM_TOPS + system_paths())
+    return Bwrap(readable=[pyc] if pyc else []), pyc
+
+
+def _oracle_check(found: Any) -> None:
+    """Each written case through an oracle session: kept only when its reference solution
+    passes every check and its untouched source fails one."""
+    from pytest_scylla.case_check import verdicts
+    from pytest_scylla.operations import mine
+
+    echo(f"checking {len(found.written)} case(s) with an oracle session …")
+    roots = sorted({str(f.parent.resolve()) for f in found.written.values()})
+    said, problem = verdicts(
+        [f / "test.yaml" for f in found.written.values()],
+        ["-o", f"scylla_cases={' '.join(roots)}"],  # wherever --out is, these are cases
+    )
+    for case, verdict in said.items():
+        echo(safe(verdict))
+        if not verdict.startswith("ok"):
+            mine.drop(found, case, "the oracle check failed: " + verdict.split(": ", 1)[-1])
+    if problem:
+        echo(safe(problem), file=sys.stderr)

@@ -1,0 +1,108 @@
+"""`scylla cases mine REPO`: verified evaluation cases from a repository's own history (see
+`mine_history`, `mine_verify` and `mine_write` for its three steps)."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pytest_scylla.operations import mine_history, mine_verify, mine_write
+from pytest_scylla.operations.mine_history import Limits
+from pytest_scylla.run.sandbox.base import Sandbox
+
+
+@dataclass(frozen=True)
+class Options:
+    revisions: str = "HEAD"
+    since: str | None = None
+    most: int = 200  # first-parent commits looked at
+    paths: tuple[str, ...] = ()
+    limits: Limits = field(default_factory=Limits)
+    timeout: int = 120  # seconds for one run of a candidate's tests
+
+
+@dataclass
+class Mined:
+    commits: int = 0
+    candidates: int = 0
+    written: dict[str, Path] = field(default_factory=dict)  # case id -> its folder
+    rejected: Counter[str] = field(default_factory=Counter)  # by reason, in short
+    seconds: float = 0.0
+
+    def reject(self, reason: str) -> None:
+        self.rejected[short(reason)] += 1
+
+
+def short(reason: str) -> str:
+    """A rejection's reason without its particulars (`too large`, `tests cannot run (…)`)."""
+    head = reason.split(":", 1)[0]
+    return head if "(" not in head or head.endswith(")") else head.split(" (", 1)[0]
+
+
+def mine(
+    repo: Path,
+    options: Options,
+    out: Path,
+    box: Sandbox,
+    pyc: Path | None = None,
+    say: Callable[[str], None] = lambda _: None,
+) -> Mined:
+    """Every candidate of `repo`'s history verified in `box`; a case written into `out` for
+    each verified one. Raises `MineError` on input it cannot start from."""
+    began = time.monotonic()
+    top = mine_history.check_repo(repo)
+    shas = mine_history.commits(
+        top, options.revisions, options.since, options.most, list(options.paths)
+    )
+    found = Mined(commits=len(shas))
+    for sha in shas:
+        commit = mine_history.read(top, sha)
+        if commit is None:
+            found.reject("the root commit (no parent to start from)")
+            continue
+        if reason := mine_history.rejection(commit, options.limits):
+            found.reject(reason)
+            continue
+        found.candidates += 1
+        with tempfile.TemporaryDirectory(prefix="scylla-mine-") as private:
+            where = Path(private)
+            verdict = mine_verify.verify(
+                top, commit, mine_verify.sandboxed(box, where, options.timeout, pyc), where
+            )
+        if not verdict.kept:
+            say(f"{sha[:12]} rejected: {verdict.reason} ({verdict.seconds:.0f} s)")
+            found.reject(verdict.reason)
+            continue
+        folder = mine_write.write(top, verdict, out)
+        found.written[folder.name] = folder
+        say(
+            f"{sha[:12]} verified: {len(verdict.fail_to_pass)} fail-to-pass, "
+            f"{len(verdict.pass_to_pass)} pass-to-pass ({verdict.seconds:.0f} s) -> {folder}"
+        )
+    found.seconds = round(time.monotonic() - began, 1)
+    return found
+
+
+def drop(found: Mined, case: str, reason: str) -> None:
+    """A written case that failed its own check: removed, and counted with its reason."""
+    folder = found.written.pop(case, None)
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
+    found.reject(reason)
+
+
+def table(found: Mined) -> list[str]:
+    lines = [
+        f"commits looked at: {found.commits}",
+        f"candidates (source and tests changed, within the limits): {found.candidates}",
+        f"verified and written: {len(found.written)}",
+        "rejected:",
+    ]
+    lines += [f"  {n:>5}  {reason}" for reason, n in found.rejected.most_common()] or ["  none"]
+    lines.append(f"time: {found.seconds:.0f} s")
+    return lines

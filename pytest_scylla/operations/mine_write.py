@@ -1,0 +1,129 @@
+"""`scylla cases mine`, third step: a case folder from a verified commit.
+
+`test.yaml` pins the repository at the parent commit; the hidden files are the commit's test
+files, the reference solution its other changes; the checks run the fail-to-pass tests and
+every test of those files. The prompt is the commit message with what would give the solution
+away taken out (trailers, diff lines, the names of the tests that must pass), and the case
+says that it is the commit message, not a task statement a person or a model wrote."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import yaml
+
+from pytest_scylla.operations.mine_history import show
+from pytest_scylla.operations.mine_verify import Verdict
+
+TRAILER = re.compile(r"^[A-Z][A-Za-z-]+: .+$")  # Signed-off-by:, Co-authored-by:, Fixes: …
+DIFF_LINE = re.compile(r"^(diff --git|index [0-9a-f]|@@ |--- |\+\+\+ |[+-]\s)")
+FIX_WORDS = re.compile(r"\b(fix|fixes|fixed|bug|regression|crash|error|wrong|broken)\b", re.I)
+RUBRIC = "mined-change"
+
+
+def case_id(repo: Path, verdict: Verdict) -> str:
+    name = re.sub(r"[^a-z0-9]+", "-", repo.name.lower()).strip("-") or "repo"
+    return f"{name}-{verdict.commit.sha[:10]}"
+
+
+def prompt(verdict: Verdict) -> str:
+    """The commit message as a task: no trailers, no diff, no name of a test that must pass."""
+    names = {re.split(r"[\[:]", n.rsplit("::", 1)[-1])[0] for n in verdict.fail_to_pass}
+    names |= {PurePosixPath(c.path).stem for c in verdict.commit.tests}
+    lines = []
+    for line in [verdict.commit.subject, "", *verdict.commit.body.splitlines()]:
+        if TRAILER.match(line.strip()) or DIFF_LINE.match(line):
+            continue
+        for name in sorted(names, key=len, reverse=True):
+            if len(name) > 4:
+                line = re.sub(rf"\b{re.escape(name)}\b", "the tests", line)
+        lines.append(line.rstrip())
+    text = "\n".join(lines).strip()
+    return (
+        f"{text}\n\n"
+        "Make this change in the repository checked out in the current folder. Tests that check "
+        "it will be run after you finish.\n"
+    )
+
+
+def _size(lines: int) -> str:
+    return "small" if lines <= 40 else "medium" if lines <= 150 else "large"
+
+
+def _tags(verdict: Verdict) -> list[str]:
+    tops = set()
+    for change in verdict.commit.others:
+        parts = PurePosixPath(change.path).parts
+        tops.add(parts[1] if parts[0] == "src" and len(parts) > 2 else parts[0].removesuffix(".py"))
+    safe = {re.sub(r"[^a-z0-9_-]+", "-", t.lower()).strip("-") for t in tops}
+    return ["mined", "python", *sorted(t for t in safe if t)]
+
+
+def source_repo(repo: Path, out: Path) -> str:
+    """How the case names the repository: `self` when the case lives inside it, else its
+    absolute path."""
+    return "self" if out.resolve().is_relative_to(repo.resolve()) else str(repo.resolve())
+
+
+def document(repo: Path, verdict: Verdict, out: Path) -> dict[str, Any]:
+    commit, ident = verdict.commit, case_id(repo, verdict)
+    files = [c.path for c in commit.tests if c.status != "D" and c.path.endswith(".py")]
+    files = [f for f in files if PurePosixPath(f).name != "conftest.py"] or files
+    lines = sum(c.lines for c in commit.others)
+    f2p = " ".join(shlex.quote(n) for n in verdict.fail_to_pass)
+    return {
+        "id": ident,
+        "name": commit.subject[:80] or ident,
+        "description": (
+            f"Mined from commit {commit.sha} of {repo.name} by `scylla cases mine`. The prompt is "
+            "the commit message (no model rewrote it). Fail-to-pass tests: "
+            f"{len(verdict.fail_to_pass)}; pass-to-pass: {len(verdict.pass_to_pass)}; "
+            f"{lines} lines of source changed."
+        ),
+        "category": "bug-fixing" if FIX_WORDS.search(commit.subject) else "new-feature",
+        "tags": _tags(verdict),
+        "size": _size(lines),
+        "source": {"repo": source_repo(repo, out), "commit": commit.parent},
+        "prompt": "prompt.md",
+        "rubric": RUBRIC,
+        "hidden": "hidden",
+        "solution": "solution",
+        "timeout_seconds": 900,
+        "checks": [
+            {
+                "name": "fail-to-pass",
+                "description": "The commit's tests that failed before it now pass.",
+                "run": f"{verdict.command} {f2p}",
+                "timeout_seconds": 300,
+            },
+            {
+                "name": "hidden-tests",
+                "description": "Every test of the commit's test files passes (pass-to-pass too).",
+                "run": f"{verdict.command} {' '.join(shlex.quote(f) for f in files)}",
+                "timeout_seconds": 300,
+            },
+        ],
+    }
+
+
+def write(repo: Path, verdict: Verdict, out: Path) -> Path:
+    """The case folder `out/<id>/` (made anew)."""
+    import shutil
+
+    folder = out / case_id(repo, verdict)
+    if folder.exists():
+        shutil.rmtree(folder)
+    for kind, changes in (("hidden", verdict.commit.tests), ("solution", verdict.commit.others)):
+        for change in changes:
+            if change.status == "D":
+                continue
+            target = folder / kind / change.path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(show(repo, verdict.commit.sha, change.path))
+    (folder / "prompt.md").write_text(prompt(verdict), encoding="utf-8")
+    text = yaml.safe_dump(document(repo, verdict, out), sort_keys=False, width=100)
+    (folder / "test.yaml").write_text(text, encoding="utf-8")
+    return folder
