@@ -85,7 +85,7 @@ def cases(args: argparse.Namespace) -> int:
         return 2
     began = time.monotonic()
     try:
-        found = mine.mine(args.repo, options, args.out, *box, say=lambda line: echo(safe(line)))
+        found = mine.mine(args.repo, options, args.out, box, say=lambda line: echo(safe(line)))
     except MineError as exc:
         echo(f"scylla cases mine: {exc}", file=sys.stderr)
         return 2
@@ -96,17 +96,12 @@ def cases(args: argparse.Namespace) -> int:
     return 0
 
 
-def _sandbox(kind: str) -> tuple[Any, Any] | None:
-    """(the sandbox, the bytecode folder it shows) for the verification runs."""
-    import pytest  # noqa: F401  (its bytecode is linked for the runs: see run.bytecode)
-
-    from pytest_scylla.run import bytecode
+def _sandbox(kind: str) -> Any:
+    """The sandbox the verification runs use."""
     from pytest_scylla.run.sandbox import Bwrap, Sandbox, bwrap_advice, bwrap_works
-    from pytest_scylla.run.sandbox.base import SYSTEM_TOPS
-    from pytest_scylla.run.sandbox.hostpaths import system_paths
 
     if kind == "local":
-        return Sandbox(), None
+        return Sandbox()
     if problem := bwrap_works():
         echo(
             f"scylla cases mine: the tests of mined commits run isolated, and bubblewrap does "
@@ -115,8 +110,7 @@ def _sandbox(kind: str) -> tuple[Any, Any] | None:
             file=sys.stderr,
         )
         return None
-    pyc = bytecode.prefix(SYSTEM_TOPS + system_paths())
-    return Bwrap(readable=[pyc] if pyc else []), pyc
+    return Bwrap()
 
 
 def _oracle_check(found: Any) -> None:

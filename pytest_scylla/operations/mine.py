@@ -49,7 +49,6 @@ def mine(
     options: Options,
     out: Path,
     box: Sandbox,
-    pyc: Path | None = None,
     say: Callable[[str], None] = lambda _: None,
 ) -> Mined:
     """Every candidate of `repo`'s history verified in `box`; a case written into `out` for
@@ -72,7 +71,7 @@ def mine(
         with tempfile.TemporaryDirectory(prefix="scylla-mine-") as private:
             where = Path(private)
             verdict = mine_verify.verify(
-                top, commit, mine_verify.sandboxed(box, where, options.timeout, pyc), where
+                top, commit, mine_verify.sandboxed(box, where, options.timeout), where
             )
         if not verdict.kept:
             say(f"{sha[:12]} rejected: {verdict.reason} ({verdict.seconds:.0f} s)")

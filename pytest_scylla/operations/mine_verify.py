@@ -25,7 +25,7 @@ from pathlib import Path
 from pytest_scylla.core.environ import credential_free
 from pytest_scylla.formats.spec import Check
 from pytest_scylla.operations.mine_history import Commit, MineError, show
-from pytest_scylla.run.checks import NO_BYTECODE, check_env, run_check
+from pytest_scylla.run.checks import check_env, run_check
 from pytest_scylla.run.sandbox.base import Sandbox, base_env
 
 RESULT = re.compile(r"^(PASSED|FAILED|ERROR|XPASS|XFAIL) (.+?)(?: - .*)?$")
@@ -86,13 +86,16 @@ def with_tests(repo: Path, commit: Commit, dest: Path) -> None:
 Runner = Callable[[str, Path], tuple[int | None, str]]
 
 
-def sandboxed(box: Sandbox, private: Path, timeout: int, pyc: Path | None = None) -> Runner:
+def sandboxed(box: Sandbox, private: Path, timeout: int) -> Runner:
     """Runs a shell command in a workspace under `private` inside `box`: (exit code, output),
-    as a case's checks run (`pyc`: the bytecode they may read, `run.bytecode.prefix`)."""
+    as a case's checks run, but for bytecode: no agent wrote in these workspaces (they are the
+    repository's own commits), so Python reads the interpreter's compiled modules where they
+    are (never writing any), and a run costs about a second less than without them."""
 
     def run(command: str, workspace: Path) -> tuple[int | None, str]:
         fresh = Path(tempfile.mkdtemp(prefix="env-", dir=private))
-        env = check_env(base_env(fresh), fresh, str(pyc) if pyc else NO_BYTECODE)
+        env = check_env(base_env(fresh), fresh)
+        env.pop("PYTHONPYCACHEPREFIX")
         check = Check(name="tests", run=command, timeout_seconds=timeout)
         result = run_check(
             check, workspace, env, wrap=lambda argv: box.wrap(argv, workspace, private)

@@ -1,0 +1,83 @@
+"""`scylla cases mine` end to end: candidates verified by running their tests in bwrap, cases
+written and put through an oracle session (the real CLI applying each reference solution), on
+a repository the test builds with one commit of each kind and on a real project's history
+(cachetools, pinned in `fixtures/mining`). The source repository is never changed."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pytest_scylla.cli import main
+
+from ..support.mining_repo import build, digest
+
+MINING = Path(__file__).parents[1] / "fixtures" / "mining"
+
+
+def _table(text: str) -> dict[str, int]:
+    """The closing table's rejections: {reason: count}."""
+    found = {}
+    rows = text.split("rejected:\n", 1)[1].split("\ntime:", 1)[0]
+    for line in rows.splitlines():
+        if match := re.match(r"^\s+(\d+)\s+(.+)$", line):
+            found[match.group(2)] = int(match.group(1))
+    return found
+
+
+@pytest.mark.slow  # 4 candidates run 4 times each in bwrap, then an oracle session (~1 min)
+def test_exactly_the_verified_commits_become_cases(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = tmp_path / "calc"
+    shas = build(repo)
+    before = digest(repo)
+    out = tmp_path / "cases"
+    assert main(["cases", "mine", str(repo), "--out", str(out)]) == 0
+    said = capsys.readouterr().out
+    kept = sorted(p.name for p in out.iterdir())
+    assert kept == sorted(f"calc-{shas[k][:10]}" for k in ("fix", "feature")), said
+    assert "verified and written: 2" in said
+    assert "candidates (source and tests changed, within the limits): 4" in said
+    assert _table(said) == {
+        "the root commit (no parent to start from)": 1,
+        "no test file changed": 1,
+        "only test files changed": 1,
+        "flaky": 1,
+        "tests cannot run": 1,
+        "deletes or renames a source file (a solution folder can only add and change)": 1,
+    }
+    assert f"{shas['flaky'][:12]} rejected: flaky: a second try gave other results" in said
+    assert (
+        f"{shas['missing'][:12]} rejected: tests cannot run (a collection error: "
+        "ModuleNotFoundError: No module named 'nonexistent_dep_for_scylla') at the commit"
+    ) in said
+    assert f"{shas['fix'][:12]} verified: 1 fail-to-pass, 1 pass-to-pass" in said
+    assert f"{shas['feature'][:12]} verified: 2 fail-to-pass, 0 pass-to-pass" in said
+    # each kept case passed its oracle session: the solution passes, the untouched source fails
+    assert said.count("ok   calc-") == 2
+    assert digest(repo) == before
+
+
+@pytest.mark.slow  # 5 candidates in bwrap, then an oracle session over 2 cases (~1 min)
+def test_a_real_projects_history_yields_cases_that_pass_their_oracle_check(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """cachetools (MIT, tkem/cachetools at 28d4506f): its 25 newest first-parent commits."""
+    repo = tmp_path / "cachetools"
+    subprocess.run(["git", "clone", "-q", str(MINING / "cachetools.bundle"), str(repo)], check=True)
+    before = digest(repo)
+    out = tmp_path / "cases"
+    assert main(["cases", "mine", str(repo), "--max", "25", "--out", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert sorted(p.name for p in out.iterdir()) == [
+        "cachetools-18e5930ced",
+        "cachetools-57d2e4813d",
+    ], said
+    assert "ok   cachetools-18e5930ced" in said
+    assert "ok   cachetools-57d2e4813d" in said
+    assert _table(said)["no test fails before the change (nothing to fix)"] == 3
+    assert digest(repo) == before

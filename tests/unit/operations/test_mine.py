@@ -1,0 +1,169 @@
+"""`scylla cases mine`: which commits are candidates and why the others are not, the input it
+refuses (one line each, the repository untouched), what a verdict rests on, and the prompt
+written from a commit message. The runs in the sandbox are in `tests/e2e/test_mine.py`."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pytest_scylla.cli import main
+from pytest_scylla.formats.spec import load_case
+from pytest_scylla.operations import mine_history as history
+from pytest_scylla.operations import mine_verify as verify
+from pytest_scylla.operations import mine_write as write
+
+from ...support.mining_repo import build, digest, git
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    where = tmp_path_factory.mktemp("mine") / "calc"
+    return where, build(where)
+
+
+def test_each_kind_of_commit_is_told_apart(repo: tuple[Path, dict[str, str]]) -> None:
+    path, shas = repo
+    limits = history.Limits()
+    reasons = {}
+    for kind, sha in shas.items():
+        commit = history.read(path, sha)
+        reasons[kind] = "root" if commit is None else history.rejection(commit, limits)
+    assert reasons == {
+        "root": "root",
+        "fix": "",
+        "feature": "",
+        "docs": "no test file changed",
+        "tests": "only test files changed",
+        "flaky": "",  # a candidate: only running it shows the flakiness
+        "missing": "",
+        "delete": "deletes or renames a source file (a solution folder can only add and change)",
+    }
+    fix = history.read(path, shas["fix"])
+    assert fix is not None
+    assert [c.path for c in fix.tests] == ["tests/test_ops.py"]
+    assert [c.path for c in fix.others] == ["calc/ops.py"]
+    assert history.rejection(fix, history.Limits(max_lines=3)).startswith("too large: ")
+    assert (
+        history.rejection(fix, history.Limits(max_files=1)) == "too large: 2 files (--max-files 1)"
+    )
+    # first-parent order, newest first, bounded by --max
+    assert history.commits(path, "HEAD", None, 3, []) == [
+        shas["delete"],
+        shas["missing"],
+        shas["flaky"],
+    ]
+    assert history.commits(path, f"{shas['docs']}..HEAD", None, 100, ["calc"]) == [
+        shas["delete"],
+        shas["missing"],
+        shas["flaky"],
+    ]
+
+
+def _said(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    assert main(["cases", "mine", *args, "--sandbox", "local"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1  # one line, no traceback
+    return err
+
+
+def test_bad_input_is_one_clear_line_and_the_repository_is_untouched(
+    repo: tuple[Path, dict[str, str]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, _ = repo
+    before = digest(path)
+    out = str(tmp_path / "out")
+    assert "not a git repository" in _said(capsys, str(tmp_path), "--out", out)
+    assert "no such folder" in _said(capsys, str(tmp_path / "nope"), "--out", out)
+    said = _said(capsys, str(path), "v9..HEAD", "--out", out)
+    assert "revision 'v9' does not exist" in said
+    shallow = tmp_path / "shallow"
+    subprocess.run(
+        ["git", "clone", "-q", "--depth", "2", f"file://{path}", str(shallow)], check=True
+    )
+    assert "a shallow clone" in _said(capsys, str(shallow), "--out", out)
+    (shallow / "calc" / "ops.py").write_text("changed\n")
+    assert "git fetch --unshallow" in _said(capsys, str(shallow), "--out", out)
+    dirty = tmp_path / "dirty"
+    subprocess.run(["git", "clone", "-q", str(path), str(dirty)], check=True)
+    (dirty / "calc" / "ops.py").write_text("changed\n")
+    assert "uncommitted changes" in _said(capsys, str(dirty), "--out", out)
+    assert "--max=0: expected 1 or more" in _said(capsys, str(path), "--max", "0", "--out", out)
+    assert digest(path) == before
+    assert not (tmp_path / "out").exists()
+
+
+RUN = """.....F
+PASSED tests/test_ops.py::test_add
+FAILED tests/test_ops.py::test_sub_gives_the_difference - assert 8 == 2
+1 failed, 1 passed in 0.01s
+"""
+
+
+def test_a_verdict_rests_on_both_tries_before_and_after(
+    repo: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    """The verdict's logic on given outputs (the real runs are the e2e test's): fail-to-pass
+    and pass-to-pass from the results, flaky when two tries differ, rejected when a test fails
+    at the commit or cannot run there."""
+    path, shas = repo
+    fix = history.read(path, shas["fix"])
+    assert fix is not None
+    fixed = RUN.replace(
+        "FAILED tests/test_ops.py::test_sub_gives_the_difference - assert 8 == 2",
+        "PASSED tests/test_ops.py::test_sub_gives_the_difference",
+    )
+
+    def runs(*outputs: str) -> verify.Runner:
+        given = iter(outputs)
+        return lambda command, tree: (0, next(given))
+
+    found = verify.verify(path, fix, runs(RUN, RUN, fixed, fixed), tmp_path / "a")
+    assert found.kept
+    assert found.fail_to_pass == ("tests/test_ops.py::test_sub_gives_the_difference",)
+    assert found.pass_to_pass == ("tests/test_ops.py::test_add",)
+    assert verify.verify(path, fix, runs(RUN, fixed, fixed, fixed), tmp_path / "b").reason == (
+        "flaky: a second try gave other results"
+    )
+    assert verify.verify(path, fix, runs(RUN, RUN, RUN, RUN), tmp_path / "c").reason == (
+        "a test fails at the commit itself: tests/test_ops.py::test_sub_gives_the_difference"
+    )
+    assert verify.verify(path, fix, runs(fixed, fixed, fixed, fixed), tmp_path / "d").reason == (
+        "no test fails before the change (nothing to fix)"
+    )
+    broken = "ERROR tests/test_ops.py\nE   ModuleNotFoundError: No module named 'x'\n"
+    said = verify.verify(path, fix, runs(RUN, RUN, broken), tmp_path / "e").reason
+    assert said == (
+        "tests cannot run (a collection error: ModuleNotFoundError: No module named 'x') "
+        "at the commit"
+    )
+    assert git(path, "status", "--porcelain") == ""
+
+
+def test_the_prompt_is_the_message_without_what_gives_the_solution_away(
+    repo: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    path, shas = repo
+    fix = history.read(path, shas["fix"])
+    assert fix is not None
+    verdict = verify.Verdict(
+        fix, "", ("tests/test_ops.py::test_sub_gives_the_difference",), (), verify.PYTEST
+    )
+    text = write.prompt(verdict)
+    assert text.startswith("Fix sub returning the sum\n\nsub(5, 3) gave 8. the tests shows it.")
+    assert "Signed-off-by" not in text
+    assert "test_sub_gives_the_difference" not in text
+    folder = write.write(path, verdict, tmp_path / "cases")
+    assert sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()) == [
+        "hidden/tests/test_ops.py",
+        "prompt.md",
+        "solution/calc/ops.py",
+        "test.yaml",
+    ]
+    case = load_case(folder / "test.yaml", tmp_path / "rubrics")  # the packaged one
+    assert case.source.commit == fix.parent
+    assert case.rubric.name == "mined-change"
+    assert [c.name for c in case.checks] == ["fail-to-pass", "hidden-tests"]
+    assert case.category == "bug-fixing"
