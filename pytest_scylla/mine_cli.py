@@ -47,6 +47,13 @@ def add_parsers(sub: Any) -> None:
         "--timeout", type=int, default=120, help="seconds for one run of a commit's tests (120)"
     )
     mine.add_argument(
+        "--issues",
+        type=Path,
+        metavar="DIR",
+        help="issue texts by number (123.md, 123.txt, or 123.json with title and body): an "
+        "issue a commit message names (#123, GH-123) is added to its case's prompt",
+    )
+    mine.add_argument(
         "--sandbox",
         choices=("auto", "bwrap", "local"),
         default="auto",
@@ -79,7 +86,11 @@ def cases(args: argparse.Namespace) -> int:
         tuple(args.paths),
         Limits(args.max_files, args.max_lines),
         args.timeout,
+        args.issues,
     )
+    if args.issues is not None and not args.issues.is_dir():
+        echo(f"scylla cases mine: --issues {args.issues}: no such folder", file=sys.stderr)
+        return 2
     box = _sandbox(args.sandbox)
     if box is None:
         return 2

@@ -24,6 +24,7 @@ class Options:
     paths: tuple[str, ...] = ()
     limits: Limits = field(default_factory=Limits)
     timeout: int = 120  # seconds for one run of a candidate's tests
+    issues: Path | None = None  # issue texts by number (123.md), for the prompts
 
 
 @dataclass
@@ -77,7 +78,7 @@ def mine(
             say(f"{sha[:12]} rejected: {verdict.reason} ({verdict.seconds:.0f} s)")
             found.reject(verdict.reason)
             continue
-        folder = mine_write.write(top, verdict, out)
+        folder = mine_write.write(top, verdict, out, options.issues)
         found.written[folder.name] = folder
         say(
             f"{sha[:12]} verified: {len(verdict.fail_to_pass)} fail-to-pass, "

@@ -29,12 +29,50 @@ def case_id(repo: Path, verdict: Verdict) -> str:
     return f"{name}-{verdict.commit.sha[:10]}"
 
 
-def prompt(verdict: Verdict) -> str:
-    """The commit message as a task: no trailers, no diff, no name of a test that must pass."""
+ISSUE = re.compile(r"(?:^|[\s(])(?:#|GH-)(\d+)\b")
+
+
+def issues_named(verdict: Verdict, folder: Path | None) -> list[tuple[str, str]]:
+    """(number, text) of each issue the commit message names (`#123`, `GH-123`, `Fixes: #123`)
+    whose text is in `folder` (`123.md`, `123.txt`, or `123.json` with title and body)."""
+    if folder is None:
+        return []
+    found = []
+    message = f"{verdict.commit.subject}\n{verdict.commit.body}"
+    for number in dict.fromkeys(ISSUE.findall(message)):
+        for suffix in (".md", ".txt", ".json"):
+            path = folder / f"{number}{suffix}"
+            if path.is_file():
+                found.append((number, _issue_text(path)))
+                break
+    return found
+
+
+def _issue_text(path: Path) -> str:
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if path.suffix != ".json":
+        return text.strip()
+    import json
+
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text.strip()
+    if not isinstance(data, dict):
+        return text.strip()
+    return f"{data.get('title') or ''}\n\n{data.get('body') or ''}".strip()
+
+
+def prompt(verdict: Verdict, issues: Path | None = None) -> str:
+    """The commit message as a task: no trailers, no diff, no name of a test that must pass;
+    the text of each issue it names that `issues` holds after it."""
     names = {re.split(r"[\[:]", n.rsplit("::", 1)[-1])[0] for n in verdict.fail_to_pass}
     names |= {PurePosixPath(c.path).stem for c in verdict.commit.tests}
+    given = [verdict.commit.subject, "", *verdict.commit.body.splitlines()]
+    for number, text in issues_named(verdict, issues):
+        given += ["", f"The issue it refers to (#{number}):", "", *text.splitlines()]
     lines = []
-    for line in [verdict.commit.subject, "", *verdict.commit.body.splitlines()]:
+    for line in given:
         if TRAILER.match(line.strip()) or DIFF_LINE.match(line):
             continue
         for name in sorted(names, key=len, reverse=True):
@@ -109,7 +147,7 @@ def document(repo: Path, verdict: Verdict, out: Path) -> dict[str, Any]:
     }
 
 
-def write(repo: Path, verdict: Verdict, out: Path) -> Path:
+def write(repo: Path, verdict: Verdict, out: Path, issues: Path | None = None) -> Path:
     """The case folder `out/<id>/` (made anew)."""
     import shutil
 
@@ -123,7 +161,10 @@ def write(repo: Path, verdict: Verdict, out: Path) -> Path:
             target = folder / kind / change.path
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(show(repo, verdict.commit.sha, change.path))
-    (folder / "prompt.md").write_text(prompt(verdict), encoding="utf-8")
-    text = yaml.safe_dump(document(repo, verdict, out), sort_keys=False, width=100)
+    (folder / "prompt.md").write_text(prompt(verdict, issues), encoding="utf-8")
+    data = document(repo, verdict, out)
+    if named := [n for n, _ in issues_named(verdict, issues)]:
+        data["description"] += f" The prompt adds the text of issue(s) {', '.join(named)}."
+    text = yaml.safe_dump(data, sort_keys=False, width=100)
     (folder / "test.yaml").write_text(text, encoding="utf-8")
     return folder

@@ -5,8 +5,10 @@ a repository the test builds with one commit of each kind and on a real project'
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -81,3 +83,61 @@ def test_a_real_projects_history_yields_cases_that_pass_their_oracle_check(
     assert "ok   cachetools-57d2e4813d" in said
     assert _table(said)["no test fails before the change (nothing to fix)"] == 3
     assert digest(repo) == before
+
+
+@pytest.mark.slow  # five oracle sessions of one run each (about a minute)
+def test_a_mined_case_runs_under_every_adapter_and_sandbox(tmp_path: Path) -> None:
+    """The case mined from the bug-fix commit, run with its reference solution by each CLI
+    adapter (bwrap) and by Claude Code under docker: it passes every time."""
+    from pytest_scylla.operations import mine_history, mine_verify, mine_write
+    from pytest_scylla.run.sandbox import Bwrap
+
+    from ..conftest import needs_docker
+
+    needs_docker()  # CI starts an engine: there its absence fails the test
+    repo = tmp_path / "calc"
+    shas = build(repo)
+    commit = mine_history.read(repo, shas["fix"])
+    assert commit is not None
+    private = tmp_path / "private"
+    private.mkdir()
+    verdict = mine_verify.verify(
+        repo, commit, mine_verify.sandboxed(Bwrap(), private, 120), private
+    )
+    assert verdict.kept, verdict.reason
+    folder = mine_write.write(repo, verdict, tmp_path / "cases")
+    runs = [(agent, "bwrap") for agent in ("claude-code", "codex", "gemini-cli", "opencode")]
+    runs.append(("claude-code", "docker"))
+    for agent, sandbox in runs:
+        out = tmp_path / f"out-{agent}-{sandbox}"
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                str(folder / "test.yaml"),
+                "-p",
+                "no:cacheprovider",
+                "-p",
+                "no:randomly",
+                "-o",
+                f"scylla_cases={folder.parent}",
+                "--scylla-oracle=solution",
+                f"--scylla-cache-dir={tmp_path / 'cache'}",
+                f"--scylla-agent={agent}",
+                f"--scylla-sandbox={sandbox}",
+                "--scylla-subtests=T0-01",
+                "--scylla-runs=1",
+                f"--scylla-out={out}",
+                "--scylla-report=none",
+            ],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        (record,) = [json.loads(p.read_text()) for p in out.glob("runs/*/run.json")] or [None]
+        assert record is not None, done.stdout[-2000:]
+        assert record["outcome"] == "pass", (agent, sandbox, record.get("reason"))
+        assert [c["passed"] for c in record["checks"]] == [True, True]
+        assert record["sandbox"] == sandbox

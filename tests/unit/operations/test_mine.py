@@ -4,6 +4,8 @@ written from a commit message. The runs in the sandbox are in `tests/e2e/test_mi
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import subprocess
 from pathlib import Path
 
@@ -167,3 +169,25 @@ def test_the_prompt_is_the_message_without_what_gives_the_solution_away(
     assert case.rubric.name == "mined-change"
     assert [c.name for c in case.checks] == ["fail-to-pass", "hidden-tests"]
     assert case.category == "bug-fixing"
+
+
+def test_an_issue_the_message_names_is_added_from_the_issues_folder(
+    repo: tuple[Path, dict[str, str]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, shas = repo
+    fix = history.read(path, shas["fix"])
+    assert fix is not None
+    named = dataclasses.replace(fix, body=fix.body + "\n\nFixes: #7")
+    verdict = verify.Verdict(named, "", ("tests/test_ops.py::test_sub",), (), verify.PYTEST)
+    issues = tmp_path / "issues"
+    issues.mkdir()
+    (issues / "7.json").write_text(json.dumps({"title": "sub adds", "body": "sub(5, 3) is 8"}))
+    (issues / "8.md").write_text("not named")
+    text = write.prompt(verdict, issues)
+    assert "The issue it refers to (#7):\n\nsub adds\n\nsub(5, 3) is 8" in text
+    assert "Fixes: #7" not in text  # the trailer itself is gone
+    assert "not named" not in text
+    assert write.prompt(verdict) == write.prompt(verdict, tmp_path / "none")  # no folder: none
+    said = _said(capsys, str(path), "--issues", str(tmp_path / "nope"), "--out", str(tmp_path))
+    assert "--issues" in said
+    assert "no such folder" in said
