@@ -4,6 +4,7 @@ each checked by an oracle session before it is kept (see `operations.mine`)."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -53,6 +54,30 @@ def add_parsers(sub: Any) -> None:
         help="issue texts by number (123.md, 123.txt, or 123.json with title and body): an "
         "issue a commit message names (#123, GH-123) is added to its case's prompt",
     )
+    _add_prompt_options(mine)
+
+
+def _add_prompt_options(mine: Any) -> None:
+    mine.add_argument(
+        "--prompt-from-model",
+        metavar="MODEL",
+        help="a model (e.g. claude-haiku-4-5) rewrites each commit message into a task "
+        "statement through the plugin's gateway (ANTHROPIC_API_KEY; priced, logged in the "
+        "case's prompt_calls.jsonl, bounded by --prompt-budget); else the prompt is the message",
+    )
+    mine.add_argument(
+        "--prompt-budget",
+        type=float,
+        default=1.0,
+        metavar="USD",
+        help="the most --prompt-from-model may spend in all (1.00)",
+    )
+    mine.add_argument(
+        "--simulated",
+        action="store_true",
+        help="with --prompt-from-model: the offline oracle answers, by rule (SIMULATED, no "
+        "model, no key): for trying the command and for tests",
+    )
     mine.add_argument(
         "--sandbox",
         choices=("auto", "bwrap", "local"),
@@ -94,17 +119,56 @@ def cases(args: argparse.Namespace) -> int:
     box = _sandbox(args.sandbox)
     if box is None:
         return 2
+    rewriter = _rewriter(args)
+    if rewriter is False:
+        return 2
     began = time.monotonic()
     try:
-        found = mine.mine(args.repo, options, args.out, box, say=lambda line: echo(safe(line)))
+        found = mine.mine(
+            args.repo,
+            dataclasses.replace(options, rewriter=rewriter or None),
+            args.out,
+            box,
+            say=lambda line: echo(safe(line)),
+        )
     except MineError as exc:
         echo(f"scylla cases mine: {exc}", file=sys.stderr)
         return 2
+    finally:
+        if rewriter:
+            rewriter.close()
     if found.written and not args.no_oracle_check:
         _oracle_check(found)
     found.seconds = round(time.monotonic() - began, 1)
     echo("\n".join(mine.table(found)))
     return 0
+
+
+def _rewriter(args: argparse.Namespace) -> Any:
+    """The --prompt-from-model rewriter (None without it; False after saying why it cannot)."""
+    if args.prompt_from_model is None:
+        if args.simulated:
+            echo("scylla cases mine: --simulated goes with --prompt-from-model", file=sys.stderr)
+            return False
+        return None
+    from pytest_scylla.operations.mine_prompt import Rewriter
+    from pytest_scylla.run.gateway.routes import UpstreamSetupError
+
+    if not args.prompt_budget > 0:
+        echo(
+            f"scylla cases mine: --prompt-budget={args.prompt_budget}: expected dollars > 0",
+            file=sys.stderr,
+        )
+        return False
+    try:
+        return Rewriter(args.prompt_from_model, args.simulated, args.prompt_budget)
+    except UpstreamSetupError as exc:
+        echo(
+            f"scylla cases mine: --prompt-from-model: {str(exc).split(' in the environment')[0]}"
+            " in the environment, or add --simulated (the offline oracle, SIMULATED)",
+            file=sys.stderr,
+        )
+        return False
 
 
 def _sandbox(kind: str) -> Any:

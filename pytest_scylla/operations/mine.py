@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pytest_scylla.operations import mine_history, mine_verify, mine_write
 from pytest_scylla.operations.mine_history import Limits
@@ -25,6 +26,7 @@ class Options:
     limits: Limits = field(default_factory=Limits)
     timeout: int = 120  # seconds for one run of a candidate's tests
     issues: Path | None = None  # issue texts by number (123.md), for the prompts
+    rewriter: Callable[..., tuple[str, dict[str, Any]]] | None = None  # --prompt-from-model
 
 
 @dataclass
@@ -79,6 +81,10 @@ def mine(
             found.reject(verdict.reason)
             continue
         folder = mine_write.write(top, verdict, out, options.issues)
+        if options.rewriter is not None:
+            said = mine_write.message(verdict, options.issues)
+            task, info = options.rewriter(verdict, said, folder / "prompt_calls.jsonl")
+            mine_write.retell(folder, verdict, task, info)
         found.written[folder.name] = folder
         say(
             f"{sha[:12]} verified: {len(verdict.fail_to_pass)} fail-to-pass, "

@@ -131,8 +131,11 @@ def verify(repo: Path, commit: Commit, run: Runner, private: Path) -> Verdict:
     """The verdict on one candidate (see the module's text)."""
     began = time.monotonic()
     before, after = private / "before", private / "after"
-    with_tests(repo, commit, before)
-    extract(repo, commit.sha, after)
+    try:
+        with_tests(repo, commit, before)
+        extract(repo, commit.sha, after)
+    except (tarfile.TarError, OSError) as exc:  # a link out of the tree, a path too long …
+        return Verdict(commit, f"its tree cannot be laid out safely ({exc})", seconds=0.0)
     files = [c.path for c in commit.tests if c.status != "D" and c.path.endswith(".py")]
     files = [f for f in files if Path(f).name != "conftest.py"] or files
     command = pytest_command(after)

@@ -63,28 +63,69 @@ def _issue_text(path: Path) -> str:
     return f"{data.get('title') or ''}\n\n{data.get('body') or ''}".strip()
 
 
-def prompt(verdict: Verdict, issues: Path | None = None) -> str:
-    """The commit message as a task: no trailers, no diff, no name of a test that must pass;
-    the text of each issue it names that `issues` holds after it."""
+CLOSING = (
+    "Make this change in the repository checked out in the current folder. Tests that check "
+    "it will be run after you finish.\n"
+)
+
+
+def _without_trailers(text: str) -> str:
+    """The message without its trailers: a last paragraph whose every line is `Key: value`
+    (git's `Signed-off-by:`, `Co-authored-by:`, `Fixes:` …)."""
+    paragraphs = text.strip().split("\n\n")
+    if all(TRAILER.match(line.strip()) for line in paragraphs[-1].splitlines() if line.strip()):
+        paragraphs.pop()
+    return "\n\n".join(paragraphs)
+
+
+def scrub(text: str, verdict: Verdict) -> str:
+    """`text` without diff lines or the names of the tests that must pass."""
     names = {re.split(r"[\[:]", n.rsplit("::", 1)[-1])[0] for n in verdict.fail_to_pass}
     names |= {PurePosixPath(c.path).stem for c in verdict.commit.tests}
-    given = [verdict.commit.subject, "", *verdict.commit.body.splitlines()]
-    for number, text in issues_named(verdict, issues):
-        given += ["", f"The issue it refers to (#{number}):", "", *text.splitlines()]
     lines = []
-    for line in given:
-        if TRAILER.match(line.strip()) or DIFF_LINE.match(line):
+    for line in text.splitlines():
+        if DIFF_LINE.match(line):
             continue
         for name in sorted(names, key=len, reverse=True):
             if len(name) > 4:
                 line = re.sub(rf"\b{re.escape(name)}\b", "the tests", line)
         lines.append(line.rstrip())
-    text = "\n".join(lines).strip()
-    return (
-        f"{text}\n\n"
-        "Make this change in the repository checked out in the current folder. Tests that check "
-        "it will be run after you finish.\n"
-    )
+    return "\n".join(lines).strip()
+
+
+def message(verdict: Verdict, issues: Path | None = None) -> str:
+    """The commit message, scrubbed, with the text of each issue it names that `issues`
+    holds after it."""
+    body = _without_trailers(verdict.commit.body)
+    given = [verdict.commit.subject, "", *body.splitlines()]
+    for number, text in issues_named(verdict, issues):
+        given += ["", f"The issue it refers to (#{number}):", "", *text.splitlines()]
+    return scrub("\n".join(given), verdict)
+
+
+def prompt(verdict: Verdict, issues: Path | None = None) -> str:
+    """The commit message as a task (see `message`)."""
+    return f"{message(verdict, issues)}\n\n{CLOSING}"
+
+
+def retell(folder: Path, verdict: Verdict, task: str, said: dict[str, Any]) -> None:
+    """The case's prompt from a model's task statement (scrubbed like the message), and its
+    description saying who wrote it and what it cost; or, when there is none, why the prompt
+    stayed the commit message."""
+    data = yaml.safe_load((folder / "test.yaml").read_text(encoding="utf-8"))
+    old = "The prompt is the commit message (no model rewrote it)."
+    if task:
+        (folder / "prompt.md").write_text(f"{scrub(task, verdict)}\n\n{CLOSING}", "utf-8")
+        who = (
+            "the oracle, by rule (SIMULATED: no model was asked)"
+            if said.get("simulated")
+            else f"{said['model']} (${said['cost_usd']:.4f}, logged in prompt_calls.jsonl)"
+        )
+        new = f"The prompt was written from the commit message by {who}."
+    else:
+        new = f"{old[:-1]}: asking {said.get('model')} failed ({said.get('error')})."
+    data["description"] = str(data["description"]).replace(old, new)
+    (folder / "test.yaml").write_text(yaml.safe_dump(data, sort_keys=False, width=100), "utf-8")
 
 
 def _size(lines: int) -> str:

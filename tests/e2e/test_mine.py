@@ -141,3 +141,39 @@ def test_a_mined_case_runs_under_every_adapter_and_sandbox(tmp_path: Path) -> No
         assert record["outcome"] == "pass", (agent, sandbox, record.get("reason"))
         assert [c["passed"] for c in record["checks"]] == [True, True]
         assert record["sandbox"] == sandbox
+
+
+@pytest.mark.slow  # one candidate run 4 times in bwrap, then unisolated (about 15 s)
+def test_a_mined_commits_tests_cannot_reach_the_host_or_the_repository(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Red team: a commit whose test writes to a host file and into the repository being
+    mined. In bwrap neither write lands; the positive control runs the same commit with
+    `--sandbox local`, where both do."""
+    from ..support.mining_repo import commit
+
+    repo = tmp_path / "calc"
+    build(repo)
+    outside = tmp_path / "outside.txt"
+    attack = (
+        "import pathlib\n\nfrom calc.ops import add\n\n\ndef test_escape():\n"
+        f"    for target in ({str(outside)!r}, {str(repo / 'calc' / 'ops.py')!r}):\n"
+        "        try:\n"
+        "            pathlib.Path(target).write_text('pwned')\n"
+        "        except OSError:\n"
+        "            pass\n"
+        "    assert add(1, 2) == 3\n"
+    )
+    commit(
+        repo, "Add sq", {"calc/sq.py": "def sq(a):\n    return a * a\n", "tests/test_x.py": attack}
+    )
+    before = digest(repo)
+    mine = ["cases", "mine", str(repo), "HEAD~1..HEAD", "--no-oracle-check"]
+    assert main([*mine, "--out", str(tmp_path / "a")]) == 0
+    assert "rejected: no test fails before the change" in capsys.readouterr().out
+    assert not outside.exists()
+    assert digest(repo) == before
+    # the positive control: unisolated, the same test reaches both
+    assert main([*mine, "--out", str(tmp_path / "b"), "--sandbox", "local"]) == 0
+    assert outside.read_text() == "pwned"
+    assert (repo / "calc" / "ops.py").read_text() == "pwned"

@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from pytest_scylla.run.gateway import attack, oracle_judge, oracle_tools, turns
+from pytest_scylla.run.gateway import attack, oracle_judge, oracle_task, oracle_tools, turns
 from pytest_scylla.run.gateway.oracle_effects import Effects
 
 TOOL_ID = turns.TOOL_ID
@@ -316,6 +316,8 @@ def _write_step(
 
 def answer(script: Script, request: dict[str, Any], attempt: int = 0) -> Reply:
     """The oracle's next reply to `request` (`attempt`: the gateway's retry count for it)."""
+    if script.mode == "task" and oracle_task.asks_for_task(request):
+        return Reply(200, [oracle_task.task_call(request)], stop_reason="tool_use")
     if oracle_judge.asks_for_verdict(request, script.verdict is not None):
         return _judge(script, request)
     injected = fault() if script.faults else None

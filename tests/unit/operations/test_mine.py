@@ -177,7 +177,7 @@ def test_an_issue_the_message_names_is_added_from_the_issues_folder(
     path, shas = repo
     fix = history.read(path, shas["fix"])
     assert fix is not None
-    named = dataclasses.replace(fix, body=fix.body + "\n\nFixes: #7")
+    named = dataclasses.replace(fix, body=fix.body + "\nFixes: #7")  # one more trailer
     verdict = verify.Verdict(named, "", ("tests/test_ops.py::test_sub",), (), verify.PYTEST)
     issues = tmp_path / "issues"
     issues.mkdir()
@@ -185,9 +185,98 @@ def test_an_issue_the_message_names_is_added_from_the_issues_folder(
     (issues / "8.md").write_text("not named")
     text = write.prompt(verdict, issues)
     assert "The issue it refers to (#7):\n\nsub adds\n\nsub(5, 3) is 8" in text
-    assert "Fixes: #7" not in text  # the trailer itself is gone
+    assert "Fixes: #7" not in text  # the trailers are gone
+    assert "Signed-off-by" not in text
+    noted = dataclasses.replace(fix, body="Note: keep the order.\n\nSigned-off-by: D <d@e.f>")
+    kept = write.prompt(dataclasses.replace(verdict, commit=noted))
+    assert "Note: keep the order." in kept  # a line of the message is no trailer
+    assert "Signed-off-by" not in kept
     assert "not named" not in text
     assert write.prompt(verdict) == write.prompt(verdict, tmp_path / "none")  # no folder: none
     said = _said(capsys, str(path), "--issues", str(tmp_path / "nope"), "--out", str(tmp_path))
     assert "--issues" in said
     assert "no such folder" in said
+
+
+def test_a_model_rewrites_the_prompt_through_the_gateway_priced_logged_and_bounded(
+    repo: tuple[Path, dict[str, str]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """--prompt-from-model under --simulated: the oracle (by rule, said SIMULATED) answers the
+    forced write_task call through the gateway; the call is logged with its price in the case,
+    no test name leaks, and once the budget is spent no further call starts."""
+    from pytest_scylla.operations.mine_prompt import Rewriter
+
+    path, shas = repo
+    fix = history.read(path, shas["fix"])
+    assert fix is not None
+    verdict = verify.Verdict(
+        fix, "", ("tests/test_ops.py::test_sub_gives_the_difference",), (), verify.PYTEST
+    )
+    folder = write.write(path, verdict, tmp_path / "cases")
+    rewriter = Rewriter("claude-haiku-4-5", simulated=True, budget=1e-9)
+    try:
+        task, said = rewriter(verdict, write.message(verdict), folder / "prompt_calls.jsonl")
+        again, refused = rewriter(verdict, write.message(verdict), folder / "again.jsonl")
+    finally:
+        rewriter.close()
+    assert task.startswith("Task: Fix sub returning the sum\n\nDetails:\nsub(5, 3) gave 8.")
+    assert said["simulated"] is True
+    assert said["calls"] == 1
+    assert said["cost_usd"] > 0
+    (call,) = [
+        json.loads(line) for line in (folder / "prompt_calls.jsonl").read_text().splitlines()
+    ]
+    assert call["model"] == "claude-haiku-4-5"
+    assert call["cost_usd"] == said["cost_usd"]
+    assert (again, refused) == ("", {"error": "the --prompt-budget is spent"})
+    write.retell(folder, verdict, task, said)
+    text = (folder / "prompt.md").read_text()
+    assert text.startswith("Task: Fix sub returning the sum")
+    assert "test_sub_gives_the_difference" not in text
+    described = load_case(folder / "test.yaml", tmp_path / "rubrics").description
+    assert "by the oracle, by rule (SIMULATED: no model was asked)" in described
+    write.retell(folder, verdict, "", {"model": "m", "error": "APIError: boom"})
+    assert "by the oracle" in load_case(folder / "test.yaml", tmp_path).description  # kept
+    # without a key and without --simulated: one line saying what to set
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    out = str(tmp_path / "out")
+    said_line = _said(capsys, str(path), "--prompt-from-model", "claude-haiku-4-5", "--out", out)
+    assert "ANTHROPIC_API_KEY" in said_line
+    assert "--simulated" in _said(capsys, str(path), "--simulated", "--out", out)
+    budget = _said(
+        capsys, str(path), "--prompt-from-model", "m", "--simulated", "--prompt-budget", "0"
+    )
+    assert "--prompt-budget=0.0: expected dollars > 0" in budget
+
+
+def test_a_link_out_of_the_tree_rejects_the_commit_before_anything_runs(tmp_path: Path) -> None:
+    """A commit whose tree holds a link to an absolute path (or out of the tree) is never laid
+    out: git archive's links go through tarfile's `data` filter, and the candidate is rejected
+    saying why, with no test run."""
+    from ...support.mining_repo import commit as make_commit
+
+    path = tmp_path / "linked"
+    build(path)
+    (path / "calc" / "evil").symlink_to("/etc/passwd")
+    sha = make_commit(
+        path,
+        "Add neg2",
+        {
+            "calc/neg2.py": "def neg2(a):\n    return -a\n",
+            "tests/test_neg2.py": "def test_n():\n    pass\n",
+        },
+    )
+    found = history.read(path, sha)
+    assert found is not None
+    assert history.rejection(found, history.Limits()) == ""
+
+    def never(command: str, tree: Path) -> tuple[int | None, str]:
+        raise AssertionError("nothing may run")
+
+    said = verify.verify(path, found, never, tmp_path / "private").reason
+    assert said == "its tree cannot be laid out safely ('calc/evil' is a link to an absolute path)"
+    assert not (tmp_path / "private" / "after" / "calc" / "evil").exists()

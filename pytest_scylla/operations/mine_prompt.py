@@ -1,0 +1,107 @@
+"""`scylla cases mine --prompt-from-model MODEL`: a model rewrites each mined commit's message
+into the task statement a developer would be handed, through the plugin's gateway like every
+other call: the credential stays in this process, each call is priced and logged (the case's
+`prompt_calls.jsonl`) and the total is bounded (`--prompt-budget`). With `--simulated` the
+oracle answers instead (by rule, never a model), and the case says so."""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Any
+
+from pytest_scylla.operations.mine_verify import Verdict
+from pytest_scylla.run.gateway.oracle import Script
+from pytest_scylla.run.gateway.oracle_task import TASK_TOOL
+from pytest_scylla.run.gateway.routes import Route, credential_headers
+from pytest_scylla.run.gateway.server import Gateway
+
+DUMMY_KEY = "sk-ant-scylla-mine-dummy-key-the-gateway-holds-the-real-one"
+MAX_TOKENS = 1024
+SYSTEM = (
+    "You write evaluation tasks for coding agents. Given a commit message from a software "
+    "project and the files the commit changed, write the task statement a developer would be "
+    "handed before making that change: what is wrong or missing and what should happen "
+    "instead, in the project's terms. Never describe the code of the solution, never name "
+    "the tests that check it, and never quote a diff. Answer only through the write_task tool."
+)
+TOOL = {
+    "name": TASK_TOOL,
+    "description": "Submit the task statement.",
+    "input_schema": {
+        "type": "object",
+        "properties": {"task": {"type": "string", "minLength": 1}},
+        "required": ["task"],
+    },
+}
+
+
+class Rewriter:
+    """One gateway for the command; a route per case, closed after its one call."""
+
+    def __init__(self, model: str, simulated: bool, budget: float) -> None:
+        if not simulated:
+            credential_headers()  # no credential: a RuntimeError naming what to set
+        self.model, self.simulated, self.left = model, simulated, budget
+        self.gateway = Gateway().start()
+
+    def close(self) -> None:
+        self.gateway.stop()
+
+    def __call__(self, verdict: Verdict, message: str, log: Path) -> tuple[str, dict[str, Any]]:
+        """(the task statement, what it cost and who wrote it), or ("", why not) when the call
+        failed or the budget is spent: the case then keeps the commit message."""
+        if self.left <= 0:
+            return "", {"error": "the --prompt-budget is spent"}
+        route = self.gateway.open(
+            Route(
+                key=f"mine-{verdict.commit.sha[:12]}-{secrets.token_hex(4)}",
+                log_path=log,
+                upstream="oracle" if self.simulated else "anthropic",
+                max_cost_usd=self.left,
+                script=Script("task", log.parent, (), faults=False) if self.simulated else None,
+                models=frozenset({self.model}),
+            )
+        )
+        try:
+            task, error = self._ask(route, verdict, message)
+        finally:
+            self.gateway.close(route.key)
+        self.left -= route.spent_usd
+        said = {
+            "model": self.model,
+            "simulated": self.simulated,
+            "cost_usd": round(route.spent_usd, 6),
+            "calls": route.calls,
+        }
+        return task, ({**said, "error": error} if error else said)
+
+    def _ask(self, route: Route, verdict: Verdict, message: str) -> tuple[str, str]:
+        import anthropic
+
+        files = "\n".join(f"- {c.path}" for c in verdict.commit.others)
+        content = f"<commit-message>\n{message}\n</commit-message>\n\nFiles changed:\n{files}"
+        with anthropic.Anthropic(
+            base_url=self.gateway.base_url(route.key),
+            api_key=DUMMY_KEY,
+            max_retries=2,
+            timeout=120.0,
+        ) as client:
+            create: Any = client.messages.create  # plain dicts, as the API documents them
+            try:
+                reply = create(
+                    model=self.model,
+                    max_tokens=MAX_TOKENS,
+                    system=SYSTEM,
+                    messages=[{"role": "user", "content": content}],
+                    tools=[TOOL],
+                    tool_choice={"type": "tool", "name": TASK_TOOL},
+                )
+            except anthropic.APIError as exc:
+                return "", f"{type(exc).__name__}: {str(exc)[:200]}"
+        for block in reply.content:
+            if getattr(block, "type", "") == "tool_use" and isinstance(block.input, dict):
+                task = str(block.input.get("task") or "").strip()
+                if task:
+                    return task, ""
+        return "", "the model did not call write_task"
