@@ -59,6 +59,46 @@ def main() -> None:
             print("\n".join(lines[start:]))
             if done.returncode:
                 print(done.stderr[-2000:])
+            if out.is_dir() and any(out.iterdir()):
+                noop(out)
+
+
+def noop(out: Path) -> None:
+    """An oracle session with `noop` (the agent changes nothing) over every kept case: each
+    must fail (the `solution` side is the command's own check)."""
+    import json
+
+    began = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="scylla-bench-noop-") as where:
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                str(out),
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "-o",
+                f"scylla_cases={out}",
+                "--scylla-oracle=noop",
+                "--scylla-subtests=T0-01",
+                "--scylla-runs=1",
+                f"--scylla-out={where}",
+                "--scylla-report=none",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        outcomes = [
+            json.loads(p.read_text())["outcome"] for p in Path(where).glob("runs/*/run.json")
+        ]
+    passed = sum(o == "pass" for o in outcomes)
+    print(
+        f"noop session: {len(outcomes)} runs, {passed} passed, {len(outcomes) - passed} failed "
+        f"({time.monotonic() - began:.0f} s)"
+    )
 
 
 if __name__ == "__main__":
