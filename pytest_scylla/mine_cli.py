@@ -137,6 +137,7 @@ def cases(args: argparse.Namespace) -> int:
     finally:
         if rewriter:
             rewriter.close()
+    _validate(found, args.out)
     if found.written and not args.no_oracle_check:
         _oracle_check(found)
     found.seconds = round(time.monotonic() - began, 1)
@@ -186,6 +187,21 @@ def _sandbox(kind: str) -> Any:
         )
         return None
     return Bwrap()
+
+
+def _validate(found: Any, out: Path) -> None:
+    """Each written case loaded as `scylla validate` loads it (its schema, files and rubric);
+    an invalid one is removed and counted."""
+    from pytest_scylla.formats.spec import load_case
+    from pytest_scylla.formats.yamlmarks import SpecError
+    from pytest_scylla.operations import mine
+
+    for case, folder in list(found.written.items()):
+        try:
+            load_case(folder / "test.yaml", out.parent / "rubrics")
+        except SpecError as exc:
+            echo(safe(f"FAIL {case}: {exc}"))
+            mine.drop(found, case, f"invalid case: {str(exc).splitlines()[0]}")
 
 
 def _oracle_check(found: Any) -> None:

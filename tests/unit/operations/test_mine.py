@@ -280,3 +280,31 @@ def test_a_link_out_of_the_tree_rejects_the_commit_before_anything_runs(tmp_path
     said = verify.verify(path, found, never, tmp_path / "private").reason
     assert said == "its tree cannot be laid out safely ('calc/evil' is a link to an absolute path)"
     assert not (tmp_path / "private" / "after" / "calc" / "evil").exists()
+
+
+def test_a_written_case_that_does_not_validate_is_removed_and_counted(
+    repo: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    """Each written case is loaded as `scylla validate` loads it before its oracle check: one
+    that fails (here: a project rubric of the same name that is broken) is removed, with the
+    reason counted in the table."""
+    from pytest_scylla import mine_cli
+    from pytest_scylla.operations import mine
+
+    path, shas = repo
+    fix = history.read(path, shas["fix"])
+    assert fix is not None
+    verdict = verify.Verdict(fix, "", ("tests/test_ops.py::test_sub",), (), verify.PYTEST)
+    out = tmp_path / "project" / "cases"
+    found = mine.Mined()
+    good = write.write(path, verdict, out)
+    found.written[good.name] = good
+    mine_cli._validate(found, out)
+    assert list(found.written) == [good.name]  # the positive control: it validates
+    (tmp_path / "project" / "rubrics").mkdir()
+    (tmp_path / "project" / "rubrics" / "mined-change.yaml").write_text("name: [broken\n")
+    mine_cli._validate(found, out)
+    assert found.written == {}
+    assert not good.exists()
+    (reason,) = found.rejected
+    assert reason == "invalid case"
