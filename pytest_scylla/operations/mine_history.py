@@ -148,14 +148,16 @@ def rejection(commit: Commit, limits: Limits) -> str:
     return ""
 
 
-def show(repo: Path, sha: str, path: str) -> bytes:
-    """A file's content at a commit."""
+def git_bytes(repo: Path, *args: str) -> bytes:
+    """What `git ARGS` prints in `repo`, as bytes (file contents, archives), with no user
+    configuration or credential in its environment; a MineError naming the command if it
+    fails."""
     import subprocess
 
     from pytest_scylla.core.environ import credential_free
 
     done = subprocess.run(
-        ["git", "show", f"{sha}:{path}"],
+        ["git", *args],
         cwd=repo,
         capture_output=True,
         env={**credential_free(), "GIT_CONFIG_NOSYSTEM": "1"},
@@ -163,5 +165,10 @@ def show(repo: Path, sha: str, path: str) -> bytes:
         check=False,
     )
     if done.returncode != 0:
-        raise MineError(f"{repo}: cannot read {path} at {sha[:12]}: {done.stderr.decode()[:200]}")
+        raise MineError(f"{repo}: git {' '.join(args)} failed: {done.stderr.decode()[:200]}")
     return done.stdout
+
+
+def show(repo: Path, sha: str, path: str) -> bytes:
+    """A file's content at a commit."""
+    return git_bytes(repo, "show", f"{sha}:{path}")

@@ -14,7 +14,6 @@ from __future__ import annotations
 import io
 import re
 import shlex
-import subprocess
 import tarfile
 import tempfile
 import time
@@ -22,9 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_scylla.core.environ import credential_free
 from pytest_scylla.formats.spec import Check
-from pytest_scylla.operations.mine_history import Commit, MineError, show
+from pytest_scylla.operations.mine_history import Commit, git_bytes, show
 from pytest_scylla.run.checks import check_env, run_check
 from pytest_scylla.run.sandbox.base import Sandbox, base_env
 
@@ -56,18 +54,9 @@ def pytest_command(tree: Path) -> str:
 def extract(repo: Path, sha: str, dest: Path) -> None:
     """The commit's tree, written into `dest` (git archive: no checkout, nothing written in
     the repository)."""
-    done = subprocess.run(
-        ["git", "archive", "--format=tar", sha],
-        cwd=repo,
-        capture_output=True,
-        env={**credential_free(), "GIT_CONFIG_NOSYSTEM": "1"},
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise MineError(f"{repo}: git archive {sha[:12]} failed: {done.stderr.decode()[:200]}")
+    archive = git_bytes(repo, "archive", "--format=tar", sha)
     dest.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(fileobj=io.BytesIO(done.stdout)) as tar:
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         tar.extractall(dest, filter="data")
 
 
