@@ -35,6 +35,7 @@ class Mined:
     candidates: int = 0
     written: dict[str, Path] = field(default_factory=dict)  # case id -> its folder
     rejected: Counter[str] = field(default_factory=Counter)  # by reason, in short
+    existing: int = 0  # candidates whose case --out already holds (not run again)
     seconds: float = 0.0
 
     def reject(self, reason: str) -> None:
@@ -71,6 +72,10 @@ def mine(
             found.reject(reason)
             continue
         found.candidates += 1
+        if (out / mine_write.name_of(top, sha)).exists():  # mined before: maybe edited since
+            found.existing += 1
+            say(f"{sha[:12]} already in {out}: kept as it is")
+            continue
         with tempfile.TemporaryDirectory(prefix="scylla-mine-") as private:
             where = Path(private)
             verdict = mine_verify.verify(
@@ -107,6 +112,11 @@ def table(found: Mined) -> list[str]:
         f"commits looked at: {found.commits}",
         f"candidates (source and tests changed, within the limits): {found.candidates}",
         f"verified and written: {len(found.written)}",
+        *(
+            [f"already in --out (kept as they are, not run again): {found.existing}"]
+            if found.existing
+            else []
+        ),
         "rejected:",
     ]
     lines += [f"  {n:>5}  {reason}" for reason, n in found.rejected.most_common()] or ["  none"]

@@ -24,9 +24,14 @@ FIX_WORDS = re.compile(r"\b(fix|fixes|fixed|bug|regression|crash|error|wrong|bro
 RUBRIC = "mined-change"
 
 
-def case_id(repo: Path, verdict: Verdict) -> str:
+def name_of(repo: Path, sha: str) -> str:
+    """A mined case's id and folder name: `<repository>-<sha, 10 digits>`."""
     name = re.sub(r"[^a-z0-9]+", "-", repo.name.lower()).strip("-") or "repo"
-    return f"{name}-{verdict.commit.sha[:10]}"
+    return f"{name}-{sha[:10]}"
+
+
+def case_id(repo: Path, verdict: Verdict) -> str:
+    return name_of(repo, verdict.commit.sha)
 
 
 ISSUE = re.compile(r"(?:^|[\s(])(?:#|GH-)(\d+)\b")

@@ -308,3 +308,29 @@ def test_a_written_case_that_does_not_validate_is_removed_and_counted(
     assert not good.exists()
     (reason,) = found.rejected
     assert reason == "invalid case"
+
+
+def test_a_case_already_mined_is_kept_as_it_is_and_not_run_again(
+    repo: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    """Mining again into the same --out: a candidate whose case is there (perhaps edited by
+    hand since) is neither verified again nor rewritten; the table counts it."""
+    from pytest_scylla.operations import mine
+    from pytest_scylla.run.sandbox.base import Sandbox
+
+    path, shas = repo
+    out = tmp_path / "cases"
+    for kind in ("fix", "feature", "flaky", "missing"):  # every candidate of the history
+        (out / write.name_of(path, shas[kind])).mkdir(parents=True)
+        (out / write.name_of(path, shas[kind]) / "prompt.md").write_text("edited by hand\n")
+    said: list[str] = []
+
+    class Refuses(Sandbox):
+        def wrap(self, *args: object, **kwargs: object) -> list[str]:
+            raise AssertionError("nothing may run")
+
+    found = mine.mine(path, mine.Options(), out, Refuses(), say=said.append)
+    assert (found.candidates, found.existing, found.written) == (4, 4, {})
+    assert all(p.read_text() == "edited by hand\n" for p in out.glob("*/prompt.md"))
+    assert f"{shas['fix'][:12]} already in {out}: kept as it is" in said
+    assert "already in --out (kept as they are, not run again): 4" in mine.table(found)
