@@ -65,13 +65,15 @@ def cliffs_delta_ci(
         return None
     rng = np.random.default_rng(seed)
     xa, xb = np.sort(np.asarray(a, float)), np.sort(np.asarray(b, float))  # order-free result
-    deltas = [
-        np.sign(
-            rng.choice(xa, size=len(xa), replace=True)[:, None]
-            - rng.choice(xb, size=len(xb), replace=True)[None, :]
-        ).mean()
-        for _ in range(resamples)
-    ]
+    deltas = []
+    for _ in range(resamples):
+        ra = rng.choice(xa, size=len(xa), replace=True)
+        rb = np.sort(rng.choice(xb, size=len(xb), replace=True))
+        # each of ra against all of rb by binary search: O(n log n), not the n_a x n_b matrix
+        # (the same counts exactly, so the same interval; 12,000 runs made the matrix 800 s)
+        below = np.searchsorted(rb, ra, side="left").sum()  # pairs with ra > rb
+        above = len(rb) * len(ra) - np.searchsorted(rb, ra, side="right").sum()  # ra < rb
+        deltas.append((below - above) / (len(ra) * len(rb)))
     low, high = np.percentile(deltas, [2.5, 97.5])
     return float(low), float(high)
 

@@ -400,3 +400,24 @@ def test_small_n_pass_rate_interval_is_statsmodels_clopper_pearson() -> None:
             expected = [w if w is not None else float(r) for w, r in zip(want, ref, strict=True)]
             assert method == "clopper-pearson"
             assert (low, high) == pytest.approx(tuple(expected), abs=1e-12), (n, k)
+
+
+def test_cliffs_delta_interval_counts_pairs_by_binary_search_exactly_as_the_matrix_does() -> None:
+    """The bootstrap of Cliff's delta compares each resampled run of one group with every one
+    of the other by binary search (O(n log n) a resample): the interval is exactly the one the
+    n_a x n_b sign matrix gives on the same draws, ties included."""
+    import numpy as np
+
+    rng = np.random.default_rng(5)
+    a, b = list(np.round(rng.random(40), 1)), list(np.round(rng.random(33), 1))
+    draws = np.random.default_rng(0)
+    xa, xb = np.sort(np.asarray(a)), np.sort(np.asarray(b))
+    matrix = [
+        np.sign(
+            draws.choice(xa, size=len(xa), replace=True)[:, None]
+            - draws.choice(xb, size=len(xb), replace=True)[None, :]
+        ).mean()
+        for _ in range(2000)
+    ]
+    expected = tuple(float(x) for x in np.percentile(matrix, [2.5, 97.5]))
+    assert stats.cliffs_delta_ci(a, b) == expected
