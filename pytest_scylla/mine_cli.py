@@ -113,6 +113,11 @@ def cases(args: argparse.Namespace) -> int:
         args.timeout,
         args.issues,
     )
+    from pytest_scylla.core.folders import write_problem
+
+    if problem := write_problem(args.out.resolve(), Path.cwd()):
+        echo(f"scylla cases mine: --out {problem}", file=sys.stderr)
+        return 2
     if args.issues is not None and not args.issues.is_dir():
         echo(f"scylla cases mine: --issues {args.issues}: no such folder", file=sys.stderr)
         return 2

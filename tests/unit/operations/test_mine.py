@@ -93,6 +93,7 @@ def test_bad_input_is_one_clear_line_and_the_repository_is_untouched(
     (dirty / "calc" / "ops.py").write_text("changed\n")
     assert "uncommitted changes" in _said(capsys, str(dirty), "--out", out)
     assert "--max=0: expected 1 or more" in _said(capsys, str(path), "--max", "0", "--out", out)
+    assert "--out cannot write in /proc" in _said(capsys, str(path), "--out", "/proc/scylla")
     assert digest(path) == before
     assert not (tmp_path / "out").exists()
 
