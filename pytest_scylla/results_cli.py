@@ -166,9 +166,9 @@ def _report(args: argparse.Namespace) -> int:
                 f"(merged {count - len(absent)} of {count})"
             )
     report.write(target, tables, manifest, formats=("csv", "json", *formats), writers=writers)
-    stop = manifest.get("stop")
-    decided = stop.get("decisions") if isinstance(stop, dict) else None
-    echo("\n".join(report.tier_table(tables, target, decided or ())))
+    from pytest_scylla.results.decisions import stored
+
+    echo("\n".join(report.tier_table(tables, target, stored(manifest.get("stop")))))
     return 0
 
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_scylla.results.decision_tables import tier_of
-from pytest_scylla.results.decisions import merged_stop
+from pytest_scylla.results.decisions import merged_stop, stored
 
 
 def of_side(
@@ -21,11 +21,11 @@ def of_side(
     stops = [m.get("stop") for m in manifests]
     stops += [None] * (folders - len(stops))  # a folder without a manifest did not stop
     if len(stops) == 1:
-        return list(stops[0].get("decisions") or []) if isinstance(stops[0], dict) else []
+        return stored(stops[0])
     stop, why = merged_stop(stops, runs)
     if why:
         notes.append(f"{name}: {why}")
-    return list(stop["decisions"]) if stop else []
+    return stored(stop)
 
 
 def both(

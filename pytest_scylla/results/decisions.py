@@ -179,8 +179,7 @@ def recomputed(runs: Sequence[Mapping[str, Any]], stop: Mapping[str, Any]) -> li
     keys: list[RunKey] = []
     passed: dict[RunKey, bool] = {}
     costs: dict[str, list[float]] = {}
-    models = {(str(r.get("case_id")), str(r.get("agent_model") or "")) for r in runs}
-    axis = len({m for _, m in models}) > 1
+    axis = len({str(r.get("agent_model") or "") for r in runs}) > 1  # a model axis
     for r in runs:
         key = RunKey(
             str(r.get("case_id")),
@@ -205,6 +204,11 @@ def recomputed(runs: Sequence[Mapping[str, Any]], stop: Mapping[str, Any]) -> li
 
 
 SETTINGS = ("alpha", "margin", "reference", "max_runs")
+
+
+def stored(stop: Any) -> list[dict[str, Any]]:
+    """The decisions of a manifest's `stop` (none when it has no `stop`)."""
+    return list(stop.get("decisions") or []) if isinstance(stop, dict) else []
 
 
 def merged_stop(

@@ -22,7 +22,7 @@ from pytest_scylla.results.decision_tables import (
     tier_decisions,
     with_decisions,
 )
-from pytest_scylla.results.decisions import write_decisions
+from pytest_scylla.results.decisions import stored, write_decisions
 from pytest_scylla.results.report_input import ReportInput
 from pytest_scylla.results.tables import Tables
 
@@ -180,7 +180,7 @@ def _decided(out: Path, tables: Tables, manifest: dict[str, Any] | None) -> list
     """subtests.csv (with a decision column under `--scylla-stop=decided`) and decisions.csv;
     the decisions."""
     stop = (manifest or {}).get("stop")
-    decided = (stop.get("decisions") if isinstance(stop, dict) else None) or []
+    decided = stored(stop)
     subtests = metrics.group_summary(tables.runs, SUBTEST_KEYS)
     _csv(
         out / "subtests.csv",
@@ -189,7 +189,7 @@ def _decided(out: Path, tables: Tables, manifest: dict[str, Any] | None) -> list
     )
     if isinstance(stop, dict):
         write_decisions(out, decided)
-    return list(decided)
+    return decided
 
 
 def tier_table(tables: Tables, where: Path, decided: Sequence[Mapping[str, Any]] = ()) -> list[str]:
