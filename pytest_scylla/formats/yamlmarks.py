@@ -19,6 +19,8 @@ from typing import Any
 
 import yaml
 
+from pytest_scylla.formats import fastcheck
+
 Where = tuple[str | int, ...]
 
 # libyaml's parser when PyYAML was built with it (its wheels are): the same nodes, marks and
@@ -204,8 +206,22 @@ def _validator(name: str) -> Any:
     return validators.extend(Draft202012Validator, type_checker=checker)(schema(name))
 
 
+# the schemas checked once a run (a report reads every run's record): compiled in front of
+# jsonschema. A case, tier or rubric file is checked a few times a session, where jsonschema's
+# cost does not matter and its keywords (anyOf, const, patterns) are many.
+FAST = frozenset({"record"})
+
+
+@cache
+def _fast(name: str) -> fastcheck.Check | None:
+    return fastcheck.compiled(json.dumps(schema(name))) if name in FAST else None
+
+
 def validate(doc: Document, schema_name: str) -> None:
-    """Raise a SpecError listing every way `doc` breaks the named schema."""
+    """Raise a SpecError listing every way `doc` breaks the named schema (a compiled check
+    accepts the valid documents first: formats/fastcheck.py)."""
+    if fastcheck.accepts(_fast(schema_name), doc.data):
+        return
     errors = list(_validator(schema_name).iter_errors(doc.data))
     typed = {tuple(err.absolute_path) for err in errors if err.validator == "type"}
     problems = [
