@@ -421,3 +421,8 @@ def test_cliffs_delta_interval_counts_pairs_by_binary_search_exactly_as_the_matr
     ]
     expected = tuple(float(x) for x in np.percentile(matrix, [2.5, 97.5]))
     assert stats.cliffs_delta_ci(a, b) == expected
+    # and the point estimate the same way: every pair's sign, ties counted as neither
+    signs = np.sign(np.asarray(a)[:, None] - np.asarray(b)[None, :])
+    assert stats.cliffs_delta(a, b) == pytest.approx(float(signs.mean()), abs=1e-15)
+    assert stats.cliffs_delta([1, 1], [1]) == 0.0
+    assert stats.cliffs_delta([2], [1, 3]) == 0.0
