@@ -175,7 +175,17 @@ class CaseFile(pytest.File):
                     yield item
 
     def _item(self, spec: RunSpec, marks: list[str]) -> RunItem:
-        item = RunItem.from_parent(self, name=spec.key.item_name, callobj=run_case)
+        # every run item of this file has the same function and parent, so the same fixture
+        # closure: computed for the first and handed to the rest (pytest would compute it for
+        # each: a third of a worker's collection, which every xdist worker does in full)
+        info = getattr(self, "_scylla_fixtureinfo", None)
+        item = RunItem.from_parent(
+            self, name=spec.key.item_name, callobj=run_case, fixtureinfo=info
+        )
+        if info is None:
+            self._scylla_fixtureinfo = item._fixtureinfo
+        else:  # its own list of names, should anything add to one item's
+            item.fixturenames = list(info.names_closure)
         _as_parsed(item)
         item.stash[RUN_KEY] = spec
         for mark in marks:

@@ -107,6 +107,8 @@ class ItemRun:
 
     def _decided(self) -> str | None:
         """--scylla-stop=decided: why this run is no longer needed, or None."""
+        if self.rt.settings.stop != "decided":  # the decisions (and numpy) stay unimported
+            return None
         from pytest_scylla.operations import stopping
 
         family = self.item.config.stash.get(stopping.FAMILY_KEY, None)

@@ -116,7 +116,7 @@ def run_check(
         return _result(check, *execute(argv, workspace, env, check.timeout_seconds), start)
     # what the check detaches (a new session, a double fork) is reparented here and stopped
     # with the rest: nothing of one check may go on changing files while the next one runs
-    before = {pid for pid, (ppid, _) in sandbox._processes().items() if ppid == os.getpid()}
+    before = sandbox.own_children()
     sandbox.subreaper(True)
     try:
         return _run_host(check, argv, workspace, env, wrap, start, before)

@@ -13,7 +13,7 @@ from typing import IO, Any
 
 from pytest_scylla.run.sandbox.processes import (
     Finished,
-    _processes,
+    own_children,
     start,
     subreaper,
     sweep,
@@ -117,8 +117,7 @@ class Sandbox:
         bridge: bool = False,
     ) -> Finished:
         """Run `argv`, wait for it (at most `timeout` seconds), then stop whatever it left."""
-        me = os.getpid()
-        before = {pid for pid, (ppid, _) in _processes().items() if ppid == me}
+        before = own_children()
         subreaper(True)
         try:
             began = time.monotonic()

@@ -64,25 +64,71 @@ def hide_environment() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE
 
 
+def children(pid: int) -> set[int] | None:
+    """The children of `pid`, from the kernel's own lists (/proc/PID/task/*/children): no scan
+    of every process on the machine, whose cost grows with every other worker's runs. None
+    where the kernel keeps no such lists (then `_processes` is scanned)."""
+    found: set[int] = set()
+    try:
+        tasks = os.scandir(f"/proc/{pid}/task")
+    except OSError:
+        return None if pid == os.getpid() else found  # ours always exists; another has ended
+    with tasks:
+        for task in tasks:
+            try:
+                with open(f"{task.path}/children", "rb") as handle:
+                    found.update(int(p) for p in handle.read().split())
+            except FileNotFoundError:
+                if pid == os.getpid():
+                    return None  # no CONFIG_PROC_CHILDREN
+            except OSError:
+                continue  # the task ended meanwhile
+    return found
+
+
+def own_children() -> set[int]:
+    """This process's children."""
+    me = os.getpid()
+    found = children(me)
+    if found is None:
+        return {pid for pid, (ppid, _) in _processes().items() if ppid == me}
+    return found
+
+
+def _left(group: int, before: set[int]) -> set[int]:
+    """What a command left running: this process's children since `before` (the command's
+    orphans are reparented here, its subreaper) and everything under them; where the kernel
+    keeps no child lists, every process of its group or reparented here since `before`."""
+    me = os.getpid()
+    mine = children(me)
+    if mine is None:
+        return {
+            pid
+            for pid, (ppid, pgrp) in _processes().items()
+            if pid != me and (pgrp == group or (ppid == me and pid not in before))
+        }
+    found, todo = set[int](), list(mine - before)
+    while todo:
+        pid = todo.pop()
+        if pid not in found:
+            found.add(pid)
+            todo.extend(children(pid) or ())
+    return found
+
+
 def sweep(group: int, before: set[int]) -> int:
     """Kill what is left of the process group `group` and every process reparented to this one
     since `before` (this process's children then), and reap them; returns how many there were."""
-    me, killed = os.getpid(), set[int]()
-    for _ in range(20):  # a killed parent's children are reparented a moment later
-        new = {
-            pid
-            for pid, (ppid, pgrp) in _processes().items()
-            if pid != me
-            and pid not in killed
-            and (pgrp == group or (ppid == me and pid not in before))
-        }
+    killed = set[int]()
+    for _ in range(100):  # a killed parent's children are reparented a moment later
+        new = _left(group, before) - killed
         if not new:
             break
         for pid in new:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
         killed |= new
-        time.sleep(0.05)
+        time.sleep(0.01)
     waiting, deadline = set(killed), time.monotonic() + 2
     while waiting and time.monotonic() < deadline:  # no zombie of ours is left behind
         for pid in list(waiting):
