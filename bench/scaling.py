@@ -1,14 +1,21 @@
 """How a session scales with xdist workers when runs wait on the model, and its fixed costs.
 
     python bench/scaling.py [--workers 1,2,4,8] [--latency 1] [--select "test-001 and T0"]
-                            [--agent claude-code] [--sandbox auto] [--repeat 1]
+                            [--runs 1] [--first-runs 1] [--agent claude-code] [--sandbox auto]
+                            [--repeat 1]
 
-Runs the same selection (default: case test-001 under tier T0, 16 runs) with the oracle at each
-worker count, every model call delayed by `--latency` seconds (SCYLLA_ORACLE_LATENCY), the
-terminal report only. For each: the session's wall time, its throughput against the first
-worker count, the workers' start-up (session start to each worker's first run), and the
-session's fixed costs: before its first run starts and after its last run ends (read from the
-runs' millisecond start and finish times). Then the same at `--latency 0` without xdist: the
+Runs the same selection (default: case test-001 under tier T0, its 16 subtests, `--runs` runs
+each; the first worker count `--first-runs` each) with the oracle at each worker count, every
+model call delayed by `--latency` (SCYLLA_ORACLE_LATENCY: seconds, or a distribution such as
+`lognormal:5,0.5`, drawn per run key and call), the terminal report only. For each: the
+session's wall time, its throughput against the first worker count, the median run, the
+workers' start-up (session start to each worker's first run), the session's fixed costs
+(before its first run starts, after its last ends), and from /proc, sampled every 0.5 s: the
+machine's busy CPU-seconds over the session, the controller's and the largest worker's
+proportional memory (PSS), and the whole session's peak (every process under it, CLIs and
+sandboxes included). From the run records: the CPU-seconds of a worker's start (its process's
+CPU when its first run began) and of a run's harness work (the worker's own CPU during the run,
+the CLI and the checks' processes excluded). Then the same at `--latency 0` without xdist: the
 fixed costs of a plain session. Sessions start from compiled bytecode, as an installed package
 does (PYTHONDONTWRITEBYTECODE is dropped from their environment). Prints a table; exits 0. The
 machine's numbers are noisy: compare ratios, and repeat (`--repeat`) before trusting one.
@@ -17,30 +24,94 @@ machine's numbers are noisy: compare ratios, and repeat (`--repeat`) before trus
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from datetime import datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _busy() -> float:
+    """The machine's busy CPU-seconds since boot (all cores; /proc/stat)."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return (sum(fields) - fields[3] - fields[4]) / TICK  # idle and iowait are not busy
+
+
+def _tree(root: int) -> dict[int, int]:
+    """Every process under `root` (itself included): pid -> parent pid."""
+    parents = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    inside, grew = {root}, True
+    while grew:
+        more = {p for p, parent in parents.items() if parent in inside} - inside
+        inside |= more
+        grew = bool(more)
+    return {p: parents.get(p, 0) for p in inside}
+
+
+def _pss(pid: int) -> int:
+    """A process's proportional set size in bytes (0 once it is gone)."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+class Sampler(threading.Thread):
+    """Samples a session's process tree every 0.5 s: the controller's PSS, each worker's (the
+    controller's Python children), and the whole tree's sum, keeping each one's peak."""
+
+    def __init__(self, root: int) -> None:
+        super().__init__(daemon=True)
+        self.root, self.done = root, threading.Event()
+        self.controller = self.worker = self.session = 0
+        self.cpu: dict[int, float] = {}  # each process's CPU-seconds at its last sample
+
+    def run(self) -> None:
+        while not self.done.wait(0.5):
+            tree = _tree(self.root)
+            sizes = {pid: _pss(pid) for pid in tree}
+            workers = [sizes[p] for p, parent in tree.items() if parent == self.root]
+            self.controller = max(self.controller, sizes.get(self.root, 0))
+            self.worker = max([self.worker, *workers])
+            self.session = max(self.session, sum(sizes.values()))
+            for pid in [self.root, *(p for p, parent in tree.items() if parent == self.root)]:
+                with contextlib.suppress(OSError, ValueError, IndexError):
+                    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                    self.cpu[pid] = (int(fields[11]) + int(fields[12])) / TICK
 
 
 def session(
     workers: int,
-    latency: float,
+    latency: str,
     select: str,
     agent: str,
     cache: Path,
     out: Path,
     sandbox: str = "auto",
+    runs: int = 1,
 ) -> dict[str, float]:
-    """One session; its wall time, fixed costs and worker start-ups, in seconds."""
-    env = {**os.environ, "SCYLLA_ORACLE_LATENCY": str(latency)}
+    """One session; its wall time, fixed costs and worker start-ups, in seconds; its CPU and
+    memory."""
+    env = {**os.environ, "SCYLLA_ORACLE_LATENCY": latency}
     # as an installed package starts: from compiled bytecode (pip compiles at install; pytest
     # caches its assertion rewrites), which a PYTHONDONTWRITEBYTECODE=1 shell would not write
     env.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -63,34 +134,112 @@ def session(
         f"--scylla-sandbox={sandbox}",
         "-k",
         select,
+        f"--scylla-runs={runs}",
         *(["-n", str(workers)] if workers else ["-p", "no:xdist"]),
     ]
-    began = time.time()
-    done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=3600)
-    ended = time.time()
-    if done.returncode != 0:
-        sys.exit(f"session failed ({' '.join(argv)}):\n{done.stdout[-3000:]}{done.stderr[-2000:]}")
+    busy, began = _busy(), time.time()
+    with tempfile.TemporaryFile("w+") as log:
+        proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        sampler = Sampler(proc.pid)
+        sampler.start()
+        code = proc.wait(timeout=3600)
+        ended, busy = time.time(), _busy() - busy
+        sampler.done.set()
+        sampler.join()
+        log.seek(0)
+        text = log.read()
+    if code != 0:
+        sys.exit(f"session failed ({' '.join(argv)}):\n{text[-4000:]}")
     recs = [json.loads(p.read_text()) for p in out.glob("runs/*/run.json")]
     starts = sorted(datetime.fromisoformat(r["started_at"]).timestamp() for r in recs)
     ends = [datetime.fromisoformat(r["finished_at"]).timestamp() for r in recs]
     firsts = starts[: max(1, workers)]  # each worker's first run starts when it is ready
+    failed = [r["run_key"] for r in recs if r["outcome"] != "pass"]
+    if failed:
+        print(f"  {len(failed)} runs did not pass: {failed[:5]}", file=sys.stderr)
+    timings = [r["timings"] for r in recs]
     return {
         "runs": len(recs),
+        "failed": len(failed),
         "wall": ended - began,
         "before": starts[0] - began,
         "after": ended - max(ends),
         "ready_last": firsts[-1] - began,
-        "run_s": statistics.median(r["timings"]["total_s"] for r in recs),
+        "run_s": statistics.median(t["total_s"] for t in timings),
+        "busy": busy,
+        "controller_mb": sampler.controller / 2**20,
+        "worker_mb": sampler.worker / 2**20,
+        "session_mb": sampler.session / 2**20,
+        "controller_cpu": sampler.cpu.get(proc.pid, float("nan")),
+        "start_cpu": _median(_first_runs(recs)),
+        "harness_cpu": _median(t.get("harness_cpu_s") for t in timings),
+        "agent_cpu": _median(t.get("agent_cpu_s") for t in timings),
     }
+
+
+def _first_runs(recs: list[dict]) -> list[float]:
+    """The process CPU each worker (or the session) had spent when its first run began."""
+    firsts: dict[str, dict] = {}
+    for rec in sorted(recs, key=lambda r: r["started_at"]):
+        firsts.setdefault(rec.get("worker", ""), rec)
+    return [r["timings"].get("process_cpu_before_s") for r in firsts.values()]
+
+
+def _median(values: object) -> float:
+    found = [v for v in values if v is not None]  # type: ignore[attr-defined]
+    return statistics.median(found) if found else float("nan")
+
+
+COLUMNS = (
+    ("workers", "{:>7}"),
+    ("runs", "{:>4.0f}"),
+    ("failed", "{:>6.0f}"),
+    ("wall s", "{:>7.1f}"),
+    ("x vs first", "{:>9.2f}x"),
+    ("run s", "{:>6.2f}"),
+    ("ready s", "{:>7.2f}"),
+    ("busy CPU-s", "{:>10.1f}"),
+    ("ctl CPU-s", "{:>9.1f}"),
+    ("start CPU-s", "{:>11.2f}"),
+    ("run CPU-s", "{:>9.3f}"),
+    ("CLI CPU-s", "{:>9.2f}"),
+    ("ctl MB", "{:>6.0f}"),
+    ("worker MB", "{:>9.0f}"),
+    ("session MB", "{:>10.0f}"),
+)
+
+
+def _row(n: int, row: dict[str, float], base: float) -> str:
+    values = [
+        n,
+        row["runs"],
+        row["failed"],
+        row["wall"],
+        row["runs"] / row["wall"] / base,
+        row["run_s"],
+        row["ready_last"],
+        row["busy"],
+        row["controller_cpu"],
+        row["start_cpu"],
+        row["harness_cpu"],
+        row["agent_cpu"],
+        row["controller_mb"],
+        row["worker_mb"],
+        row["session_mb"],
+    ]
+    return " ".join(fmt.format(v) for (_, fmt), v in zip(COLUMNS, values, strict=True))
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--workers", default="1,2,4,8")
-    ap.add_argument("--latency", type=float, default=1.0)
+    ap.add_argument("--latency", default="1", help="seconds, or a SCYLLA_ORACLE_LATENCY form")
     ap.add_argument("--select", default="test-001 and T0")
+    ap.add_argument("--runs", type=int, default=1, help="--scylla-runs (default 1)")
+    ap.add_argument("--first-runs", type=int, default=None, help="for the first count")
     ap.add_argument("--agent", default="claude-code")
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--fixed", type=int, default=3, help="plain sessions for the fixed cost")
     ap.add_argument(
         "--sandbox",
         default="auto",
@@ -100,25 +249,13 @@ def main() -> int:
     counts = [int(n) for n in args.workers.split(",")]
     with tempfile.TemporaryDirectory(prefix="scylla-scaling-") as tmp:
         cache = Path(tmp) / "cache"
-        session(
-            1,
-            0,
-            args.select,
-            args.agent,
-            cache,
-            Path(tmp) / "warm",  # baselines, caches
-            args.sandbox,
-        )
-        print(
-            f"{args.select!r}, {args.agent}, {args.latency:g} s per model call, sandbox "
-            f"{args.sandbox}"
-        )
-        print(
-            f"{'workers':>7} {'runs':>4} {'wall s':>7} {'x vs first':>10} {'run s':>6} "
-            f"{'ready s':>7} {'before s':>8} {'after s':>7}"
-        )
+        # baselines, caches
+        session(1, "0", args.select, args.agent, cache, Path(tmp) / "warm", args.sandbox)
+        print(f"{args.select!r}, {args.agent}, latency {args.latency}, sandbox {args.sandbox}")
+        print(" ".join(f"{name:>{len(fmt.format(0))}}" for name, fmt in COLUMNS))
         base = None
-        for n in counts:
+        for index, n in enumerate(counts):
+            runs = args.first_runs if index == 0 and args.first_runs else args.runs
             found = [
                 session(
                     n,
@@ -128,27 +265,24 @@ def main() -> int:
                     cache,
                     Path(tmp) / f"n{n}-{i}",
                     args.sandbox,
+                    runs,
                 )
                 for i in range(args.repeat)
             ]
             row = {k: statistics.median(f[k] for f in found) for k in found[0]}
-            throughput = row["runs"] / row["wall"]
-            base = base or throughput
-            print(
-                f"{n:>7} {row['runs']:>4.0f} {row['wall']:>7.1f} {throughput / base:>9.2f}x "
-                f"{row['run_s']:>6.2f} {row['ready_last']:>7.2f} {row['before']:>8.2f} "
-                f"{row['after']:>7.2f}"
-            )
+            base = base or row["runs"] / row["wall"]
+            print(_row(n, row, base), flush=True)
         fixed = [
-            session(0, 0, args.select, args.agent, cache, Path(tmp) / f"fixed{i}", args.sandbox)
-            for i in range(max(3, args.repeat))
+            session(0, "0", args.select, args.agent, cache, Path(tmp) / f"fixed{i}", args.sandbox)
+            for i in range(args.fixed)
         ]
-        before = statistics.median(f["before"] for f in fixed)
-        after = statistics.median(f["after"] for f in fixed)
-        print(
-            f"fixed cost, no xdist, no latency: before the first run {before:.2f} s + after "
-            f"the last {after:.2f} s = {before + after:.2f} s (median of {len(fixed)})"
-        )
+        if fixed:
+            before = statistics.median(f["before"] for f in fixed)
+            after = statistics.median(f["after"] for f in fixed)
+            print(
+                f"fixed cost, no xdist, no latency: before the first run {before:.2f} s + after "
+                f"the last {after:.2f} s = {before + after:.2f} s (median of {len(fixed)})"
+            )
     return 0
 
 

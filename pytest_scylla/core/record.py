@@ -74,6 +74,7 @@ class RunRecord(TypedDict, total=False):
     output_dropped: dict[str, int]  # bytes of the CLI's stdout/stderr not kept (cap)
     plugin_version: str
     started_at: str
+    worker: str  # the xdist worker that ran it (gw3); "" in a session without workers
     finished_at: str
     inputs: dict[str, str]
     source: dict[str, Any]

@@ -5,6 +5,7 @@ inspected and checked. `runner.Run` drives them and writes the record."""
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import time
 from datetime import UTC, datetime
@@ -17,6 +18,7 @@ from pytest_scylla.core.record import RunRecord
 from pytest_scylla.core.runspec import RunSpec
 from pytest_scylla.formats.provenance import Conditions
 from pytest_scylla.judging import judge_run
+from pytest_scylla.operations.cpu import CpuMeter
 from pytest_scylla.operations.runtime import Runtime
 from pytest_scylla.run import (
     account,
@@ -74,6 +76,7 @@ class RunState:
         self.spec, self.rt, self.cond = spec, rt, cond
         self.run_dir = rt.run_dir(spec)
         self.began = time.monotonic()
+        self.cpu = CpuMeter()
         self.private: Path | None = None  # the agent's: workspace, HOME, TMPDIR
         self.harness: Path | None = None  # the harness's own (its git copy), never sandboxed
         self.route: Route | None = None
@@ -115,6 +118,7 @@ def identity(run: RunState) -> RunRecord:
         "sandbox": rt.sandbox.name,
         "plugin_version": __version__,
         "started_at": timestamp(),
+        "worker": os.environ.get("PYTEST_XDIST_WORKER", ""),
         "outcome": "infra_error",
         "passed": False,
         "reason": "",
@@ -230,7 +234,11 @@ def run_agent(run: RunState, ov: overlay.Overlay, rec: RunRecord) -> tuple[Finis
     prompt = spec.case.prompt.read_text(encoding="utf-8")
     run.timings["setup_s"] = round(time.monotonic() - run.began, 3)
     transcript = run.run_dir / "transcript.jsonl"
-    with Capture(transcript) as stdout, Capture(run.run_dir / "agent.stderr.txt") as stderr:
+    with (
+        Capture(transcript) as stdout,
+        Capture(run.run_dir / "agent.stderr.txt") as stderr,
+        run.cpu.agent(),
+    ):
         finished = rt.sandbox.run(
             argv,
             run.private / "work",

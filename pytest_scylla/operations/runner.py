@@ -168,6 +168,7 @@ class Run(RunState):
         if "usage" not in self.record:
             self._measure()
         self.timings["total_s"] = round(time.monotonic() - self.began, 3)
+        self.timings.update(self.cpu.timings())
         self.record["timings"] = dict(self.timings)
         self.record["finished_at"] = timestamp()
         record.write_json(self.run_dir / record.RECORD_FILE, self.record)
