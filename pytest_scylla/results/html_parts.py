@@ -2,7 +2,8 @@
 sort (click a header) and filter (the selects and the search box above them). The page's state
 lives in the address's fragment (`#tier=T1&outcome=fail&sort=runs.cost&dir=desc&open=12`), so a
 filtered view is a link that can be shared, and the case × tier matrix links into the run table.
-No network, no external files: one self-contained page."""
+No network, no external files: one self-contained page (but for a report of thousands of runs,
+whose run details are loaded from files beside it: html_details.py)."""
 
 from __future__ import annotations
 
@@ -37,10 +38,13 @@ pre{background:#f7f7f7;padding:.5rem;overflow:auto;max-height:28rem;white-space:
 
 # Filters: every select/search with `data-f=NAME` filters the rows of every tool table that
 # carry `data-NAME` (rows without it are left alone); `q` searches a row's text. Sorting:
-# `sort=TABLE.COLUMN`, `dir=asc|desc`. `open=N`: run N's detail (template `run-N`) is shown.
+# `sort=TABLE.COLUMN`, `dir=asc|desc`. `open=N`: run N's detail is shown (template `run-N`, or
+# from the file of its chunk beside the page when the details are there: html_details.py).
 SCRIPT = """
 (function () {
   var RESERVED = ['q', 'sort', 'dir', 'open'];
+  var ORDER = new WeakMap();  // each row's place as written: the order when nothing is sorted
+  var SORTED = new WeakMap();  // each table's order now ('' as written, else 'INDEX asc|desc')
   function state() {
     var s = {};
     location.hash.slice(1).split('&').forEach(function (kv) {
@@ -77,10 +81,15 @@ SCRIPT = """
       if (on) heads[i].setAttribute('aria-sort', s.dir === 'desc' ? 'descending' : 'ascending');
       else heads[i].removeAttribute('aria-sort');
     }
-    var body = t.tBodies[0], rows = Array.prototype.slice.call(body.rows);
+    // the rows move only when the order changes: laying out thousands of moved rows takes
+    // seconds, and a filter or an opened run changes no order
+    var order = index < 0 ? '' : index + (s.dir === 'desc' ? ' desc' : ' asc');
+    if (SORTED.get(t) === order) return;
+    SORTED.set(t, order);
+    var body = t.tBodies[0], before = Array.prototype.slice.call(body.rows);
     var numeric = index >= 0 && heads[index].getAttribute('data-t') === 'num';
     var sign = s.dir === 'desc' ? -1 : 1;
-    rows.sort(function (a, b) {
+    var rows = before.slice().sort(function (a, b) {
       if (index >= 0) {
         var x = key(a, index, numeric), y = key(b, index, numeric);
         if (x === null && y !== null) return 1;   // missing values last, either way
@@ -88,9 +97,12 @@ SCRIPT = """
         if (x < y) return -sign;
         if (x > y) return sign;
       }
-      return Number(a.getAttribute('data-i')) - Number(b.getAttribute('data-i'));
+      return ORDER.get(a) - ORDER.get(b);
     });
-    rows.forEach(function (r) { body.appendChild(r); });
+    if (rows.every(function (r, i) { return r === before[i]; })) return;
+    var moved = document.createDocumentFragment();
+    rows.forEach(function (r) { moved.appendChild(r); });
+    body.appendChild(moved);
   }
   function filterTable(t, s) {
     var q = (s.q || '').toLowerCase(), shown = 0, rows = t.tBodies[0].rows;
@@ -108,20 +120,69 @@ SCRIPT = """
     var count = document.getElementById(t.id + '-count');
     if (count) count.textContent = shown + ' of ' + rows.length + ' shown';
   }
+  // Run details beside the page (#detail's data-src and data-per, see html_details.py): run N
+  // is in the file data-src + N's chunk number (4 digits) + '.js', a script calling
+  // scyllaRuns({"N": "<its HTML>", ...}); only the runs of a chunk this page asked for are
+  // taken, and only as strings.
+  var details = {}, chunks = {};  // run -> its HTML; chunk -> 'loading', 'loaded' or 'failed'
+  function perChunk() {
+    var pane = document.getElementById('detail');
+    return pane ? Number(pane.getAttribute('data-per')) : 0;
+  }
+  window.scyllaRuns = function (given) {
+    var per = perChunk();
+    Object.keys(given).forEach(function (n) {
+      if (per && /^\\d+$/.test(n) && chunks[Math.floor(n / per)] === 'loading' &&
+          typeof given[n] === 'string' && document.querySelector('tr[data-run="' + n + '"]'))
+        details[n] = given[n];
+    });
+  };
+  function load(pane, chunk) {
+    var name = String(chunk);
+    while (name.length < 4) name = '0' + name;
+    var tag = document.createElement('script');
+    chunks[chunk] = 'loading';
+    tag.onload = function () { chunks[chunk] = 'loaded'; openRun(state()); };
+    tag.onerror = function () { chunks[chunk] = 'failed'; openRun(state()); };
+    tag.src = pane.getAttribute('data-src') + name + '.js';
+    document.head.appendChild(tag);
+  }
+  // Run n's details: its template, else its HTML from a loaded chunk (put into an inert
+  // template first, as the page's own templates are), else null while its chunk loads, else
+  // a message; undefined when the page has no run n.
+  function runContent(pane, n) {
+    var t = document.getElementById('run-' + n), per = perChunk();
+    if (t) return t.content.cloneNode(true);
+    if (!per || !/^\\d+$/.test(n) || !document.querySelector('tr[data-run="' + n + '"]')) return;
+    if (Object.prototype.hasOwnProperty.call(details, n)) {
+      var holder = document.createElement('template');
+      holder.innerHTML = details[n];
+      return holder.content;
+    }
+    var chunk = Math.floor(n / per);
+    if (chunks[chunk] === undefined) load(pane, chunk);
+    if (chunks[chunk] === 'loading') return null;
+    var missing = document.createElement('p');
+    missing.className = 'fail';
+    missing.id = 'detail-missing';
+    missing.textContent = pane.getAttribute('data-missing');
+    return missing;
+  }
   function openRun(s) {
     var pane = document.getElementById('detail');
     if (!pane) return;
-    var t = s.open !== undefined && document.getElementById('run-' + s.open);
-    if (!t) { pane.hidden = true; pane.innerHTML = ''; return; }
-    if (pane.getAttribute('data-run') === s.open && !pane.hidden) return;
+    if (s.open !== undefined && pane.getAttribute('data-run') === s.open && !pane.hidden) return;
+    var content = s.open === undefined ? undefined : runContent(pane, s.open);
+    if (content === undefined) { pane.hidden = true; pane.innerHTML = ''; return; }
     pane.innerHTML = '';
     var close = document.createElement('button');
     close.textContent = 'close';
     close.id = 'detail-close';
     close.addEventListener('click', function () { set('open', ''); });
     pane.appendChild(close);
-    pane.appendChild(t.content.cloneNode(true));
-    pane.setAttribute('data-run', s.open);
+    if (content === null) pane.appendChild(document.createTextNode(' loading the run…'));
+    else pane.appendChild(content);
+    pane.setAttribute('data-run', content === null ? '' : s.open);
     pane.hidden = false;
     pane.scrollIntoView();
   }
@@ -142,6 +203,7 @@ SCRIPT = """
     });
   });
   document.querySelectorAll('table.tool').forEach(function (t) {
+    Array.prototype.forEach.call(t.tBodies[0].rows, function (r, i) { ORDER.set(r, i); });
     Array.prototype.forEach.call(t.tHead.rows[0].cells, function (th) {
       th.addEventListener('click', function () {
         var s = state(), name = t.id + '.' + th.getAttribute('data-k');
@@ -197,13 +259,18 @@ def cell(value: Any, digits: int = 3) -> tuple[str, Any]:
 
 
 def tool_table(table_id: str, columns: list[Column], rows: list[Row]) -> str:
-    """A sortable, filterable table (see SCRIPT)."""
+    """A sortable, filterable table (see SCRIPT). Lean, as a run table can have tens of
+    thousands of rows: the cells' end tags are left out (HTML closes them) and the columns of
+    text are aligned left by the table's own style rule, not a class on each cell."""
     head = "".join(
         f"<th data-k={c.key}{' data-t=num' if c.numeric else ' class=l'}>{escape(c.label)}</th>"
         for c in columns
     )
+    left = ",".join(
+        f"#{table_id} td:nth-child({i})" for i, c in enumerate(columns, 1) if not c.numeric
+    )
     body = []
-    for index, row in enumerate(rows):
+    for row in rows:
         attrs = "".join(f' data-{k}="{escape(v)}"' for k, v in row.attrs.items())
         if row.run is not None:
             attrs += f" data-run={row.run}"
@@ -212,10 +279,11 @@ def tool_table(table_id: str, columns: list[Column], rows: list[Row]) -> str:
         for c in columns:
             shown, value = row.cells.get(c.key, ("-", None))
             sort = "" if value is None else f' data-v="{escape(str(value))}"'
-            cells.append(f"<td{'' if c.numeric else ' class=l'}{sort}>{shown}</td>")
-        body.append(f"<tr data-i={index}{attrs}{css}>{''.join(cells)}</tr>")
+            cells.append(f"<td{sort}>{shown}")
+        body.append(f"<tr{attrs}{css}>{''.join(cells)}")
     return (
-        f"<table class=tool id={table_id}><thead><tr>{head}</tr></thead>"
+        (f"<style>{left}{{text-align:left}}</style>" if left else "")
+        + f"<table class=tool id={table_id}><thead><tr>{head}</tr></thead>"
         f"<tbody>{''.join(body)}</tbody></table>"
     )
 
@@ -286,10 +354,16 @@ def _static_cell(row: dict[str, Any], column: str) -> str:
     return fmt(value)
 
 
-def page(title: str, body: list[str]) -> str:
+def page_start(title: str) -> str:
+    """A page up to its body's first part."""
     return (
         "<!doctype html><html><head><meta charset=utf-8>"
         f"<title>{escape(title)}</title><style>{STYLE}</style></head><body>"
-        + "".join(body)
-        + f"<script>{SCRIPT}</script></body></html>\n"
     )
+
+
+PAGE_END = f"<script>{SCRIPT}</script></body></html>\n"  # after the body's last part
+
+
+def page(title: str, body: list[str]) -> str:
+    return page_start(title) + "".join(body) + PAGE_END

@@ -3,7 +3,8 @@
 run table, and a drill-down per run (judges' verdicts per item, checks, diff, the transcript with
 tool calls folded and sub-agents nested). Run details sit in `<template>` elements and are only
 put into the page when opened, so a report of a thousand runs stays responsive; long texts are
-cut. No network, no external files."""
+cut. No network, no external files; but past a budget (thousands of runs) the run details are
+in files beside the page, loaded when a run is opened (html_details.py)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from pytest_scylla.results import metrics, models, text_tables
-from pytest_scylla.results.html_parts import fmt, page, static_table
-from pytest_scylla.results.html_runs import run_table
+from pytest_scylla.results import html_details, metrics, models, text_tables
+from pytest_scylla.results.html_parts import PAGE_END, fmt, page_start, static_table
+from pytest_scylla.results.html_runs import run_details, run_table
 from pytest_scylla.results.tables import Tables
 
 
@@ -226,7 +227,8 @@ def write(
     sources: dict[str, Path],
     components: str = "",
 ) -> Path:
-    """Write `out/report.html`. `sources` maps run keys to their stored run folders;
+    """Write `out/report.html` (and `out/report-runs/` when the runs' details are too many
+    for the page: html_details.py). `sources` maps run keys to their stored run folders;
     `components` is the section on what each component of an ablated configuration is worth
     (HTML, escaped; "" when the experiment ran no plan), put before the runs."""
     html = [
@@ -237,8 +239,13 @@ def write(
         _tier_table(summary),
         _matrix(tables, [str(s["tier"]) for s in summary["tiers"]]),
     ]
-    runs, templates = run_table(tables, sources)
-    html += [components, runs, *_statistics(results), *_figures(out, figures), *templates]
+    placed = html_details.place(out, run_details(tables, sources))
+    html += [components, run_table(tables, placed), *_statistics(results), *_figures(out, figures)]
     path = out / "report.html"
-    path.write_text(page(f"pytest-scylla: {out.name}", html), encoding="utf-8")
+    with path.open("w", encoding="utf-8") as handle:  # part by part: no copy of the whole page
+        handle.write(page_start(f"pytest-scylla: {out.name}"))
+        handle.writelines(html)
+        for number, detail in enumerate(placed.inline):
+            handle.write(f"<template id=run-{number}>{detail}</template>")
+        handle.write(PAGE_END)
     return path

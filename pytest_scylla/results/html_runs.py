@@ -1,16 +1,18 @@
 """The report's run table (sortable, filterable: a column and a filter per axis the experiment
 varies) and each run's drill-down: its facts, what it used, integrity findings, the judges'
-verdicts per item, the checks, the diff and the transcript. Long texts are cut."""
+verdicts per item, the checks, the diff and the transcript. Long texts are cut. The drill-downs
+are rendered one at a time, for html_details.py to place in the page or beside it."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from html import escape
 from pathlib import Path
 from typing import Any
 
 from pytest_scylla.core.record import RunRecord
 from pytest_scylla.core.tiers import tier_key
-from pytest_scylla.results import html_transcript, models
+from pytest_scylla.results import html_details, html_transcript, models
 from pytest_scylla.results.html_parts import (
     Column,
     Row,
@@ -164,10 +166,10 @@ def _run_row(number: int, row: RunRow, axes: tuple[str, ...]) -> Row:
             "subtest": cell(row.get("subtest")),
             "outcome": (f"<span class={mark}>{escape(outcome)}</span>", None),
             "grade": cell(row.get("grade")),
-            "score": cell(row.get("score"), 2),
-            "cost": cell(row.get("cost_usd"), 4),
-            "tokens": cell(_number(row.get("total_tokens")), 0),
-            "seconds": cell(_number(row.get("duration_seconds")), 1),
+            "score": _lean(cell(row.get("score"), 2)),
+            "cost": _lean(cell(row.get("cost_usd"), 4)),
+            "tokens": _lean(cell(_number(row.get("total_tokens")), 0)),
+            "seconds": _lean(cell(_number(row.get("duration_seconds")), 1)),
             "model": cell(row.get("agent_model")),
             "agent": cell(row.get("agent")),
         },
@@ -199,19 +201,20 @@ def _run_filters(runs: list[RunRow], axes: tuple[str, ...]) -> str:
     )
 
 
-def run_table(tables: Tables, sources: dict[str, Path]) -> tuple[str, list[str]]:
-    """The run table with its filters, and the drill-down templates (one per run)."""
+def run_details(tables: Tables, sources: dict[str, Path]) -> Iterator[str]:
+    """Each run's drill-down in the run table's order (the N-th is run N's), rendered one at a
+    time as they are asked for."""
     records = {str(r.get("run_key")): r for r in tables.records}
-    axes = models.axes(tables.runs)  # each axis: a column and a filter
-    rows, templates = [], []
-    for number, row in enumerate(tables.runs):
+    for row in tables.runs:
         key = str(row["run_key"])
-        rows.append(_run_row(number, row, axes))
-        templates.append(
-            f"<template id=run-{number}>"
-            f"{run_detail(row, records.get(key, {}), sources.get(key))}"
-            "</template>"
-        )
+        yield run_detail(row, records.get(key, {}), sources.get(key))
+
+
+def run_table(tables: Tables, placed: html_details.Placed) -> str:
+    """The run table with its filters, and the box a run opens in (`placed`: where the runs'
+    details went, so the page can say so when they are beside it)."""
+    axes = models.axes(tables.runs)  # each axis: a column and a filter
+    rows = [_run_row(number, row, axes) for number, row in enumerate(tables.runs)]
     controls = _run_filters(tables.runs, axes)
     columns = [
         RUN_COLUMNS[0],
@@ -220,9 +223,20 @@ def run_table(tables: Tables, sources: dict[str, Path]) -> tuple[str, list[str]]
     ]
     return (
         f"<h2>Runs</h2><p class=muted>Click a header to sort, a row to open the run."
-        f"</p>{controls}{tool_table('runs', columns, rows)}<div id=detail hidden></div>",
-        templates,
+        f"</p>{html_details.note(placed)}{controls}{tool_table('runs', columns, rows)}"
+        f"{html_details.detail_box(placed)}"
     )
+
+
+def _lean(shown_and_value: tuple[str, Any]) -> tuple[str, Any]:
+    """A numeric cell without its sort value when its text is that number already (the
+    page's script sorts by the text then): a run table can have tens of thousands of rows."""
+    shown, value = shown_and_value
+    try:
+        same = value is not None and float(shown) == float(value)
+    except ValueError:
+        same = False
+    return (shown, None) if same else (shown, value)
 
 
 def _number(value: Any) -> float | None:

@@ -14,6 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from pytest_scylla.core.record import RunRecord
+from pytest_scylla.results import html_details, html_report, report
+from pytest_scylla.results.report_input import ReportInput
+from pytest_scylla.results.tables import Tables
+
 from ..browser import Browser
 from ..conftest import workers
 
@@ -28,12 +33,14 @@ def _shown(browser: Browser, attribute: str) -> list[str]:
     )
 
 
-def _costs(browser: Browser) -> list[float]:
+def _costs(browser: Browser, column: int = 8) -> list[float]:
+    """The visible rows' costs as the page sorts them (the sort value, else the text)."""
     return [
         float(v)
         for v in browser.js(
-            "Array.from(document.querySelectorAll('#runs tbody tr:not([hidden]) td:nth-child(8)'))"
-            ".map(function (c) { return c.getAttribute('data-v'); })"
+            f"Array.from(document.querySelectorAll("
+            f"'#runs tbody tr:not([hidden]) td:nth-child({column})'))"
+            ".map(function (c) { return c.getAttribute('data-v') || c.textContent; })"
         )
     ]
 
@@ -150,3 +157,85 @@ def _check_drill_down(browser: Browser, run_dir: Path) -> None:
     assert "[scylla-oracle level 1]" in sub
     assert "File created successfully" in sub or "updated successfully" in sub
     assert "Done" in browser.js(f"document.querySelector('{agent} > pre:last-child').textContent")
+
+
+HOSTILE = "\" \u2028 \\\n</script><script>window.pwned = 1</script> '); window.pwned = 2; //"
+
+
+def _big_report(tmp_path: Path) -> Path:
+    """report.html of six runs (two cases, costs all different, each transcript one hostile
+    message), made as a report of thousands of runs is: their details beside it, two a file."""
+    store, records = tmp_path / "store", []
+    for i, case in enumerate(["alpha", "beta"] * 3):
+        key = f"{case}-T0-01-r{i}"
+        said = {"type": "assistant", "message": {"content": [{"type": "text", "text": HOSTILE}]}}
+        (store / "runs" / key).mkdir(parents=True)
+        (store / "runs" / key / "transcript.jsonl").write_text(json.dumps(said))
+        record: RunRecord = {
+            "run_key": key,
+            "case": case,
+            "tier": "T0",
+            "subtest": "T0-01",
+            "run": i,
+            "outcome": "pass" if i % 3 else "fail",
+            "score": i / 10,
+            "cost_usd": [0.3, 0.1, 0.5, 0.2, 0.4, 0.6][i],
+            "judges": [],
+        }
+        records.append(record)
+    tables = Tables()
+    tables.add_records(records, "exp", store)
+
+    def html(given: ReportInput) -> None:  # no figures: not the subject
+        html_report.write(
+            given.folder,
+            given.tables,
+            dict(given.summary),
+            dict(given.statistics),
+            [],
+            given.tables.sources,
+        )
+
+    out = tmp_path / "exp"
+    report.write(out, tables, None, formats=("html",), writers={"html": html})
+    return out
+
+
+def test_a_big_reports_runs_open_from_the_files_beside_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the run details beside the page (the budget made small): the page says so, the
+    run table sorts and filters as ever, a clicked run's details load from its chunk file and
+    its transcript shows as text; with that chunk's file gone, the run says where its details
+    should be."""
+    monkeypatch.setattr(html_details, "INLINE_DETAILS", 100)
+    monkeypatch.setattr(html_details, "CHUNK_RUNS", 2)
+    out = _big_report(tmp_path)
+    assert "<template" not in (out / "report.html").read_text(encoding="utf-8")
+    browser = Browser(tmp_path / "profile")
+    try:
+        browser.open((out / "report.html").as_uri())
+        note = browser.js("document.getElementById('runs-external').innerText")
+        assert "in the folder report-runs/ beside this file (3 files)" in note
+        browser.choose("select[data-f=case]", "beta")
+        assert browser.js("document.getElementById('runs-count').textContent") == "3 of 6 shown"
+        browser.click("th[data-k=cost]")
+        browser.click("th[data-k=cost]")
+        assert _costs(browser) == [0.6, 0.2, 0.1]
+        browser.click("#runs tbody tr:not([hidden]) a")  # beta-T0-01-r5: the third file
+        browser.wait("(document.querySelector('#detail h3') || {}).textContent === 'beta-T0-01-r5'")
+        assert HOSTILE in browser.js("document.querySelector('#detail .tx').textContent")
+        assert browser.js("typeof window.pwned") == "undefined"
+        assert browser.js("location.hash") == "#case=beta&dir=desc&sort=runs.cost&open=5"
+        assert browser.errors() == []
+        (out / "report-runs" / "runs-0001.js").unlink()  # runs 2 and 3
+        browser.open(f"{(out / 'report.html').as_uri()}#open=3")
+        browser.wait("!!document.getElementById('detail-missing')")
+        assert browser.js("document.getElementById('detail-missing').textContent") == (
+            html_details.MISSING
+        )
+        assert "run details are in report-runs/ beside this file: keep the folder" in (
+            html_details.MISSING
+        )
+    finally:
+        browser.close()

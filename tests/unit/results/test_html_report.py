@@ -8,10 +8,18 @@ Here the in-process tests; the sessions are in `tests/e2e/test_html_report.py`."
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Iterator
+from html import escape
 from pathlib import Path
 
-from pytest_scylla.results import html_transcript
+import pytest
+
+from pytest_scylla.core.record import RunRecord
+from pytest_scylla.results import html_details, html_report, html_transcript, report
 from pytest_scylla.results.html_parts import page
+from pytest_scylla.results.report_input import ReportInput
+from pytest_scylla.results.tables import Tables
 
 from ...browser import Browser
 
@@ -187,3 +195,142 @@ def test_the_tier_table_reads_without_raw_column_names() -> None:
     assert "<td>100% [54%, 100%]" in html
     assert "<td>no counted runs" in html  # never 0% [0%, 0%]
     assert "<th>Cost-of-Pass" in html
+
+
+# A transcript's text that would end a JS string or script if pasted in raw.
+BREAKOUT = "a \" b \u2028 c \\\n</script><script>window.pwned = 1</script> '); alert(1); //"
+
+
+def _html_only(report: ReportInput) -> None:
+    """The html writer without the figures (matplotlib is not the subject here)."""
+    html_report.write(
+        report.folder,
+        report.tables,
+        dict(report.summary),
+        dict(report.statistics),
+        [],
+        report.tables.sources,
+    )
+
+
+def _report(tmp_path: Path, runs: int, said: str = "done") -> Path:
+    """report.html of `runs` runs, each with a stored transcript of one message, `said`."""
+    store = tmp_path / "store"
+    records: list[RunRecord] = []
+    for i in range(runs):
+        key = f"case-T0-01-r{i}"
+        records.append(
+            {
+                "run_key": key,
+                "case": "case",
+                "tier": "T0",
+                "subtest": "T0-01",
+                "run": i,
+                "outcome": "pass" if i % 2 else "fail",
+                "score": i / 10,
+                "cost_usd": 0.1 + i / 100,
+                "judges": [],
+            }
+        )
+        message = {"type": "assistant", "message": {"content": [{"type": "text", "text": said}]}}
+        (store / "runs" / key).mkdir(parents=True, exist_ok=True)
+        (store / "runs" / key / "transcript.jsonl").write_text(json.dumps(message))
+    tables = Tables()
+    tables.add_records(records, "exp", store)
+    out = tmp_path / "exp"
+    report.write(out, tables, None, formats=("html",), writers={"html": _html_only})
+    return out
+
+
+def _chunk(path: Path) -> dict[str, str]:
+    """A chunk file's runs, checking the file is exactly one call of one JSON object."""
+    text = path.read_text(encoding="utf-8")
+    call = re.fullmatch(r"scyllaRuns\((.*)\);\n", text, re.S)
+    assert call is not None, text[:200]
+    runs = json.loads(call.group(1))  # one JSON value, nothing after it
+    assert isinstance(runs, dict)
+    return runs
+
+
+def test_past_the_budget_the_run_details_go_beside_the_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over the inline budget, every run's details are in report-runs/ (chunks of CHUNK_RUNS,
+    keyed by run number, an earlier report's chunk removed), none in the page, and the page
+    says where they are; under it, they are templates in the page and the folder is gone."""
+    monkeypatch.setattr(html_details, "INLINE_DETAILS", 500)  # ~160 a run
+    monkeypatch.setattr(html_details, "CHUNK_RUNS", 2)
+    stale = tmp_path / "exp" / "report-runs" / "runs-0009.js"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("scyllaRuns({});\n")
+    out = _report(tmp_path, 5)
+    chunks = sorted(p.name for p in (out / "report-runs").iterdir())
+    assert chunks == ["runs-0000.js", "runs-0001.js", "runs-0002.js"]
+    runs = [_chunk(out / "report-runs" / name) for name in chunks]
+    assert [sorted(r) for r in runs] == [["0", "1"], ["2", "3"], ["4"]]
+    assert runs[1]["3"].startswith("<h3>case-T0-01-r3</h3>")
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert "<template" not in page
+    assert "are in the folder report-runs/ beside this file (3 files)" in page
+    assert "data-src=report-runs/runs- data-per=2 " in page
+    assert re.findall(r"<tr [^>]*data-run=(\d+)>", page) == ["0", "1", "2", "3", "4"]
+
+    monkeypatch.setattr(html_details, "INLINE_DETAILS", 1_000_000)
+    assert _report(tmp_path, 5) == out  # the same folder again, now within the budget
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert not (out / "report-runs").exists()
+    assert [page.count(f"<template id=run-{i}><h3>case-T0-01-r{i}</h3>") for i in range(5)] == [
+        1
+    ] * 5
+    assert "report-runs" not in page
+
+
+def test_a_transcript_cannot_break_out_of_its_chunk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A transcript holding a quote, U+2028, a backslash, a line break, `</script>` and
+    `'); alert(1); //`: its chunk file is still exactly one call of one JSON object, pure
+    ASCII, the run's text in it intact (as escaped HTML, the same as the inline template
+    holds). Positive controls: inline, the text stays escaped; pasted into a chunk without
+    JSON encoding, it fails the same check."""
+    said = BREAKOUT * 3
+    monkeypatch.setattr(html_details, "INLINE_DETAILS", 1_000_000)
+    inline = (_report(tmp_path / "small", 2, said) / "report.html").read_text(encoding="utf-8")
+    templates = dict(re.findall(r"<template id=run-(\d+)>(.*?)</template>", inline, re.S))
+    assert sorted(templates) == ["0", "1"]
+    assert f"<div class='msg agent'>{escape(said)}</div>" in templates["1"]
+    assert "</script><script>" not in inline
+    monkeypatch.setattr(html_details, "INLINE_DETAILS", 100)
+    out = _report(tmp_path / "big", 2, said)
+    chunk = out / "report-runs" / "runs-0000.js"
+    assert chunk.read_bytes().isascii()
+    assert "\u2028" not in chunk.read_text(encoding="ascii")
+    assert _chunk(chunk) == templates  # the same HTML, each run's under its number
+    naive = tmp_path / "naive.js"
+    naive.write_text('scyllaRuns({"0": "' + templates["0"] + '"});\n')
+    with pytest.raises(json.JSONDecodeError):
+        _chunk(naive)
+
+
+def test_the_details_are_written_as_they_are_rendered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the budget, a chunk is written as soon as its runs are rendered: when run 7 is
+    rendered, the chunks of runs 0 to 5 are on disk (never every run's details at once)."""
+    monkeypatch.setattr(html_details, "INLINE_DETAILS", 250)
+    monkeypatch.setattr(html_details, "CHUNK_RUNS", 2)
+    folder = tmp_path / "report-runs"
+
+    def details() -> Iterator[str]:
+        for number in range(9):
+            if number == 7:
+                assert sorted(p.name for p in folder.iterdir()) == [
+                    "runs-0000.js",
+                    "runs-0001.js",
+                    "runs-0002.js",
+                ]
+            yield f"<h3>run {number}</h3>" + "x" * 100
+
+    placed = html_details.place(tmp_path, details())
+    assert (placed.inline, placed.chunks, placed.runs) == ([], 5, 9)
+    assert _chunk(folder / "runs-0004.js") == {"8": "<h3>run 8</h3>" + "x" * 100}
