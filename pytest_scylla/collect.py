@@ -154,20 +154,21 @@ class CaseFile(pytest.File):
         twice = duplicate_id(self.config.stash.setdefault(IDS_KEY, {}), case.id, self.path)
         if twice:
             raise self.CollectError(f"{display(self.path)}: {twice}")
-        marks = ["scylla", case.category, *case.tags]  # scylla and categories: see configure
         registered = self.config.stash.setdefault(TAGS_KEY, set())
         for tag in set(case.tags) - registered:
             self.config.addinivalue_line("markers", f"{tag}: pytest-scylla case tag")
             registered.add(tag)
+        # the case's marks on its file, once (its runs inherit them: -m, -k and
+        # get_closest_marker look up the chain); scylla and categories: see configure
+        for mark in ("scylla", case.category, *case.tags):
+            self.add_marker(mark)
         adapter = adapters(self.config)[settings.agent]
         for sub in subtests:
             why = unsupported(adapter, sub, tiers)  # not applicable here: skipped, with why
             for run in range(1, settings.runs + 1):
                 for model in settings.models or ("",):
                     spec = RunSpec(case=case, subtest=sub, run=run, model=model)
-                    item = self._item(
-                        spec, [sub.tier, *marks, *([model_label(model)] if model else [])]
-                    )
+                    item = self._item(spec, [sub.tier, *([model_label(model)] if model else [])])
                     if why is not None:
                         item.add_marker(
                             pytest.mark.skip(reason=f"not applicable to {settings.agent}: {why}")

@@ -109,6 +109,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[HELD_KEY] = claimed()  # private folders this process held before the session
     worker = getattr(config, "workerinput", None)
     config.stash[settings.SETTINGS_KEY] = _settings(config, worker)
+    from pytest_scylla.formats import yamlmarks
+
+    yamlmarks.remember_valid(config.stash[settings.SETTINGS_KEY].cache_dir / "valid")
     _register(config)
     config.stash[EXPERIMENT_KEY] = settings.experiment_dir(config)
     if worker and "scylla_session" in worker:

@@ -6,9 +6,12 @@ problems travel together in one `SpecError`, rendered as `path:line: message` li
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import math
 import os
+import pickle
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -217,11 +220,55 @@ def _fast(name: str) -> fastcheck.Check | None:
     return fastcheck.compiled(json.dumps(schema(name))) if name in FAST else None
 
 
+# Where documents found valid are remembered (the settings' cache folder; None: nowhere). Every
+# xdist worker parses and checks every case and tier file again: a document seen valid before,
+# the same data under the same schema, is not checked again (jsonschema is not even imported).
+_known_valid: Path | None = None
+VALIDITY = b"1"  # part of each remembered key: a change of what validation means changes it
+
+
+def remember_valid(folder: Path | None) -> None:
+    """Remember valid documents in `folder` (None: nowhere)."""
+    global _known_valid
+    _known_valid = folder
+
+
+@cache
+def _schema_text(name: str) -> bytes:
+    return json.dumps(schema(name), sort_keys=True).encode()
+
+
+def _validity_mark(doc: Document, schema_name: str) -> Path | None:
+    """The file that says `doc` is valid under the schema, named by a hash of both."""
+    if _known_valid is None:
+        return None
+    try:
+        data = pickle.dumps(doc.data, protocol=5)
+    except (pickle.PicklingError, TypeError, ValueError, RecursionError):
+        return None
+    key = hashlib.sha256(
+        b"\0".join([VALIDITY, schema_name.encode(), _schema_text(schema_name), data])
+    )
+    return _known_valid / key.hexdigest()
+
+
 def validate(doc: Document, schema_name: str) -> None:
     """Raise a SpecError listing every way `doc` breaks the named schema (a compiled check
-    accepts the valid documents first: formats/fastcheck.py)."""
+    accepts the valid documents first: formats/fastcheck.py; a document found valid before is
+    not checked again: `remember_valid`)."""
     if fastcheck.accepts(_fast(schema_name), doc.data):
         return
+    mark = _validity_mark(doc, schema_name)
+    if mark is not None and mark.is_file():
+        return
+    _check(doc, schema_name)
+    if mark is not None:
+        with contextlib.suppress(OSError):  # a cache that cannot be written is no error
+            mark.parent.mkdir(parents=True, exist_ok=True)
+            mark.touch()
+
+
+def _check(doc: Document, schema_name: str) -> None:
     errors = list(_validator(schema_name).iter_errors(doc.data))
     typed = {tuple(err.absolute_path) for err in errors if err.validator == "type"}
     problems = [
