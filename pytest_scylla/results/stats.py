@@ -155,12 +155,38 @@ def krippendorff_alpha(scores: Iterable[tuple[str, str, float]]) -> dict[str, An
         result["note"] = "every judge gave every run the same score: agreement is undefined"
     else:
         domain = np.unique(matrix[~np.isnan(matrix)])
-        result["alpha"] = _finite(
-            krippendorff.alpha(
+        if len(runs) * len(domain) ** 2 <= LIBRARY_CELLS:
+            value = krippendorff.alpha(
                 reliability_data=matrix, value_domain=domain, level_of_measurement="interval"
             )
-        )
+        else:
+            value = interval_alpha(matrix)
+        result["alpha"] = _finite(value)
     return result
+
+
+# The package holds runs x values x values numbers three times over while it sums the coincidence
+# matrix: 12,000 runs at 101 score values is 1 GB each. Past this many, the same alpha in closed
+# form (tests/unit/results/test_stats.py checks the two agree).
+LIBRARY_CELLS = 20_000_000
+
+
+def interval_alpha(matrix: Any) -> float:
+    """Krippendorff's interval alpha of a judges x runs matrix (NaN: missing) in O(judges x
+    runs): with squared differences, a unit's coincidences reduce to its sums of values and of
+    squares, Σ_(i≠j) (v_i - v_j)² = 2 (m Σv² - (Σv)²). Units with fewer than two values are not
+    pairable and count for nothing, as in the package."""
+    import numpy as np
+
+    present = ~np.isnan(matrix)
+    values = np.where(present, matrix, 0.0)
+    m = present.sum(axis=0)
+    keep = m >= 2
+    m, s1, s2 = m[keep], values.sum(axis=0)[keep], (values**2).sum(axis=0)[keep]
+    n = m.sum()
+    observed = (2 * (m * s2 - s1**2) / (m - 1)).sum()  # n x D_o
+    expected = 2 * (n * s2.sum() - s1.sum() ** 2) / (n - 1)  # n x D_e
+    return float(1 - observed / expected) if expected else float("nan")
 
 
 def _positions(names: Sequence[Any]) -> dict[Any, int]:

@@ -426,3 +426,27 @@ def test_cliffs_delta_interval_counts_pairs_by_binary_search_exactly_as_the_matr
     assert stats.cliffs_delta(a, b) == pytest.approx(float(signs.mean()), abs=1e-15)
     assert stats.cliffs_delta([1, 1], [1]) == 0.0
     assert stats.cliffs_delta([2], [1, 3]) == 0.0
+
+
+def test_interval_alpha_in_closed_form_is_the_packages(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past LIBRARY_CELLS alpha is computed in closed form (the package's coincidence matrices
+    would take gigabytes at 12,000 runs): the same value as the package, missing scores and
+    units with one score included."""
+    import krippendorff
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    for judges, runs in [(2, 5), (3, 200), (5, 57)]:
+        matrix = np.round(rng.random((judges, runs)), 2)
+        matrix[rng.random((judges, runs)) < 0.3] = np.nan
+        matrix[:, 0] = np.nan  # a run nobody scored
+        matrix[1:, 1] = np.nan  # a run one judge scored
+        domain = np.unique(matrix[~np.isnan(matrix)])
+        expected = krippendorff.alpha(
+            reliability_data=matrix, value_domain=domain, level_of_measurement="interval"
+        )
+        assert stats.interval_alpha(matrix) == pytest.approx(expected, abs=1e-12)
+    triples = [(f"j{j}", f"r{r}", float(v)) for j in range(3) for r, v in enumerate(rng.random(40))]
+    small = stats.krippendorff_alpha(triples)["alpha"]
+    monkeypatch.setattr(stats, "LIBRARY_CELLS", 0)  # the closed form on the same scores
+    assert stats.krippendorff_alpha(triples)["alpha"] == pytest.approx(small, abs=1e-12)
