@@ -109,9 +109,6 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[HELD_KEY] = claimed()  # private folders this process held before the session
     worker = getattr(config, "workerinput", None)
     config.stash[settings.SETTINGS_KEY] = _settings(config, worker)
-    from pytest_scylla.formats import yamlmarks
-
-    yamlmarks.remember_valid(config.stash[settings.SETTINGS_KEY].cache_dir / "valid")
     _register(config)
     config.stash[EXPERIMENT_KEY] = settings.experiment_dir(config)
     if worker and "scylla_session" in worker:
@@ -121,6 +118,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
         config.stash[SESSION_KEY] = new_session_id()
     _session_plugins(config, worker)
+    from pytest_scylla.formats import yamlmarks
+
+    # what earlier sessions found valid (a session that only collects writes nothing there)
+    valid = config.stash[settings.SETTINGS_KEY].cache_dir / "valid"
+    yamlmarks.remember_valid(valid, write=not config.option.collectonly)
 
 
 def _settings(config: pytest.Config, worker: dict[str, Any] | None) -> settings.Settings:
@@ -253,6 +255,9 @@ def judge_service(config: pytest.Config) -> str | None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     if ACTIVE_KEY not in config.stash:
         return
+    from pytest_scylla.formats import yamlmarks
+
+    yamlmarks.remember_valid(None)  # an in-process session (pytester) leaves nothing behind
     rt = config.stash.get(collect.RUNTIME_KEY, None)
     if rt is not None and not isinstance(rt, Exception):
         rt.gateway.stop()

@@ -224,13 +224,14 @@ def _fast(name: str) -> fastcheck.Check | None:
 # xdist worker parses and checks every case and tier file again: a document seen valid before,
 # the same data under the same schema, is not checked again (jsonschema is not even imported).
 _known_valid: Path | None = None
+_write_valid = False  # a session that only collects reads what is known, adds nothing
 VALIDITY = b"1"  # part of each remembered key: a change of what validation means changes it
 
 
-def remember_valid(folder: Path | None) -> None:
-    """Remember valid documents in `folder` (None: nowhere)."""
-    global _known_valid
-    _known_valid = folder
+def remember_valid(folder: Path | None, write: bool = True) -> None:
+    """Remember valid documents in `folder` (None: nowhere); `write`: add the newly valid."""
+    global _known_valid, _write_valid
+    _known_valid, _write_valid = folder, write
 
 
 @cache
@@ -262,7 +263,7 @@ def validate(doc: Document, schema_name: str) -> None:
     if mark is not None and mark.is_file():
         return
     _check(doc, schema_name)
-    if mark is not None:
+    if mark is not None and _write_valid:
         with contextlib.suppress(OSError):  # a cache that cannot be written is no error
             mark.parent.mkdir(parents=True, exist_ok=True)
             mark.touch()
