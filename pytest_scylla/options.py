@@ -203,6 +203,12 @@ OPTIONS: tuple[Option, ...] = (
         "bind mounts (always so on a remote engine); what comes back is extracted as "
         "hostile data"
     ),
+    Option("starts", _ISOLATION, "N").with_help(
+        "agents starting at once on this machine, across workers and sessions: a CLI's "
+        "start, until its first model call, is most of its CPU, and more at once only "
+        "share the cores, then wait on the model together; 0: no limit (default: the "
+        "machine's cores)"
+    ),
     Option("cli", _ISOLATION, "PATH").with_help(
         "the Claude Code executable (default: claude on PATH)"
     ),

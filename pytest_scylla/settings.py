@@ -53,6 +53,7 @@ class Settings:
     image: str = D["image"]  # the docker sandbox's image (a case's own image: wins)
     limits: tuple[int, float, int] = D["limits"]  # docker: memory bytes, cpus, pids
     docker_copy: bool = D["docker_copy"]  # docker: the run's folder by copy, not a bind mount
+    starts: int | None = D["starts"]  # agents starting at once on the machine (None: its cores)
     cli: str | None = D["cli"]
     cache_dir: Path = Path(".cache")  # resolved: default_cache_dir() unless set
     keep_workspaces: bool = D["keep_workspaces"]

@@ -17,6 +17,7 @@ from pytest_scylla.formats.provenance import Conditions, conditions
 from pytest_scylla.formats.tiers import TierSet
 from pytest_scylla.judging import service
 from pytest_scylla.operations.ledger import Ledger
+from pytest_scylla.operations.starts import Starts
 from pytest_scylla.run import baseline, bytecode
 from pytest_scylla.run.agents import Agent, SetupError
 from pytest_scylla.run.agents.claude_code import ADAPTER
@@ -59,6 +60,7 @@ class Runtime:
     ledger: Ledger | None = None
     baselines: dict[str, dict[str, Any]] = field(default_factory=dict)
     bytecode: str = NO_BYTECODE  # the checks' PYTHONPYCACHEPREFIX (see `bytecode.prefix`)
+    starts: Starts | None = None  # the machine's start slots (--scylla-starts); None: no limit
 
     def model(self, spec: RunSpec) -> str:
         """The run's model: its model-axis model, else its subtest's, else the session's."""
@@ -189,6 +191,7 @@ def build(
             agent=agent,
             ledger=ledger,
             bytecode=str(pyc or NO_BYTECODE),
+            starts=Starts.for_cache(settings.cache_dir, settings.starts),
         )
         rt.sandbox.session = session_id
         rt.baseline_for(settings.model, None, ())

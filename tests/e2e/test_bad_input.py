@@ -288,6 +288,10 @@ def test_every_problem_in_a_file_is_listed(
             "--scylla-limits: unknown limit 'disk'; expected e.g. memory=4g,cpus=2,pids=1024*",
         ),
         (
+            "--scylla-starts=-1",
+            "--scylla-starts='-1': expected a number of agents from 0 (no limit) to 4096*",
+        ),
+        (
             "--scylla-image=bad image",
             "--scylla-image='bad image': expected host or an image reference*",
         ),

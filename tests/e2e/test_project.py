@@ -57,6 +57,7 @@ def test_pytest_help_lists_every_scylla_option(pytester: pytest.Pytester) -> Non
         "--scylla-sandbox",
         "--scylla-shard",
         "--scylla-skip",
+        "--scylla-starts",
         "--scylla-stop",
         "--scylla-subtests",
         "--scylla-tiers",

@@ -75,6 +75,7 @@ def test_every_run_has_a_record_and_a_call_log_and_no_secret_reaches_a_file(
         assert rec["cost_usd"] > 0
         assert rec["costs_agree"] is True, (rec["gateway_cost_usd"], rec["cli_cost_usd"])
         assert rec["timings"]["agent_s"] > 0
+        assert rec["timings"]["start_wait_s"] >= 0  # for a start slot (--scylla-starts)
         assert "checks_s" in rec["timings"]
         assert all(c["passed"] for c in rec["checks"])
         main = [c for c in calls(out, key) if c["role"] == "main"]

@@ -100,6 +100,7 @@ class Route:
     said: Said = field(default_factory=Said)  # what the model said (its tool calls, its texts)
     usage: dict[str, dict[str, int]] = field(default_factory=dict)  # per model
     closed: threading.Event = field(default_factory=threading.Event)
+    called: threading.Event = field(default_factory=threading.Event)  # its first call came
     lock: threading.Lock = field(default_factory=threading.Lock)
     settled: threading.Condition = field(init=False)  # on `lock`: a call in flight settled
 

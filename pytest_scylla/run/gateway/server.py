@@ -114,6 +114,7 @@ class Gateway:
         with route.lock:
             route.calls += 1
             seq = route.calls
+        route.called.set()
         try:
             request = json.loads(body) if body else {}
         except ValueError:
@@ -248,6 +249,7 @@ class Gateway:
             route.calls += 1
             route.refused += 1
             seq = route.calls
+        route.called.set()
         self._log(
             route,
             {

@@ -286,6 +286,7 @@ def test_proxy_streams_unchanged_logs_usage_and_classifies_overload(
     route = gateway.open(
         Route(key="r1", log_path=tmp_path / "calls.jsonl", upstream="anthropic", max_cost_usd=0.001)
     )
+    assert not route.called.is_set()  # until its first call (which ends the run's start slot)
     body = json.dumps({"model": "claude-haiku-4-5", "stream": True, "messages": []})
     url = gateway.base_url("r1") + "/v1/messages"
     with httpx.Client(timeout=30) as client:
@@ -302,6 +303,7 @@ def test_proxy_streams_unchanged_logs_usage_and_classifies_overload(
         assert "budget" in refused.text
         missing = client.post(gateway.base_url("nope") + "/v1/messages", content=body)
         assert missing.status_code == 404
+    assert route.called.is_set()
     assert _Upstream.keys[-3:] == ["sk-real", "sk-real", "sk-real"]  # 529 twice, then 200
     assert route.usage["claude-haiku-4-5"]["input_tokens"] == 1000
     assert route.spent_usd == pytest.approx((1000 * 1 + 100 * 5) / 1e6)

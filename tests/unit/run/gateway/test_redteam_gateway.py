@@ -264,7 +264,7 @@ def _raw(gw: Gateway, key: str, length: str) -> tuple[bytes, float]:
 def test_an_oversized_or_malformed_body_is_refused_before_it_is_read(
     gateway: Gateway, tmp_path: Path, length: str, status: bytes
 ) -> None:
-    gateway.open(
+    route = gateway.open(
         Route(
             key="big",
             log_path=tmp_path / "calls.jsonl",
@@ -273,6 +273,7 @@ def test_an_oversized_or_malformed_body_is_refused_before_it_is_read(
         )
     )
     answer, took = _raw(gateway, "big", length)
+    assert route.called.is_set()  # a refused call still ends the run's start slot
     assert answer.startswith(b"HTTP/1.1 " + status)  # answered without waiting for a body
     assert took < 5
     assert not _Vendor.seen
