@@ -8,17 +8,18 @@ Runs the same selection (default: case test-001 under tier T0, its 16 subtests, 
 each; the first worker count `--first-runs` each) with the oracle at each worker count, every
 model call delayed by `--latency` (SCYLLA_ORACLE_LATENCY: seconds, or a distribution such as
 `lognormal:5,0.5`, drawn per run key and call), the terminal report only. For each: the
-session's wall time, its throughput against the first worker count, the median run, the
-workers' start-up (session start to each worker's first run), the session's fixed costs
-(before its first run starts, after its last ends), and from /proc, sampled every 0.5 s: the
-machine's busy CPU-seconds over the session, the controller's and the largest worker's
-proportional memory (PSS), and the whole session's peak (every process under it, CLIs and
-sandboxes included). From the run records: the CPU-seconds of a worker's start (its process's
-CPU when its first run began) and of a run's harness work (the worker's own CPU during the run,
-the CLI and the checks' processes excluded). Then the same at `--latency 0` without xdist: the
-fixed costs of a plain session. Sessions start from compiled bytecode, as an installed package
-does (PYTHONDONTWRITEBYTECODE is dropped from their environment). Prints a table; exits 0. The
-machine's numbers are noisy: compare ratios, and repeat (`--repeat`) before trusting one.
+session's wall time, its throughput against the first worker count, the median run and its wait
+for a start slot (`--scylla-starts`), the workers' start-up (session start to each worker's
+first run), the session's fixed costs (before its first run starts, after its last ends), and
+from /proc, sampled every 0.5 s: the machine's busy CPU-seconds over the session, the
+controller's and the largest worker's proportional memory (PSS), and the whole session's peak
+(every process under it, CLIs and sandboxes included). From the run records: the CPU-seconds of
+a worker's start (its process's CPU when its first run began) and of a run's harness work (the
+worker's own CPU during the run, the CLI and the checks' processes excluded). Then the same at
+`--latency 0` without xdist: the fixed costs of a plain session. Sessions start from compiled
+bytecode, as an installed package does (PYTHONDONTWRITEBYTECODE is dropped from their
+environment). Prints a table; exits 0. The machine's numbers are noisy: compare ratios, and
+repeat (`--repeat`) before trusting one.
 """
 
 from __future__ import annotations
@@ -167,6 +168,7 @@ def session(
         "ready_last": firsts[-1] - began,
         "run_s": statistics.median(t["total_s"] for t in timings),
         "agent_s": _median(t.get("agent_s") for t in timings),
+        "wait_s": _median(t.get("start_wait_s") for t in timings),
         "checks_s": _median(t.get("checks_s") for t in timings),
         "judge_s": _median(r.get("judge_duration_seconds") for r in recs),
         "busy": busy,
@@ -200,6 +202,7 @@ COLUMNS = (
     ("wall s", "{:>7.1f}"),
     ("x vs first", "{:>9.2f}x"),
     ("run s", "{:>6.2f}"),
+    ("wait s", "{:>6.2f}"),
     ("agent s", "{:>7.2f}"),
     ("checks s", "{:>8.2f}"),
     ("judge s", "{:>7.2f}"),
@@ -223,6 +226,7 @@ def _row(n: int, row: dict[str, float], base: float) -> str:
         row["wall"],
         row["runs"] / row["wall"] / base,
         row["run_s"],
+        row["wait_s"],
         row["agent_s"],
         row["checks_s"],
         row["judge_s"],
