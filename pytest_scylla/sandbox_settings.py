@@ -41,7 +41,7 @@ def _starts(config: pytest.Config) -> int | None:
     text = "" if raw is None else str(raw).strip()
     if not text:
         return None
-    if not text.isdigit() or int(text) > 4096:
+    if not re.fullmatch(r"[0-9]{1,4}", text) or int(text) > 4096:
         raise pytest.UsageError(
             f"{origin}={raw!r}: expected a number of agents from 0 (no limit) to 4096, "
             "e.g. --scylla-starts=2"

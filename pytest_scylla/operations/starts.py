@@ -4,8 +4,8 @@ An agent CLI's start, from its process to its first model call, is most of the C
 on a short task (Claude Code 2.1.197: ~0.85 of ~1.1 CPU-s on test-001). xdist workers begin
 their runs together, so without a limit their CLIs share the cores for seconds, then all wait
 on the model together while the cores idle, and stay in step run after run. With a limit the
-first ones reach the model while the next ones start (bench/scaling.py, -n 16, 5 s a call:
-101-104 s -> 88-90 s a session).
+first ones reach the model while the next ones start (bench/scaling.py, -n 16, 5 s a call,
+64 runs: 101-104 s -> 87-91 s a session).
 
 A start takes one of N slots: files in `<cache>/starts/<host>/` held with `flock`, so every
 process of every session on the host shares them, and a killed process holds none (the lock
