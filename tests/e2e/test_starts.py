@@ -23,7 +23,7 @@ def _at(stamp: str) -> float:
 def test_one_slot_serializes_the_starts_and_not_the_agents(
     mini: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(latency.ENV, "1")  # every model call takes a second
+    monkeypatch.setenv(latency.ENV, "2")  # every model call takes two seconds
     out = mini / "out"
     result = pytester.runpytest(
         "cases",
