@@ -1,6 +1,6 @@
-"""The sandbox's settings: `--scylla-sandbox`, `--scylla-limits` (docker and bwrap), for
+"""The sandbox's settings: `--scylla-sandbox`, `--scylla-limits` (docker and bwrap), and for
 docker `--scylla-image` and `--scylla-docker-copy` (checked together: an image or a copy needs
-the docker sandbox, or `auto`, which may choose it), and the machine's `--scylla-starts`."""
+the docker sandbox, or `auto`, which may choose it)."""
 
 from __future__ import annotations
 
@@ -31,22 +31,7 @@ def sandbox_settings(config: pytest.Config) -> dict[str, Any]:
         "image": _image(config, sandbox),
         "limits": _container_limits(config),
         "docker_copy": copy,
-        "starts": _starts(config),
     }
-
-
-def _starts(config: pytest.Config) -> int | None:
-    """`--scylla-starts`: a whole number from 0 (no limit); None for the machine's cores."""
-    raw, origin = _value(config, "scylla_starts")
-    text = "" if raw is None else str(raw).strip()
-    if not text:
-        return None
-    if not re.fullmatch(r"[0-9]{1,4}", text) or int(text) > 4096:
-        raise pytest.UsageError(
-            f"{origin}={raw!r}: expected a number of agents from 0 (no limit) to 4096, "
-            "e.g. --scylla-starts=2"
-        )
-    return int(text)
 
 
 def plugin_sandboxes(config: pytest.Config) -> dict[str, Any]:

@@ -260,7 +260,7 @@ def _panel(config: pytest.Config) -> str:
 
 
 def _limits(config: pytest.Config) -> dict[str, Any]:
-    """Budgets, retries, pauses and the progress interval."""
+    """Budgets, retries, pauses, the progress interval and the machine's start slots."""
     retries = _whole(
         config,
         "scylla_retries",
@@ -281,7 +281,16 @@ def _limits(config: pytest.Config) -> dict[str, Any]:
         "retry_wait": D["retry_wait"] if retry_wait is None else retry_wait,
         "max_pause": D["max_pause"] if max_pause is None else max_pause,
         "progress": _number(config, "scylla_progress", "seconds", "--scylla-progress=30"),
+        "starts": _starts(config),
     }
+
+
+def _starts(config: pytest.Config) -> int | None:
+    """`--scylla-starts`: 0 (no limit) to 4096; None (unset) for the machine's cores."""
+    if not str(_value(config, "scylla_starts")[0] or "").strip():
+        return None
+    expected = "a number of agents from 0 (no limit) to 4096, e.g. --scylla-starts=2"
+    return _whole(config, "scylla_starts", 0, 4096, expected)
 
 
 def _whole(config: pytest.Config, dest: str, low: int, high: float, expected: str) -> int:

@@ -4,7 +4,6 @@ inspected and checked. `runner.Run` drives them and writes the record."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import secrets
@@ -235,11 +234,10 @@ def run_agent(run: RunState, ov: overlay.Overlay, rec: RunRecord) -> tuple[Finis
     prompt = spec.case.prompt.read_text(encoding="utf-8")
     run.timings["setup_s"] = round(time.monotonic() - run.began, 3)
     transcript = run.run_dir / "transcript.jsonl"
-    starting = rt.starts.slot(route.called) if rt.starts else contextlib.nullcontext(0.0)
     with (
         Capture(transcript) as stdout,
         Capture(run.run_dir / "agent.stderr.txt") as stderr,
-        starting as waited,
+        rt.starts.slot(route.called) as waited,
         run.cpu.agent(),
     ):
         run.timings["start_wait_s"] = waited  # for a free start slot (`starts`)

@@ -60,7 +60,7 @@ class Runtime:
     ledger: Ledger | None = None
     baselines: dict[str, dict[str, Any]] = field(default_factory=dict)
     bytecode: str = NO_BYTECODE  # the checks' PYTHONPYCACHEPREFIX (see `bytecode.prefix`)
-    starts: Starts | None = None  # the machine's start slots (--scylla-starts); None: no limit
+    starts: Starts = field(default_factory=Starts.unlimited)  # the machine's (--scylla-starts)
 
     def model(self, spec: RunSpec) -> str:
         """The run's model: its model-axis model, else its subtest's, else the session's."""

@@ -47,6 +47,11 @@ class Starts:
         self.folder, self.count, self.hold_limit = folder, count, hold_limit
 
     @classmethod
+    def unlimited(cls) -> Starts:
+        """No limit: every start goes at once."""
+        return cls(Path(), 0)
+
+    @classmethod
     def for_cache(cls, cache_dir: Path, count: int | None) -> Starts:
         """The slots of this host in a cache folder (a folder shared by several hosts keeps
         each host's apart); `count` None: one per core."""
