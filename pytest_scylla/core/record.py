@@ -108,6 +108,7 @@ class RunRecord(TypedDict, total=False):
     unpriced_models: list[str]
     prices_as_of: str
     timings: dict[str, float]
+    start_note: str  # why the agent started without a start slot (operations/starts.py)
     # checks and judges
     integrity: list[dict[str, str]]  # tampering found before the checks: kind, path, detail
     leftover_processes: int  # processes the agent left running (killed by the harness)

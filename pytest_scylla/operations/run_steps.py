@@ -237,10 +237,12 @@ def run_agent(run: RunState, ov: overlay.Overlay, rec: RunRecord) -> tuple[Finis
     with (
         Capture(transcript) as stdout,
         Capture(run.run_dir / "agent.stderr.txt") as stderr,
-        rt.starts.slot(route.called) as waited,
+        rt.starts.slot(route.called) as wait,
         run.cpu.agent(),
     ):
-        run.timings["start_wait_s"] = waited  # for a free start slot (`starts`)
+        run.timings["start_wait_s"] = wait.seconds  # for a free start slot (`starts`)
+        if wait.note:  # started without one (every slot held too long, a link planted there)
+            rec["start_note"] = wait.note
         finished = rt.sandbox.run(
             argv,
             run.private / "work",

@@ -13,6 +13,14 @@ goes with its file). A slot is given back at the run's first model call, when th
 or after `HOLD_LIMIT` seconds, whichever comes first: a CLI that never calls the model (a
 hostile one, a hung one) holds it no longer than that. The lock's file is never inherited by
 the CLI (it is opened close-on-exec).
+
+A process that cannot give its slot back (stopped with SIGSTOP, frozen by a debugger) would
+hold it forever, so nobody waits past `WAIT_LIMIT`: a slot held longer than that since it was
+taken (its file's time, set by its taker) is not waited for, and a waiter that has waited that
+long starts without a slot; `Wait.note` says so, for the run's record. The folder and the slot
+files are opened without following links, and a slot file that is not a plain file of this
+user's with one name is not used: a link planted there (to a file of the host's) is never
+opened, locked or touched.
 """
 
 from __future__ import annotations
@@ -22,14 +30,19 @@ import fcntl
 import os
 import random
 import socket
+import stat
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 HOLD_LIMIT = 20.0  # most seconds one start holds its slot without calling the model
+WAIT_LIMIT = HOLD_LIMIT + 10.0  # most seconds a slot is waited for (its holder is stuck)
 POLL = 0.02  # seconds between tries while every slot is held
+STEADY = 1.0  # seconds a held slot's time must stay the same before it is called stuck
 FOLDER = "starts"
+NOFOLLOW = os.O_NOFOLLOW  # a test turns it off for its positive control
 
 
 def machine_cores() -> int:
@@ -40,11 +53,31 @@ def machine_cores() -> int:
         return os.cpu_count() or 1
 
 
+@dataclass(frozen=True)
+class Wait:
+    """How a start got going: after `seconds` waiting, with a slot, or without one and `note`
+    saying why (every slot held too long, a folder that cannot be used)."""
+
+    seconds: float
+    note: str = ""
+
+
+class NoSlot(Exception):
+    """No slot can be had: start without one; the message says why."""
+
+
 class Starts:
     """The machine's start slots: `count` of them (0: no limit) in `folder`."""
 
-    def __init__(self, folder: Path, count: int, hold_limit: float = HOLD_LIMIT) -> None:
-        self.folder, self.count, self.hold_limit = folder, count, hold_limit
+    def __init__(
+        self,
+        folder: Path,
+        count: int,
+        hold_limit: float = HOLD_LIMIT,
+        wait_limit: float = WAIT_LIMIT,
+    ) -> None:
+        self.folder, self.count = folder, count
+        self.hold_limit, self.wait_limit = hold_limit, wait_limit
 
     @classmethod
     def unlimited(cls) -> Starts:
@@ -59,14 +92,19 @@ class Starts:
         return cls(cache_dir / FOLDER / socket.gethostname(), count)
 
     @contextlib.contextmanager
-    def slot(self, started: threading.Event) -> Iterator[float]:
+    def slot(self, started: threading.Event) -> Iterator[Wait]:
         """Wait for a slot, and hold it while the block starts the agent: until `started` is
-        set (its first model call), the block ends, or `hold_limit` seconds pass. Yields the
-        seconds waited. Without slots (0, or a folder that cannot be written) it waits for
-        nothing."""
+        set (its first model call), the block ends, or `hold_limit` seconds pass. Yields how
+        long it waited, and a note when it goes on without a slot. Without slots (0) it waits
+        for nothing."""
         began = time.monotonic()
-        fd = self._take() if self.count > 0 else None
-        waited = round(time.monotonic() - began, 3)
+        fd, note = None, ""
+        if self.count > 0:
+            try:
+                fd = self._take(began)
+            except NoSlot as exc:
+                note = f"started without a start slot: {exc}"
+        waited = Wait(round(time.monotonic() - began, 3), note)
         if fd is None:
             yield waited
             return
@@ -89,28 +127,99 @@ class Starts:
         finally:
             os.close(fd)  # the lock goes with the file
 
-    def _take(self) -> int | None:
-        """A held slot's file descriptor, waiting while every one is held; None when the
-        folder cannot be used (the runs go on without a limit)."""
+    def _take(self, began: float) -> int:
+        """A held slot's file descriptor, waiting while every one is held by a live taker;
+        NoSlot when the folder cannot be used, or once every slot is stuck or the wait has
+        lasted `wait_limit` seconds."""
+        folder = self._open_folder()
         try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-        except OSError:
-            return None
-        order = list(range(self.count))
+            return _Waiter(self, folder).take(began)
+        finally:
+            os.close(folder)
+
+    def _open_folder(self) -> int:
+        """The slots' folder, made if need be, opened without following a link there."""
+        try:
+            self.folder.parent.mkdir(parents=True, exist_ok=True)
+            with contextlib.suppress(FileExistsError):
+                self.folder.mkdir()
+            return os.open(self.folder, os.O_RDONLY | os.O_DIRECTORY | NOFOLLOW | os.O_CLOEXEC)
+        except OSError as exc:
+            raise NoSlot(
+                f"{self.folder} cannot be used as the start slots' folder "
+                f"({exc.strerror or exc}; a link there is not followed)"
+            ) from None
+
+
+class _Waiter:
+    """One wait for a slot: each held slot's taking time as this waiter first saw it, so
+    that a slot is called stuck only when its time has stayed put for `STEADY` seconds."""
+
+    def __init__(self, starts: Starts, folder: int) -> None:
+        self.starts, self.folder = starts, folder
+        self.seen: dict[int, tuple[float, float]] = {}  # slot -> (its time, seen since)
+
+    def take(self, began: float) -> int:
+        order = list(range(self.starts.count))
+        limit = self.starts.wait_limit
         while True:
             random.shuffle(order)  # no slot is everyone's first try
+            held: dict[int, float] = {}  # slot -> its taking time, this round
             for index in order:
-                try:
-                    fd = os.open(self.folder / str(index), os.O_RDWR | os.O_CREAT, 0o600)
-                except OSError:
-                    return None
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    os.close(fd)
-                    continue
-                except OSError:  # a file system without flock
-                    os.close(fd)
-                    return None
-                return fd
+                fd = self._try(index, held)
+                if fd is not None:
+                    return fd
+            if all([self._stuck(index, taken) for index, taken in held.items()]):
+                raise NoSlot(
+                    f"every slot in {self.starts.folder} has been held over {limit:g} s "
+                    "(a stopped process holding it?)"
+                )
+            if time.monotonic() - began >= limit:
+                raise NoSlot(f"waited {limit:g} s for one of {self.starts.folder}")
             time.sleep(POLL)
+
+    def _try(self, index: int, held: dict[int, float]) -> int | None:
+        """Slot `index` taken (its descriptor), else None with its taking time in `held`."""
+        path = self.starts.folder / str(index)
+        flags = os.O_RDWR | os.O_CREAT | NOFOLLOW | os.O_CLOEXEC
+        try:
+            fd = os.open(path.name, flags, 0o600, dir_fd=self.folder)
+        except OSError as exc:
+            raise NoSlot(f"{path}: {exc.strerror or exc} (a link there is not followed)") from None
+        try:
+            taken = _plain(fd, path).st_mtime
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            held[index] = taken
+            return None
+        except OSError as exc:  # a file system without flock
+            os.close(fd)
+            raise NoSlot(f"{path}: {exc.strerror or exc}") from None
+        except NoSlot:
+            os.close(fd)
+            raise
+        os.utime(fd)  # taken now: the time a waiter reads to tell a stuck holder
+        return fd
+
+    def _stuck(self, index: int, taken: float) -> bool:
+        """Whether slot `index`, taken at `taken` (its file's time), has been held over the
+        wait limit, that time unchanged (no new taker) for `STEADY` seconds of this wait."""
+        now = time.monotonic()
+        seen = self.seen.get(index)
+        if seen is None or seen[0] != taken:
+            self.seen[index] = seen = (taken, now)
+        steady = now - seen[1] >= min(STEADY, self.starts.wait_limit / 2)
+        return steady and time.time() - taken > self.starts.wait_limit
+
+
+def _plain(fd: int, path: Path) -> os.stat_result:
+    """The slot file's status, if it is a plain file of this user's with no other name (never
+    a file of the host's linked there); else NoSlot."""
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1 or info.st_uid != os.geteuid():
+        raise NoSlot(
+            f"{path} is not a plain file of this user's with one name (a link planted "
+            "there?); it is not used: remove it"
+        )
+    return info

@@ -6,6 +6,7 @@ never inherits the lock. Each has its positive control."""
 from __future__ import annotations
 
 import fcntl
+import math
 import os
 import signal
 import subprocess
@@ -16,16 +17,18 @@ from pathlib import Path
 
 import pytest
 
-from pytest_scylla.operations.starts import Starts
+from pytest_scylla.operations import starts
+from pytest_scylla.operations.starts import Starts, Wait
 
 # another process takes a slot in `folder` (argv[1]), holds it `argv[2]` seconds with its first
 # model call never coming, and says how long it waited
 OTHER = """
 import sys, threading, time
 from pathlib import Path
-from pytest_scylla.operations.starts import Starts
+from pytest_scylla.operations import starts
+from pytest_scylla.operations.starts import Starts, Wait
 with Starts(Path(sys.argv[1]), 1, float(sys.argv[3])).slot(threading.Event()) as waited:
-    print(waited, flush=True)
+    print(waited.seconds, flush=True)
     time.sleep(float(sys.argv[2]))
 """
 
@@ -71,7 +74,7 @@ def test_the_first_model_call_gives_the_slot_back_to_another_process(tmp_path: P
     starts = Starts(tmp_path, 1)
     called = threading.Event()
     with starts.slot(called) as waited:
-        assert waited < 0.5
+        assert waited.seconds < 0.5
         other = _other(tmp_path, 0)
         time.sleep(0.5)
         assert other.poll() is None  # control: it waits while this start holds the slot
@@ -90,7 +93,7 @@ def test_a_cli_that_never_calls_the_model_holds_its_slot_only_to_the_limit(
     began = time.monotonic()
     with Starts(tmp_path, 1).slot(threading.Event()) as waited:
         pass
-    assert waited < 2.0
+    assert waited.seconds < 2.0
     assert time.monotonic() - began < 2.0
     holder.kill()
     holder.wait(timeout=20)
@@ -99,8 +102,124 @@ def test_a_cli_that_never_calls_the_model_holds_its_slot_only_to_the_limit(
     assert float(holder.stdout.readline()) < 1  # type: ignore[union-attr]
     with Starts(tmp_path, 1).slot(threading.Event()) as waited:
         pass
-    assert waited > 0.7
+    assert waited.seconds > 0.7
     holder.wait(timeout=20)
+
+
+def test_a_stopped_holder_is_waited_for_only_to_the_wait_limit(tmp_path: Path) -> None:
+    """Red team: a process stopped (SIGSTOP) while it holds a slot never gives it back; the
+    machine's other starts wait for it no longer than the wait limit, then go without a slot,
+    saying so; once its slot is known stuck, the next start hardly waits."""
+    holder = _other(tmp_path, 60)
+    try:
+        assert float(holder.stdout.readline()) < 1  # type: ignore[union-attr]
+        holder.send_signal(signal.SIGSTOP)
+        with Starts(tmp_path, 1, wait_limit=1.0).slot(threading.Event()) as first:
+            pass
+        assert 0.4 < first.seconds < 3.0
+        assert "started without a start slot" in first.note
+        with Starts(tmp_path, 1, wait_limit=1.0).slot(threading.Event()) as later:
+            pass
+        assert later.seconds < 0.95  # the slot is known stuck: not the whole wait limit
+        assert "has been held over 1 s (a stopped process" in later.note
+        # control: with no deadline, the waiter waits as long as the stopped holder lives
+        got: list[Wait] = []
+
+        def wait() -> None:
+            with Starts(tmp_path, 1, wait_limit=math.inf).slot(threading.Event()) as wait:
+                got.append(wait)
+
+        waiter = threading.Thread(target=wait)
+        waiter.start()
+        waiter.join(timeout=1.5)
+        assert waiter.is_alive()
+        assert not got
+    finally:
+        holder.kill()  # a stopped process is killed all the same
+        holder.wait(timeout=20)
+    waiter.join(timeout=20)
+    assert got[0].seconds > 1.4
+    assert got[0].note == ""
+
+
+def _touched(host: Path) -> tuple[bool, float]:
+    """Whether `host` is locked now (a slot taken on it), and its modification time."""
+    probe = os.open(host, os.O_RDONLY)
+    try:
+        fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        locked = False
+    except BlockingIOError:
+        locked = True
+    finally:
+        os.close(probe)
+    return locked, host.stat().st_mtime
+
+
+def _host_file(tmp_path: Path) -> Path:
+    host = tmp_path / "host.txt"
+    host.write_text("the host's own file")
+    os.utime(host, (1_000_000, 1_000_000))
+    return host
+
+
+def test_a_slot_file_linked_to_a_host_file_is_not_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Red team: a symbolic link planted as a slot file is neither followed, locked nor
+    touched: the start goes without a slot, naming the file."""
+    host, folder = _host_file(tmp_path), tmp_path / "slots"
+    folder.mkdir()
+    (folder / "0").symlink_to(host)
+    with Starts(folder, 1).slot(threading.Event()) as wait:
+        assert _touched(host) == (False, 1_000_000)
+    assert f"{folder / '0'}:" in wait.note
+    assert "not followed" in wait.note
+    assert host.read_text() == "the host's own file"
+    # control: a slot opened following links takes its lock and sets its time on the host's file
+    monkeypatch.setattr(starts, "NOFOLLOW", 0)
+    with Starts(folder, 1).slot(threading.Event()) as wait:
+        locked, mtime = _touched(host)
+    assert locked
+    assert mtime > 1_000_000
+    assert wait.note == ""
+
+
+def test_a_slot_file_hard_linked_to_a_host_file_is_not_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Red team: a second name of a host's file planted as a slot file is not used (a link
+    needs no following): the slot file must be this user's plain file with one name."""
+    host, folder = _host_file(tmp_path), tmp_path / "slots"
+    folder.mkdir()
+    os.link(host, folder / "0")
+    with Starts(folder, 1).slot(threading.Event()) as wait:
+        assert _touched(host) == (False, 1_000_000)
+    assert "not a plain file of this user's with one name" in wait.note
+    # control: without the identity check the slot is taken on the host's file
+    monkeypatch.setattr(starts, "_plain", lambda fd, path: os.fstat(fd))
+    with Starts(folder, 1).slot(threading.Event()) as wait:
+        locked, mtime = _touched(host)
+    assert locked
+    assert mtime > 1_000_000
+    assert wait.note == ""
+
+
+def test_a_slots_folder_linked_elsewhere_is_not_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Red team: the slots' folder replaced by a link to a host folder: nothing is made there."""
+    elsewhere = tmp_path / "host-folder"
+    elsewhere.mkdir()
+    (tmp_path / "starts").symlink_to(elsewhere)
+    with Starts(tmp_path / "starts", 1).slot(threading.Event()) as wait:
+        pass
+    assert "cannot be used" in wait.note
+    assert list(elsewhere.iterdir()) == []
+    monkeypatch.setattr(starts, "NOFOLLOW", 0)  # control: followed, the slot is made there
+    with Starts(tmp_path / "starts", 1).slot(threading.Event()) as wait:
+        pass
+    assert wait.note == ""
+    assert [p.name for p in elsewhere.iterdir()] == ["0"]
 
 
 def test_a_killed_holder_holds_nothing(tmp_path: Path) -> None:
@@ -115,7 +234,7 @@ def test_a_killed_holder_holds_nothing(tmp_path: Path) -> None:
     holder.send_signal(signal.SIGKILL)
     holder.wait(timeout=20)
     with Starts(tmp_path, 1).slot(threading.Event()) as waited:
-        assert waited < 0.5
+        assert waited.seconds < 0.5
 
 
 def test_the_cli_does_not_inherit_the_slot(tmp_path: Path) -> None:
@@ -126,7 +245,7 @@ def test_the_cli_does_not_inherit_the_slot(tmp_path: Path) -> None:
         child = subprocess.Popen(["sleep", "30"], **keep)  # type: ignore[call-overload]
     try:
         with Starts(tmp_path, 1).slot(threading.Event()) as waited:
-            assert waited < 0.5
+            assert waited.seconds < 0.5
     finally:
         child.kill()
         child.wait()
@@ -149,4 +268,5 @@ def test_the_cli_does_not_inherit_the_slot(tmp_path: Path) -> None:
 def test_a_folder_that_cannot_be_made_means_no_limit(tmp_path: Path) -> None:
     (tmp_path / "afile").write_text("")
     with Starts(tmp_path / "afile" / "starts", 1).slot(threading.Event()) as waited:
-        assert waited == 0
+        assert waited.seconds == 0
+    assert "cannot be used" in waited.note
