@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_scylla.operations import mine_history, mine_verify, mine_write
+from pytest_scylla.operations.mine_git import Source
 from pytest_scylla.operations.mine_history import Limits
 from pytest_scylla.run.sandbox.base import Sandbox
 
@@ -58,45 +59,58 @@ def mine(
     """Every candidate of `repo`'s history verified in `box`; a case written into `out` for
     each verified one. Raises `MineError` on input it cannot start from."""
     began = time.monotonic()
-    top = mine_history.check_repo(repo)
-    shas = mine_history.commits(
-        top, options.revisions, options.since, options.most, list(options.paths)
-    )
-    found = Mined(commits=len(shas))
-    for sha in shas:
-        commit = mine_history.read(top, sha)
-        if commit is None:
-            found.reject("the root commit (no parent to start from)")
-            continue
-        if reason := mine_history.rejection(commit, options.limits):
-            found.reject(reason)
-            continue
-        found.candidates += 1
-        if (out / mine_write.name_of(top, sha)).exists():  # mined before: maybe edited since
-            found.existing += 1
-            say(f"{sha[:12]} already in {out}: kept as it is")
-            continue
-        with tempfile.TemporaryDirectory(prefix="scylla-mine-") as private:
-            where = Path(private)
-            verdict = mine_verify.verify(
-                top, commit, mine_verify.sandboxed(box, where, options.timeout), where
-            )
-        if not verdict.kept:
-            say(f"{sha[:12]} rejected: {verdict.reason} ({verdict.seconds:.0f} s)")
-            found.reject(verdict.reason)
-            continue
-        folder = mine_write.write(top, verdict, out, options.issues)
-        if options.rewriter is not None:
-            said = mine_write.message(verdict, options.issues)
-            task, info = options.rewriter(verdict, said, folder / "prompt_calls.jsonl")
-            mine_write.retell(folder, verdict, task, info)
-        found.written[folder.name] = folder
-        say(
-            f"{sha[:12]} verified: {len(verdict.fail_to_pass)} fail-to-pass, "
-            f"{len(verdict.pass_to_pass)} pass-to-pass ({verdict.seconds:.0f} s) -> {folder}"
+    with mine_history.opened(repo) as source:
+        shas = mine_history.commits(
+            source, options.revisions, options.since, options.most, list(options.paths)
         )
+        found = Mined(commits=len(shas))
+        for sha in shas:
+            _one(source, sha, options, out, box, say, found)
     found.seconds = round(time.monotonic() - began, 1)
     return found
+
+
+def _one(
+    source: Source,
+    sha: str,
+    options: Options,
+    out: Path,
+    box: Sandbox,
+    say: Callable[[str], None],
+    found: Mined,
+) -> None:
+    """One commit of the history: rejected, kept as mined before, or verified and written."""
+    commit = mine_history.read(source, sha)
+    if commit is None:
+        found.reject("the root commit (no parent to start from)")
+        return
+    if reason := mine_history.rejection(commit, options.limits):
+        found.reject(reason)
+        return
+    found.candidates += 1
+    if (out / mine_write.name_of(source.top, sha)).exists():  # mined before: maybe edited since
+        found.existing += 1
+        say(f"{sha[:12]} already in {out}: kept as it is")
+        return
+    with tempfile.TemporaryDirectory(prefix="scylla-mine-") as private:
+        where = Path(private)
+        verdict = mine_verify.verify(
+            source, commit, mine_verify.sandboxed(box, where, options.timeout), where
+        )
+    if not verdict.kept:
+        say(f"{sha[:12]} rejected: {verdict.reason} ({verdict.seconds:.0f} s)")
+        found.reject(verdict.reason)
+        return
+    folder = mine_write.write(source, verdict, out, options.issues)
+    if options.rewriter is not None:
+        said = mine_write.message(verdict, options.issues)
+        task, info = options.rewriter(verdict, said, folder / "prompt_calls.jsonl")
+        mine_write.retell(folder, verdict, task, info)
+    found.written[folder.name] = folder
+    say(
+        f"{sha[:12]} verified: {len(verdict.fail_to_pass)} fail-to-pass, "
+        f"{len(verdict.pass_to_pass)} pass-to-pass ({verdict.seconds:.0f} s) -> {folder}"
+    )
 
 
 def drop(found: Mined, case: str, reason: str) -> None:

@@ -2,16 +2,22 @@
 
 A candidate is a commit on the first-parent line (a merge counts as one change: its diff
 against its first parent is the merged branch) that changes both source files and test files,
-within the size limits. Everything here only reads the repository (`git rev-list`, `git
-diff`, `git show`): nothing in it is written, checked out or configured."""
+within the size limits. Everything here only reads the repository's history, through a private
+mirror with none of the repository's configuration (`mine_git`): nothing in the repository is
+written, checked out or configured, and no path in its history is trusted (`mine_tree`)."""
 
 from __future__ import annotations
 
+import contextlib
 import re
+import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from pytest_scylla.run.workspace import WorkspaceError, git
+from pytest_scylla.operations import mine_git
+from pytest_scylla.operations.mine_git import Source
+from pytest_scylla.operations.mine_tree import path_problem
 
 TEST_DIRS = {"test", "tests", "testing"}
 TEST_FILE = re.compile(r"^(test_.*|.*_test|conftest)\.py$")
@@ -62,65 +68,76 @@ class Commit:
         return [c for c in self.changes if not c.is_test]
 
 
-def _git(repo: Path, *args: str) -> str:
+def _out(source: Source, args: list[str]) -> bytes:
     try:
-        return git(list(args), repo)
-    except WorkspaceError as exc:
-        raise MineError(str(exc)) from exc
+        return mine_git.run(source, args)
+    except mine_git.GitError as exc:
+        raise MineError(f"{source.top}: {exc}") from exc
 
 
-def check_repo(repo: Path) -> Path:
-    """The top of the work tree of `repo`, after refusing what mining cannot start from."""
+def _git(source: Source, *args: str) -> str:
+    return _out(source, list(args)).decode("utf-8", errors="replace")
+
+
+@contextlib.contextmanager
+def opened(repo: Path) -> Iterator[Source]:
+    """The repository to mine, through a private configuration-free mirror of its history
+    (`mine_git`), after refusing what mining cannot start from."""
     if not repo.is_dir():
         raise MineError(f"{repo}: no such folder; give the path of a git repository")
-    found = git(["rev-parse", "--show-toplevel"], repo, check=False).strip()
+    with tempfile.TemporaryDirectory(prefix="scylla-mine-home-") as home:
+        found, shallow = mine_git.discover(repo, Path(home))
     if not found:
         raise MineError(f"{repo}: not a git repository (no .git here or above); give its path")
     top = Path(found)
-    if git(["rev-parse", "--is-shallow-repository"], top, check=False).strip() == "true":
+    if shallow:
         raise MineError(
             f"{top}: a shallow clone: its history is cut, so commits lack their parents; "
             "run `git fetch --unshallow` there, or mine a full clone"
         )
-    dirty = git(["status", "--porcelain", "--untracked-files=no"], top, check=False)
-    if dirty.strip():
-        first = dirty.strip().splitlines()[0]
-        raise MineError(
-            f"{top}: the work tree has uncommitted changes ({first.strip()}, …); commit or "
-            "stash them first: mining reads commits, and must not be mistaken for them"
-        )
-    return top
+    try:
+        with mine_git.mirrored(top) as source:
+            if first := mine_git.changed_files(source):
+                raise MineError(
+                    f"{top}: the work tree has uncommitted changes ({first}, …); commit or "
+                    "stash them first: mining reads commits, and must not be mistaken for them"
+                )
+            yield source
+    except mine_git.GitError as exc:
+        raise MineError(str(exc)) from exc
 
 
 def commits(
-    repo: Path, revisions: str, since: str | None, most: int, paths: list[str]
+    source: Source, revisions: str, since: str | None, most: int, paths: list[str]
 ) -> list[str]:
     """The first-parent commits of `revisions` (`A..B` or one revision), newest first."""
     for rev in [r for r in re.split(r"\.\.\.?", revisions) if r]:
-        if not git(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], repo, check=False):
+        if rev.startswith("-") or not mine_git.run(
+            source, ["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], check=False
+        ):
             raise MineError(
-                f"{repo}: revision '{rev}' does not exist; name a branch, tag or commit "
+                f"{source.top}: revision '{rev}' does not exist; name a branch, tag or commit "
                 "(e.g. HEAD, main, v1.2..HEAD)"
             )
     args = ["rev-list", "--first-parent", f"--max-count={most}", revisions]
     if since:
         args.insert(1, f"--since={since}")
-    return _git(repo, *args, "--", *paths).split()
+    return _git(source, *args, "--", *paths).split()
 
 
-def read(repo: Path, sha: str) -> Commit | None:
-    """The commit with its changes against its first parent; None for a root commit."""
-    parents = _git(repo, "rev-list", "--parents", "-n", "1", sha).split()[1:]
+def read(source: Source, sha: str) -> Commit | None:
+    """The commit with its changes against its first parent; None for a root commit. Paths are
+    read NUL-separated, as git stores them (checked later: `rejection`)."""
+    parents = _git(source, "rev-list", "--parents", "-n", "1", sha).split()[1:]
     if not parents:
         return None
-    message = _git(repo, "show", "-s", "--format=%B", sha)
+    message = _git(source, "show", "-s", "--no-show-signature", "--format=%B", sha)
     subject, _, body = message.strip().partition("\n")
-    status = {}
-    for line in _git(repo, "diff", "--no-renames", "--name-status", parents[0], sha).splitlines():
-        code, _, path = line.partition("\t")
-        status[path] = code[:1]
+    diff = ["diff", "--no-renames", "--no-ext-diff", "--no-textconv", "-z", parents[0], sha]
+    named = _raw(source, [*diff[:1], "--name-status", *diff[1:]])
+    status = dict(zip(named[1::2], (code[:1] for code in named[::2]), strict=True))
     changes = []
-    for line in _git(repo, "diff", "--no-renames", "--numstat", parents[0], sha).splitlines():
+    for line in _raw(source, [*diff[:1], "--numstat", *diff[1:]]):
         added, removed, path = line.split("\t", 2)
         binary = added == "-"
         lines = 0 if binary else int(added) + int(removed)
@@ -128,8 +145,17 @@ def read(repo: Path, sha: str) -> Commit | None:
     return Commit(sha, parents[0], subject.strip(), body.strip(), tuple(changes))
 
 
+def _raw(source: Source, args: list[str]) -> list[str]:
+    """NUL-separated output, its paths as git stores them (bytes that are not UTF-8 kept as
+    surrogates, which `path_problem` refuses)."""
+    out = _out(source, args)
+    return [p for p in out.decode("utf-8", errors="surrogateescape").split("\0") if p]
+
+
 def rejection(commit: Commit, limits: Limits) -> str:
     """Why the commit is no candidate ("" when it is one)."""
+    if problem := next(filter(None, (path_problem(c.path) for c in commit.changes)), ""):
+        return f"an unsafe path: {problem}"
     if not commit.tests:
         return "no test file changed"
     if not any(c.is_source for c in commit.others):
@@ -148,27 +174,8 @@ def rejection(commit: Commit, limits: Limits) -> str:
     return ""
 
 
-def git_bytes(repo: Path, *args: str) -> bytes:
-    """What `git ARGS` prints in `repo`, as bytes (file contents, archives), with no user
-    configuration or credential in its environment; a MineError naming the command if it
-    fails."""
-    import subprocess
-
-    from pytest_scylla.core.environ import credential_free
-
-    done = subprocess.run(
-        ["git", *args],
-        cwd=repo,
-        capture_output=True,
-        env={**credential_free(), "GIT_CONFIG_NOSYSTEM": "1"},
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise MineError(f"{repo}: git {' '.join(args)} failed: {done.stderr.decode()[:200]}")
-    return done.stdout
-
-
-def show(repo: Path, sha: str, path: str) -> bytes:
-    """A file's content at a commit."""
-    return git_bytes(repo, "show", f"{sha}:{path}")
+def show(source: Source, sha: str, path: str) -> bytes:
+    """A file's content at a commit, raw (no filter or conversion); its path checked first."""
+    if problem := path_problem(path):
+        raise MineError(f"{source.top}: an unsafe path: {problem}")
+    return _out(source, ["cat-file", "blob", f"{sha}:{path}"])

@@ -6,15 +6,14 @@ commit itself, twice. The tests that fail before and pass after are its fail-to-
 ones passing at both its pass-to-pass tests. A candidate is kept only when some test fails to
 pass, every test of its test files passes at the commit, and both tries agree (else: flaky).
 Tests that cannot run (a missing module, a collection error, no test collected) reject it with
-the line that says why. The workspaces are made from `git archive` output in a private temporary
-folder: the repository is only read."""
+the line that says why. The workspaces are written from the commits' trees in a private
+temporary folder, every path and link in them checked first (`mine_tree`): the repository is
+only read, through its configuration-free mirror (`mine_git`)."""
 
 from __future__ import annotations
 
-import io
 import re
 import shlex
-import tarfile
 import tempfile
 import time
 from collections.abc import Callable
@@ -22,7 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_scylla.formats.spec import Check
-from pytest_scylla.operations.mine_history import Commit, git_bytes, show
+from pytest_scylla.operations import mine_tree
+from pytest_scylla.operations.mine_git import GitError, Source
+from pytest_scylla.operations.mine_history import Commit, MineError, show
 from pytest_scylla.run.checks import check_env, run_check
 from pytest_scylla.run.sandbox.base import Sandbox, base_env
 
@@ -51,25 +52,14 @@ def pytest_command(tree: Path) -> str:
     return f"PYTHONPATH=src {PYTEST}" if (tree / "src").is_dir() else PYTEST
 
 
-def extract(repo: Path, sha: str, dest: Path) -> None:
-    """The commit's tree, written into `dest` (git archive: no checkout, nothing written in
-    the repository)."""
-    archive = git_bytes(repo, "archive", "--format=tar", sha)
-    dest.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(dest, filter="data")
-
-
-def with_tests(repo: Path, commit: Commit, dest: Path) -> None:
+def with_tests(source: Source, commit: Commit, dest: Path) -> None:
     """The parent's tree with the commit's test changes applied."""
-    extract(repo, commit.parent, dest)
+    mine_tree.lay_out(source, commit.parent, dest)
     for change in commit.tests:
-        target = dest / change.path
         if change.status == "D":
-            target.unlink(missing_ok=True)
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(show(repo, commit.sha, change.path))
+            mine_tree.delete(dest, change.path)
+        else:
+            mine_tree.write(dest, change.path, show(source, commit.sha, change.path))
 
 
 Runner = Callable[[str, Path], tuple[int | None, str]]
@@ -116,14 +106,14 @@ def cannot_run(code: int | None, output: str, found: dict[str, bool]) -> str:
     return ""
 
 
-def verify(repo: Path, commit: Commit, run: Runner, private: Path) -> Verdict:
+def verify(source: Source, commit: Commit, run: Runner, private: Path) -> Verdict:
     """The verdict on one candidate (see the module's text)."""
     began = time.monotonic()
     before, after = private / "before", private / "after"
     try:
-        with_tests(repo, commit, before)
-        extract(repo, commit.sha, after)
-    except (tarfile.TarError, OSError) as exc:  # a link out of the tree, a path too long …
+        with_tests(source, commit, before)
+        mine_tree.lay_out(source, commit.sha, after)
+    except (mine_tree.UnsafeTree, MineError, GitError, OSError) as exc:  # a link out …
         return Verdict(commit, f"its tree cannot be laid out safely ({exc})", seconds=0.0)
     files = [c.path for c in commit.tests if c.status != "D" and c.path.endswith(".py")]
     files = [f for f in files if Path(f).name != "conftest.py"] or files

@@ -15,6 +15,8 @@ from typing import Any
 
 import yaml
 
+from pytest_scylla.operations import mine_tree
+from pytest_scylla.operations.mine_git import Source
 from pytest_scylla.operations.mine_history import show
 from pytest_scylla.operations.mine_verify import Verdict
 
@@ -193,20 +195,21 @@ def document(repo: Path, verdict: Verdict, out: Path) -> dict[str, Any]:
     }
 
 
-def write(repo: Path, verdict: Verdict, out: Path, issues: Path | None = None) -> Path:
-    """The case folder `out/<id>/` (made anew)."""
+def write(source: Source, verdict: Verdict, out: Path, issues: Path | None = None) -> Path:
+    """The case folder `out/<id>/` (made anew). Each file is written by `mine_tree.write`: its
+    path checked, nothing on its way followed."""
     import shutil
 
+    repo = source.top
     folder = out / case_id(repo, verdict)
     if folder.exists():
         shutil.rmtree(folder)
     for kind, changes in (("hidden", verdict.commit.tests), ("solution", verdict.commit.others)):
+        (folder / kind).mkdir(parents=True, exist_ok=True)
         for change in changes:
-            if change.status == "D":
-                continue
-            target = folder / kind / change.path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(show(repo, verdict.commit.sha, change.path))
+            if change.status != "D":
+                data = show(source, verdict.commit.sha, change.path)
+                mine_tree.write(folder / kind, change.path, data)
     (folder / "prompt.md").write_text(prompt(verdict, issues), encoding="utf-8")
     data = document(repo, verdict, out)
     if named := [n for n, _ in issues_named(verdict, issues)]:

@@ -97,15 +97,16 @@ def test_a_mined_case_runs_under_every_adapter_and_sandbox(tmp_path: Path) -> No
     needs_docker()  # CI starts an engine: there its absence fails the test
     repo = tmp_path / "calc"
     shas = build(repo)
-    commit = mine_history.read(repo, shas["fix"])
-    assert commit is not None
     private = tmp_path / "private"
     private.mkdir()
-    verdict = mine_verify.verify(
-        repo, commit, mine_verify.sandboxed(Bwrap(), private, 120), private
-    )
-    assert verdict.kept, verdict.reason
-    folder = mine_write.write(repo, verdict, tmp_path / "cases")
+    with mine_history.opened(repo) as source:
+        commit = mine_history.read(source, shas["fix"])
+        assert commit is not None
+        verdict = mine_verify.verify(
+            source, commit, mine_verify.sandboxed(Bwrap(), private, 120), private
+        )
+        assert verdict.kept, verdict.reason
+        folder = mine_write.write(source, verdict, tmp_path / "cases")
     runs = [(agent, "bwrap") for agent in ("claude-code", "codex", "gemini-cli", "opencode")]
     runs.append(("claude-code", "docker"))
     for agent, sandbox in runs:

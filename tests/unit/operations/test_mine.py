@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from pytest_scylla.formats.spec import load_case
 from pytest_scylla.operations import mine_history as history
 from pytest_scylla.operations import mine_verify as verify
 from pytest_scylla.operations import mine_write as write
+from pytest_scylla.operations.mine_git import Source
 
 from ...support.mining_repo import build, digest, git
 
@@ -26,12 +28,21 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]
     return where, build(where)
 
 
-def test_each_kind_of_commit_is_told_apart(repo: tuple[Path, dict[str, str]]) -> None:
-    path, shas = repo
+@pytest.fixture(scope="module")
+def source(repo: tuple[Path, dict[str, str]]) -> Iterator[Source]:
+    """The repository as mining reads it: through its private configuration-free mirror."""
+    with history.opened(repo[0]) as opened:
+        yield opened
+
+
+def test_each_kind_of_commit_is_told_apart(
+    repo: tuple[Path, dict[str, str]], source: Source
+) -> None:
+    _, shas = repo
     limits = history.Limits()
     reasons = {}
     for kind, sha in shas.items():
-        commit = history.read(path, sha)
+        commit = history.read(source, sha)
         reasons[kind] = "root" if commit is None else history.rejection(commit, limits)
     assert reasons == {
         "root": "root",
@@ -43,7 +54,7 @@ def test_each_kind_of_commit_is_told_apart(repo: tuple[Path, dict[str, str]]) ->
         "missing": "",
         "delete": "deletes or renames a source file (a solution folder can only add and change)",
     }
-    fix = history.read(path, shas["fix"])
+    fix = history.read(source, shas["fix"])
     assert fix is not None
     assert [c.path for c in fix.tests] == ["tests/test_ops.py"]
     assert [c.path for c in fix.others] == ["calc/ops.py"]
@@ -52,12 +63,12 @@ def test_each_kind_of_commit_is_told_apart(repo: tuple[Path, dict[str, str]]) ->
         history.rejection(fix, history.Limits(max_files=1)) == "too large: 2 files (--max-files 1)"
     )
     # first-parent order, newest first, bounded by --max
-    assert history.commits(path, "HEAD", None, 3, []) == [
+    assert history.commits(source, "HEAD", None, 3, []) == [
         shas["delete"],
         shas["missing"],
         shas["flaky"],
     ]
-    assert history.commits(path, f"{shas['docs']}..HEAD", None, 100, ["calc"]) == [
+    assert history.commits(source, f"{shas['docs']}..HEAD", None, 100, ["calc"]) == [
         shas["delete"],
         shas["missing"],
         shas["flaky"],
@@ -106,13 +117,13 @@ FAILED tests/test_ops.py::test_sub_gives_the_difference - assert 8 == 2
 
 
 def test_a_verdict_rests_on_both_tries_before_and_after(
-    repo: tuple[Path, dict[str, str]], tmp_path: Path
+    repo: tuple[Path, dict[str, str]], source: Source, tmp_path: Path
 ) -> None:
     """The verdict's logic on given outputs (the real runs are the e2e test's): fail-to-pass
     and pass-to-pass from the results, flaky when two tries differ, rejected when a test fails
     at the commit or cannot run there."""
     path, shas = repo
-    fix = history.read(path, shas["fix"])
+    fix = history.read(source, shas["fix"])
     assert fix is not None
     fixed = RUN.replace(
         "FAILED tests/test_ops.py::test_sub_gives_the_difference - assert 8 == 2",
@@ -123,21 +134,21 @@ def test_a_verdict_rests_on_both_tries_before_and_after(
         given = iter(outputs)
         return lambda command, tree: (0, next(given))
 
-    found = verify.verify(path, fix, runs(RUN, RUN, fixed, fixed), tmp_path / "a")
+    found = verify.verify(source, fix, runs(RUN, RUN, fixed, fixed), tmp_path / "a")
     assert found.kept
     assert found.fail_to_pass == ("tests/test_ops.py::test_sub_gives_the_difference",)
     assert found.pass_to_pass == ("tests/test_ops.py::test_add",)
-    assert verify.verify(path, fix, runs(RUN, fixed, fixed, fixed), tmp_path / "b").reason == (
+    assert verify.verify(source, fix, runs(RUN, fixed, fixed, fixed), tmp_path / "b").reason == (
         "flaky: a second try gave other results"
     )
-    assert verify.verify(path, fix, runs(RUN, RUN, RUN, RUN), tmp_path / "c").reason == (
+    assert verify.verify(source, fix, runs(RUN, RUN, RUN, RUN), tmp_path / "c").reason == (
         "a test fails at the commit itself: tests/test_ops.py::test_sub_gives_the_difference"
     )
-    assert verify.verify(path, fix, runs(fixed, fixed, fixed, fixed), tmp_path / "d").reason == (
+    assert verify.verify(source, fix, runs(fixed, fixed, fixed, fixed), tmp_path / "d").reason == (
         "no test fails before the change (nothing to fix)"
     )
     broken = "ERROR tests/test_ops.py\nE   ModuleNotFoundError: No module named 'x'\n"
-    said = verify.verify(path, fix, runs(RUN, RUN, broken), tmp_path / "e").reason
+    said = verify.verify(source, fix, runs(RUN, RUN, broken), tmp_path / "e").reason
     assert said == (
         "tests cannot run (a collection error: ModuleNotFoundError: No module named 'x') "
         "at the commit"
@@ -146,10 +157,10 @@ def test_a_verdict_rests_on_both_tries_before_and_after(
 
 
 def test_the_prompt_is_the_message_without_what_gives_the_solution_away(
-    repo: tuple[Path, dict[str, str]], tmp_path: Path
+    repo: tuple[Path, dict[str, str]], source: Source, tmp_path: Path
 ) -> None:
-    path, shas = repo
-    fix = history.read(path, shas["fix"])
+    _, shas = repo
+    fix = history.read(source, shas["fix"])
     assert fix is not None
     verdict = verify.Verdict(
         fix, "", ("tests/test_ops.py::test_sub_gives_the_difference",), (), verify.PYTEST
@@ -158,7 +169,7 @@ def test_the_prompt_is_the_message_without_what_gives_the_solution_away(
     assert text.startswith("Fix sub returning the sum\n\nsub(5, 3) gave 8. the tests shows it.")
     assert "Signed-off-by" not in text
     assert "test_sub_gives_the_difference" not in text
-    folder = write.write(path, verdict, tmp_path / "cases")
+    folder = write.write(source, verdict, tmp_path / "cases")
     assert sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()) == [
         "hidden/tests/test_ops.py",
         "prompt.md",
@@ -173,10 +184,13 @@ def test_the_prompt_is_the_message_without_what_gives_the_solution_away(
 
 
 def test_an_issue_the_message_names_is_added_from_the_issues_folder(
-    repo: tuple[Path, dict[str, str]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    repo: tuple[Path, dict[str, str]],
+    source: Source,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     path, shas = repo
-    fix = history.read(path, shas["fix"])
+    fix = history.read(source, shas["fix"])
     assert fix is not None
     named = dataclasses.replace(fix, body=fix.body + "\nFixes: #7")  # one more trailer
     verdict = verify.Verdict(named, "", ("tests/test_ops.py::test_sub",), (), verify.PYTEST)
@@ -201,6 +215,7 @@ def test_an_issue_the_message_names_is_added_from_the_issues_folder(
 
 def test_a_model_rewrites_the_prompt_through_the_gateway_priced_logged_and_bounded(
     repo: tuple[Path, dict[str, str]],
+    source: Source,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
@@ -211,12 +226,12 @@ def test_a_model_rewrites_the_prompt_through_the_gateway_priced_logged_and_bound
     from pytest_scylla.operations.mine_prompt import Rewriter
 
     path, shas = repo
-    fix = history.read(path, shas["fix"])
+    fix = history.read(source, shas["fix"])
     assert fix is not None
     verdict = verify.Verdict(
         fix, "", ("tests/test_ops.py::test_sub_gives_the_difference",), (), verify.PYTEST
     )
-    folder = write.write(path, verdict, tmp_path / "cases")
+    folder = write.write(source, verdict, tmp_path / "cases")
     rewriter = Rewriter("claude-haiku-4-5", simulated=True, budget=1e-9)
     try:
         task, said = rewriter(verdict, write.message(verdict), folder / "prompt_calls.jsonl")
@@ -271,20 +286,21 @@ def test_a_link_out_of_the_tree_rejects_the_commit_before_anything_runs(tmp_path
             "tests/test_neg2.py": "def test_n():\n    pass\n",
         },
     )
-    found = history.read(path, sha)
-    assert found is not None
-    assert history.rejection(found, history.Limits()) == ""
+    with history.opened(path) as source:
+        found = history.read(source, sha)
+        assert found is not None
+        assert history.rejection(found, history.Limits()) == ""
 
-    def never(command: str, tree: Path) -> tuple[int | None, str]:
-        raise AssertionError("nothing may run")
+        def never(command: str, tree: Path) -> tuple[int | None, str]:
+            raise AssertionError("nothing may run")
 
-    said = verify.verify(path, found, never, tmp_path / "private").reason
+        said = verify.verify(source, found, never, tmp_path / "private").reason
     assert said == "its tree cannot be laid out safely ('calc/evil' is a link to an absolute path)"
     assert not (tmp_path / "private" / "after" / "calc" / "evil").exists()
 
 
 def test_a_written_case_that_does_not_validate_is_removed_and_counted(
-    repo: tuple[Path, dict[str, str]], tmp_path: Path
+    repo: tuple[Path, dict[str, str]], source: Source, tmp_path: Path
 ) -> None:
     """Each written case is loaded as `scylla validate` loads it before its oracle check: one
     that fails (here: a project rubric of the same name that is broken) is removed, with the
@@ -292,13 +308,13 @@ def test_a_written_case_that_does_not_validate_is_removed_and_counted(
     from pytest_scylla import mine_cli
     from pytest_scylla.operations import mine
 
-    path, shas = repo
-    fix = history.read(path, shas["fix"])
+    _, shas = repo
+    fix = history.read(source, shas["fix"])
     assert fix is not None
     verdict = verify.Verdict(fix, "", ("tests/test_ops.py::test_sub",), (), verify.PYTEST)
     out = tmp_path / "project" / "cases"
     found = mine.Mined()
-    good = write.write(path, verdict, out)
+    good = write.write(source, verdict, out)
     found.written[good.name] = good
     mine_cli._validate(found, out)
     assert list(found.written) == [good.name]  # the positive control: it validates
