@@ -4,11 +4,12 @@ request by rule (the first line as the task, the rest as its details), never by 
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from pytest_scylla.core import fence
+
 TASK_TOOL = "write_task"
-MESSAGE = re.compile(r"<commit-message>\n?(.*?)\n?</commit-message>", re.S)
+MESSAGE = fence.pattern("commit-message")  # the message's fence, closed only by its own tag
 
 
 def asks_for_task(request: dict[str, Any]) -> bool:
@@ -24,7 +25,7 @@ def task_call(request: dict[str, Any]) -> dict[str, Any]:
         blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
         said += [str(b.get("text", "")) for b in blocks if isinstance(b, dict)]
     found = MESSAGE.search("\n".join(said))
-    subject, _, rest = (found.group(1) if found else "").strip().partition("\n")
+    subject, _, rest = (found.group(2) if found else "").strip().partition("\n")
     task = f"Task: {subject.strip() or 'make the change the tests describe'}"
     if rest.strip():
         task += f"\n\nDetails:\n{rest.strip()}"
