@@ -17,7 +17,7 @@ from pathlib import Path, PurePosixPath
 
 from pytest_scylla.operations import mine_git
 from pytest_scylla.operations.mine_git import Source
-from pytest_scylla.operations.mine_tree import path_problem
+from pytest_scylla.operations.mine_tree import UnsafeTree, path_problem
 
 TEST_DIRS = {"test", "tests", "testing"}
 TEST_FILE = re.compile(r"^(test_.*|.*_test|conftest)\.py$")
@@ -177,5 +177,5 @@ def rejection(commit: Commit, limits: Limits) -> str:
 def show(source: Source, sha: str, path: str) -> bytes:
     """A file's content at a commit, raw (no filter or conversion); its path checked first."""
     if problem := path_problem(path):
-        raise MineError(f"{source.top}: an unsafe path: {problem}")
+        raise UnsafeTree(problem)
     return _out(source, ["cat-file", "blob", f"{sha}:{path}"])
