@@ -36,7 +36,7 @@ from pytest_scylla.run.baseline import delegates, expectation
 from pytest_scylla.run.gateway import Route, ablation, allowlist, oracle_effects
 from pytest_scylla.run.gateway.oracle import Script, mode_for
 from pytest_scylla.run.gateway.replay import recorded
-from pytest_scylla.run.outcome import classify
+from pytest_scylla.run.outcome import bound_findings, classify
 from pytest_scylla.run.sandbox import Finished, SandboxError, base_env
 from pytest_scylla.run.transcript import Capture
 
@@ -260,6 +260,7 @@ def run_agent(run: RunState, ov: overlay.Overlay, rec: RunRecord) -> tuple[Finis
     run.result = result = rt.agent.parse(transcript)
     # the gateway's account wins (the final message compared for Claude Code's own adapter)
     run.account = account.check(result, route.said, rt.agent.name == claude_code.NAME)
+    run.account += bound_findings(finished)  # docker copy: its relay, its copy-back
     with open(run.run_dir / "agent.stderr.txt", "rb") as err:
         err.seek(max(0, err.seek(0, 2) - 4096))  # the tail only, however much was written
         stderr_tail = err.read().decode(errors="replace")[-500:].strip()

@@ -7,11 +7,18 @@ from __future__ import annotations
 from pytest_scylla.core import pricing
 from pytest_scylla.core.record import RunRecord
 from pytest_scylla.formats.spec import Case
+from pytest_scylla.run import integrity
 from pytest_scylla.run.agents import Result
 from pytest_scylla.run.gateway import Route
 from pytest_scylla.run.sandbox import Finished
 
 COST_TOLERANCE = 0.02  # relative difference between gateway and CLI cost that is still "agreeing"
+BOUND = "sandbox_bound"  # the integrity finding of a bound the run broke (`Finished.violations`)
+
+
+def bound_findings(finished: Finished) -> list[integrity.Finding]:
+    """An integrity finding for each bound of the harness's channels the run broke."""
+    return [integrity.Finding(BOUND, "", why) for why in finished.violations]
 
 
 def settle(rec: RunRecord, case: Case, outcome: str | None, reason: str) -> None:
@@ -58,12 +65,17 @@ def classify(
     sandbox_error: str | None = None,
 ) -> tuple[str | None, str]:
     """(outcome, reason) for runs that are not judged normally; (None, '') to judge them.
-    `sandbox_error`: the sandbox's own message when it could not start the CLI."""
+    `sandbox_error`: the sandbox's own message when it could not start the CLI. A run that broke
+    a bound of the harness's channels (`finished.violations`) fails whatever the agent, the
+    sandbox or the upstream did after: it is the agent's doing, never the infrastructure's (only
+    a run that measured another condition, replay or ablation, stays void)."""
     if route.replay_diverged is not None:  # --scylla-replay: the recording has no answer
         return "infra_error", route.replay_diverged
     if route.ablation_failed():
         assert route.ablation is not None
         return "infra_error", "ablation check failed: " + "; ".join(route.ablation["problems"])
+    if finished.violations:
+        return "fail", "the run broke the sandbox's bounds: " + "; ".join(finished.violations)
     if finished.timed_out:
         return "timeout", f"agent killed at the case timeout ({finished.seconds:.0f}s)"
     if route.budget_exceeded:

@@ -163,16 +163,26 @@ class Docker(DockerContainers):
         self._settle(private)
         left = self.sweep(private)
         refused: list[str] = []
+        violations = self._relay_violations(private)
         if self.copy:  # what the command left comes back to the host, as data
-            refused = docker_copy.pull(container, private)
             self._stale.add(private)
+            try:
+                refused = docker_copy.pull(container, private)
+            except docker_copy.OverLimit as exc:  # the host's copy stays as it was
+                violations.append(f"copy-back refused: {exc}")
         return Finished(
             exit_code=None if timed_out else code,
             timed_out=timed_out,
             seconds=seconds,
             leftovers=left,
             refused=tuple(refused),
+            violations=tuple(violations),
         )
+
+    def _relay_violations(self, private: Path) -> list[str]:
+        """Why the run's gateway relay was dropped, if it was (copy mode)."""
+        relay = self._relays.get(private)
+        return [relay.violation] if relay is not None and relay.violation else []
 
     def executor(self, private: Path) -> Any:
         """Checks run through the SDK from this process: no helper process per check."""
@@ -201,10 +211,14 @@ class Docker(DockerContainers):
                 code == 128 + signal.SIGKILL and time.monotonic() - began >= int(timeout) - 0.5
             )
             self.sweep(private)  # what the check left running
-            if self.copy:  # back to the host, as data, where the hidden files are put back
-                docker_copy.pull(container, private)  # before the next check (pushed again)
-                self._stale.add(private)
             out, err = (b"".join(k).decode(errors="replace") for k in kept)
+            if self.copy:  # back to the host, as data, where the hidden files are put back
+                self._stale.add(private)  # before the next check (pushed again)
+                try:
+                    docker_copy.pull(container, private)
+                except docker_copy.OverLimit as exc:  # the agent's code ran: its check fails
+                    code = code or 1
+                    err += f"\n[harness: {exc}; the check fails]\n"
             return None if timed_out else code, out, err
 
         return execute

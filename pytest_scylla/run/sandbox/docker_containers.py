@@ -196,7 +196,7 @@ class DockerContainers(Sandbox):
                 if path.is_dir():
                     docker_copy.push(container, path, clear=False)
             if self.socket_dir is not None:
-                self._relays[private] = Relay(
+                self._relays[private] = Relay.start(
                     self.engine,
                     container.id,
                     image_python(image),

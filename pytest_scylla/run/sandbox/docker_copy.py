@@ -5,7 +5,12 @@ for engines that cannot bind-mount the host's folders.
 What comes back was written by the agent and is extracted as hostile data: nothing is written
 outside the private folder (names with `..` or absolute names, writes through a link, hard
 links to files outside are refused member by member), links are made as links and never
-followed, device files and set-uid bits are dropped, and the whole copy is cut at `MAX_BYTES`.
+followed, device files and set-uid bits are dropped. The archive is extracted as it streams
+(no spool file) into a landing folder in the private folder, and cut at `Bounds.bytes` bytes or
+`Bounds.members` members: then `OverLimit` (the run's failure, not the harness's), the landing
+removed and the host's copy left as it was. A copy-back past `Bounds.free` bytes waits for one
+of the host's spool slots (`spool`), so that the copy-backs of every session and worker on the
+host hold at most `slots x bytes + workers x free` on its disk at once.
 """
 
 from __future__ import annotations
@@ -16,13 +21,32 @@ import os
 import shutil
 import tarfile
 import tempfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pytest_scylla.run.sandbox import SandboxError
+from pytest_scylla.run.sandbox.docker_spool import Spool
 
-MAX_BYTES = 2 << 30  # what a run's folder may weigh when it comes back
 KEEP = ("owner.pid",)  # host-side files of the private folder that stay as they are
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """What a run's folder may weigh when it comes back: bytes of its archive, members in it;
+    `free`: bytes a copy-back holds before it needs a spool slot."""
+
+    bytes: int = 2 << 30
+    members: int = 500_000  # as many entries as the integrity scan walks (hostile.MAX_ENTRIES)
+    free: int = 256 << 20
+
+
+BOUNDS = Bounds()
+
+
+class OverLimit(SandboxError):
+    """What the run left is over a bound: not copied back (the run's failure)."""
 
 
 def push(container: Any, private: Path, clear: bool = True) -> None:
@@ -50,36 +74,74 @@ def push(container: Any, private: Path, clear: bool = True) -> None:
         raise SandboxError(f"the engine refused the copy of {private}")
 
 
-def pull(container: Any, private: Path) -> list[str]:
+def pull(
+    container: Any, private: Path, bounds: Bounds | None = None, spool: Spool | None = None
+) -> list[str]:
     """Replace the host's `private` with what the container holds; returns the members that
-    were refused (as `name: why`)."""
+    were refused (as `name: why`). OverLimit, with the host's copy untouched, when what the
+    container holds is over `bounds` (None: `BOUNDS`)."""
+    bounds = bounds or BOUNDS
     stream, _stat = container.get_archive(str(private) + "/.")
-    with tempfile.TemporaryFile() as spool:
-        size = 0
-        for chunk in stream:
-            size += len(chunk)
-            if size > MAX_BYTES:
-                raise SandboxError(
-                    f"the run's folder in its container is over "
-                    f"{MAX_BYTES >> 30} GiB: not copied back"
-                )
-            spool.write(chunk)
-        spool.seek(0)
-        landing = Path(tempfile.mkdtemp(prefix=".pull-", dir=private))
-        try:
-            refused = _extract(spool, landing)
-            for entry in list(private.iterdir()):
-                if entry != landing and entry.name not in KEEP:
-                    _remove(entry)
-            for entry in list(landing.iterdir()):
-                if entry.name not in KEEP:
-                    os.rename(entry, private / entry.name)
-        finally:
-            shutil.rmtree(landing, ignore_errors=True)
+    landing = Path(tempfile.mkdtemp(prefix=".pull-", dir=private))
+    try:
+        with contextlib.ExitStack() as held:
+            source = _Capped(stream, bounds, spool or Spool.for_host(), held)
+            refused = _extract(source, landing, bounds.members)
+        for entry in list(private.iterdir()):
+            if entry != landing and entry.name not in KEEP:
+                _remove(entry)
+        for entry in list(landing.iterdir()):
+            if entry.name not in KEEP:
+                os.rename(entry, private / entry.name)
+    finally:
+        shutil.rmtree(landing, ignore_errors=True)
+        with contextlib.suppress(Exception):
+            stream.close()  # the rest of an archive cut short is not read
     return refused
 
 
-def _extract(spool: Any, landing: Path) -> list[str]:
+class _Capped(io.RawIOBase):
+    """The engine's archive stream as a file, cut at `bounds.bytes`; past `bounds.free` bytes
+    it holds one of `spool`'s slots (on `held`) before it reads on."""
+
+    def __init__(
+        self, chunks: Iterable[bytes], bounds: Bounds, spool: Spool, held: contextlib.ExitStack
+    ) -> None:
+        self.chunks: Iterator[bytes] = iter(chunks)
+        self.bounds, self.spool, self.held = bounds, spool, held
+        self.size, self.slot, self.rest = 0, False, memoryview(b"")
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self.rest:
+            chunk = next(self.chunks, None)
+            if chunk is None:
+                return 0
+            self._count(len(chunk))
+            self.rest = memoryview(chunk)
+        taken, self.rest = self.rest[: len(buffer)], self.rest[len(buffer) :]
+        buffer[: len(taken)] = taken
+        return len(taken)
+
+    def _count(self, size: int) -> None:
+        self.size += size
+        if self.size > self.bounds.bytes:
+            raise OverLimit(
+                f"the run's folder in its container is over {_amount(self.bounds.bytes)}: "
+                "not copied back"
+            )
+        if self.size > self.bounds.free and not self.slot:
+            self.held.enter_context(self.spool.slot())
+            self.slot = True
+
+
+def _amount(size: int) -> str:
+    return f"{size >> 30} GiB" if size >= 1 << 30 else f"{size >> 20} MiB"
+
+
+def _extract(source: Any, landing: Path, members: int = Bounds.members) -> list[str]:
     refused: list[str] = []
 
     def member_filter(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
@@ -92,8 +154,13 @@ def _extract(spool: Any, landing: Path) -> list[str]:
             refused.append(f"{member.name}: {type(exc).__name__}")
             return None
 
-    with tarfile.open(fileobj=spool, mode="r|") as tar:
-        for member in tar:
+    with tarfile.open(fileobj=source, mode="r|") as tar:
+        for count, member in enumerate(tar, 1):
+            if count > members:
+                raise OverLimit(
+                    f"the run's folder in its container holds over {members} entries: "
+                    "not copied back"
+                )
             name = member.name.removeprefix("./")
             if name in ("", "."):
                 continue

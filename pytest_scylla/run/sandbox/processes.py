@@ -23,6 +23,9 @@ class Finished:
     seconds: float
     leftovers: int = 0  # processes still running after the command ended (killed)
     refused: tuple[str, ...] = ()  # docker copy: what the run left that was not copied back
+    # docker copy: the bounds of the harness's channels the run broke (its relay dropped, its
+    # folder over the copy-back's bounds): the run's failure, each an integrity finding
+    violations: tuple[str, ...] = ()
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
