@@ -32,6 +32,11 @@ Execute = Callable[[list[str], Path, Mapping[str, str], float], tuple[int | None
 OUTPUT_LIMIT = 8_000  # characters of stdout/stderr kept per check (head and tail)
 
 
+class Halt(Exception):
+    """Raised by `run_checks`'s `between`: no further check may run (the results so far
+    stand)."""
+
+
 @dataclass(frozen=True)
 class CheckResult:
     name: str
@@ -183,11 +188,15 @@ def run_checks(
     """Run every check in order (the hidden files already in place). `between(name)` runs
     after the check `name` has ended (nothing it started is left running) and before the next
     one: the runner puts the hidden files back there (`integrity.recheck`), since a check runs
-    the agent's code, which could rewrite the next check's hidden script."""
+    the agent's code, which could rewrite the next check's hidden script, or replace the
+    workspace itself: `between` then raises `Halt`, and the checks end there."""
     run_env = check_env(env, fresh, bytecode)
     results: list[CheckResult] = []
     for check in case.checks:
         if results and between is not None:
-            between(results[-1].name)
+            try:
+                between(results[-1].name)
+            except Halt:
+                break
         results.append(run_check(check, workspace, run_env, wrap, execute))
     return results

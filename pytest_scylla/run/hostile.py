@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_scylla.run.hostile_git import HostileDataError as HostileDataError  # its errors
-from pytest_scylla.run.hostile_git import git_env, run_git
+from pytest_scylla.run.hostile_git import git_env, held_fds, run_git
 
 MAX_FILES = 20_000  # files named in files.txt and to the judges; beyond, the list says it was cut
 MAX_ENTRIES = 500_000  # entries walked for the integrity scan; beyond, a finding says so
@@ -194,8 +194,10 @@ PATH_MAX = 4096  # bytes of a path the OS (and so git) accepts from the root (Li
 
 
 def too_deep(root: Path, rel: str) -> bool:
-    """Whether `rel` under `root` is too long a path to be reached by name (only by descriptor)."""
-    return len(os.fsencode(root / rel)) >= PATH_MAX
+    """Whether `rel` under `root` is too long a path to be reached by name (only by descriptor);
+    a `root` through a held descriptor counts as the path it stands for (git's view)."""
+    named = Path(os.readlink(root)) if held_fds(str(root)) else root
+    return len(os.fsencode(named / rel)) >= PATH_MAX
 
 
 def readlink(root: Path, rel: str) -> str:

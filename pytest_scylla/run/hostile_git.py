@@ -32,6 +32,16 @@ SAFE_GIT = (
 )
 
 
+HELD = "/proc/self/fd/"  # a path through a descriptor the harness holds (`pinned`)
+
+
+def held_fds(path: str) -> tuple[int, ...]:
+    """The descriptor a /proc/self/fd path goes through (kept open for git, whose /proc/self
+    is its own), or none."""
+    rest = path.removeprefix(HELD)
+    return (int(rest),) if rest != path and rest.isdigit() else ()
+
+
 class HostileDataError(RuntimeError):
     """Reading the workspace back failed (an infrastructure failure, never the agent's)."""
 
@@ -67,6 +77,7 @@ def run_git(args: Sequence[str], env: dict[str, str], limit: int = MAX_DIFF_BYTE
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=errors,
+            pass_fds=held_fds(env["GIT_WORK_TREE"]),
         )
         assert proc.stdout is not None
         chunks, size = [], 0

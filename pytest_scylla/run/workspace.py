@@ -72,8 +72,10 @@ class Workspace:
     base_commit: str  # the pinned commit the run starts from (and is diffed against)
     git_dir: Path  # the harness's copy of the repository, made before the agent started
 
-    def tree(self) -> hostile.Tree:
-        return hostile.Tree(self.path, self.git_dir, self.base_commit)
+    def tree(self, root: Path | None = None) -> hostile.Tree:
+        """The working tree at `root` (after the agent: `pinned.Pin.root`, the workspace
+        reached through its descriptor), else at `path`."""
+        return hostile.Tree(root or self.path, self.git_dir, self.base_commit)
 
 
 def create(case: Case, dest: Path, cache_dir: Path, harness: Path) -> Workspace:
@@ -149,11 +151,16 @@ def ensure_mirror(url: str, commit: str, cache_dir: Path) -> Path:
     return mirror
 
 
-def diff(ws: Workspace, exclude: Sequence[str] = (), entries: Sequence[hostile.Entry] = ()) -> str:
+def diff(
+    ws: Workspace,
+    exclude: Sequence[str] = (),
+    entries: Sequence[hostile.Entry] = (),
+    root: Path | None = None,
+) -> str:
     """Everything that changed since the pinned commit: committed, staged, unstaged and untracked
     files (not ignored ones), read through the harness's git directory; the workspace's own
-    repository is neither used nor touched."""
-    return ws.tree().diff(exclude, entries)
+    repository is neither used nor touched. `root`: see `Workspace.tree`."""
+    return ws.tree(root).diff(exclude, entries)
 
 
 def file_list(
