@@ -191,11 +191,17 @@ def _unwritable(command: str, folder: Path) -> bool:
 
 
 def _init(args: argparse.Namespace) -> int:
-    from pytest_scylla.scaffold import init
+    from pytest_scylla.scaffold import init, refused
 
     if _unwritable("init", args.dir):
         return 2
-    echo("\n".join(init(args.dir)))
+    lines = init(args.dir)
+    echo("\n".join(lines))
+    if refused(lines):
+        echo(
+            "scylla init: a link kept some files from being written (named above)", file=sys.stderr
+        )
+        return 2
     echo(
         f"next: cd {args.dir} && pytest --scylla-oracle -n 2   (a simulated model; "
         "drop --scylla-oracle and set ANTHROPIC_API_KEY for a real run)"

@@ -2,13 +2,17 @@
 passes under the oracle and a Python evaluation of it, a `.gitignore` for results, and CI
 workflows (GitHub Actions and GitLab CI) that run an oracle smoke test on every change and a
 real evaluation on a schedule or by hand, with the API key as a secret. Existing files are never
-overwritten."""
+overwritten, and nothing is written through a link (`core.links`): a linked `cases/` or
+`.github/`, or a dangling `.gitignore` link, is refused by name, and so is an existing pytest
+configuration that is a link out of the folder (it is not read)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pytest_scylla import __version__
+from pytest_scylla.core import links
 from pytest_scylla.run.agents.claude_code import PINNED_VERSION
 
 CASE = "cases/greet"
@@ -256,33 +260,54 @@ evaluate:
 
 
 def init(folder: Path) -> list[str]:
-    """Write the project into `folder` (made if missing); one line per file: made or kept."""
+    """Write the project into `folder` (made if missing); one line per file: made, kept, skipped
+    or refused (a link on the way, named; see `refused`)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        configured = existing_config(folder)
+    except links.LinkOut as exc:
+        configured, config_refused = None, f"refused pytest.ini ({exc}: not read)"
+    else:
+        config_refused = ""
     lines = []
-    configured = existing_config(folder)
     for rel, text in FILES.items():
-        path = folder / rel
-        if path.exists():
-            lines.append(f"kept    {rel} (exists; not overwritten)")
+        if (
+            rel == "pytest.ini"
+            and not os.path.lexists(folder / rel)
+            and (configured or config_refused)
+        ):
+            lines.append(config_refused or _skipped(rel, configured))
             continue
-        if rel == "pytest.ini" and configured is not None:
-            lines.append(
-                f"skipped {rel} (the pytest configuration in {configured} stays the "
-                "project's: its `pytest` runs its own tests; evaluations run with "
-                "`pytest cases/` or `pytest --scylla-only`)"
-            )
+        try:
+            made = links.write_new(folder, rel, text)
+        except links.LinkOut as exc:
+            lines.append(f"refused {rel} ({exc})")
             continue
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        lines.append(f"made    {rel}")
+        lines.append(f"made    {rel}" if made else f"kept    {rel} (exists; not overwritten)")
     return lines
 
 
+def refused(lines: list[str]) -> bool:
+    """Whether `init`'s lines name a file it refused to write."""
+    return any(line.startswith("refused ") for line in lines)
+
+
+def _skipped(rel: str, configured: str | None) -> str:
+    return (
+        f"skipped {rel} (the pytest configuration in {configured} stays the "
+        "project's: its `pytest` runs its own tests; evaluations run with "
+        "`pytest cases/` or `pytest --scylla-only`)"
+    )
+
+
 def existing_config(folder: Path) -> str | None:
-    """The file of `folder` that already holds a pytest configuration, or None."""
+    """The file of `folder` that already holds a pytest configuration, or None; `LinkOut` for one
+    that is a link out of `folder` (never read)."""
     for name, section in PYTEST_CONFIGS.items():
         path = folder / name
         if not path.is_file():
             continue
+        links.check_read(folder, path, "scylla init reads a pytest configuration")
         if not section or section in path.read_text(encoding="utf-8", errors="replace"):
             return name
     return None

@@ -5,7 +5,12 @@ For Claude Code: CLAUDE.md and .claude/CLAUDE.md (imports resolved) by top-level
 skill of .claude/skills/, each sub-agent of .claude/agents/, each MCP server of .mcp.json, each
 hook event of .claude/settings.json. What the tier format cannot carry or must keep is still
 listed, with the reason, so nothing is dropped silently: the other keys of settings.json are
-kept in every arm; slash commands, output styles and unknown files are in no arm."""
+kept in every arm; slash commands, output styles and unknown files are in no arm.
+
+Everything read is read from inside the project: a link that leads out of it (a linked CLAUDE.md,
+skill folder or agent, a link among a skill's files, which its copy would follow) is a SpecError
+naming the link, so no host file is carried into the tiers folder and from there into every arm's
+requests. Links that stay inside the project are followed, as the CLI follows them."""
 
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_scylla.core import links
 from pytest_scylla.formats import instructions
 from pytest_scylla.formats.resources import front_matter
 from pytest_scylla.formats.yamlmarks import SpecError, read_text
@@ -28,6 +34,7 @@ MCP_CARRIED = {"command", "args", "env", "type", "enabled", "description", "trus
 MCP_CARRIED |= {"startup_timeout_sec", "tool_timeout_sec"}  # how long the CLI waits, not what
 KINDS = {"commands": "command", "command": "command", "prompts": "command"}
 KINDS |= {"output-styles": "output-style"}
+READER = "scylla ablate plan reads a configuration"
 NOT_CARRIED = {
     "commands": "slash commands are typed by a user; a task's prompt never runs one",
     "output-styles": "output styles are chosen per session by a user",
@@ -85,7 +92,8 @@ def read_claude_code(root: Path) -> Configuration:
     found = [*sections_in(root, [root / "CLAUDE.md", claude / "CLAUDE.md"])]
     found += [*skills_in(root, claude / "skills"), *agents_in(root, claude / "agents")]
     if (root / ".mcp.json").is_file():
-        found += mcp_in(root, root / ".mcp.json", _mcp_json(root / ".mcp.json"))
+        mcp = inside(root, root / ".mcp.json")
+        found += mcp_in(root, mcp, _mcp_json(mcp))
     found += [*_settings(root), *unused_in(root, claude, KNOWN, NOT_CARRIED)]
     return Configuration("claude-code", root, tuple(found))
 
@@ -94,12 +102,24 @@ def _rel(root: Path, path: Path) -> str:
     return path.relative_to(root).as_posix()
 
 
+def inside(root: Path, path: Path, tree: bool = False) -> Path:
+    """`path`, when reading it (with `tree`: and every file under it, links followed) follows no
+    link out of the project at `root`; else a SpecError naming the link and what to do."""
+    try:
+        links.check_read(root, path, READER)
+        if tree:
+            links.check_tree(root, path, READER)
+    except links.LinkOut as exc:
+        raise SpecError.one(exc.link, None, f"a link to {exc.target}: {exc.why}") from None
+    return path
+
+
 def sections_in(root: Path, paths: list[Path], imports: bool = True) -> Iterator[Component]:
     """The top-level sections of the instruction files that exist among `paths` (their `@path`
     imports resolved in place when the CLI resolves them)."""
     taken: set[str] = set()
     for path in paths:
-        if not path.is_file():
+        if not inside(root, path).is_file():
             continue
         lines = instructions.resolve(path, root) if imports else instructions.plain(path)
         for part in instructions.sections(lines) if lines else []:
@@ -133,8 +153,8 @@ def _front_matter(kind: str, path: Path) -> tuple[str, dict[str, Any]]:
 
 def _named_files(root: Path, kind: str, paths: list[Path], own_tools: str) -> Iterator[Component]:
     for path in paths:
+        folder = inside(root, path.parent if kind == "skill" else path, tree=kind == "skill")
         name, meta = _front_matter(kind, path)
-        folder = path.parent if kind == "skill" else path
         read_text(path)  # the file the CLI reads must be text; its assets may be anything
         text = _digest_text(folder)
         if own_tools and "tools" in meta:
@@ -146,7 +166,7 @@ def _named_files(root: Path, kind: str, paths: list[Path], own_tools: str) -> It
 
 def skills_in(root: Path, folder: Path) -> Iterator[Component]:
     """Each skill of `folder` (`<name>/SKILL.md`); other entries listed as in no arm."""
-    found = sorted(folder.glob("*/SKILL.md")) if folder.is_dir() else []
+    found = sorted(folder.glob("*/SKILL.md")) if inside(root, folder).is_dir() else []
     yield from _named_files(root, "skill", found, "")
     for other in sorted(folder.iterdir()) if folder.is_dir() else []:
         if not (other / "SKILL.md").is_file():  # nested deeper, or no skill at all
@@ -160,7 +180,7 @@ def agents_in(root: Path, folder: Path, own_tools: str = "") -> Iterator[Compone
     """Each sub-agent file of `folder` (`<name>.md`); `own_tools`: the CLI whose tool names an
     agent's `tools` list would use, where those are not Claude Code's (such an agent is listed,
     in no arm)."""
-    found = sorted(folder.glob("*.md")) if folder.is_dir() else []
+    found = sorted(folder.glob("*.md")) if inside(root, folder).is_dir() else []
     yield from _named_files(root, "agent", found, own_tools)
 
 
@@ -218,7 +238,7 @@ def mcp_in(root: Path, path: Path, servers: Mapping[str, Any]) -> Iterator[Compo
 
 def _settings(root: Path) -> Iterator[Component]:
     path = root / ".claude" / "settings.json"
-    if not path.is_file():
+    if not inside(root, path).is_file():
         return
     settings = load_json(path)
     if not isinstance(settings, dict):
@@ -247,7 +267,7 @@ def unused_in(
 ) -> Iterator[Component]:
     """What the CLI's folder holds that no arm carries (its entries not in `known`): listed with
     the reason (`not_carried`'s, by name), never dropped silently."""
-    for path in sorted(folder.iterdir()) if folder.is_dir() else []:
+    for path in sorted(folder.iterdir()) if inside(root, folder).is_dir() else []:
         if path.name in known - {"settings.local.json"}:
             continue
         if path.name == "settings.local.json":

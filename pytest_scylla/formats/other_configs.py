@@ -25,6 +25,7 @@ from pytest_scylla.formats.agent_config import (
     Component,
     Configuration,
     agents_in,
+    inside,
     load_json,
     mcp_in,
     sections_in,
@@ -65,7 +66,7 @@ def read_codex(root: Path) -> Configuration:
     found = [*sections_in(root, [override if override.is_file() else root / "AGENTS.md"], False)]
     found += [*skills_in(root, root / ".agents" / "skills")]
     found += [*skills_in(root, root / ".codex" / "skills")]
-    path = root / ".codex" / "config.toml"
+    path = inside(root, root / ".codex" / "config.toml")
     if path.is_file():
         config = _toml(path)
         servers = config.get("mcp_servers") or {}
@@ -90,7 +91,7 @@ def _toml(path: Path) -> dict[str, Any]:
 
 def read_gemini(root: Path) -> Configuration:
     """Gemini CLI's configuration of the project at `root`."""
-    path = root / ".gemini" / "settings.json"
+    path = inside(root, root / ".gemini" / "settings.json")
     settings = load_json(path) if path.is_file() else {}
     if not isinstance(settings, dict):
         raise SpecError.one(path, 1, "expected a JSON object of settings")
@@ -112,7 +113,7 @@ def read_gemini(root: Path) -> Configuration:
 
 def read_opencode(root: Path) -> Configuration:
     """opencode's configuration of the project at `root`."""
-    path = root / "opencode.json"
+    path = inside(root, root / "opencode.json")
     config = load_json(path) if path.is_file() else {}
     if not isinstance(config, dict):
         raise SpecError.one(path, 1, "expected a JSON object (opencode's configuration)")
