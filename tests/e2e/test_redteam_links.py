@@ -1,9 +1,9 @@
 """Red team (#44 class 5): links in a team's configuration and project. `scylla ablate plan` reads
 nothing through a link that leaves the project (a linked CLAUDE.md, a skill folder or a file in
-one, a sub-agent, a link out inside a folder a skill links to, Codex's config.toml), so no host
-file is copied into the tiers folder and from there into every arm and request; a link that loops
-back is refused too. `scylla init` writes nothing through a link (a linked `cases/` or `.github/`,
-a dangling `.gitignore`) and reads no pytest configuration through a link out.
+one, a sub-agent, a link out inside a folder a skill links to, .mcp.json, Codex's config.toml),
+so no host file is copied into the tiers folder and from there into every arm and request; a link
+that loops back is refused too. `scylla init` writes nothing through a link (a linked `cases/` or
+`.github/`, a dangling `.gitignore`) and reads no pytest configuration through a link out.
 
 Positive controls: with the checks off (`core.links` made to pass everything, or `init`'s old
 writer), the host file's text is in the written tiers and the scaffold lands in the other folder.
@@ -25,6 +25,7 @@ TEAM = Path(__file__).parents[1] / "fixtures" / "team"
 HOST = "HOST-ONLY-7f3a: the text of a file outside the project"
 SKILL = f"---\ndescription: Formats ledgers.\n---\n\n# Leak\n\n{HOST}\n"
 AGENT = f"---\ndescription: Reviews changes.\n---\n\nYou review. {HOST}\n"
+MCP = f'{{"mcpServers": {{"leak": {{"command": "echo", "args": ["{HOST}"]}}}}}}'
 CODEX = f'[mcp_servers.leak]\ncommand = "echo"\nargs = ["{HOST}"]\n'
 
 
@@ -65,6 +66,11 @@ def _through_a_folder_inside(team: Path, host: Path) -> Path:
     return team / ".claude/skills/money-math/docs" / out.name
 
 
+def _mcp_json(team: Path, host: Path) -> Path:
+    (host / "mcp.json").write_text(MCP)
+    return _link(team / ".mcp.json", host / "mcp.json")
+
+
 def _codex_config(team: Path, host: Path) -> Path:
     (host / "config.toml").write_text(CODEX)
     (team / "AGENTS.md").write_text("# Team\n\nUse cents.\n")
@@ -77,6 +83,7 @@ ATTACKS: dict[str, Callable[[Path, Path], Path]] = {
     "skill-folder": _skill_folder,
     "agent": _agent,
     "link-out-behind-a-link-inside": _through_a_folder_inside,
+    "mcp-json": _mcp_json,
     "codex-config": _codex_config,
 }
 
