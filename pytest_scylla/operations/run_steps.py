@@ -28,6 +28,7 @@ from pytest_scylla.run import (
     integrity,
     mcp_install,
     overlay,
+    pinned,
     source_checks,
     workspace,
 )
@@ -89,12 +90,15 @@ class RunState:
         self._ov: overlay.Overlay | None = None
         self.void = False  # ended as an infra_error: nothing further is done
         self.rescoring = False  # a stored run scored again: its agent's record stands
+        self.pin: pinned.Pin | None = None  # the workspace held by identity from before the agent
 
     @property
     def workspace(self) -> Path | None:
-        """The live workspace (until `release`); None when there is none."""
-        path = self.private / "work" if self.private else None
-        return path if path is not None and path.is_dir() else None
+        """The live workspace (until `release`); None when there is none, or when the agent
+        replaced it (`pinned`: the name is then not followed)."""
+        if self.private is None or self.pin is None or self.pin.check():
+            return None
+        return self.private / "work"
 
 
 def identity(run: RunState) -> RunRecord:
@@ -156,6 +160,7 @@ def prepare(run: RunState, rec: RunRecord) -> tuple[workspace.Workspace, overlay
     rec["declared"] = ov.declared
     expected = expectation(ov, sub, rt.tiers, work, rt.baseline(spec))
     _open_route(run, _oracle_script(run, work, rec), expected)
+    run.pin = pinned.Pin(run.private, "work", copies_back=rec.get("transfer") == "copy")
     return ws, ov
 
 
@@ -292,31 +297,75 @@ def inspect_work(
     stderr_tail: str,
 ) -> None:
     """What the agent left (diff, file list), the integrity of the pinned files, the checks on
-    it in the sandbox, and the outcome as far as it is known before judging."""
+    it in the sandbox, and the outcome as far as it is known before judging. Every step works
+    on the workspace held from before the agent (`pinned`); a workspace the agent replaced
+    fails the run, and nothing more is read from it (`forfeit`)."""
     spec, rt, route = run.spec, run.rt, run.route
     assert route is not None
-    assert run.private is not None
-    work = run.private / "work"
-    entries, cut = hostile.walk(work)
-    diff = workspace.diff(ws, ov.written, entries)
-    files = workspace.file_list(work, entries, cut)
-    (run.run_dir / "diff.patch").write_text(diff, encoding="utf-8")
-    (run.run_dir / "files.txt").write_text("\n".join(files) + "\n", encoding="utf-8")
-    results = _run_checks(run, rec, ws, entries, cut)
-    run.evidence = evidence = judge_run.Evidence(run.result.final_message, diff, files, results)
-    rec.update(
-        {
-            "checks": [r.to_json() for r in results],
-            "check_items": evidence.check_rows(spec.case),
-            "check_score": evidence.check_score(spec.case),
-            "r_prog": r_prog(spec.case.milestones, results),
-        }
-    )
-    _compare_with_source(run, rec, results)
+    assert run.pin is not None
     outcome, reason = classify(
         finished, run.result, route, stderr_tail, rt.sandbox.failed_to_start(stderr_tail)
     )
     rec["classified"] = {"outcome": outcome, "reason": reason}  # before judging
+    rec["integrity"] = [f.to_json() for f in run.account]
+    if replaced(run, rec):  # in the agent's turn: no diff, scan, checks or judges
+        forfeit(run, rec, [])
+        return
+    root = run.pin.root  # the workspace by its descriptor, whatever its name has become
+    entries, cut = hostile.walk(root)
+    diff = workspace.diff(ws, ov.written, entries, root)
+    files = workspace.file_list(root, entries, cut)
+    (run.run_dir / "diff.patch").write_text(diff, encoding="utf-8")
+    (run.run_dir / "files.txt").write_text("\n".join(files) + "\n", encoding="utf-8")
+    results = _run_checks(run, rec, ws, entries, cut)
+    if replaced(run, rec):  # by the agent's code, while a check ran
+        forfeit(run, rec, results)
+        return
+    run.evidence = judge_run.Evidence(run.result.final_message, diff, files, results)
+    rec.update(_check_fields(spec, results))
+    _compare_with_source(run, rec, results)
+
+
+def _check_fields(spec: RunSpec, results: list[checks.CheckResult]) -> RunRecord:
+    """The record's fields of the checks' results."""
+    rows = judge_run.Evidence("", "", [], results)
+    return {
+        "checks": [r.to_json() for r in results],
+        "check_items": rows.check_rows(spec.case),
+        "check_score": rows.check_score(spec.case),
+        "r_prog": r_prog(spec.case.milestones, results),
+    }
+
+
+REPLACED = "the agent replaced its workspace folder"
+
+
+def replaced(run: RunState, rec: RunRecord) -> bool:
+    """Whether the run's private folder or workspace is no longer the one held from before the
+    agent (`pinned`); the first time, an integrity finding says what was found."""
+    assert run.pin is not None
+    why = run.pin.check()
+    if why and not any(f["kind"] == pinned.KIND for f in rec["integrity"]):
+        finding = integrity.Finding(
+            pinned.KIND,
+            run.pin.name,
+            f"{why}; the run fails, and nothing more of its workspace is read, restored, "
+            "checked or shown to the judges",
+        )
+        rec["integrity"].append(finding.to_json())
+    return bool(why)
+
+
+def forfeit(run: RunState, rec: RunRecord, results: list[checks.CheckResult]) -> None:
+    """A replaced workspace: the run fails, scored 0 with no judge asked (nothing the judges
+    could be shown is the agent's work for certain); the checks that ran before it stand in
+    the record. An infra_error found before stays one (the run does not count)."""
+    run.evidence = None
+    rec.update(_check_fields(run.spec, results))
+    if rec["classified"]["outcome"] == "infra_error":
+        return
+    rec["classified"] = {"outcome": "fail", "reason": REPLACED}
+    rec.update({"score": 0.0, "impl_rate": 0.0, "grade": run.spec.case.rubric.grade(0.0)})
 
 
 def _run_checks(
@@ -324,12 +373,13 @@ def _run_checks(
 ) -> list[checks.CheckResult]:
     """The integrity of the pinned files, then the case's checks in the sandbox (the ground
     put back between them); their time is the run's `checks_s`."""
-    spec, rt = run.spec, run.rt
+    spec, rt, pin = run.spec, run.rt, run.pin
     assert run.private is not None
-    work = run.private / "work"
+    assert pin is not None
+    work = run.private / "work"  # the name, for the sandbox: checked before each check
     check_began = time.monotonic()
-    rec["integrity"] = [f.to_json() for f in integrity.secure(spec.case, ws.tree(), entries, cut)]
-    rec["integrity"] += [f.to_json() for f in run.account]
+    found = integrity.secure(spec.case, ws.tree(pin.root), entries, cut)
+    rec["integrity"] += [f.to_json() for f in found]
     private = run.private
 
     def wrap(cmd: list[str]) -> list[str]:
@@ -339,7 +389,10 @@ def _run_checks(
     execute = rt.sandbox.executor(private)
 
     def between(after: str) -> None:  # the agent's code ran: the next check's ground put back
-        rec["integrity"] += [f.to_json() for f in integrity.recheck(spec.case, ws.tree(), after)]
+        if replaced(run, rec):  # (or the workspace itself swapped: no further check)
+            raise checks.Halt
+        tree = ws.tree(pin.root)
+        rec["integrity"] += [f.to_json() for f in integrity.recheck(spec.case, tree, after)]
 
     results = checks.run_checks(
         spec.case, work, base_env(run.private), fresh, wrap, execute, rt.bytecode, between

@@ -103,10 +103,11 @@ class Run(RunState):
             finished, stderr_tail = run_agent(self, self._ov, self.record)
             inspect_work(self, self.record, self._ws, self._ov, finished, stderr_tail)
             self._measure()
-            outcome = self.record["classified"]["outcome"]
-            if outcome == "infra_error":
-                self.void = True
-                settle(self.record, self.spec.case, outcome, self.record["classified"]["reason"])
+            classified = self.record["classified"]
+            outcome, reason = classified["outcome"], classified["reason"]
+            if outcome == "infra_error" or self.evidence is None:  # void, or nothing to judge
+                self.void = outcome == "infra_error"  # (`forfeit`: the fail stands unjudged)
+                settle(self.record, self.spec.case, outcome, reason)
             else:
                 self.record.update(
                     {"outcome": "judge_error", "passed": False, "reason": NOT_JUDGED}
@@ -174,10 +175,14 @@ class Run(RunState):
         record.write_json(self.run_dir / record.RECORD_FILE, self.record)
 
     def release(self) -> None:
-        """The workspace kept (--scylla-keep-workspaces) or removed; the private folders go."""
+        """The workspace kept (--scylla-keep-workspaces; not one the agent replaced) or
+        removed; the private folders go."""
         ws = self.workspace
         if ws is not None and self.rt.settings.keep_workspaces:
             shutil.move(str(ws), str(self.run_dir / "workspace"))
+        if self.pin is not None:
+            self.pin.close()
+            self.pin = None
         if self.private is not None:
             self.rt.sandbox.close(self.private)
         for folder in (self.private, self.harness):

@@ -48,7 +48,8 @@ STDLIB = frozenset(n for n in sys.stdlib_module_names if not n.startswith("__"))
 class Finding:
     kind: str  # protected_path | hidden_path | hidden_changed | conftest | startup_file |
     # shadowing_module | test_config | unchecked | unreadable; and of the CLI's own account
-    # (`run.account`): forged_events | transcript_mismatch
+    # (`run.account`): forged_events | transcript_mismatch; and of the run's folders
+    # (`pinned`): workspace_replaced
     path: str
     detail: str
 

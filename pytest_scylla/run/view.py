@@ -136,9 +136,15 @@ class AgentRun:
 
     def read_text(self, path: str) -> str:
         """A file of the agent's workspace, without following any link it made. A missing,
-        linked or non-regular file raises `Unreadable` (an AssertionError: the run fails)."""
+        linked or non-regular file, or any file of a workspace the agent replaced, raises
+        `Unreadable` (an AssertionError: the run fails)."""
         from pytest_scylla.run.hostile import HostileDataError, read
+        from pytest_scylla.run.pinned import KIND
 
+        if any(f.get("kind") == KIND for f in self.integrity):
+            raise Unreadable(
+                f"{path}: the agent replaced its workspace folder; nothing in it is read"
+            )
         root = self.workspace.path
         if root is None:
             kept = self.workspace.run_dir / "workspace"
