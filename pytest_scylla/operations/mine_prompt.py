@@ -76,7 +76,8 @@ class Rewriter:
         )
         try:
             task, error = self._ask(route, verdict, message)
-        finally:
+        finally:  # the answer is in before the gateway has priced and logged it: wait for that
+            self.gateway.settle(route)
             self.gateway.close(route.key)
         self.left -= route.spent_usd
         said = {

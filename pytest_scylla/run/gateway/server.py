@@ -101,6 +101,13 @@ class Gateway:
         self.routes[route.key] = route
         return route
 
+    def settle(self, route: Route, timeout: float = 10.0) -> bool:
+        """Wait until every call the route admitted is priced and logged (its client has the
+        answer a moment before: what the route spent is read after this); False if `timeout`
+        seconds passed first."""
+        with route.settled:
+            return route.settled.wait_for(lambda: route.in_flight == 0, timeout)
+
     def close(self, key: str) -> Route | None:
         route = self.routes.pop(key, None)
         if route is not None:
@@ -132,22 +139,22 @@ class Gateway:
             return
         if self._paused(route, client, entry, estimate, start):
             return
-        try:
+        try:  # settled (released) only once priced and logged: see `settle`
             result = self._answer(route, seq, path, query, request, body, client, start)
+            reader = result.pop("reader", None)
+            if isinstance(reader, UsageReader) and (result.get("status") or 0) < 300:
+                route.said.add(reader.answer, agent=entry["role"] == "main")
+            self._log(
+                route,
+                {
+                    **entry,
+                    **result,
+                    "reserved_usd": round(estimate, 6),
+                    "latency_s": result.get("latency_s", round(time.monotonic() - start, 4)),
+                },
+            )
         finally:
             limits.release(route, estimate)
-        reader = result.pop("reader", None)
-        if isinstance(reader, UsageReader) and (result.get("status") or 0) < 300:
-            route.said.add(reader.answer, agent=entry["role"] == "main")
-        self._log(
-            route,
-            {
-                **entry,
-                **result,
-                "reserved_usd": round(estimate, 6),
-                "latency_s": result.get("latency_s", round(time.monotonic() - start, 4)),
-            },
-        )
 
     def _refuse(
         self,

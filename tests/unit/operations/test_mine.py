@@ -7,8 +7,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -222,8 +224,19 @@ def test_a_model_rewrites_the_prompt_through_the_gateway_priced_logged_and_bound
 ) -> None:
     """--prompt-from-model under --simulated: the oracle (by rule, said SIMULATED) answers the
     forced write_task call through the gateway; the call is logged with its price in the case,
-    no test name leaks, and once the budget is spent no further call starts."""
+    no test name leaks, and once the budget is spent no further call starts. The gateway prices
+    and logs a call just after its client has the answer: here always late (as on a loaded
+    machine, where this test once failed), so the rewriter must wait for it."""
     from pytest_scylla.operations.mine_prompt import Rewriter
+    from pytest_scylla.run.gateway.server import Gateway
+
+    account = Gateway.account
+
+    def late(gateway: Gateway, *args: Any) -> float:
+        time.sleep(0.3)
+        return account(gateway, *args)
+
+    monkeypatch.setattr(Gateway, "account", late)
 
     path, shas = repo
     fix = history.read(source, shas["fix"])
