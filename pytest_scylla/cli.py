@@ -198,9 +198,7 @@ def _init(args: argparse.Namespace) -> int:
     lines = init(args.dir)
     echo("\n".join(lines))
     if refused(lines):
-        echo(
-            "scylla init: a link kept some files from being written (named above)", file=sys.stderr
-        )
+        echo("scylla init: some files were not written (named above, with why)", file=sys.stderr)
         return 2
     echo(
         f"next: cd {args.dir} && pytest --scylla-oracle -n 2   (a simulated model; "

@@ -283,12 +283,15 @@ def init(folder: Path) -> list[str]:
         except links.LinkOut as exc:
             lines.append(f"refused {rel} ({exc})")
             continue
+        except OSError as exc:  # a file where a folder goes, a folder that cannot be written
+            lines.append(f"refused {rel} ({exc.filename}: {exc.strerror})")
+            continue
         lines.append(f"made    {rel}" if made else f"kept    {rel} (exists; not overwritten)")
     return lines
 
 
 def refused(lines: list[str]) -> bool:
-    """Whether `init`'s lines name a file it refused to write."""
+    """Whether `init`'s lines name a file it could not write."""
     return any(line.startswith("refused ") for line in lines)
 
 

@@ -128,6 +128,10 @@ def _folder(root: Path, parts: list[str], fd: int) -> int:
         path = root.joinpath(*parts)
         if exc.errno in (errno.ELOOP, errno.ENOTDIR) and path.is_symlink():
             raise _no_write(path) from None
+        if exc.errno == errno.ENOTDIR:
+            raise NotADirectoryError(
+                exc.errno, "not a folder, where one is needed", str(path)
+            ) from None
         raise
 
 

@@ -119,3 +119,17 @@ def test_the_ci_workflows_follow_the_runners_rules(tmp_path: Path) -> None:
     del broken["workflow"], broken["default"]["timeout"], broken["default"]["services"]
     broken["smoke"]["script"] = ["pytest cases --scylla-oracle"]
     assert len(_gitlab_problems(broken)) == 4, _gitlab_problems(broken)  # evaluate: its own
+
+
+def test_init_says_which_file_is_in_the_way_of_a_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "cases").write_text("not a folder\n")
+    assert main(["init", str(tmp_path)]) == 2
+    said = capsys.readouterr()
+    assert (
+        f"refused cases/conftest.py ({tmp_path / 'cases'}: not a folder, where one is needed)"
+        in (said.out)
+    )
+    assert "some files were not written" in said.err
+    assert (tmp_path / "pytest.ini").is_file()  # the rest is made
