@@ -23,8 +23,8 @@ from pytest_scylla.run.hostile_git import SAFE_GIT, git_env
 
 # `--no-local`: the history is served by upload-pack, as to anyone cloning (never a copy of the
 # source's files); `--template=`: the mirror has no hooks, not even samples
-CLONE = ("-c", "protocol.file.allow=always", "clone", "--mirror", "--no-local")
-CLONE += ("--quiet", "--template=")
+CLONE = ("-c", "protocol.file.allow=always", "clone", "--mirror", "--no-local", "--quiet")
+CLONE_TEMPLATE = "--template="
 
 
 class GitError(RuntimeError):
@@ -60,7 +60,7 @@ def run(source: Source, args: Sequence[str], stdin: bytes = b"", check: bool = T
     """`git ARGS` on the mirror (its output), with the safety settings and no configuration."""
     code, out, err = _git(args, source.scratch / "empty", source.env(), stdin)
     if check and code != 0:
-        raise GitError(f"git {' '.join(args[:2])} failed: {(err.splitlines() or [code])[0]}")
+        raise GitError(f"git {' '.join(args[:2])} failed: {(err.splitlines() or [str(code)])[0]}")
     return out
 
 
@@ -87,7 +87,9 @@ def mirrored(top: Path) -> Iterator[Source]:
         scratch = Path(private)
         (scratch / "empty").mkdir()
         mirror = scratch / "mirror.git"
-        code, _, err = _git([*CLONE, "--", str(top), str(mirror)], scratch, _bare_env(scratch))
+        code, _, err = _git(
+            [*CLONE, CLONE_TEMPLATE, "--", str(top), str(mirror)], scratch, _bare_env(scratch)
+        )
         if code != 0:
             said = (err.splitlines() or ["no reason given"])[-1]
             raise GitError(f"{top}: its history could not be copied to read ({said})")

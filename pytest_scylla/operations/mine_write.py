@@ -208,8 +208,8 @@ def write(source: Source, verdict: Verdict, out: Path, issues: Path | None = Non
         (folder / kind).mkdir(parents=True, exist_ok=True)
         for change in changes:
             if change.status != "D":
-                data = show(source, verdict.commit.sha, change.path)
-                mine_tree.write(folder / kind, change.path, data)
+                content = show(source, verdict.commit.sha, change.path)
+                mine_tree.write(folder / kind, change.path, content)
     (folder / "prompt.md").write_text(prompt(verdict, issues), encoding="utf-8")
     data = document(repo, verdict, out)
     if named := [n for n, _ in issues_named(verdict, issues)]:
