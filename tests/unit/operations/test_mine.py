@@ -284,8 +284,8 @@ def test_a_model_rewrites_the_prompt_through_the_gateway_priced_logged_and_bound
 
 def test_a_link_out_of_the_tree_rejects_the_commit_before_anything_runs(tmp_path: Path) -> None:
     """A commit whose tree holds a link to an absolute path (or out of the tree) is never laid
-    out: git archive's links go through tarfile's `data` filter, and the candidate is rejected
-    saying why, with no test run."""
+    out: every link of the tree is checked before anything is written (`mine_tree`), and the
+    candidate is rejected saying why, with no test run."""
     from ...support.mining_repo import commit as make_commit
 
     path = tmp_path / "linked"
