@@ -11,7 +11,8 @@ The checks run the agent's code; they must not also run test machinery the agent
 - what the walk could not read is removed where possible, never passed over (`unreadable`);
 - between two checks (`recheck`: the earlier one ran the agent's code) all of this again, and a
   hidden file that changed is copied fresh (`hidden_changed`).
-Each finding names its path; the run is then checked and judged on the restored workspace.
+Each finding names its path; the run is then checked and judged on the restored workspace
+(a workspace the agent replaced is not: `pinned`, the run fails unjudged).
 Nothing here follows a link or runs anything the agent wrote (see `hostile`).
 """
 
