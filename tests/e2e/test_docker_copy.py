@@ -7,15 +7,14 @@ Here the sessions; the in-process tests are in `tests/unit/run/sandbox/test_dock
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from ..conftest import needs_docker
+from ..support.copy_session import run_command
 
 ATTACK = (
     "mkfifo pipe && printf '#!/bin/sh\\n' > suid.sh && chmod 4755 suid.sh && "
@@ -28,43 +27,11 @@ def test_what_the_agent_leaves_comes_back_as_data(
     mini: Path,
     pytester: pytest.Pytester,
     oracle: list[str],
-    tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     copy: bool,
 ) -> None:
     needs_docker()
-    attack = tmp_path / "attack.json"
-    attack.write_text(
-        json.dumps(
-            {
-                "steps": [
-                    [
-                        {
-                            "name": "Bash",
-                            "input": {"command": ATTACK, "description": "leave odd files"},
-                        }
-                    ]
-                ],
-                "final": "Done.",
-            }
-        )
-    )
-    monkeypatch.setenv("SCYLLA_ORACLE_ATTACK", str(attack))
-    out = mini / "out"
-    done = pytester.runpytest(
-        "cases",
-        "-k",
-        "alpha and T0-01",
-        "-p",
-        "no:xdist",
-        *oracle,
-        "--scylla-sandbox=docker",
-        f"--scylla-out={out}",
-        "--scylla-keep-workspaces",
-        *(["--scylla-docker-copy"] if copy else []),
-    )
-    run_dir = out / "runs" / "alpha-T0-01-r1"
-    rec: dict[str, Any] = json.loads((run_dir / "run.json").read_text())
+    done, rec, run_dir = run_command(mini, pytester, oracle, monkeypatch, ATTACK, copy)
     assert "Traceback" not in done.stdout.str()
     assert rec["transfer"] == ("copy" if copy else "bind")
     assert rec["leftover_processes"] == 0  # the gateway relay of copy mode is not the agent's

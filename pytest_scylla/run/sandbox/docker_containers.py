@@ -35,6 +35,7 @@ from pytest_scylla.run.sandbox.docker_relay import MARK, Relay
 from pytest_scylla.run.sandbox.hostpaths import system_paths
 from pytest_scylla.run.sandbox.limits import DEFAULT_LIMITS
 
+KILL_ALL = ["sh", "-c", "kill -9 -1 2>/dev/null; true"]  # all but the keeper (pid 1), the shell
 SETTLE_SECONDS = 2.0  # how long a finished command's own processes may take to end by themselves
 
 
@@ -64,6 +65,13 @@ def _procs_file(container: Any) -> Path | None:
             if pid in procs.read_text().split():
                 return procs
     return None
+
+
+def _end_processes(container: Any) -> None:
+    """A relay dropped for a violation: the run's processes end now (their calls to the
+    gateway could only hang until the run's timeout)."""
+    with contextlib.suppress(Exception):  # (the container removed meanwhile)
+        container.exec_run(KILL_ALL)
 
 
 def image_python(image: Image) -> str:
@@ -203,6 +211,7 @@ class DockerContainers(Sandbox):
                     f"{INSIDE_SOCKET_DIR}/gateway.sock",
                     self.socket_dir / "gateway.sock",
                     f"{os.getuid()}:{os.getgid()}",
+                    on_violation=lambda: _end_processes(container),
                 )
         except BaseException:
             self.close(private)
@@ -245,9 +254,8 @@ class DockerContainers(Sandbox):
         """Kill every process of the run's container but its keeper; how many there were."""
         container = self.container(private)
         left = self._processes(private, container)
-        if left:  # kill(-1): every process but the keeper (pid 1) and the shell itself, the
-            # gateway relay of copy mode too (the agent is done with the gateway)
-            container.exec_run(["sh", "-c", "kill -9 -1 2>/dev/null; true"])
+        if left:  # the gateway relay of copy mode too (the agent is done with the gateway)
+            container.exec_run(KILL_ALL)
         return len([args for args in left if not args.endswith(MARK)])
 
     def _processes(self, private: Path, container: Any) -> list[str]:

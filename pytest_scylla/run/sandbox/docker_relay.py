@@ -7,7 +7,8 @@ The relay runs as the agent's user in the agent's container: whatever comes out 
 agent's and is read as hostile. A frame is at most `Bounds.frame` bytes (relay.py never sends
 more), at most `Bounds.open` connections are open at once and `Bounds.connections` made in a run;
 a frame over a bound, or one that breaks the protocol, drops the relay (every connection closed,
-nothing more read) and leaves `violation` saying why: the run's own calls fail, nothing else.
+nothing more read), leaves `violation` saying why and calls `on_violation` (the sandbox ends
+the run's processes: its calls could only hang now).
 The engine's stream is read as it comes, never by the length a header announces.
 """
 
@@ -17,6 +18,7 @@ import contextlib
 import socket
 import struct
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,8 +53,15 @@ class Relay:
     """The harness's end of one run's relay, on `raw` (the exec's socket): frames in, each
     connection id connected to `gateway`; what the gateway answers framed back."""
 
-    def __init__(self, raw: socket.socket, gateway: Path, bounds: Bounds | None = None) -> None:
+    def __init__(
+        self,
+        raw: socket.socket,
+        gateway: Path,
+        bounds: Bounds | None = None,
+        on_violation: Callable[[], object] = lambda: None,
+    ) -> None:
         self.raw, self.gateway, self.bounds = raw, gateway, bounds or BOUNDS
+        self.on_violation = on_violation  # called once the relay is dropped for a violation
         self.lock = threading.Lock()
         self.conns: dict[int, socket.socket] = {}
         self.made: set[int] = set()  # the ids of the connections made in the run
@@ -64,7 +73,14 @@ class Relay:
 
     @classmethod
     def start(
-        cls, engine: Any, container_id: str, python: str, inside: str, gateway: Path, user: str
+        cls,
+        engine: Any,
+        container_id: str,
+        python: str,
+        inside: str,
+        gateway: Path,
+        user: str,
+        on_violation: Callable[[], object] = lambda: None,
     ) -> Relay:
         """relay.py started in the container, listening on `inside`."""
         api = engine.api
@@ -76,7 +92,9 @@ class Relay:
             stderr=False,
             user=user,
         )
-        relay = cls(api.exec_start(handle["Id"], socket=True)._sock, gateway)
+        raw = api.exec_start(handle["Id"], socket=True)._sock
+        raw.settimeout(None)  # the SDK's (the client's 60 s) would end a run quiet that long
+        relay = cls(raw, gateway, on_violation=on_violation)
         if not relay.ready.wait(30):
             relay.close()
             raise SandboxError(
@@ -99,8 +117,10 @@ class Relay:
         except (OSError, EOFError):
             pass
         finally:
-            self.ended.set()
             self.close()
+            if self.violation:
+                self.on_violation()
+            self.ended.set()
 
     def _route(self, cid: int, data: bytes) -> None:
         if cid == 0 or not self.ready.is_set():

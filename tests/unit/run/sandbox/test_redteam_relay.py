@@ -207,3 +207,24 @@ def test_a_frame_before_the_start_drops_the_relay(gateway: Gateway) -> None:
     finally:
         relay.close()
         theirs.close()
+
+
+@pytest.mark.parametrize("hostile", [True, False], ids=["violation", "end-of-stream-control"])
+def test_a_dropped_relay_ends_the_runs_processes(gateway: Gateway, hostile: bool) -> None:
+    """Dropped, the relay has the sandbox end the run's processes (their calls could only hang
+    until the run's timeout); a relay whose stream simply ends (the run is over) does not."""
+    ended: list[bool] = []
+    ours, theirs = socket.socketpair()
+    relay = Relay(ours, gateway.path, on_violation=lambda: ended.append(True))
+    try:
+        send(theirs, frame(0, b""))
+        assert relay.ready.wait(5)
+        if hostile:
+            send(theirs, frame(1, b"", announced=192 << 20))
+        else:
+            theirs.shutdown(socket.SHUT_WR)
+        assert relay.ended.wait(5)
+        assert ended == ([True] if hostile else [])
+    finally:
+        relay.close()
+        theirs.close()
