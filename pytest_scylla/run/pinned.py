@@ -27,6 +27,8 @@ import os
 import stat
 from pathlib import Path
 
+from pytest_scylla.run.hostile_git import HELD
+
 KIND = "workspace_replaced"  # the integrity finding's kind
 DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
 
@@ -51,7 +53,7 @@ class Pin:
     @property
     def root(self) -> Path:
         """The workspace as the harness reaches it: through its descriptor, never its name."""
-        return Path(f"/proc/self/fd/{self._work}")
+        return Path(f"{HELD}{self._work}")
 
     def check(self) -> str:
         """'' while the private folder and the workspace are the ones opened before the agent
