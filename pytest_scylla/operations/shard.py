@@ -1,18 +1,15 @@
 """Shards: `--scylla-shard=I/N` keeps the runs whose key falls to share I of N. The share is a
 hash of the run key alone, so the N shards partition any selection exactly, whatever the order
 of collection, the machine or the worker count; other tests are left alone. `scylla report`
-merges the shards' folders and names the ones missing (`missing`)."""
+merges the shards' folders, names the ones missing (`missing`), and counts only the runs of
+each folder's own share (`results/design.py`)."""
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable
 from typing import Any
 
-
-def share(run_key: str, count: int) -> int:
-    """The shard (1..count) a run belongs to."""
-    return int(hashlib.sha256(run_key.encode()).hexdigest()[:12], 16) % count + 1
+from pytest_scylla.core.runspec import share as share  # the one owner of a run key's facts
 
 
 def missing(manifests: Iterable[dict[str, Any]]) -> tuple[int, list[int]] | None:

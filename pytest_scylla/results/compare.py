@@ -292,7 +292,12 @@ def compare(
     if not b_runs or not c_runs:
         empty = base.name if not b_runs else cand.name
         raise CompareError(f"{empty}: no counted runs (pass or fail) to compare")
-    notes = []
+    notes = [  # forged or stray runs of shard folders (results/design.py)
+        f"EXCLUDED from {side.name}: {len(side.tables.excluded)} run(s) not counted; the first: "
+        f"{side.tables.excluded[0]}"
+        for side in (base, cand)
+        if side.tables.excluded
+    ]
     for what, key in (("cases", "case_id"), ("tiers", "tier")):
         b_set = {str(r.get(key)) for r in b_runs}
         c_set = {str(r.get(key)) for r in c_runs}

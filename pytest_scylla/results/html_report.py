@@ -19,6 +19,8 @@ from pytest_scylla.results.html_parts import PAGE_END, fmt, page_start, static_t
 from pytest_scylla.results.html_runs import run_details, run_table
 from pytest_scylla.results.tables import Tables
 
+EXCLUDED_SHOWN = 200  # runs left out named on the page (summary.json names every one)
+
 
 def _outcomes(summary: dict[str, Any]) -> str:
     """The outcome counts, each a link to those runs in the run table."""
@@ -115,6 +117,14 @@ def _banners(summary: dict[str, Any]) -> list[str]:
         )
     if summary.get("partial"):
         html.append(f"<p class=banner>PARTIAL: {escape(str(summary['partial']))}.</p>")
+    if excluded := summary.get("excluded"):  # runs left out of every number (results/design.py)
+        shown = "".join(f"<li>{escape(str(line))}</li>" for line in excluded[:EXCLUDED_SHOWN])
+        more = len(excluded) - EXCLUDED_SHOWN
+        shown += f"<li>… and {more} more (summary.json lists every one)</li>" if more > 0 else ""
+        html.append(
+            f"<div class=banner>EXCLUDED: {len(excluded)} run(s) of these folders are not "
+            f"counted in any number here:<ul>{shown}</ul></div>"
+        )
     return html
 
 

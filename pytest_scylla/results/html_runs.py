@@ -12,7 +12,7 @@ from typing import Any
 
 from pytest_scylla.core.record import RunRecord
 from pytest_scylla.core.tiers import tier_key
-from pytest_scylla.results import html_details, html_transcript, models
+from pytest_scylla.results import html_details, html_transcript, models, run_files
 from pytest_scylla.results.html_parts import (
     Column,
     Row,
@@ -22,12 +22,14 @@ from pytest_scylla.results.html_parts import (
     static_table,
     tool_table,
 )
+from pytest_scylla.results.inputs import ReportInputError
 from pytest_scylla.results.rows import RunRow
 from pytest_scylla.results.tables import Tables
 from pytest_scylla.run.checks import truncate
 
 REASON_LIMIT = 200  # characters of a judge's reason per item
 TEXT_LIMIT = 4_000  # characters of a diff shown per run (the full one stays in the run folder)
+DIFF_BYTES = 64_000  # bytes of a diff read to show its start
 RUN_COLUMNS = [
     Column("run", "run"),
     Column("case", "case"),
@@ -130,13 +132,20 @@ def _checks_table(rec: RunRecord) -> list[str]:
 
 
 def _stored_files(folder: Path | None) -> list[str]:
-    """The diff (cut) and the transcript the run folder holds."""
+    """The diff (cut) and the transcript the run folder holds (`folder/runs/<key>`), each read
+    inside it without following a link (`run_files`); one that is not is named, not shown."""
+    if folder is None:
+        return []
     parts = []
-    if folder is not None and (folder / "diff.patch").is_file():
-        diff = (folder / "diff.patch").read_text("utf-8", errors="replace")
-        parts.append(f"<h4>diff</h4><pre>{escape(truncate(diff, TEXT_LIMIT))}</pre>")
-    if folder is not None and (folder / "transcript.jsonl").is_file():
-        parts.append("<h4>transcript</h4>" + html_transcript.render(folder / "transcript.jsonl"))
+    try:
+        diff = run_files.text(folder, "diff.patch", DIFF_BYTES)
+        if diff is not None:
+            parts.append(f"<h4>diff</h4><pre>{escape(truncate(diff, TEXT_LIMIT))}</pre>")
+        with run_files.lines(folder, "transcript.jsonl") as transcript:
+            if transcript is not None:
+                parts.append("<h4>transcript</h4>" + html_transcript.render(transcript))
+    except (ReportInputError, OSError) as exc:
+        parts.append(f"<p class=muted>{escape(str(exc))}</p>")
     return parts
 
 

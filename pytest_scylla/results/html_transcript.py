@@ -9,7 +9,7 @@ import json
 from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from pytest_scylla.run.agents import claude_code
 from pytest_scylla.run.checks import truncate
@@ -162,10 +162,11 @@ def _html(items: list[Any], budget: _Budget) -> str:
     return "".join(out)
 
 
-def render(path: Path) -> str:
-    """The transcript's HTML (`<div class=tx>`); lines that are not JSON objects are skipped."""
+def render(transcript: Path | IO[str]) -> str:
+    """The transcript's HTML (`<div class=tx>`), from its file or its open text; lines that are
+    not JSON objects are skipped."""
     reader = _Reader()
-    for event in claude_code.events(path):
+    for event in claude_code.events(transcript):
         reader.event(event)
     budget = _Budget()
     shown = _html(reader.top, budget)

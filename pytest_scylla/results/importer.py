@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import statistics
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +25,7 @@ from pytest_scylla.results.metrics import model_label
 from pytest_scylla.results.tables import RUNS_FILE, Tables
 
 ORIGINAL = "as the original implementation writes it"
+NOT_IN_NAME = re.compile(r"[/\\\x00-\x1f\x7f]")
 
 
 class SourceTreeError(ReportInputError):
@@ -213,10 +215,12 @@ def _experiments(src: Path) -> dict[Path, list[Path]]:
 
 def _case(root: Path, src: Path, config: dict[str, Any], taken: set[str]) -> str:
     """The case an experiment's runs are filed under: its experiment_id (or folder name), made
-    unique with its folder when another experiment already uses it."""
+    unique with its folder when another experiment already uses it; a character a folder's name
+    cannot hold (`/`) is `+`."""
     case = str(config.get("experiment_id") or root.name)
     if case in taken:
         case = f"{case}@{root.relative_to(src).as_posix()}"
+    case = NOT_IN_NAME.sub("+", case)  # a run key names a folder: `a/b` is `a+b`
     taken.add(case)
     return case
 

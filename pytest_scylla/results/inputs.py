@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from pytest_scylla.core.record import RunRecord
+from pytest_scylla.core.runspec import EXAMPLE, folder_problem
 from pytest_scylla.formats.yamlmarks import SpecError, check_value
 from pytest_scylla.results.metrics import OUTCOMES
 
@@ -42,6 +43,11 @@ def read_text(path: Path) -> str:
         data = path.read_bytes()
     except OSError as exc:
         raise ReportInputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    return decode(data, path)
+
+
+def decode(data: bytes, path: Path) -> str:
+    """The text of the bytes read from `path` (see `read_text`)."""
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -52,10 +58,11 @@ def read_text(path: Path) -> str:
         ) from None
 
 
-def read_json(path: Path, expected: str) -> Any:
-    """A JSON file's value; `expected` says what the file should hold."""
+def read_json(path: Path, expected: str, text: str | None = None) -> Any:
+    """A JSON file's value (its `text`, when read already); `expected` says what the file
+    should hold."""
     try:
-        return json.loads(read_text(path))
+        return json.loads(read_text(path) if text is None else text)
     except json.JSONDecodeError as exc:
         raise ReportInputError(
             f"{path}:{exc.lineno}: not valid JSON ({exc.msg} at column "
@@ -95,6 +102,11 @@ def run_record(value: Any, where: str) -> RunRecord:
             "(an object with run_key, tier and outcome)"
         )
     check(value, "record", where, RECORD)
+    if problem := folder_problem(value["run_key"]):
+        raise ReportInputError(
+            f"{where}: run_key {_short(repr(value['run_key']))} {problem}; refused: a run key "
+            f"is {EXAMPLE}, its folder one inside runs/"
+        )
     if value["outcome"] not in OUTCOMES:
         raise ReportInputError(
             f"{where}: outcome is {_short(repr(value['outcome']))}; expected "

@@ -17,7 +17,7 @@ from typing import Any
 from pytest_scylla.core.record import RunRecord, write_json
 from pytest_scylla.core.tiers import tier_key
 from pytest_scylla.formats.rubric import DEFAULT_PASS_THRESHOLD
-from pytest_scylla.results import ablation, builtin_reports, metrics, models, stats
+from pytest_scylla.results import ablation, builtin_reports, design, metrics, models, stats
 from pytest_scylla.results.decision_tables import (
     tier_decisions,
     with_decisions,
@@ -156,6 +156,7 @@ def write(
         "frontier": {"tier": best[0], "cop": best[1]} if best else None,
         "partial": tables.partial,
         "warnings": tables.warnings,
+        "excluded": tables.excluded,  # runs not counted: outside the design, a share; twice
     }
     for key, name in ((models.MODEL_KEY, "model"), (models.AGENT_KEY, "agent")):
         if len(models.values(tables.runs, key)) > 1:  # an axis: per value, and side by side
@@ -240,7 +241,7 @@ def _banners(tables: Tables) -> list[str]:
         lines.append("SIMULATED MODEL: oracle agent and judges, not a real evaluation")
     if tables.partial:
         lines.append(f"PARTIAL: {tables.partial}")
-    return lines
+    return lines + design.excluded_lines(tables.excluded)
 
 
 def _tier_line(s: Mapping[str, Any], name: str, mark: str, hacked: int) -> str:

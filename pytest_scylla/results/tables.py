@@ -5,16 +5,20 @@ renderers (exports, text tables, figures, HTML) all read a `Tables`."""
 from __future__ import annotations
 
 import json
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
 from pytest_scylla.core.record import RECORD_FILE, RunRecord, read_dict
-from pytest_scylla.results import inputs, metrics
+from pytest_scylla.results import inputs, metrics, run_files
+from pytest_scylla.results.design import Stored, vet
 from pytest_scylla.results.inputs import Layout, ReportInputError
 from pytest_scylla.results.rows import CriterionRow, JudgeRow, RunRow
 
 RUNS_FILE = "runs.jsonl"
+RECORD_LIMIT = 64_000_000  # bytes of one run.json read
 PLACE = ("experiment", "tier", "subtest", "run_number")  # a CSV row's run, when no run_key
 # the original's exports (and ours, a superset): the columns the reports cannot do without,
 # then those read as numbers; a missing `passed` would count every run as failed
@@ -74,17 +78,29 @@ class Tables:
     records: list[RunRecord] = field(default_factory=list)  # for the HTML drill-down
     sources: dict[str, Path] = field(default_factory=dict)  # run key -> its stored run folder
     partial: str | None = None  # why the report does not cover every run of the session
+    excluded: list[str] = field(default_factory=list)  # runs not counted, and why (`design`)
 
     def add_records(
         self, records: list[RunRecord], experiment: str, folder: Path | None = None
     ) -> None:
         for rec in records:
             self.records.append(rec)
-            if folder is not None and (folder / "runs" / rec["run_key"]).is_dir():
+            if folder is not None and run_folder(folder, rec["run_key"]):
                 self.sources[rec["run_key"]] = folder / "runs" / rec["run_key"]
             self.runs.append(metrics.run_row(rec, experiment))
             self.judges.extend(metrics.judge_rows(rec, experiment))
             self.criteria.extend(metrics.criteria_rows(rec, experiment))
+
+
+def run_folder(folder: Path, key: str) -> bool:
+    """Whether `runs/<key>` of an experiment folder is a real folder: reached without following
+    a link (a run folder replaced by a link to another place is not the run's)."""
+    try:
+        return stat.S_ISDIR(os.lstat(folder / "runs").st_mode) and stat.S_ISDIR(
+            os.lstat(folder / "runs" / key).st_mode
+        )
+    except (OSError, ValueError):
+        return False
 
 
 def read_records(folder: Path, notes: list[str] | None = None) -> list[RunRecord]:
@@ -115,10 +131,19 @@ def read_records(folder: Path, notes: list[str] | None = None) -> list[RunRecord
             rec = inputs.run_record(value, f"{folder / RUNS_FILE}:{number}")
             records[rec["run_key"]] = rec
         return list(records.values())
-    return [
-        inputs.run_record(inputs.read_json(path, inputs.RECORD), str(path))
-        for path in sorted(folder.glob(f"runs/*/{RECORD_FILE}"))
-    ]
+    found = sorted(p.parent.name for p in folder.glob(f"runs/*/{RECORD_FILE}"))
+    return [_run_json(folder, key) for key in found]
+
+
+def _run_json(folder: Path, key: str) -> RunRecord:
+    """`runs/<key>/run.json`, reached without following a link (`run_files`)."""
+    path = folder / "runs" / key / RECORD_FILE
+    try:
+        data = run_files.read(folder / "runs" / key, RECORD_FILE, RECORD_LIMIT)
+    except OSError as exc:
+        raise ReportInputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    text = inputs.decode(data, path)
+    return inputs.run_record(inputs.read_json(path, inputs.RECORD, text), str(path))
 
 
 def _paper_csv(folder: Path, notes: list[str]) -> Tables:
@@ -193,41 +218,68 @@ def _once(seen: dict[str, Path], key: str, folder: Path, warnings: list[str]) ->
 
 
 def load(folders: list[Path]) -> Tables:
-    """Everything in the given folders, merged; the same run key in two folders is kept twice
-    (two independent runs), renamed `<folder>/<key>`, with a warning."""
+    """Everything in the given folders, merged; the same run key in two folders that are not
+    shards of one split is kept twice (two independent runs), renamed `<folder>/<key>`, with a
+    warning. Runs that do not belong (`design.vet`: outside a shard's share or the shards'
+    design, in two shards, a record contradicting its key) are left out, each named in
+    `excluded`."""
     tables = Tables()
     seen: dict[str, Path] = {}
+    given: list[Stored | Path] = []  # in the order given: the first keeps a key (`_once`)
     for folder in dict.fromkeys(f.resolve() for f in folders):  # each folder once
         if not folder.is_dir():
             raise ReportInputError(f"{folder}: no such folder")
         records = read_records(folder, tables.warnings)
-        # the shards of one split are one experiment, under the name they share
-        shard = read_dict(folder / "manifest.json").get("shard")
-        name = (
-            str(shard.get("experiment") or folder.name) if isinstance(shard, dict) else folder.name
-        )
         if records:
-            for rec in records:
-                key = rec["run_key"]
-                rec = {**rec, "run_key": _once(seen, key, folder, tables.warnings)}
-                tables.add_records([rec], name, folder)
-                if rec["run_key"] != key and (folder / "runs" / key).is_dir():
-                    tables.sources[rec["run_key"]] = folder / "runs" / key
+            given.append(Stored(folder, read_dict(folder / "manifest.json"), records))
         elif (folder / "runs.csv").is_file():
-            more = _paper_csv(folder, tables.warnings)
-            renamed: dict[str | None, str] = {}
-            for row in more.runs:  # a paper CSV's run key is never None (`_paper_csv`)
-                renamed[row["run_key"]] = _once(seen, str(row["run_key"]), folder, tables.warnings)
-                row["run_key"] = renamed[row["run_key"]]
-            for other in more.judges + more.criteria:  # follow their run's key
-                other["run_key"] = renamed.get(other["run_key"], other["run_key"])
-            tables.runs += more.runs
-            tables.judges += more.judges
-            tables.criteria += more.criteria
+            given.append(folder)
         else:
             raise ReportInputError(
                 f"{folder}: no runs.jsonl, runs/*/run.json or runs.csv "
                 "here; point at an experiment folder such as "
                 "reports/<timestamp>/"
             )
+    stored = [one for one in given if isinstance(one, Stored)]
+    vetted = vet(stored)
+    tables.excluded = vetted.excluded
+    counted = dict(zip(map(id, stored), vetted.records, strict=True))
+    for one in given:
+        if isinstance(one, Stored):
+            _add_stored(tables, one, counted[id(one)], seen)
+        else:
+            _add_csv(tables, one, seen)
     return tables
+
+
+def _add_stored(
+    tables: Tables, folder: Stored, records: list[RunRecord], seen: dict[str, Path]
+) -> None:
+    """A folder's records counted; the shards of one split are one experiment, under the name
+    they share."""
+    shard = folder.manifest.get("shard")
+    name = (
+        str(shard.get("experiment") or folder.path.name)
+        if isinstance(shard, dict)
+        else folder.path.name
+    )
+    for rec in records:
+        key = rec["run_key"]
+        rec = {**rec, "run_key": _once(seen, key, folder.path, tables.warnings)}
+        tables.add_records([rec], name, folder.path)
+        if rec["run_key"] != key and run_folder(folder.path, key):
+            tables.sources[rec["run_key"]] = folder.path / "runs" / key
+
+
+def _add_csv(tables: Tables, folder: Path, seen: dict[str, Path]) -> None:
+    """A folder of paper-format CSVs added; a run key another folder has is renamed."""
+    more = _paper_csv(folder, tables.warnings)
+    renamed: dict[str | None, str] = {}
+    for row in more.runs:  # a paper CSV's run key is never None (`_paper_csv`)
+        renamed[row["run_key"]] = _once(seen, str(row["run_key"]), folder, tables.warnings)
+        row["run_key"] = renamed[row["run_key"]]
+    for other in more.judges + more.criteria:  # follow their run's key
+        other["run_key"] = renamed.get(other["run_key"], other["run_key"])
+    tables.runs += more.runs
+    tables.judges += more.judges
+    tables.criteria += more.criteria

@@ -5,11 +5,12 @@ See docs/claude-code.md for the measured behaviour this relies on.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from pytest_scylla.run import agents
 from pytest_scylla.run.agents import Result, base
@@ -106,10 +107,15 @@ def _trajectory(event: dict[str, Any], result: Result, agents: dict[str, str]) -
             result.used("mcp_servers", name.split("__")[1], call_id)
 
 
-def events(transcript: Path) -> Iterator[dict[str, Any]]:
-    """The transcript's events, each a JSON object; other lines (a cut-off last line of a
-    killed run) are skipped."""
-    with transcript.open(encoding="utf-8", errors="replace") as stream:
+def events(transcript: Path | IO[str]) -> Iterator[dict[str, Any]]:
+    """The transcript's events (from its file, or its open text), each a JSON object; other
+    lines (a cut-off last line of a killed run) are skipped."""
+    with contextlib.ExitStack() as stack:
+        stream = (
+            stack.enter_context(transcript.open(encoding="utf-8", errors="replace"))
+            if isinstance(transcript, Path)
+            else transcript
+        )
         for line in stream:
             try:
                 event = json.loads(line)

@@ -173,7 +173,7 @@ def csv_folder(folder: Path, *, excel: bool = False) -> Path:
 
 def record(tier: str, outcome: str, score: float) -> dict[str, Any]:
     """A run record with the fields the reports read."""
-    key = f"tiny/{tier}-01-r1"
+    key = f"tiny-{tier}-01-r1"
     return {
         "schema": 1,
         "run_key": key,
@@ -219,7 +219,7 @@ def jsonl_folder(folder: Path) -> Path:
 
 def run_json_folder(folder: Path) -> Path:
     for rec in RECORDS:
-        run_dir = folder / "runs" / rec["run_key"].replace("/", "-")
+        run_dir = folder / "runs" / rec["run_key"]
         run_dir.mkdir(parents=True)
         (run_dir / "run.json").write_text(json.dumps(rec, indent=2))
     return folder
@@ -399,7 +399,7 @@ CATALOGUE = [
         run_json_folder,
         _text(
             "runs/tiny-T0-01-r1/run.json",
-            '{\n  "run_key": "tiny/T0-01-r1",\n  "tier": "T0",\n  "outc',
+            '{\n  "run_key": "tiny-T0-01-r1",\n  "tier": "T0",\n  "outc',
         ),
         "{d}/runs/tiny-T0-01-r1/run.json:4: not valid JSON (* at column *); expected "
         "a run record as pytest-scylla writes it",
