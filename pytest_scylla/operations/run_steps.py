@@ -18,6 +18,7 @@ from pytest_scylla.core.record import RunRecord
 from pytest_scylla.core.runspec import RunSpec
 from pytest_scylla.formats.provenance import Conditions
 from pytest_scylla.judging import judge_run
+from pytest_scylla.operations import forfeit
 from pytest_scylla.operations.cpu import CpuMeter
 from pytest_scylla.operations.runtime import Runtime
 from pytest_scylla.run import (
@@ -54,19 +55,6 @@ SETUP_FAILURES = (
 
 def timestamp() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
-
-
-def r_prog(milestones: tuple[str, ...], results: list[checks.CheckResult]) -> float | None:
-    """The paper's fine-grained progress rate: the share of the case's ordered milestones
-    reached, counting from the first up to the first one whose check failed. None without
-    milestones."""
-    if not milestones:
-        return None
-    passed = {r.name: r.passed for r in results}
-    reached = next(
-        (i for i, name in enumerate(milestones) if not passed.get(name)), len(milestones)
-    )
-    return reached / len(milestones)
 
 
 class RunState:
@@ -308,8 +296,8 @@ def inspect_work(
     )
     rec["classified"] = {"outcome": outcome, "reason": reason}  # before judging
     rec["integrity"] = [f.to_json() for f in run.account]
-    if replaced(run, rec):  # in the agent's turn: no diff, scan, checks or judges
-        forfeit(run, rec, [])
+    if forfeit.replaced(run.pin, rec):  # in the agent's turn: no diff, scan, checks or judges
+        forfeit.forfeit(spec, rec, [])  # (run.evidence stays None)
         return
     root = run.pin.root  # the workspace by its descriptor, whatever its name has become
     entries, cut = hostile.walk(root)
@@ -318,54 +306,12 @@ def inspect_work(
     (run.run_dir / "diff.patch").write_text(diff, encoding="utf-8")
     (run.run_dir / "files.txt").write_text("\n".join(files) + "\n", encoding="utf-8")
     results = _run_checks(run, rec, ws, entries, cut)
-    if replaced(run, rec):  # by the agent's code, while a check ran
-        forfeit(run, rec, results)
+    if forfeit.replaced(run.pin, rec):  # by the agent's code, while a check ran
+        forfeit.forfeit(spec, rec, results)
         return
     run.evidence = judge_run.Evidence(run.result.final_message, diff, files, results)
-    rec.update(_check_fields(spec, results))
+    rec.update(forfeit.check_fields(spec, results))
     _compare_with_source(run, rec, results)
-
-
-def _check_fields(spec: RunSpec, results: list[checks.CheckResult]) -> RunRecord:
-    """The record's fields of the checks' results."""
-    rows = judge_run.Evidence("", "", [], results)
-    return {
-        "checks": [r.to_json() for r in results],
-        "check_items": rows.check_rows(spec.case),
-        "check_score": rows.check_score(spec.case),
-        "r_prog": r_prog(spec.case.milestones, results),
-    }
-
-
-REPLACED = "the agent replaced its workspace folder"
-
-
-def replaced(run: RunState, rec: RunRecord) -> bool:
-    """Whether the run's private folder or workspace is no longer the one held from before the
-    agent (`pinned`); the first time, an integrity finding says what was found."""
-    assert run.pin is not None
-    why = run.pin.check()
-    if why and not any(f["kind"] == pinned.KIND for f in rec["integrity"]):
-        finding = integrity.Finding(
-            pinned.KIND,
-            run.pin.name,
-            f"{why}; the run fails, and nothing more of its workspace is read, restored, "
-            "checked or shown to the judges",
-        )
-        rec["integrity"].append(finding.to_json())
-    return bool(why)
-
-
-def forfeit(run: RunState, rec: RunRecord, results: list[checks.CheckResult]) -> None:
-    """A replaced workspace: the run fails, scored 0 with no judge asked (nothing the judges
-    could be shown is the agent's work for certain); the checks that ran before it stand in
-    the record. An infra_error found before stays one (the run does not count)."""
-    run.evidence = None
-    rec.update(_check_fields(run.spec, results))
-    if rec["classified"]["outcome"] == "infra_error":
-        return
-    rec["classified"] = {"outcome": "fail", "reason": REPLACED}
-    rec.update({"score": 0.0, "impl_rate": 0.0, "grade": run.spec.case.rubric.grade(0.0)})
 
 
 def _run_checks(
@@ -389,7 +335,7 @@ def _run_checks(
     execute = rt.sandbox.executor(private)
 
     def between(after: str) -> None:  # the agent's code ran: the next check's ground put back
-        if replaced(run, rec):  # (or the workspace itself swapped: no further check)
+        if forfeit.replaced(pin, rec):  # (or the workspace itself swapped: no further check)
             raise checks.Halt
         tree = ws.tree(pin.root)
         rec["integrity"] += [f.to_json() for f in integrity.recheck(spec.case, tree, after)]

@@ -361,7 +361,7 @@ def test_ablation_score_pairs_subtests_that_differ_by_one_component() -> None:
 
 
 def test_r_prog_counts_the_milestones_reached_in_order() -> None:
-    from pytest_scylla.operations.run_steps import r_prog
+    from pytest_scylla.operations.forfeit import r_prog
     from pytest_scylla.run.checks import CheckResult
 
     def result(name: str, passed: bool) -> CheckResult:
