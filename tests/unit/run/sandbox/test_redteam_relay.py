@@ -7,7 +7,8 @@ connections and drops the relay on a violation; each attack's positive control i
 frames with the bounds lifted.
 
 Here the harness's reader fed hostile frames directly (a socket pair stands for the exec's
-stream, a unix socket in the test's folder for the gateway)."""
+stream, a unix socket in the test's folder for the gateway), and one relay in a real container;
+the sessions are in `tests/e2e/test_redteam_copy.py`."""
 
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ from pathlib import Path
 import pytest
 
 from pytest_scylla.run.sandbox.docker_relay import DOCKER_FRAME, HEADER, Bounds, Relay
+
+from ....conftest import needs_docker
 
 LIFTED = Bounds(frame=1 << 32, open=1 << 30, connections=1 << 30)  # the positive control
 
@@ -228,3 +231,50 @@ def test_a_dropped_relay_ends_the_runs_processes(gateway: Gateway, hostile: bool
     finally:
         relay.close()
         theirs.close()
+
+
+@pytest.mark.parametrize("timeout", [None, 0.3], ids=["no-timeout", "sdk-timeout-control"])
+def test_a_quiet_run_keeps_its_relay(gateway: Gateway, timeout: float | None) -> None:
+    """The agent may not call the model for minutes (a long build): its relay waits. The
+    control, a read timeout on the exec's socket (the docker SDK's, the client's 60 s), ends
+    the relay at the first quiet spell, and every later call of the run hangs."""
+    ours, theirs = socket.socketpair()
+    ours.settimeout(timeout)
+    relay = Relay(ours, gateway.path)
+    try:
+        send(theirs, frame(0, b""))
+        assert relay.ready.wait(5)
+        time.sleep(0.8)
+        send(theirs, frame(1, b"GET / HTTP/1.1\r\n\r\n"))
+        if timeout is None:
+            assert wait_for(lambda: gateway.taken)
+            assert not relay.ended.is_set()
+        else:
+            assert relay.ended.is_set()
+            assert not gateway.taken
+    finally:
+        relay.close()
+        theirs.close()
+
+
+def test_the_relay_of_a_copy_mode_container_has_no_read_timeout(tmp_path: Path) -> None:
+    """The relay started in a real container reads without a timeout; the SDK's exec socket,
+    as it comes, has the client's (the control: what the relay had before)."""
+    needs_docker()
+    from pytest_scylla.run.gateway import Gateway as RealGateway
+    from pytest_scylla.run.sandbox.docker import Docker
+
+    gw = RealGateway().start()
+    box = Docker(gw.port, gw.socket_dir, copy=True)
+    private = tmp_path / "private"
+    (private / "work").mkdir(parents=True)
+    try:
+        container = box.container(private)
+        assert box._relays[private].raw.gettimeout() is None
+        handle = box.engine.api.exec_create(container.id, ["true"], stdin=True)
+        raw = box.engine.api.exec_start(handle["Id"], socket=True)._sock
+        assert raw.gettimeout() == 60  # the control
+        raw.close()
+    finally:
+        box.close(private)
+        gw.stop()
