@@ -43,6 +43,7 @@ POLL = 0.02  # seconds between tries while every slot is held
 STEADY = 1.0  # seconds a held slot's time must stay the same before it is called stuck
 FOLDER = "starts"
 NOFOLLOW = os.O_NOFOLLOW  # a test turns it off for its positive control
+FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 
 
 def machine_cores() -> int:
@@ -138,12 +139,21 @@ class Starts:
             os.close(folder)
 
     def _open_folder(self) -> int:
-        """The slots' folder, made if need be, opened without following a link there."""
+        """The slots' folder and the one holding it (`starts/<host>`), made if need be, each
+        opened without following a link there (the cache folder itself may be one)."""
+        top = self.folder.parent.parent
         try:
-            self.folder.parent.mkdir(parents=True, exist_ok=True)
-            with contextlib.suppress(FileExistsError):
-                self.folder.mkdir()
-            return os.open(self.folder, os.O_RDONLY | os.O_DIRECTORY | NOFOLLOW | os.O_CLOEXEC)
+            top.mkdir(parents=True, exist_ok=True)
+            fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            for name in (self.folder.parent.name, self.folder.name):
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(name, 0o700, dir_fd=fd)
+                try:
+                    inner = os.open(name, FOLDER_FLAGS | NOFOLLOW, dir_fd=fd)
+                finally:
+                    os.close(fd)
+                fd = inner
+            return fd
         except OSError as exc:
             raise NoSlot(
                 f"{self.folder} cannot be used as the start slots' folder "
