@@ -1,6 +1,7 @@
 """The workspace by copy (`--scylla-docker-copy`): a run's private folder (workspace, HOME,
 prompt) goes into its container as a tar through the engine's API, and comes back the same way,
-for engines that cannot bind-mount the host's folders.
+for engines that cannot bind-mount the host's folders. Neither way is the tar held whole: it is
+made as the engine reads it, and extracted as it comes.
 
 What comes back was written by the agent and is extracted as hostile data: nothing is written
 outside the private folder (names with `..` or absolute names, writes through a link, hard
@@ -21,6 +22,7 @@ import os
 import shutil
 import tarfile
 import tempfile
+import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +31,7 @@ from typing import Any
 from pytest_scylla.run.sandbox import SandboxError
 from pytest_scylla.run.sandbox.docker_spool import Spool
 
+CHUNK = 1 << 16  # bytes of a tar going in, at a time
 KEEP = ("owner.pid",)  # host-side files of the private folder that stay as they are
 
 
@@ -51,7 +54,8 @@ class OverLimit(SandboxError):
 
 def push(container: Any, private: Path, clear: bool = True) -> None:
     """Replace the container's copy of `private` with the host's (the folder itself owned by
-    this user, as on the host); `clear=False`: into an empty place (a cache, once)."""
+    this user, as on the host); `clear=False`: into an empty place (a cache, once). The tar is
+    made as the engine reads it (`_tar_stream`): never held whole, however big the folder."""
     if clear:
         code, said = container.exec_run(
             ["sh", "-c", 'test ! -d "$0" || find "$0" -mindepth 1 -delete', str(private)]
@@ -61,17 +65,39 @@ def push(container: Any, private: Path, clear: bool = True) -> None:
                 f"could not clear the run's folder in its container: "
                 f"{bytes(said).decode(errors='replace')[-300:]}"
             )
-    buf = io.BytesIO()
-    top = f"{private.name}/" if clear else ""  # the run's folder is made; a cache's exists
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        if clear:
-            tar.add(str(private), arcname=private.name, recursive=False)
-        for entry in sorted(private.iterdir()):
-            if entry.name not in KEEP:  # links stay links (no dereference)
-                tar.add(str(entry), arcname=f"{top}{entry.name}")
     where = private.parent if clear else private
-    if not container.put_archive(str(where), buf.getvalue()):
+    if not container.put_archive(str(where), _tar_stream(private, clear)):
         raise SandboxError(f"the engine refused the copy of {private}")
+
+
+def _tar_stream(private: Path, clear: bool) -> Iterator[bytes]:
+    """`private` as a tar, in pieces of at most CHUNK bytes, written by a thread into a pipe
+    (the pipe's few pages are all that is held); what the thread met raised at the end."""
+    source, sink = os.pipe()
+    failed: list[BaseException] = []
+
+    def write() -> None:
+        top = f"{private.name}/" if clear else ""  # the run's folder is made; a cache's exists
+        try:
+            with os.fdopen(sink, "wb") as out, tarfile.open(fileobj=out, mode="w|") as tar:
+                if clear:
+                    tar.add(str(private), arcname=private.name, recursive=False)
+                for entry in sorted(private.iterdir()):
+                    if entry.name not in KEEP:  # links stay links (no dereference)
+                        tar.add(str(entry), arcname=f"{top}{entry.name}")
+        except BrokenPipeError:  # the engine stopped reading: its error is the one told
+            pass
+        except BaseException as exc:
+            failed.append(exc)
+
+    writer = threading.Thread(target=write, name="scylla-push", daemon=True)
+    writer.start()
+    with os.fdopen(source, "rb") as pieces:
+        while chunk := pieces.read(CHUNK):
+            yield chunk
+    writer.join()
+    if failed:
+        raise failed[0]
 
 
 def pull(

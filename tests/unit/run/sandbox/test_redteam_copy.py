@@ -4,7 +4,8 @@ of files made the harness refuse the copy with an error that ended the run as `i
 which takes a failing agent out of the pass rate. Now a copy over its bounds is refused whole,
 the host's copy left as it was, and the run fails with a finding; and a copy-back past its free
 bytes holds one of the host's spool slots, so that the copy-backs of a session's workers do not
-fill the disk together. Each attack's positive control lifts the bound.
+fill the disk together; what comes back goes in again before each check, as a tar made as the
+engine reads it (it was made whole in memory). Each attack's positive control lifts the bound.
 
 Here the in-process tests (a stand-in for the container's `get_archive`); the session under
 docker is in `tests/e2e/test_redteam_copy.py`."""
@@ -14,7 +15,8 @@ from __future__ import annotations
 import io
 import tarfile
 import threading
-from collections.abc import Iterator
+import tracemalloc
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +26,7 @@ from pytest_scylla.run.agents import Result
 from pytest_scylla.run.gateway.routes import Route
 from pytest_scylla.run.outcome import BOUND, bound_findings, classify
 from pytest_scylla.run.sandbox import Finished, SandboxError
-from pytest_scylla.run.sandbox.docker_copy import Bounds, OverLimit, pull
+from pytest_scylla.run.sandbox.docker_copy import Bounds, OverLimit, pull, push
 from pytest_scylla.run.sandbox.docker_spool import Spool
 
 CHUNK = 16 << 10
@@ -145,6 +147,43 @@ def test_copy_backs_past_their_free_bytes_wait_for_a_spool_slot(tmp_path: Path, 
     for thread in threads:
         thread.join(10)
     assert all((folder / "work" / "big.bin").stat().st_size == 1 << 20 for folder in folders)
+
+
+class Receiver:
+    """What `push` asks of a container: the clearing command, and the archive, read through;
+    the Python memory held meanwhile at its peak. `hold`: the archive joined whole first (the
+    control: what a tar made in memory costs)."""
+
+    def __init__(self, hold: bool) -> None:
+        self.hold, self.size, self.peak = hold, 0, 0
+
+    def exec_run(self, argv: list[str]) -> tuple[int, bytes]:
+        return 0, b""
+
+    def put_archive(self, path: str, data: Iterable[bytes]) -> bool:
+        tracemalloc.start()
+        try:
+            for chunk in [b"".join(data)] if self.hold else data:
+                self.size += len(chunk)
+            self.peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        return True
+
+
+@pytest.mark.parametrize("hold", [False, True], ids=["streamed", "held-control"])
+def test_a_big_folder_goes_into_its_container_without_being_held(private: Path, hold: bool) -> None:
+    """What came back (up to the 2 GiB bound) goes in again before each check: 64 MiB of it
+    cost a few pieces of memory, never the archive whole."""
+    with open(private / "work" / "big.bin", "wb") as big:
+        big.truncate(64 << 20)
+    box = Receiver(hold)
+    push(box, private)
+    assert box.size > 64 << 20
+    if hold:
+        assert box.peak > 64 << 20
+    else:
+        assert box.peak < 4 << 20
 
 
 def test_a_spool_folder_open_to_others_is_refused(tmp_path: Path) -> None:
