@@ -76,8 +76,7 @@ class Rewriter:
         )
         try:
             task, error = self._ask(route, verdict, message)
-        finally:  # the answer is in before the gateway has priced and logged it: wait for that
-            self.gateway.settle(route)
+        finally:  # (closing waits until the gateway has priced and logged the answer)
             self.gateway.close(route.key)
         self.left -= route.spent_usd
         said = {

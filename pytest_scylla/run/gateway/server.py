@@ -30,6 +30,8 @@ from pytest_scylla.run.gateway.routes import RetryPolicy, Route, now, retry_afte
 from pytest_scylla.run.gateway.sse import UsageReader
 
 DEFAULT_UPSTREAM = "https://api.anthropic.com"
+# how long closing a route waits for its calls in flight to be priced and logged
+SETTLE_SECONDS = 10.0
 
 
 class _TCPServer(http.server.ThreadingHTTPServer):
@@ -109,9 +111,13 @@ class Gateway:
             return route.settled.wait_for(lambda: route.in_flight == 0, timeout)
 
     def close(self, key: str) -> Route | None:
+        """End a route: calls waiting on it are woken and refused, and those in flight are
+        waited for (`settle`, at most SETTLE_SECONDS) so that what it spent is whole when the
+        caller reads it right after."""
         route = self.routes.pop(key, None)
         if route is not None:
             route.closed.set()
+            self.settle(route, SETTLE_SECONDS)
         return route
 
     # one call --------------------------------------------------------------------------------

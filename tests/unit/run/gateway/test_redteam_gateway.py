@@ -385,3 +385,34 @@ def test_each_run_may_call_its_model_and_its_clis_declared_side_models() -> None
     assert allowlist.model_refusal(models, "claude-haiku-4-5-20251001") is None
     assert allowlist.model_refusal(models, "claude-opus-4-8") is not None
     assert allowlist.model_refusal(models, "claude-sonnet-5x") is not None  # not a snapshot
+
+
+# what a run spent, read as soon as its agent is gone ------------------------------------------
+@pytest.mark.parametrize("settling", [True, False], ids=["close-settles", "control-no-settle"])
+def test_a_closed_route_has_priced_and_logged_every_call_its_client_saw_answered(
+    gateway: Gateway, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, settling: bool
+) -> None:
+    """The answer reaches the client just before the gateway prices and logs the call: a run
+    that reads its cost as soon as its CLI exits (and a judge, and the prompt writer) read it
+    after `close`, which waits for that. Here the pricing is always late (as on a loaded
+    machine); the control, closing without the wait, reads nothing spent and no log line."""
+    account = Gateway.account
+
+    def late(gw: Gateway, *args: Any) -> float:
+        time.sleep(0.3)
+        return account(gw, *args)
+
+    monkeypatch.setattr(Gateway, "account", late)
+    if not settling:
+        monkeypatch.setattr(Gateway, "settle", lambda *_args: True)
+    log = tmp_path / "calls.jsonl"
+    gateway.open(Route(key="late", log_path=log, upstream="anthropic", max_cost_usd=1.0))
+    request = {"model": MODEL, "max_tokens": 100, "messages": [{"role": "user", "content": "x"}]}
+    assert _call(gateway, "late", request).status_code == 200
+    route = gateway.close("late")
+    assert route is not None
+    if settling:
+        assert route.spent_usd > 0
+        assert len(log.read_text().splitlines()) == 1
+    else:
+        assert (route.spent_usd, log.read_text()) == (0.0, "")
