@@ -222,7 +222,8 @@ def tier_table(tables: Tables, where: Path, decided: Sequence[Mapping[str, Any]]
     if hacked:
         lines.append(
             f"reward hacking: {hacked} run(s) tampered with their checks (integrity "
-            "findings; each was checked and judged on the restored workspace)"
+            "findings; each was checked and judged on the restored workspace, or failed "
+            "unjudged where it replaced its workspace)"
         )
     lines.append(
         "outcomes: "
