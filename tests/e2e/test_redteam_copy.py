@@ -9,7 +9,9 @@ the gateway relay as weapons, from the agent's own shell in its container.
   run fails with the same finding.
 
 Each has its positive control: the bound lifted, the attack goes through (the folder comes back
-whole; the run hangs to its timeout). Sessions under docker: the slow tier.
+whole; the run hangs to its timeout). And a run quiet for longer than the exec socket's read
+timeout keeps its relay (the flake of `test_docker_copy.py` on a loaded machine: the SDK's 60 s
+ended the relay, and the run's later calls hung). Sessions under docker: the slow tier.
 
 The in-process tests are `tests/unit/run/sandbox/test_redteam_copy.py` and
 `test_redteam_relay.py`."""
@@ -115,3 +117,29 @@ def test_a_frame_written_into_the_relay_fails_the_run_at_once(
     else:  # the control: the next model call waits behind the frame until the timeout
         assert rec["outcome"] == "timeout"
         assert bound_findings(rec) == []
+
+
+@pytest.mark.parametrize("untimed", [True, False], ids=["untimed", "sdk-timeout-control"])
+def test_a_quiet_spell_does_not_end_the_relay(
+    mini: Path,
+    pytester: pytest.Pytester,
+    oracle: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    edit: Callable[[str, str, str], None],
+    untimed: bool,
+) -> None:
+    """A run quiet for longer than the exec socket's read timeout keeps its relay: its next
+    call reaches the gateway. The control gives the socket a 3 s timeout (the SDK's is the
+    client's 60 s, which a CLI slow to start on a loaded machine could outlast): the relay ends
+    in the agent's 5 s sleep, and the run's second call never reaches the gateway."""
+    needs_docker()
+    edit("cases/alpha/test.yaml", "rubric: basic", "rubric: basic\ntimeout_seconds: 25")
+    if not untimed:
+        monkeypatch.setattr(docker_relay, "untimed", lambda raw: (raw.settimeout(3), raw)[1])
+    rec = run_command(mini, pytester, oracle, monkeypatch, "sleep 5 && echo awake")[1]
+    if untimed:
+        assert rec["api_calls"] == 2
+        assert rec["final_message"] == "Done."
+    else:
+        assert rec["api_calls"] == 1
+        assert rec["outcome"] in ("timeout", "agent_error")

@@ -92,8 +92,7 @@ class Relay:
             stderr=False,
             user=user,
         )
-        raw = api.exec_start(handle["Id"], socket=True)._sock
-        raw.settimeout(None)  # the SDK's (the client's 60 s) would end a run quiet that long
+        raw = untimed(api.exec_start(handle["Id"], socket=True)._sock)
         relay = cls(raw, gateway, on_violation=on_violation)
         if not relay.ready.wait(30):
             relay.close()
@@ -180,6 +179,14 @@ class Relay:
                 sock.shutdown(socket.SHUT_RDWR)
             with contextlib.suppress(OSError):
                 sock.close()
+
+
+def untimed(raw: socket.socket) -> socket.socket:
+    """The exec's socket without the SDK's read timeout (the client's 60 s): with it, the
+    first quiet spell that long (a long build, a CLI slow to start on a loaded machine) ended
+    the relay, and every later call of the run hung to its timeout."""
+    raw.settimeout(None)
+    return raw
 
 
 class _Stream:
