@@ -10,8 +10,9 @@ the gateway relay as weapons, from the agent's own shell in its container.
 
 Each has its positive control: the bound lifted, the attack goes through (the folder comes back
 whole; the run hangs to its timeout). And a run quiet for longer than the exec socket's read
-timeout keeps its relay (the flake of `test_docker_copy.py` on a loaded machine: the SDK's 60 s
-ended the relay, and the run's later calls hung). Sessions under docker: the slow tier.
+timeout keeps its relay (the timing-dependent step found on the copy path of
+`test_docker_copy.py`, flaky on a loaded machine: the SDK's 60 s ended the relay, and the
+run's later calls hung). Sessions under docker: the slow tier.
 
 The in-process tests are `tests/unit/run/sandbox/test_redteam_copy.py` and
 `test_redteam_relay.py`."""
