@@ -162,14 +162,7 @@ class Docker(DockerContainers):
         timed_out = code == 128 + signal.SIGKILL and seconds >= int(timeout) - 0.5
         self._settle(private)
         left = self.sweep(private)
-        refused: list[str] = []
-        violations = self._relay_violations(private)
-        if self.copy:  # what the command left comes back to the host, as data
-            self._stale.add(private)
-            try:
-                refused = docker_copy.pull(container, private)
-            except docker_copy.OverLimit as exc:  # the host's copy stays as it was
-                violations.append(f"copy-back refused: {exc}")
+        refused, violations = self._copy_back(container, private)
         return Finished(
             exit_code=None if timed_out else code,
             timed_out=timed_out,
@@ -179,10 +172,19 @@ class Docker(DockerContainers):
             violations=tuple(violations),
         )
 
-    def _relay_violations(self, private: Path) -> list[str]:
-        """Why the run's gateway relay was dropped, if it was (copy mode)."""
+    def _copy_back(self, container: Any, private: Path) -> tuple[list[str], list[str]]:
+        """Copy mode: what the command left, back to the host as data: (the members refused,
+        the bounds the run broke: its relay dropped, its folder over the copy-back's bounds,
+        when the host's copy stays as it was)."""
+        if not self.copy:
+            return [], []
         relay = self._relays.get(private)
-        return [relay.violation] if relay is not None and relay.violation else []
+        violations = [relay.violation] if relay is not None and relay.violation else []
+        self._stale.add(private)
+        try:
+            return docker_copy.pull(container, private), violations
+        except docker_copy.OverLimit as exc:
+            return [], [*violations, f"copy-back refused: {exc}"]
 
     def executor(self, private: Path) -> Any:
         """Checks run through the SDK from this process: no helper process per check."""
