@@ -9,7 +9,8 @@ more), at most `Bounds.open` connections are open at once and `Bounds.connection
 a frame over a bound, or one that breaks the protocol, drops the relay (every connection closed,
 nothing more read), leaves `violation` saying why and calls `on_violation` (the sandbox ends
 the run's processes: its calls could only hang now).
-The engine's stream is read as it comes, never by the length a header announces.
+The engine's stream is read as it comes, never by the length a header announces, and without
+a read timeout (`untimed`: a run may be quiet for minutes).
 """
 
 from __future__ import annotations
