@@ -66,7 +66,8 @@ class AgentRun:
     @property
     def outcome(self) -> str:
         """How the agent's part ended: `completed`, `timeout`, `budget_exceeded` or
-        `agent_error` (the verdict decides pass or fail)."""
+        `agent_error` (the verdict decides pass or fail), or `fail` where the agent broke the
+        run itself (replaced its workspace, broke the docker copy's or relay's bounds)."""
         classified = self.record.get("classified") or {}
         return classified.get("outcome") or "completed"
 
