@@ -36,13 +36,9 @@ class Entry:
 def path_problem(path: str) -> str:
     """Why `path` (from a repository's history) is unsafe to write under a folder ("" when it
     is safe): absolute, empty, `.`, `..` or `.git` parts, control characters, not UTF-8."""
-    if not path or path.startswith("/"):
-        return f"{path!r} is absolute or empty"
-    if any(ord(c) < 32 or 0xD800 <= ord(c) <= 0xDFFF for c in path):
-        return f"{path!r} holds a control character or is not UTF-8"
+    if problem := hostile.rel_problem(path):
+        return problem
     for part in path.split("/"):
-        if part in ("", ".", ".."):
-            return f"{path!r} holds an empty, '.' or '..' part"
         if part.lower().rstrip(". ") == ".git":
             return f"{path!r} holds a '.git' part"
     return ""

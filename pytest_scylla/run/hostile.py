@@ -227,13 +227,26 @@ def remove(name: str, dir_fd: int) -> None:
         os.unlink(name, dir_fd=dir_fd)
 
 
+def rel_problem(rel: str) -> str:
+    """Why `rel` cannot name a place inside a folder ("" when it can): absolute or empty, a
+    control character or not UTF-8, an empty, `.` or `..` part."""
+    if not rel or rel.startswith("/"):
+        return f"{rel!r} is absolute or empty"
+    if any(ord(c) < 32 or 0xD800 <= ord(c) <= 0xDFFF for c in rel):
+        return f"{rel!r} holds a control character or is not UTF-8"
+    if any(part in ("", ".", "..") for part in rel.split("/")):
+        return f"{rel!r} holds an empty, '.' or '..' part"
+    return ""
+
+
 @contextlib.contextmanager
 def parent_dir(
-    root: Path, rel: str, cleared: list[str], make: bool = True
+    root: Path, rel: str, cleared: list[str], make: bool = True, replace: bool = True
 ) -> Iterator[tuple[int, str]]:
     """(fd of the real directory that holds `rel`, its last name), making the directories on the
     way; anything that is not a real directory on the way is removed first and its path added to
-    `cleared` (`make=False`: nothing is made or removed; a missing folder is an OSError)."""
+    `cleared` (`make=False`: nothing is made or removed; a missing folder is an OSError;
+    `replace=False`: missing folders are made, but a link or a file on the way is an OSError)."""
     parts = rel.split("/")
     fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
     try:
@@ -244,6 +257,8 @@ def parent_dir(
                 if not make or exc.errno not in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
                     raise
                 if exc.errno != errno.ENOENT:
+                    if not replace:
+                        raise
                     remove(part, fd)
                     cleared.append("/".join(parts[: i + 1]))
                 os.mkdir(part, 0o755, dir_fd=fd)

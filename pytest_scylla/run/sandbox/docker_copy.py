@@ -3,15 +3,18 @@ prompt) goes into its container as a tar through the engine's API, and comes bac
 for engines that cannot bind-mount the host's folders. Neither way is the tar held whole: it is
 made as the engine reads it, and extracted as it comes.
 
-What comes back was written by the agent and is extracted as hostile data: nothing is written
+What comes back was written by the agent and is extracted as hostile data, member by member
+by descriptor (`docker_extract`; never by tarfile's own extraction, whose `data` filter alone
+lets a chain of links out on Pythons without the fix of CVE-2025-4517): nothing is written
 outside the private folder (names with `..` or absolute names, writes through a link, hard
 links to files outside are refused member by member), links are made as links and never
-followed, device files and set-uid bits are dropped. The archive is extracted as it streams
-(no spool file) into a landing folder in the private folder, and cut at `Bounds.bytes` bytes or
-`Bounds.members` members: then `OverLimit` (the run's failure, not the harness's), the landing
-removed and the host's copy left as it was. A copy-back past `Bounds.free` bytes waits for one
-of the host's spool slots (`spool`), so that the copy-backs of every session and worker on the
-host hold at most `slots x bytes + workers x free` on its disk at once.
+followed, FIFOs and device files are refused and set-uid bits dropped. The archive is
+extracted as it streams (no spool file) into a landing folder in the private folder, and cut at
+`Bounds.bytes` bytes or `Bounds.members` members: then `OverLimit` (the run's failure, not the
+harness's), the landing removed and the host's copy left as it was. A copy-back past
+`Bounds.free` bytes waits for one of the host's spool slots (`spool`), so that the copy-backs
+of every session and worker on the host hold at most `slots x bytes + workers x free` on its
+disk at once.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_scylla.run.sandbox import SandboxError
+from pytest_scylla.run.sandbox import SandboxError, docker_extract
 from pytest_scylla.run.sandbox.docker_spool import Spool
 
 CHUNK = 1 << 16  # bytes of a tar going in, at a time
@@ -168,18 +171,10 @@ def _amount(size: int) -> str:
 
 
 def _extract(source: Any, landing: Path, members: int = Bounds.members) -> list[str]:
+    """The archive `source` extracted into `landing` as hostile data (`docker_extract`); the
+    members refused, as `name: why`. OverLimit past `members` members."""
     refused: list[str] = []
-
-    def member_filter(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
-        try:
-            if member.issym():  # placed like any member; its target is data, never followed
-                placed = tarfile.data_filter(member.replace(linkname="x", deep=False), dest)
-                return placed.replace(linkname=member.linkname, deep=False)
-            return tarfile.data_filter(member, dest)
-        except tarfile.FilterError as exc:
-            refused.append(f"{member.name}: {type(exc).__name__}")
-            return None
-
+    placed = docker_extract.Landing(landing)
     with tarfile.open(fileobj=source, mode="r|") as tar:
         for count, member in enumerate(tar, 1):
             if count > members:
@@ -187,12 +182,8 @@ def _extract(source: Any, landing: Path, members: int = Bounds.members) -> list[
                     f"the run's folder in its container holds over {members} entries: "
                     "not copied back"
                 )
-            name = member.name.removeprefix("./")
-            if name in ("", "."):
-                continue
-            member.name = name
-            with contextlib.suppress(FileExistsError):
-                tar.extract(member, landing, filter=member_filter)
+            if why := placed.place(tar, member):
+                refused.append(f"{docker_extract.normal(member.name)}: {why}")
     return refused
 
 
