@@ -110,10 +110,12 @@ class Runtime:
         )
 
     def baseline(self, spec: RunSpec) -> dict[str, Any]:
-        """The baseline for the run's model, its subtest's tool configuration and its image."""
+        """The baseline for the run's model, its subtest's tool configuration (its deny list
+        and its settings' `permissions.deny`, which drop tools as the CLI decides) and its
+        image."""
         sub = spec.subtest
         return self.baseline_for(
-            self.model(spec), sub.tools_allow, tuple(sorted(sub.tools_deny)), self.image(spec)
+            self.model(spec), sub.tools_allow, baseline.denied(sub), self.image(spec)
         )
 
     def baseline_for(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import secrets
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -160,6 +161,17 @@ def _baseline(data: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def denied(sub: Subtest) -> tuple[str, ...]:
+    """The rules a run's baseline is measured with: the subtest's deny list and the deny rules
+    of its settings (a team's `.claude/settings.json`). Which rules drop a tool from the request
+    is the CLI's to decide (2.1.197 drops `WebFetch` and `Edit(*)`, keeps Bash for
+    `Bash(rm:*)`), so the baseline run of the same CLI with the same rules measures it."""
+    permissions = sub.settings.get("permissions")
+    rules = permissions.get("deny") if isinstance(permissions, dict) else None
+    listed = [r for r in rules if isinstance(r, str)] if isinstance(rules, list) else []
+    return tuple(sorted({*sub.tools_deny, *listed}))
+
+
 def _safe(text: str) -> str:
     return "".join(c if c.isalnum() or c in ".-" else "_" for c in text)[:60]
 
@@ -178,7 +190,11 @@ def expectation(
 
     library = sorted({p.stem for d in tiers.dirs for p in (d / "blocks").glob("*.md")})
     prompt = sub.system_prompt
+    files, skills = on_demand(ws) if sub.project_config == "remove" else (set(), set())
+    kept = {str(ws / rel) for rel in getattr(sub, "keep_files", ())}  # the arm's own
     return ablation.Expected(
+        watched_files=frozenset(files - kept - {str(ws / ov.instructions_file)}),
+        watched_skills=frozenset(skills),
         tools=frozenset(tools),
         mcp_servers=frozenset(
             declared["mcp_servers"] if ov.mcp_on_wire is None else ov.mcp_on_wire
@@ -214,6 +230,28 @@ def expectation(
         ),
         default_system_chars=int(baseline["system_chars"]),
     )
+
+
+MEMORY_FILES = frozenset({"CLAUDE.md", "CLAUDE.local.md"})
+SKIPPED = frozenset({".git", "node_modules"})
+
+
+def on_demand(ws: Path) -> tuple[set[str], set[str]]:
+    """The configuration in the workspace, before the agent, that the CLI loads once the agent
+    works in a subfolder: the CLAUDE.md files (paths, as the CLI names them) and `.claude/rules`
+    files, and the skills (names) of `.claude/skills` folders below the root. Taken before the
+    agent, so nothing the agent writes later counts as configuration."""
+    files: set[str] = set()
+    skills: set[str] = set()
+    for folder, dirs, names in os.walk(ws):  # links are not followed
+        dirs[:] = sorted(d for d in dirs if d not in SKIPPED)
+        here = Path(folder)
+        files.update(str(here / n) for n in names if n in MEMORY_FILES)
+        if here.parent.name == ".claude" and here.name == "rules":
+            files.update(str(here / n) for n in names if n.endswith(".md"))
+        if here.name == "skills" and here.parent.name == ".claude" and here.parent.parent != ws:
+            skills.update(d for d in dirs if (here / d / "SKILL.md").is_file())
+    return files, skills
 
 
 def delegates(tiers: TierSet, sub: Subtest) -> tuple[str, ...]:

@@ -194,6 +194,9 @@ def apply(
         "CLAUDE_CONFIG_DIR": str(home / ".claude"),
         "MCP_CONNECTION_NONBLOCKING": "false",
         "MCP_TIMEOUT": "60000",
+        # how long the CLI waits for its servers before the first request (2.1.197: 5 s by
+        # default; a server still starting then is left `pending` and WaitForMcpServers added)
+        "MCP_CONNECT_TIMEOUT_MS": "60000",
     }
     return Overlay(
         args=tuple(args),

@@ -23,11 +23,18 @@ SKILLS_HEAD = "The following skills are available for use with the Skill tool"
 AGENTS_HEAD = "Available agent types for the Agent tool"
 CLAUDE_MD_HEAD = "# claudeMd"
 LISTED = re.compile(r"^- ([A-Za-z0-9_.:-]+): (.*)$", re.MULTILINE)
+# the compact listing Claude Code falls back to when the skills' descriptions overflow its
+# listing budget: a bare `- name` line per skill (2.1.197: the project's own skills so, its
+# built-ins still with their descriptions)
+COMPACT = re.compile(r"^- ([A-Za-z0-9_.:-]+)$", re.MULTILINE)
 CONTENTS = re.compile(r"^Contents of (\S+?)(?: \([^)\n]*\))?:\n", re.MULTILINE)
 REMINDER = re.compile(r"<system-reminder>\n?(.*?)</system-reminder>", re.DOTALL)
 # the helpers a CLI adds with any MCP server: ListMcpResourcesTool (Claude Code),
 # list_mcp_resources / read_mcp_resource (Codex)
 MCP_HELPER = re.compile(r"^(?:\w*Mcp\w*Tool|\w*_mcp_resource\w*)$")
+# the tool Claude Code adds while a declared server is still connecting (2.1.197: enabled while
+# any server is `pending`; the model calls it to wait for the server)
+MCP_WAIT = "WaitForMcpServers"
 AGENTS_MD = re.compile(
     r"^# AGENTS\.md instructions for (.+?)\n\n<INSTRUCTIONS>\n(.*?)"
     r"</INSTRUCTIONS>",
@@ -65,12 +72,29 @@ def _context_chunks(messages: list[Any]) -> list[str]:
     for message in messages:
         if not isinstance(message, dict) or message.get("role") == "assistant":
             break
-        for text in _texts(message.get("content")):
-            if message.get("role") == "system":
-                chunks.append(text)
-            else:
-                chunks.extend(REMINDER.findall(text))
+        chunks += _chunks_of(message)
     return chunks
+
+
+def _chunks_of(message: dict[str, Any]) -> list[str]:
+    """The CLI's own context in one message: a system-role message whole, the
+    `<system-reminder>` parts of a user message's text blocks (never a tool result's content,
+    which holds what the agent read or ran)."""
+    texts = _texts(message.get("content"))
+    if message.get("role") == "system":
+        return texts
+    return [chunk for text in texts for chunk in REMINDER.findall(text)]
+
+
+def _new_chunks(messages: list[Any]) -> list[str]:
+    """The CLI's own context added since the model's last turn: what a later request brings
+    that the earlier ones did not (a nested CLAUDE.md loaded when the agent read there, skills
+    found on the way)."""
+    last = max(
+        (i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "assistant"),
+        default=-1,
+    )
+    return [c for m in messages[last + 1 :] if isinstance(m, dict) for c in _chunks_of(m)]
 
 
 @dataclass
@@ -95,6 +119,14 @@ class Observed:
         }
 
 
+def is_messages_wire(request: dict[str, Any]) -> bool:
+    """Claude Code's wire format (Anthropic Messages), not another CLI's."""
+    if "contents" in request or "messages" not in request:
+        return False
+    first = (request.get("messages") or [{}])[0]
+    return not (isinstance(first, dict) and first.get("role") == "system")  # Chat Completions
+
+
 def observe(request: dict[str, Any]) -> Observed:
     """What the request carries, in whichever CLI's wire format."""
     if "input" in request and "messages" not in request:
@@ -104,6 +136,26 @@ def observe(request: dict[str, Any]) -> Observed:
     first = (request.get("messages") or [{}])[0]
     if isinstance(first, dict) and first.get("role") == "system":  # Chat Completions
         return _observe_chat(request)
+    seen = _offered(request)
+    seen.system = "\n".join(_texts(request.get("system")))
+    chunks = _context_chunks(request.get("messages", []))
+    seen.reminders = "\n".join(chunks)
+    _read_chunks(chunks, seen)
+    return seen
+
+
+def observe_later(request: dict[str, Any]) -> Observed:
+    """What a later request of Claude Code adds to the configuration the first one carried: its
+    MCP servers (one still connecting at the first request shows up once connected) and the
+    CLI's own context since the model's last turn (CLAUDE.md files and skills loaded on
+    demand). None of the conversation's own content (tool results, the model's text) is read."""
+    seen = _offered(request)
+    _read_chunks(_new_chunks(request.get("messages") or []), seen, loaded=True)
+    return seen
+
+
+def _offered(request: dict[str, Any]) -> Observed:
+    """The tools of a Claude Code request: built-in ones and MCP servers (`mcp__<server>__`)."""
     seen = Observed()
     for tool in request.get("tools") or []:
         name = str(tool.get("name", "")) if isinstance(tool, dict) else ""
@@ -111,25 +163,37 @@ def observe(request: dict[str, Any]) -> Observed:
             seen.mcp_servers.add(name.split("__")[1])
         elif name:
             seen.tools.add(name)
-    seen.system = "\n".join(_texts(request.get("system")))
-    chunks = _context_chunks(request.get("messages", []))
-    seen.reminders = "\n".join(chunks)
+    return seen
+
+
+def _read_chunks(chunks: list[str], seen: Observed, loaded: bool = False) -> None:
+    """The listings and CLAUDE.md files in the CLI's context chunks, into `seen`; `loaded`:
+    chunks of a later request, where a file loaded on demand comes as a chunk of its own,
+    `Contents of <path>:` without the `# claudeMd` head."""
     heads = (SKILLS_HEAD, AGENTS_HEAD, CLAUDE_MD_HEAD)
     for chunk in chunks:
         starts = sorted((chunk.find(h), h) for h in heads if h in chunk)
+        if loaded and CONTENTS.match(chunk) and (not starts or starts[0][0] > 0):
+            starts.insert(0, (0, CLAUDE_MD_HEAD))
         for (start, head), (end, _) in itertools.pairwise([*starts, (len(chunk), "")]):
             section = chunk[start:end]
             if head in (SKILLS_HEAD, AGENTS_HEAD):
-                listed = LISTED.findall(section)
-                (seen.skills if head == SKILLS_HEAD else seen.agents).update(n for n, _ in listed)
-                for name, text in listed:
-                    seen.descriptions.setdefault(name, []).append(text)
+                _read_listing(section, seen, head == SKILLS_HEAD)
             else:
                 found = list(CONTENTS.finditer(section))
                 for j, match in enumerate(found):
                     stop = found[j + 1].start() if j + 1 < len(found) else len(section)
                     seen.claude_md[match.group(1)] = section[match.end() : stop]
-    return seen
+
+
+def _read_listing(section: str, seen: Observed, skills: bool) -> None:
+    """A skills or agents listing: `- name: description` lines, and for skills also the
+    compact `- name` lines."""
+    listed = LISTED.findall(section)
+    names = [n for n, _ in listed] + (COMPACT.findall(section) if skills else [])
+    (seen.skills if skills else seen.agents).update(names)
+    for name, text in listed:
+        seen.descriptions.setdefault(name, []).append(text)
 
 
 def _observe_responses(request: dict[str, Any]) -> Observed:
@@ -246,6 +310,11 @@ class Expected:
     tools_allow: frozenset[str] | None = None  # the declared allow-list, checked on its own too
     tools_deny: frozenset[str] = frozenset()
     descriptions: tuple[tuple[str, str], ...] = ()  # declared skill/agent -> its description
+    # on-demand configuration in the workspace at the start that the arm does not declare (its
+    # project configuration removed): CLAUDE.md files (paths) and skills (names) in subfolders,
+    # which the CLI loads in a later request once the agent works there
+    watched_files: frozenset[str] = frozenset()
+    watched_skills: frozenset[str] = frozenset()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -266,8 +335,9 @@ def compare(expected: Expected, seen: Observed) -> list[str]:
     """Every difference, each as one readable sentence; empty when the ablation took effect."""
     problems: list[str] = []
     tools = set(seen.tools)
-    if expected.mcp_servers:
-        tools -= {t for t in tools if MCP_HELPER.match(t)}  # the CLI adds these with any server
+    if expected.mcp_servers:  # the CLI adds these with any server, or one still connecting
+        tools -= {t for t in tools if MCP_HELPER.match(t) or t == MCP_WAIT}
+    pending = connecting(expected, seen)
     if expected.tools_allow is not None:
         problems += [
             f"tool '{t}' is outside the declared allow-list"
@@ -284,9 +354,8 @@ def compare(expected: Expected, seen: Observed) -> list[str]:
     ):
         want: frozenset[str] = getattr(expected, kind)
         got: set[str] = tools if kind == "tools" else getattr(seen, kind)
-        problems += [
-            f"declared {label} '{n}' is missing from the request" for n in sorted(want - got)
-        ]
+        missing = want - got - (pending if kind == "mcp_servers" else set())
+        problems += [f"declared {label} '{n}' is missing from the request" for n in sorted(missing)]
         problems += [
             f"{label} '{n}' is in the request but not declared" for n in sorted(got - want)
         ]
@@ -299,6 +368,44 @@ def compare(expected: Expected, seen: Observed) -> list[str]:
                 "name? rename yours)"
             )
     return problems + _claude_md_problems(expected, seen) + _system_problems(expected, seen)
+
+
+def connecting(expected: Expected, seen: Observed) -> set[str]:
+    """The declared MCP servers a request lacks while the CLI offers its wait tool: still
+    connecting, to be judged on a later request (`compare_later`)."""
+    return set(expected.mcp_servers - seen.mcp_servers) if MCP_WAIT in seen.tools else set()
+
+
+def compare_later(
+    expected: Expected, seen: Observed, pending: set[str]
+) -> tuple[list[str], set[str]]:
+    """The problems of a later request (`observe_later`): an undeclared MCP server, or on-demand
+    configuration the arm removed (`watched_files`, `watched_skills`) loaded after all; and the
+    declared servers still not seen."""
+    problems = [
+        f"MCP server '{n}' is in a later request but not declared"
+        for n in sorted(seen.mcp_servers - expected.mcp_servers)
+    ]
+    problems += [
+        f"CLAUDE.md from {p} is in a later request (loaded on demand) but not declared"
+        for p in sorted(set(seen.claude_md) & expected.watched_files)
+    ]
+    problems += [
+        f"skill '{n}' is in a later request (loaded on demand) but not declared"
+        for n in sorted((seen.skills & expected.watched_skills) - expected.skills)
+    ]
+    return problems, pending - seen.mcp_servers
+
+
+def never_connected(pending: set[str]) -> list[str]:
+    """The problem of each declared server no request of the run had."""
+    return [
+        f"declared MCP server '{n}' never connected: it was still starting at the run's first "
+        "request (the CLI offered WaitForMcpServers) and no later request had its tools; make "
+        "it start inside the sandbox within the CLI's wait (60 s: a package from npm needs the "
+        "declaration's `npm` key, so the run installs it on the host), or leave it out of the arm"
+        for n in sorted(pending)
+    ]
 
 
 def _claude_md_problems(expected: Expected, seen: Observed) -> list[str]:

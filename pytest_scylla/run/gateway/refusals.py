@@ -1,5 +1,5 @@
 """Why a call is refused before it reaches the upstream: a path that is no model endpoint, a
-model the run may not call, or a failed ablation check of the run's first request."""
+model the run may not call, or a failed ablation check of the run's requests."""
 
 from __future__ import annotations
 
@@ -34,22 +34,57 @@ def _model_or_ablation(route: Route, path: str, request: dict[str, Any]) -> str 
 
 
 def _ablation(route: Route, request: dict[str, Any]) -> str | None:
-    """The ablation check, made on the run's first main-agent model call; once it failed, it
-    refuses every such call of the run."""
+    """The ablation check, made on the run's first main-agent model call and, for what the CLI
+    loads later, on every one after it; once it failed, it refuses every such call of the
+    run."""
     with route.lock:
         first = route.first_request is None
         if first:
             route.first_request = request if route.capture_first else {}
-    if first and route.expected is not None:
-        seen = ablation.observe(request)
-        problems = ablation.compare(route.expected, seen)
-        route.ablation = {
-            "checked": True,
-            "problems": problems,
-            "observed": seen.to_json(),
-            "expected": route.expected.to_json(),
-        }
+    if route.expected is not None:
+        (_first_check if first else _later_check)(route, route.expected, request)
     if route.ablation_failed():
         assert route.ablation is not None
         return "pytest-scylla ablation check failed: " + "; ".join(route.ablation["problems"])
     return None
+
+
+def _first_check(route: Route, expected: ablation.Expected, request: dict[str, Any]) -> None:
+    """The whole comparison, on the run's first request (a declared MCP server still connecting
+    is left for a later one)."""
+    seen = ablation.observe(request)
+    problems = ablation.compare(expected, seen)
+    with route.lock:
+        route.ablation = {
+            "checked": True,
+            "problems": problems,
+            "observed": seen.to_json(),
+            "expected": expected.to_json(),
+            "requests": 1,
+            "connecting": sorted(ablation.connecting(expected, seen)),
+        }
+
+
+def _later_check(route: Route, expected: ablation.Expected, request: dict[str, Any]) -> None:
+    """What a later request of Claude Code loaded, against the declaration (the other CLIs'
+    later requests are not read)."""
+    if not ablation.is_messages_wire(request):
+        return
+    seen = ablation.observe_later(request)
+    with route.lock:
+        state = route.ablation
+        if state is None or state.get("problems"):
+            return
+        problems, pending = ablation.compare_later(expected, seen, set(state["connecting"]))
+        state["problems"] = problems
+        state["connecting"] = sorted(pending)
+        state["requests"] += 1
+
+
+def finish(route: Route) -> None:
+    """At the run's end: a declared MCP server that was connecting at the first request and
+    that no later request had fails the check."""
+    with route.lock:
+        state = route.ablation
+        if state and state.get("connecting") and not state.get("problems"):
+            state["problems"] = ablation.never_connected(set(state["connecting"]))

@@ -118,6 +118,7 @@ class Gateway:
         if route is not None:
             route.closed.set()
             self.settle(route, SETTLE_SECONDS)
+            refusals.finish(route)  # the ablation check's end: a server that never connected
         return route
 
     # one call --------------------------------------------------------------------------------
