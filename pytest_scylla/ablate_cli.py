@@ -11,7 +11,7 @@ from typing import Any
 from pytest_scylla.core.terminal import echo
 from pytest_scylla.formats.yamlmarks import SpecError
 
-GROUPS = ("section", "skill", "agent", "mcp", "hook")
+GROUPS = ("section", "rule", "skill", "command", "agent", "mcp", "hook")
 AGENTS = ("claude-code", "codex", "gemini-cli", "opencode")
 SIGNS = {  # a file that shows a CLI's configuration is there
     "claude-code": ("CLAUDE.md", ".claude", ".mcp.json"),
@@ -114,8 +114,11 @@ def ablate(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    """`scylla ablate report`: the terminal table, components.csv, .md and .html."""
+    """`scylla ablate report`: the arms without a counted run and why, the terminal table,
+    components.csv, .md and .html."""
     from pytest_scylla.results import component_effects as ce
+    from pytest_scylla.results import component_tables as ct
+    from pytest_scylla.results.effect_limits import arm_notes
     from pytest_scylla.results.tables import load
     from pytest_scylla.results_cli import reading
 
@@ -139,17 +142,21 @@ def _report(args: argparse.Namespace) -> int:
     except ValueError as exc:  # several agents or models: never pooled
         echo(f"scylla ablate report: {folder}: {exc}", file=sys.stderr)
         return 2
+    reasons = {str(r.get("run_key")): str(r.get("reason") or "") for r in tables.records}
+    notes = arm_notes(runs, design, reasons)
     if not found:
+        chosen = "".join(
+            f" with {k} {v}" for k, v in (("--agent", args.agent), ("--model", args.model)) if v
+        )
         echo(
-            f"scylla ablate report: {folder}: no arm of {design_path} has counted runs to compare"
-            + "".join(
-                f" with {k} {v}" for k, v in (("--agent", args.agent), ("--model", args.model)) if v
-            ),
+            f"scylla ablate report: {folder}: no arm of {design_path} has a counted run{chosen}",
+            *(f"  {note}" for note in notes),
+            sep="\n",
             file=sys.stderr,
         )
         return 2
-    echo("\n".join(ce.terminal(found)))
-    written = ce.write_outputs(folder, found, design)
+    echo("\n".join(ct.terminal(found, notes)))
+    written = ct.write_outputs(folder, found, design, notes)
     echo("wrote " + ", ".join(str(p) for p in written))
     return 0
 
@@ -220,7 +227,8 @@ def _listing(config: Any, units: list[Any], arms: list[Any]) -> list[str]:
     lines = [f"{config.cli} configuration {config.digest}: {len(config.components)} components"]
     width = max(len(c.id) for c in config.components)
     for comp in config.components:
-        state = "ablated" if comp.ablated else f"not ablated: {comp.reason}"
+        state = "ablated" if comp.ablated else "not ablated"
+        state += f": {comp.reason}" if comp.reason else ""
         lines.append(f"  {comp.id:<{width}}  {comp.digest}  {comp.where:<28} {state}")
     design = "leave-one-out" if arms and arms[0].name.endswith("-full") else "Plackett-Burman"
     lines.append(f"{len(units)} factors, {len(arms)} arms ({design}):")

@@ -40,18 +40,20 @@ def html(report: ReportInput) -> None:
 def _components_markdown(report: ReportInput) -> str:
     """The components' table, after a blank line; "" when the experiment ran no plan."""
     from pytest_scylla.results import component_effects as ce
+    from pytest_scylla.results import component_tables as ct
 
     planned = ce.for_experiment(report.folder, report.tables.runs)
-    return "\n" + ce.markdown(*planned) if planned else ""
+    return "\n" + ct.markdown(*planned) if planned else ""
 
 
 def _components_html(report: ReportInput) -> str:
     """The components' section; "" when the experiment ran no plan."""
     from pytest_scylla.results import component_effects as ce
+    from pytest_scylla.results import component_tables as ct
     from pytest_scylla.results.component_html import section
 
     planned = ce.for_experiment(report.folder, report.tables.runs)
-    return section(ce.rows_of(planned[0]), ce.title(planned[1])) if planned else ""
+    return section(ct.rows_of(planned[0]), ct.title(planned[1])) if planned else ""
 
 
 def _decisions_html(report: ReportInput) -> str:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_scylla.results.component_html import HEAD, cell_text, interval_text, measure_text, page
+from pytest_scylla.results import effect_limits as limits
 from pytest_scylla.results.metrics import COUNTED
 
 ALPHA = 0.05
@@ -36,6 +36,7 @@ class Design:
     configuration: str
     factors: tuple[str, ...]
     arms: Mapping[str, frozenset[str]]  # "03" -> the factors the arm keeps
+    labels: Mapping[str, str] = field(default_factory=dict, compare=False)  # "03" -> its name
 
 
 @dataclass
@@ -43,17 +44,18 @@ class Effect:
     factor: str
     n_with: int
     n_without: int
-    pass_with: float
-    pass_without: float
-    delta_pass: float  # with minus without, in pass-rate points (0..1)
-    low: float
-    high: float
-    p_value: float
+    pass_with: float | None  # None: no counted run on that side
+    pass_without: float | None
+    delta_pass: float | None  # with minus without, in pass-rate points (0..1); None: the
+    low: float | None  # runs support no estimate, the verdict says why
+    high: float | None
+    p_value: float | None
     deltas: dict[str, float] = field(default_factory=dict)  # MEASURES: with minus without
     delta_cop: float | None = None
-    p_adjusted: float = 1.0
+    p_adjusted: float | None = None
     verdict: str = ""
     needed_n: int | None = None
+    needed_note: str = ""  # why needed_n is None: no difference observed, or over the cap
     note: str = ""
 
 
@@ -62,7 +64,10 @@ def load_design(path: Path) -> Design:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         arms = {str(k)[:2]: frozenset(v) for k, v in data["arms"].items()}
-        design = Design(data["design"], str(data["configuration"]), tuple(data["factors"]), arms)
+        labels = {str(k)[:2]: str(k) for k in data["arms"]}
+        design = Design(
+            data["design"], str(data["configuration"]), tuple(data["factors"]), arms, labels
+        )
         problem = _problem(design)
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         problem = str(exc)
@@ -137,9 +142,9 @@ def _cop(rows: Sequence[Mapping[str, Any]]) -> float:
 
 
 def effects(runs: Sequence[Mapping[str, Any]], design: Design) -> list[Effect]:
-    """Every factor's effect, from the experiment's run rows (`runs.csv`)."""
-    from statsmodels.stats.multitest import multipletests
-
+    """Every factor's effect, from the experiment's run rows (`runs.csv`); a factor whose
+    effect the runs cannot support has none, its verdict saying why (`effect_limits`). No
+    factor at all when no arm has a counted run."""
     rows = [
         r
         for r in runs  # the plan's tier only: an experiment may hold other tiers' runs too
@@ -153,17 +158,29 @@ def effects(runs: Sequence[Mapping[str, Any]], design: Design) -> list[Effect]:
             f"the arms ran under {len(conditions)} agent/model conditions "
             f"({', '.join(conditions)}); choose one with --agent and --model"
         )
+    if not rows:
+        return []
     found = (
         _leave_one_out(rows, design)
         if design.kind == "leave-one-out"
         else _regression(rows, design)
     )
-    if found:
-        adjusted = multipletests([e.p_value for e in found], method="holm")[1]
-        for effect, p in zip(found, adjusted, strict=True):
-            effect.p_adjusted = float(p)
-            _verdict(effect, ALPHA / len(found))
+    _adjust(found)
     return found
+
+
+def _adjust(found: Sequence[Effect]) -> None:
+    """Holm over every factor (one without an estimate stands in the family as p = 1), then
+    each factor's verdict."""
+    from statsmodels.stats.multitest import multipletests
+
+    if not found:
+        return
+    given = [1.0 if e.p_value is None else e.p_value for e in found]
+    for effect, p in zip(found, multipletests(given, method="holm")[1], strict=True):
+        if effect.p_value is not None:
+            effect.p_adjusted = float(p)
+        _verdict(effect, ALPHA / len(found))
 
 
 def _kept(row: Mapping[str, Any], design: Design) -> frozenset[str]:
@@ -176,26 +193,50 @@ def _leave_one_out(rows: Sequence[Mapping[str, Any]], design: Design) -> list[Ef
     found = []
     for factor in design.factors:
         without = [r for r in rows if _kept(r, design) == every - {factor}]
-        if full and without:
-            effect = _contrast(factor, full, without)
-            _interaction(effect, rows, design)
-            found.append(effect)
+        effect = _contrast(factor, full, without)
+        if not full:
+            effect.verdict = limits.NO_FULL
+        _interaction(effect, rows, design)
+        found.append(effect)
     return found
 
 
+def _rate(rows: Sequence[Mapping[str, Any]]) -> float | None:
+    return sum(r["outcome"] == "pass" for r in rows) / len(rows) if rows else None
+
+
 def _contrast(
-    factor: str, with_: Sequence[Mapping[str, Any]], without: Sequence[Mapping[str, Any]]
+    factor: str,
+    with_: Sequence[Mapping[str, Any]],
+    without: Sequence[Mapping[str, Any]],
+    where: str = "both arms",
 ) -> Effect:
-    """Two groups of runs: the difference of pass rates and of each measure."""
-    from scipy.stats import fisher_exact, ttest_ind
+    """Two groups of runs: the difference of pass rates (none when the runs cannot support
+    one: the verdict says why) and of each measure."""
+    from scipy.stats import fisher_exact
     from statsmodels.stats.proportion import confint_proportions_2indep
 
-    a = sum(r["outcome"] == "pass" for r in with_)
-    b = sum(r["outcome"] == "pass" for r in without)
     n1, n2 = len(with_), len(without)
-    low, high = confint_proportions_2indep(a, n1, b, n2, method="newcomb")
-    p = fisher_exact([[a, n1 - a], [b, n2 - b]])[1]
-    effect = Effect(factor, n1, n2, a / n1, b / n2, a / n1 - b / n2, low, high, float(p))
+    problem = limits.pass_problem(with_, without, where)
+    effect = Effect(factor, n1, n2, _rate(with_), _rate(without), *(None,) * 4, verdict=problem)
+    if not problem:
+        a = sum(r["outcome"] == "pass" for r in with_)
+        b = sum(r["outcome"] == "pass" for r in without)
+        low, high = confint_proportions_2indep(a, n1, b, n2, method="newcomb")
+        effect.delta_pass, effect.low, effect.high = a / n1 - b / n2, float(low), float(high)
+        effect.p_value = float(fisher_exact([[a, n1 - a], [b, n2 - b]])[1])
+    _measures(effect, with_, without)
+    cop = _cop(with_) - _cop(without) if with_ and without else math.nan
+    effect.delta_cop = cop if not math.isnan(cop) else None  # both infinite: no difference
+    return effect
+
+
+def _measures(
+    effect: Effect, with_: Sequence[Mapping[str, Any]], without: Sequence[Mapping[str, Any]]
+) -> None:
+    """Each measure's difference of means, with Welch's interval where both groups vary."""
+    from scipy.stats import ttest_ind
+
     for measure in MEASURES:
         x = [v for r in with_ if (v := _number(r.get(measure))) is not None]
         y = [v for r in without if (v := _number(r.get(measure))) is not None]
@@ -208,8 +249,6 @@ def _contrast(
                 if math.isfinite(ci.low) and math.isfinite(ci.high):
                     effect.deltas[f"{measure}_low"] = float(ci.low)
                     effect.deltas[f"{measure}_high"] = float(ci.high)
-    effect.delta_cop = _cop(with_) - _cop(without)
-    return effect
 
 
 def _interaction(effect: Effect, rows: Sequence[Mapping[str, Any]], design: Design) -> None:
@@ -217,9 +256,11 @@ def _interaction(effect: Effect, rows: Sequence[Mapping[str, Any]], design: Desi
     leave-one-out contrast's means the factor interacts with the others."""
     alone = [r for r in rows if _kept(r, design) == {effect.factor}]
     none = [r for r in rows if not _kept(r, design)]
-    if not alone or not none:
+    if not alone or not none or effect.delta_pass is None or effect.p_value is None:
         return
     added = _contrast(effect.factor, alone, none)
+    if added.delta_pass is None or added.p_value is None:
+        return
     if added.delta_pass * effect.delta_pass < 0 and min(added.p_value, effect.p_value) < ALPHA:
         effect.note = (
             f"interacts with others: alone {added.delta_pass:+.0%} against nothing, "
@@ -228,39 +269,74 @@ def _interaction(effect: Effect, rows: Sequence[Mapping[str, Any]], design: Desi
 
 
 def _regression(rows: Sequence[Mapping[str, Any]], design: Design) -> list[Effect]:
-    """A two-level design's main effects: logistic for pass, linear for the measures."""
+    """A two-level design's main effects: logistic for pass, linear for the measures; with
+    too few runs for the model, each factor's runs with and without it, and no effect."""
     import numpy
     import statsmodels.api as sm
 
-    if len(rows) <= len(design.factors) + 1:
-        return []
     x = numpy.array([[f in _kept(r, design) for f in design.factors] for r in rows], float)
-    y = numpy.array([r["outcome"] == "pass" for r in rows], float)
+    groups = [
+        (
+            [r for r, k in zip(rows, x[:, i], strict=True) if k],
+            [r for r, k in zip(rows, x[:, i], strict=True) if not k],
+        )
+        for i in range(len(design.factors))
+    ]
+    found = [
+        _contrast(f, *g, where="every arm") for f, g in zip(design.factors, groups, strict=True)
+    ]
+    for effect in found:  # the groups' differences are not main effects: only the model's are
+        effect.delta_pass = effect.low = effect.high = effect.p_value = None
+        effect.deltas.clear()
     exog = sm.add_constant(x, has_constant="add")
-    margins = _pass_margins(y, exog)
-    fits = {  # the measures' main effects, with robust (HC3) intervals
-        m: sm.OLS(numpy.array([_number(r.get(m)) or 0.0 for r in rows]), exog).fit(cov_type="HC3")
-        for m in MEASURES
-    }
-    found = []
-    for i, factor in enumerate(design.factors):
-        with_ = [r for r, keep in zip(rows, x[:, i], strict=True) if keep]
-        without = [r for r, keep in zip(rows, x[:, i], strict=True) if not keep]
-        effect = _contrast(factor, with_, without)
-        effect.delta_pass, effect.low, effect.high, effect.p_value = margins[i]
-        for measure, fit in fits.items():
-            effect.deltas[measure] = float(fit.params[i + 1])
-            low, high = fit.conf_int()[i + 1]
-            effect.deltas[f"{measure}_low"], effect.deltas[f"{measure}_high"] = low, high
-        found.append(effect)
+    problem = limits.rank_problem(
+        exog, len({str(r["subtest"])[:2] for r in rows})
+    ) or limits.regression_problem(len(rows), len(design.factors))
+    if problem or any(e.verdict for e in found):
+        for effect in found:
+            effect.verdict = problem or effect.verdict
+            effect.delta_cop = None if problem else effect.delta_cop
+        return found
+    y = numpy.array([r["outcome"] == "pass" for r in rows], float)
+    margins, how = _pass_margins(y, exog)
+    for i, effect in enumerate(found):
+        delta, low, high, p = margins[i]
+        effect.verdict = how if how == limits.SEPARATED else limits.margin_problem(low, high, p)
+        if not effect.verdict:
+            effect.delta_pass, effect.low, effect.high, effect.p_value = delta, low, high, p
+            effect.note = how
+    _measure_fits(found, rows, x)
     return found
 
 
-def _pass_margins(y: Any, exog: Any) -> list[tuple[float, float, float, float]]:
-    """Each factor's average marginal effect on pass: (effect, low, high, p); a linear
-    probability model (robust errors) where the logistic one does not converge."""
-    import warnings
+def _measure_fits(found: Sequence[Effect], rows: Sequence[Mapping[str, Any]], x: Any) -> None:
+    """The measures' main effects, with robust (HC3) intervals, over the runs that have the
+    measure (when they are enough for the model and it varies)."""
+    import numpy
+    import statsmodels.api as sm
 
+    for measure in MEASURES:
+        values = [_number(r.get(measure)) for r in rows]
+        keep = [v is not None for v in values]
+        y = numpy.array([v for v in values if v is not None])
+        if len(y) < 2 * x.shape[1] + 2 or len(set(y)) < 2:
+            continue
+        exog = sm.add_constant(x[numpy.array(keep)], has_constant="add")
+        if numpy.linalg.matrix_rank(exog) < exog.shape[1]:
+            continue
+        fit = sm.OLS(y, exog).fit(cov_type="HC3")
+        for i, effect in enumerate(found):
+            low, high = fit.conf_int()[i + 1]
+            if math.isfinite(low) and math.isfinite(high):
+                effect.deltas[measure] = float(fit.params[i + 1])
+                effect.deltas[f"{measure}_low"], effect.deltas[f"{measure}_high"] = low, high
+
+
+def _pass_margins(y: Any, exog: Any) -> tuple[list[tuple[float, float, float, float]], str]:
+    """Each factor's average marginal effect on pass: (effect, low, high, p), and how it was
+    found: "" by the logistic model; by a linear probability model (robust errors) where the
+    logistic one does not converge (separation), said in the words returned; `SEPARATED` when
+    the factors predict every outcome exactly (no interval then)."""
     import statsmodels.api as sm
 
     try:
@@ -275,121 +351,31 @@ def _pass_margins(y: Any, exog: Any) -> list[tuple[float, float, float, float]]:
             )
         ]
         if fit.mle_retvals.get("converged") and all(abs(e) <= 1 for e, *_ in found):
-            return found
+            return found, ""
     except Exception:  # perfect separation, a singular matrix: the linear model still answers
         pass
     linear = sm.OLS(y, exog).fit(cov_type="HC3")
+    if float(linear.ssr) < 1e-9:
+        return [(0.0, 0.0, 0.0, 1.0)] * (exog.shape[1] - 1), limits.SEPARATED
     ci = linear.conf_int()[1:]
-    return [
+    margins = [
         (float(e), float(lo), float(hi), float(p))
         for e, (lo, hi), p in zip(linear.params[1:], ci, linear.pvalues[1:], strict=True)
     ]
+    return margins, "linear model: the logistic one separates"
 
 
 def _verdict(effect: Effect, alpha: float) -> None:
     """helps / hurts at the Holm-adjusted level; else no detectable effect, with the runs per
-    arm that would detect the observed difference at `alpha` (Bonferroni's share of it)."""
-    from statsmodels.stats.power import NormalIndPower
-    from statsmodels.stats.proportion import proportion_effectsize
-
-    if effect.p_adjusted < ALPHA:
+    arm that would detect the observed difference at `alpha` (Bonferroni's share of it), or
+    the words when there is no such number. An effect the runs cannot support keeps the
+    verdict that says why."""
+    if effect.delta_pass is None or effect.pass_with is None:
+        return
+    if effect.p_adjusted is not None and effect.p_adjusted < ALPHA:
         effect.verdict = "helps" if effect.delta_pass > 0 else "hurts"
         return
     effect.verdict = "no effect detectable at this n"
-    p1 = min(max(effect.pass_with, 0.0), 1.0)
-    p2 = min(max(effect.pass_with - effect.delta_pass, 0.0), 1.0)
-    size = abs(float(proportion_effectsize(p1, p2)))
-    if size > 0:
-        with warnings.catch_warnings():  # a size too small to solve for: no number, no noise
-            warnings.simplefilter("ignore")
-            n = NormalIndPower().solve_power(effect_size=size, alpha=alpha, power=0.8, ratio=1.0)
-        n = float(n[0] if isinstance(n, list | tuple) else n)  # an array of one at times
-        effect.needed_n = math.ceil(n) if math.isfinite(n) else None
-
-
-COLUMNS = (
-    "factor",
-    "verdict",
-    "n_with",
-    "n_without",
-    "pass_with",
-    "pass_without",
-    "delta_pass",
-    "low",
-    "high",
-    "p_adjusted",
-    *(f"delta_{m}{end}" for m in MEASURES for end in ("", "_low", "_high")),
-    "delta_cop",
-    "needed_n",
-    "note",
-)
-
-
-def rows_of(found: Sequence[Effect]) -> list[dict[str, Any]]:
-    """One row per factor, largest effect on pass first (the CSV's and the tables' order)."""
-    out = []
-    for e in sorted(found, key=lambda e: -e.delta_pass):
-        row: dict[str, Any] = {k: getattr(e, k) for k in COLUMNS if hasattr(e, k)}
-        row.update({f"delta_{k}": v for k, v in e.deltas.items()})
-        out.append({k: row.get(k) for k in COLUMNS})
-    return out
-
-
-def write_csv(path: Path, found: Sequence[Effect]) -> None:
-    import csv
-
-    with path.open("w", newline="", encoding="utf-8") as out:
-        writer = csv.DictWriter(out, fieldnames=list(COLUMNS))
-        writer.writeheader()
-        writer.writerows(rows_of(found))
-
-
-def write_outputs(folder: Path, found: Sequence[Effect], design: Design) -> list[Path]:
-    """components.csv, components.md and components.html in `folder`; the paths written."""
-    written = [folder / f"components.{ext}" for ext in ("csv", "md", "html")]
-    write_csv(written[0], found)
-    written[1].write_text(markdown(found, design), encoding="utf-8")
-    written[2].write_text(page(rows_of(found), title(design)), encoding="utf-8")
-    return written
-
-
-def title(design: Design) -> str:
-    """The tables' heading: the design and the configuration it ablated."""
-    return f"Which components earn their cost ({design.kind}, configuration {design.configuration})"
-
-
-def markdown(found: Sequence[Effect], design: Design) -> str:
-    """The table for a pull-request comment."""
-    lines = [f"### {title(design)}", "", "| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
-    for r in rows_of(found):
-        cells = [
-            f"`{r['factor']}`",
-            r["verdict"] + (f" ({r['note']})" if r["note"] else ""),
-            f"{cell_text('pass_with', r['pass_with'])} / "
-            f"{cell_text('pass_without', r['pass_without'])}",
-            interval_text(r),
-            *(
-                measure_text(r, key)
-                for key in ("p_adjusted", "delta_cost_usd", "delta_cop", "delta_total_tokens")
-            ),
-            cell_text("needed_n", r["needed_n"]),
-        ]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
-
-
-def terminal(found: Sequence[Effect]) -> list[str]:
-    width = max([9, *(len(e.factor) for e in found)])
-    lines = [
-        f"{'component':<{width}}  {'Δ pass [95% CI]':<22}{'p':>7}  {'Δ cost/run':>11}"
-        f"{'Δ CoP':>10}  verdict"
-    ]
-    for r in rows_of(found):
-        needed = f" (about {r['needed_n']} runs per arm would)" if r["needed_n"] else ""
-        cost, cop, p = (cell_text(k, r[k]) for k in ("delta_cost_usd", "delta_cop", "p_adjusted"))
-        lines.append(
-            f"{r['factor']:<{width}}  {interval_text(r):<22}{p:>7}"
-            f"  {cost:>11}{cop:>10}  {r['verdict']}{needed}"
-            + (f"; {r['note']}" if r["note"] else "")
-        )
-    return lines
+    effect.needed_n, effect.needed_note = limits.needed_runs(
+        effect.delta_pass, effect.pass_with, alpha
+    )

@@ -2,9 +2,9 @@
 report.html and a standalone page (components.html). Each effect on pass rate is drawn with its
 95 % interval on an axis from -100 % to +100 %. Every text is escaped (component names come from
 a project's own files); no script, no external file. Also the cells' text, which the markdown
-and terminal tables of `component_effects` share.
+and terminal tables of `component_tables` share.
 
-The rows are `component_effects.rows_of`'s (largest effect on pass first), given in; this module
+The rows are `component_tables.rows_of`'s (largest effect on pass first), given in; this module
 imports nothing of the package."""
 
 from __future__ import annotations
@@ -38,9 +38,14 @@ STYLE = (
 
 
 def cell_text(key: str, value: Any) -> str:
-    """A value of a `rows_of` row as the tables show it."""
-    if value is None:
+    """A value of a `rows_of` row as the tables show it; a zero never signed (`-0%`), a value
+    that is not a number as "-"."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
+    return _unsigned_zero(_text(key, value))
+
+
+def _text(key: str, value: Any) -> str:
     if key in ("pass_with", "pass_without"):
         return f"{value:.0%}"
     if key in ("delta_pass", "low", "high"):
@@ -56,6 +61,13 @@ def cell_text(key: str, value: Any) -> str:
     return str(value)
 
 
+def _unsigned_zero(text: str) -> str:
+    """`-0%`, `+0.0000` -> `0%`, `0.0000`: a difference that rounds to nothing has no sign."""
+    if text[:1] in "+-" and not any(c in "123456789" for c in text) and "inf" not in text:
+        return text[1:]
+    return text
+
+
 def measure_text(row: Mapping[str, Any], key: str) -> str:
     """A cell of `row`, with its 95 % interval where the row has one (`<key>_low`, `_high`)."""
     text = cell_text(key, row[key])
@@ -66,7 +78,12 @@ def measure_text(row: Mapping[str, Any], key: str) -> str:
 
 
 def interval_text(row: Mapping[str, Any]) -> str:
-    """`+40% [+20%, +60%]`: the effect on pass with its interval."""
+    """`+40% [+20%, +60%]`: the effect on pass with its interval; "-" when it has none
+    (the verdict says why)."""
+    if row["delta_pass"] is None:
+        return "-"
+    if row["low"] is None or row["high"] is None:
+        return cell_text("delta_pass", row["delta_pass"])
     low, high = cell_text("low", row["low"]), cell_text("high", row["high"])
     return f"{cell_text('delta_pass', row['delta_pass'])} [{low}, {high}]"
 
@@ -117,13 +134,14 @@ def _cells(row: Mapping[str, Any]) -> list[str]:
             f"<td>{escape(measure_text(row, key))}</td>"
             for key in ("p_adjusted", "delta_cost_usd", "delta_cop", "delta_total_tokens")
         ),
-        f"<td>{escape(cell_text('needed_n', row['needed_n']))}</td>",
+        f"<td>{escape(row.get('needed_note') or cell_text('needed_n', row['needed_n']))}</td>",
     ]
 
 
-def section(rows: Sequence[Mapping[str, Any]], title: str) -> str:
-    """`<section id="components">`: the heading and one table row per component, in the rows'
-    order (give `rows_of`'s: largest effect on pass first)."""
+def section(rows: Sequence[Mapping[str, Any]], title: str, notes: Sequence[str] = ()) -> str:
+    """`<section id="components">`: the heading, the notes on what the runs cannot support
+    (a list) and one table row per component, in the rows' order (give `rows_of`'s: largest
+    effect on pass first)."""
     left = ' class="l"'
     head = "".join(
         f"<th{left if i in (0, 1, 3) else ''}>{escape(h)}</th>" for i, h in enumerate(HEAD)
@@ -136,6 +154,8 @@ def section(rows: Sequence[Mapping[str, Any]], title: str) -> str:
         "difference in pass rate on an axis from -100 % to +100 %, the dot the estimate. "
         "p-values are Holm-adjusted over the components.</p>"
     )
+    if notes:
+        note += '<ul class="notes">' + "".join(f"<li>{escape(n)}</li>" for n in notes) + "</ul>"
     return (
         f'<section id="components"><h2>{escape(title)}</h2>{note}'
         f'<div class="wide"><table id="components-table"><thead><tr>{head}</tr></thead>'
@@ -143,9 +163,9 @@ def section(rows: Sequence[Mapping[str, Any]], title: str) -> str:
     )
 
 
-def page(rows: Sequence[Mapping[str, Any]], title: str) -> str:
+def page(rows: Sequence[Mapping[str, Any]], title: str, notes: Sequence[str] = ()) -> str:
     """components.html: the section as a page of its own (inline style, nothing external)."""
     return (
         f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}'
-        f"</title><style>{STYLE}</style></head><body>{section(rows, title)}</body></html>\n"
+        f"</title><style>{STYLE}</style></head><body>{section(rows, title, notes)}</body></html>\n"
     )

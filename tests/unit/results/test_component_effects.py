@@ -17,6 +17,7 @@ import pytest
 
 from pytest_scylla.results import component_effects as ce
 from pytest_scylla.results import component_html
+from pytest_scylla.results import component_tables as ct
 
 HELP, HURT, NONE = "skill:a", "skill:b", "skill:c"
 TRUTH = {HELP: 0.4, HURT: -0.4, NONE: 0.0}
@@ -153,10 +154,10 @@ def test_a_plackett_burman_design_recovers_main_effects() -> None:
 
 def test_the_tables_say_it_in_words() -> None:
     found = ce.effects(_runs(_loo(), 40, TRUTH), _loo())
-    lines = ce.terminal(found)
+    lines = ct.terminal(found)
     assert lines[1].startswith(HELP)  # largest effect on pass first
     assert "helps" in lines[1]
-    assert "| `skill:b` | hurts |" in ce.markdown(found, _loo())
+    assert "| `skill:b` | hurts |" in ct.markdown(found, _loo())
 
 
 def test_runs_of_other_tiers_and_uncounted_outcomes_stay_out() -> None:
@@ -179,7 +180,7 @@ def _cx(html: str, factor: str) -> float:
 
 def test_the_html_section_draws_each_effect_largest_first() -> None:
     found = ce.effects(_runs(_loo(), 40, TRUTH), _loo())
-    html = component_html.section(ce.rows_of(found), ce.title(_loo()))
+    html = component_html.section(ct.rows_of(found), ct.title(_loo()))
     assert html.startswith('<section id="components"><h2>Which components earn their cost')
     assert re.findall(r'<tr data-component="([^"]+)">', html) == [HELP, NONE, HURT]
     assert html.count("<svg") == html.count('<rect class="ci"') == 3  # one bar per component
@@ -198,8 +199,8 @@ def test_a_hostile_component_name_is_shown_as_text() -> None:
     design = ce.Design("leave-one-out", "<b>cfg</b>", tuple(truth), arms)
     found = ce.effects(_runs(design, 30, truth), design)
     for html in (
-        component_html.section(ce.rows_of(found), ce.title(design)),
-        component_html.page(ce.rows_of(found), ce.title(design)),
+        component_html.section(ct.rows_of(found), ct.title(design)),
+        component_html.page(ct.rows_of(found), ct.title(design)),
     ):
         assert "<script" not in html
         assert "<img" not in html
@@ -218,7 +219,7 @@ def test_an_interval_past_the_axis_is_drawn_at_its_end() -> None:
 
 def test_write_outputs_writes_csv_markdown_and_html(tmp_path: Path) -> None:
     found = ce.effects(_runs(_loo(), 40, TRUTH), _loo())
-    written = ce.write_outputs(tmp_path, found, _loo())
+    written = ct.write_outputs(tmp_path, found, _loo())
     assert [p.name for p in written] == ["components.csv", "components.md", "components.html"]
     assert all(p.is_file() for p in written)
     page = (tmp_path / "components.html").read_text(encoding="utf-8")

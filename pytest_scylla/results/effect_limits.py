@@ -1,0 +1,191 @@
+"""What the runs of an ablation cannot support, said in words instead of numbers (`scylla
+ablate report`): which arms have no counted run and why; a difference of pass rates that no
+interval can bound (fewer than two counted runs on a side, every counted run passed or every one
+failed, runs that the factors separate exactly, a regression with fewer than twice as many runs
+as parameters); and the runs per arm a power calculation asks for, omitted where no difference
+was observed and capped where the number would only be noise."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from pytest_scylla.results.metrics import COUNTED
+
+Row = Mapping[str, Any]
+ZERO = 0.005  # a difference of pass rates that shows as 0 %: no difference observed
+CAP = 10_000  # runs per arm past which a power calculation's answer is only noise
+REASONS = 2  # the distinct reasons shown per arm
+REASON_CHARS = 200
+NO_DIFFERENCE = "no difference observed"
+NO_FULL = "not estimable: the full arm (every component) has no counted run"
+
+
+def pass_problem(with_: Sequence[Row], without: Sequence[Row], where: str = "both arms") -> str:
+    """Why no interval can bound the difference of pass rates between two groups of counted
+    runs, or "" when one can; `where` names the groups in the words."""
+    n1, n2 = len(with_), len(without)
+    if min(n1, n2) < 2:
+        return f"not estimable at this n ({_runs(n1)} with it, {_runs(n2)} without)"
+    passed = {r["outcome"] == "pass" for r in (*with_, *without)}
+    if passed == {True}:
+        return f"cannot estimate: every counted run passed in {where}"
+    if passed == {False}:
+        return f"cannot estimate: every counted run failed in {where}"
+    return ""
+
+
+def _runs(n: int) -> str:
+    return f"{n} counted run" + ("" if n == 1 else "s")
+
+
+def regression_problem(rows: int, factors: int) -> str:
+    """Why a two-level design's regression is not fitted to `rows` counted runs, or ""; it
+    asks for twice as many runs as parameters (the factors and a constant)."""
+    if rows >= 2 * (factors + 1):
+        return ""
+    return f"not estimable at this n: {rows} counted runs for {factors} factors"
+
+
+def rank_problem(exog: Any, arms: int) -> str:
+    """Why a two-level design's regression cannot tell its factors apart, or "": the arms with
+    counted runs (`arms` distinct ones) leave the design matrix `exog` rank-deficient (a
+    saturated design that lost an arm, say), whatever the number of runs."""
+    import numpy
+
+    if numpy.linalg.matrix_rank(exog) >= exog.shape[1]:
+        return ""
+    factors = exog.shape[1] - 1
+    return (
+        f"not estimable: the {arms} arms with counted runs cannot tell {factors} factors and "
+        "a constant apart (more runs will not help; the arms without one will)"
+    )
+
+
+def _regression_note(rows: int, factors: int, arms: int) -> list[str]:
+    """What a regression too small to fit needs, in a note (or none)."""
+    if not regression_problem(rows, factors):
+        return []
+    need = 2 * (factors + 1)
+    return [
+        f"a regression on {factors} factors and a constant needs at least {need} counted runs "
+        f"(twice its parameters), this experiment has {rows}: run each arm at least "
+        f"{max(2, math.ceil(need / max(arms, 1)))} times"
+    ]
+
+
+SEPARATED = (
+    "cannot estimate: the factors predict every counted run's outcome exactly (separation); "
+    "run each arm more times"
+)
+ZERO_VARIANCE = "not estimable: zero variance of its estimate at this n"
+
+
+def margin_problem(low: float, high: float, p: float) -> str:
+    """Why a fitted effect on pass has no interval worth printing (zero width, not finite)."""
+    if not all(math.isfinite(v) for v in (low, high, p)) or high - low < 1e-9:
+        return ZERO_VARIANCE
+    return ""
+
+
+def needed_runs(delta: float, pass_with: float, alpha: float) -> tuple[int | None, str]:
+    """The runs per arm that would detect a difference of pass rates `delta` (80 % power,
+    two-sided `alpha`), and the words when there is no such number: no difference observed, or
+    more than CAP runs."""
+    from statsmodels.stats.power import NormalIndPower
+    from statsmodels.stats.proportion import proportion_effectsize
+
+    if abs(delta) < ZERO:
+        return None, NO_DIFFERENCE
+    p1 = min(max(pass_with, 0.0), 1.0)
+    p2 = min(max(pass_with - delta, 0.0), 1.0)
+    size = abs(float(proportion_effectsize(p1, p2)))
+    if not size > 0:
+        return None, NO_DIFFERENCE
+    with warnings.catch_warnings():  # a size too small to solve for: no number, no noise
+        warnings.simplefilter("ignore")
+        n = NormalIndPower().solve_power(effect_size=size, alpha=alpha, power=0.8, ratio=1.0)
+    n = float(n[0] if isinstance(n, list | tuple) else n)  # an array of one at times
+    if not math.isfinite(n):
+        return None, ""
+    if n > CAP:
+        return None, f"over {CAP:,} runs per arm would"
+    return math.ceil(n), ""
+
+
+class Arms(Protocol):
+    """The parts of a plan's design (`component_effects.Design`) the notes read."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def factors(self) -> tuple[str, ...]: ...
+    @property
+    def arms(self) -> Mapping[str, frozenset[str]]: ...
+    @property
+    def labels(self) -> Mapping[str, str]: ...
+
+
+def arm_notes(runs: Sequence[Row], design: Arms, reasons: Mapping[str, str]) -> list[str]:
+    """One line per arm of the plan with no counted run (its runs' outcomes and their
+    reasons, from `reasons`: run key -> reason), what the full arm's absence means, and the
+    runs a regression too small to fit needs."""
+    notes, empty = [], set()
+    for arm in sorted(design.arms):
+        mine = [r for r in runs if r.get("tier") == "T0" and str(r["subtest"])[:2] == arm]
+        if not any(r["outcome"] in COUNTED for r in mine):
+            empty.add(arm)
+            full = " (full: every component)" if _full(design, arm) else ""
+            notes.append(f"arm {design.labels.get(arm, arm)}{full}: {_uncounted(mine, reasons)}")
+    if any(_full(design, arm) for arm in empty):
+        notes.append(FULL_GONE[design.kind == "leave-one-out"])
+    if design.kind != "leave-one-out":
+        counted = sum(
+            r["outcome"] in COUNTED
+            and r.get("tier") == "T0"
+            and str(r["subtest"])[:2] in design.arms
+            for r in runs
+        )
+        notes += _regression_note(counted, len(design.factors), len(design.arms))
+    return notes
+
+
+FULL_GONE = (
+    "the full arm has no counted run: the main effects come from the other arms only",
+    "the full arm has no counted run: no effect relative to it (the configuration as it is "
+    "run) is estimable",
+)
+
+
+def _full(design: Arms, arm: str) -> bool:
+    return design.arms[arm] == frozenset(design.factors)
+
+
+def _uncounted(runs: Sequence[Row], reasons: Mapping[str, str]) -> str:
+    """`2 runs, all infra_error: <reason>`: why none of an arm's runs counted."""
+    if not runs:
+        return "no run in this experiment"
+    outcomes = Counter(str(r["outcome"]) for r in runs)
+    said = (
+        f"all {next(iter(outcomes))}"
+        if len(outcomes) == 1
+        else "none counted (" + ", ".join(f"{n} {o}" for o, n in outcomes.most_common()) + ")"
+    )
+    why = Counter(
+        _short(reasons[key])
+        for r in runs
+        if (key := str(r.get("run_key"))) in reasons and reasons[key]
+    )
+    shown = [text for text, _ in why.most_common(REASONS)]
+    more = len(why) - len(shown)
+    text = "; ".join(shown) + (f" (and {more} more)" if more > 0 else "")
+    head = f"{len(runs)} run{'' if len(runs) == 1 else 's'}, {said}"
+    return f"{head}: {text}" if text else f"{head} (no reason recorded)"
+
+
+def _short(text: str) -> str:
+    line = " ".join(str(text).split())
+    return line if len(line) <= REASON_CHARS else line[: REASON_CHARS - 3] + "..."
