@@ -39,21 +39,22 @@ def html(report: ReportInput) -> None:
 
 def _components_markdown(report: ReportInput) -> str:
     """The components' table, after a blank line; "" when the experiment ran no plan."""
-    from pytest_scylla.results import component_effects as ce
     from pytest_scylla.results import component_tables as ct
 
-    planned = ce.for_experiment(report.folder, report.tables.runs)
+    planned = ct.for_session(report.folder, report.tables.runs, report.tables.records)
     return "\n" + ct.markdown(*planned) if planned else ""
 
 
 def _components_html(report: ReportInput) -> str:
     """The components' section; "" when the experiment ran no plan."""
-    from pytest_scylla.results import component_effects as ce
     from pytest_scylla.results import component_tables as ct
     from pytest_scylla.results.component_html import section
 
-    planned = ce.for_experiment(report.folder, report.tables.runs)
-    return section(ct.rows_of(planned[0]), ct.title(planned[1])) if planned else ""
+    planned = ct.for_session(report.folder, report.tables.runs, report.tables.records)
+    if not planned:
+        return ""
+    found, design, notes = planned
+    return section(ct.rows_of(found), ct.title(design), notes)
 
 
 def _decisions_html(report: ReportInput) -> str:

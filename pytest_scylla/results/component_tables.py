@@ -5,12 +5,13 @@ the runs cannot support (`effect_limits`) before it. The effects are `component_
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_scylla.results.component_effects import MEASURES, Design, Effect
+from pytest_scylla.results.component_effects import MEASURES, Design, Effect, for_experiment
 from pytest_scylla.results.component_html import HEAD, cell_text, interval_text, measure_text, page
+from pytest_scylla.results.effect_limits import arm_notes, reasons_of
 
 COLUMNS = (
     "factor",
@@ -29,6 +30,17 @@ COLUMNS = (
     "needed_note",
     "note",
 )
+
+
+def for_session(
+    folder: Path, runs: Sequence[Mapping[str, Any]], records: Sequence[Mapping[str, Any]]
+) -> tuple[list[Effect], Design, list[str]] | None:
+    """`for_experiment`'s effects and design, with the notes on the arms without a counted run
+    (their reasons from the run `records`), for the session's own reports; None as there."""
+    planned = for_experiment(folder, runs)
+    if planned is None:
+        return None
+    return planned[0], planned[1], arm_notes(runs, planned[1], reasons_of(records))
 
 
 def rows_of(found: Sequence[Effect]) -> list[dict[str, Any]]:

@@ -116,6 +116,11 @@ def needed_runs(delta: float, pass_with: float, alpha: float) -> tuple[int | Non
     return math.ceil(n), ""
 
 
+def reasons_of(records: Sequence[Row]) -> dict[str, str]:
+    """Run key -> the reason its run ended as it did (`arm_notes`' `reasons`), from records."""
+    return {str(r.get("run_key")): str(r.get("reason") or "") for r in records}
+
+
 class Arms(Protocol):
     """The parts of a plan's design (`component_effects.Design`) the notes read."""
 

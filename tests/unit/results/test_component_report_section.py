@@ -55,7 +55,12 @@ def _records(n: int = 40) -> list[RunRecord]:
     return records
 
 
-def _write(tmp_path: Path, design: str | None, formats: tuple[str, ...] = ("md", "html")) -> Path:
+def _write(
+    tmp_path: Path,
+    design: str | None,
+    formats: tuple[str, ...] = ("md", "html"),
+    records: list[RunRecord] | None = None,
+) -> Path:
     """The reports of an experiment whose T0 tier came from a plan (with `design` as its
     design.json; None: none)."""
     tiers = tmp_path / "ablation"
@@ -64,7 +69,7 @@ def _write(tmp_path: Path, design: str | None, formats: tuple[str, ...] = ("md",
     if design is not None:
         (tiers / "design.json").write_text(design, encoding="utf-8")
     tables = Tables()
-    tables.add_records(_records(), "exp")
+    tables.add_records(_records() if records is None else records, "exp")
     out = tmp_path / "exp"
     manifest = {"tier_sources": {"T0": str(tiers / "T0.yaml")}}
     report.write(out, tables, manifest, formats=formats)
@@ -95,3 +100,21 @@ def test_without_a_readable_design_the_reports_have_no_section(
     html = (out / "report.html").read_text(encoding="utf-8")
     assert 'id="components"' not in html
     assert "<table class=tool id=runs" in html  # the rest of the report is whole
+
+
+def test_the_reports_name_the_arms_without_a_counted_run_and_why(tmp_path: Path) -> None:
+    """The full arm's runs all ended in infra_error: the section says so with the reason, and
+    no effect relative to the full arm is claimed."""
+    reason = "declared tool 'WebFetch' is missing from the request"
+    records = [
+        {**r, "outcome": "infra_error", "reason": reason} if r["subtest"] == "T0-01" else r
+        for r in _records(4)
+    ]
+    out = _write(tmp_path, json.dumps(DESIGN), records=records)
+    said = f"arm 01-full (full: every component): 4 runs, all infra_error: {reason}"
+    md = (out / "tables.md").read_text(encoding="utf-8")
+    assert f"- {said}" in md
+    assert "| `skill:helpful` | not estimable: the full arm (every component) has no" in md
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert said.replace("'", "&#x27;") in html
+    assert '<rect class="ci"' not in html  # no interval drawn
