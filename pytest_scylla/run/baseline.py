@@ -9,7 +9,7 @@ import hashlib
 import json
 import os
 import secrets
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,8 @@ from pytest_scylla.run.agents import Agent, SetupError
 from pytest_scylla.run.gateway import Gateway, Route, ablation
 from pytest_scylla.run.gateway.oracle import Script
 from pytest_scylla.run.sandbox import Sandbox, base_env
+
+FORM = 2  # what a stored baseline holds: 2 = also the request with a server connecting
 
 
 def measure(
@@ -52,36 +54,75 @@ def measure(
             sandbox.assign(private, image)
             ws = _make_workspace(private)
             (private / "tmp").mkdir()
+            probe = _Probe(agent, gateway, sandbox, cli, model, private, ws, image)
             flags, extra = _bare(agent, private, allow, deny)
-            key = f"baseline-{secrets.token_hex(4)}"
-            probe = replace(Script.for_case("noop", None, ws), faults=False)
-            route = gateway.open(
-                Route(key=key, log_path=private / "calls.jsonl", script=probe, capture_first=True)
-            )
-            env = agents.environment(agent, base_env(private), extra, sandbox.base_url(key), model)
-            argv = agent.command(sandbox.cli(cli, image), model, 1, flags)
-            with open(private / "out.jsonl", "wb") as out, open(private / "err.txt", "wb") as err:
-                finished = sandbox.run(
-                    argv, ws, private, env, "Say OK.", 120, out, err, bridge=True
-                )
-            gateway.close(key)
-            if not route.first_request:
-                said = agent.parse(private / "out.jsonl").final_message
-                raise SetupError(
-                    f"could not measure the CLI's baseline request (exit {finished.exit_code}): "
-                    + (said or (private / "err.txt").read_text(errors="replace")[-500:])
-                )
             data = {
                 "cli_version": cli_version,
                 "sandbox": sandbox.name,
                 "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
-                "request": route.first_request,
+                "request": probe.first_request(flags, extra),
             }
+            if getattr(agent, "overlay", None) is None:  # Claude Code: a server connecting
+                data["connecting_request"] = probe.first_request(
+                    *_connecting(private, flags, extra)
+                )
             record.write_json(cache, data)
             return _baseline(data)
         finally:
             sandbox.close(private)
             release_private(private)
+
+
+@dataclass(frozen=True)
+class _Probe:
+    """One CLI call of the baseline run, answered by the gateway itself (it costs nothing)."""
+
+    agent: Agent
+    gateway: Gateway
+    sandbox: Sandbox
+    cli: Path
+    model: str
+    private: Path
+    ws: Path
+    image: str | None
+
+    def first_request(self, flags: tuple[str, ...], extra: dict[str, str]) -> dict[str, Any]:
+        """The CLI's first model request with these flags and environment."""
+        agent, sandbox, private = self.agent, self.sandbox, self.private
+        key = f"baseline-{secrets.token_hex(4)}"
+        probe = replace(Script.for_case("noop", None, self.ws), faults=False)
+        route = self.gateway.open(
+            Route(key=key, log_path=private / "calls.jsonl", script=probe, capture_first=True)
+        )
+        env = agents.environment(agent, base_env(private), extra, sandbox.base_url(key), self.model)
+        argv = agent.command(sandbox.cli(self.cli, self.image), self.model, 1, flags)
+        with open(private / "out.jsonl", "wb") as out, open(private / "err.txt", "wb") as err:
+            finished = sandbox.run(
+                argv, self.ws, private, env, "Say OK.", 120, out, err, bridge=True
+            )
+        self.gateway.close(key)
+        if not route.first_request:
+            said = agent.parse(private / "out.jsonl").final_message
+            raise SetupError(
+                f"could not measure the CLI's baseline request (exit {finished.exit_code}): "
+                + (said or (private / "err.txt").read_text(errors="replace")[-500:])
+            )
+        return route.first_request
+
+
+def _connecting(
+    private: Path, flags: tuple[str, ...], extra: dict[str, str]
+) -> tuple[tuple[str, ...], dict[str, str]]:
+    """Claude Code's flags and environment with one MCP server that is still connecting at the
+    first request (it never answers; the CLI waits 0.2 s for it): what the CLI adds to the
+    request then (2.1.197: WaitForMcpServers) is measured, never listed by hand."""
+    config = private / "mcp-connecting.json"
+    server = {"command": "sh", "args": ["-c", "sleep 300"]}
+    config.write_text(json.dumps({"mcpServers": {"connecting": server}}), encoding="utf-8")
+    at = flags.index("--mcp-config")
+    flags = (*flags[:at], "--mcp-config", str(config), *flags[at + 2 :])
+    wait = {"MCP_CONNECTION_NONBLOCKING": "false", "MCP_CONNECT_TIMEOUT_MS": "200"}
+    return flags, {**extra, **wait}
 
 
 def _cache_file(
@@ -95,11 +136,10 @@ def _cache_file(
     image: str | None,
 ) -> Path:
     """Where the baseline of this CLI version, sandbox, model, tool configuration and image
-    is kept."""
+    is kept (`FORM`: baselines stored before it lack the connecting request)."""
     container = sandbox.describe(image)  # docker: the image's id (a baseline per image)
-    key = hashlib.sha256(json.dumps([model, allow, list(deny), container]).encode()).hexdigest()[
-        :10
-    ]
+    named = json.dumps([model, allow, list(deny), container, FORM])
+    key = hashlib.sha256(named.encode()).hexdigest()[:10]
     return cache_dir / (f"baseline-{agent.name}-{_safe(cli_version)}-{sandbox.name}-{key}.json")
 
 
@@ -150,14 +190,18 @@ def _bare(
 
 
 def _baseline(data: dict[str, Any]) -> dict[str, Any]:
-    """The built-ins of a stored baseline request (parsed on load, so the parser can improve)."""
+    """The built-ins of a stored baseline request (parsed on load, so the parser can improve),
+    and the tools the CLI adds while a declared MCP server is connecting."""
     seen = ablation.observe(data["request"])
+    connecting = data.get("connecting_request")
+    added = ablation.observe(connecting).tools - seen.tools if connecting else set()
     return {
         "cli_version": data["cli_version"],
         "tools": sorted(seen.tools),
         "skills": sorted(seen.skills),
         "agents": sorted(seen.agents),
         "system_chars": len(seen.system),
+        "connecting_tools": sorted(added),
     }
 
 
@@ -195,6 +239,7 @@ def expectation(
     return ablation.Expected(
         watched_files=frozenset(files - kept - {str(ws / ov.instructions_file)}),
         watched_skills=frozenset(skills),
+        connecting_tools=frozenset(baseline.get("connecting_tools") or ()),
         tools=frozenset(tools),
         mcp_servers=frozenset(
             declared["mcp_servers"] if ov.mcp_on_wire is None else ov.mcp_on_wire

@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from pytest_scylla.run import baseline
+
 SKILLS = 60  # with these descriptions, past Claude Code 2.1.197's skill listing budget
 ARMS = """tier: T7
 name: Team setups
@@ -111,6 +113,12 @@ def test_a_teams_setup_passes_the_check_and_removed_files_loaded_later_fail_it(
     assert not {"WebFetch", "Edit"} & denied  # a bare name and Edit(*) drop it
     listed = runs["alpha-T7-02-r1"]["ablation"]["observed"]["skills"]
     assert {f"s{i:02d}-helper" for i in range(SKILLS)} <= set(listed)
+    cache = Path(oracle[1].partition("=")[2])  # the tools the CLI adds for a server connecting,
+    stored = list(cache.glob("baseline-claude-code-*.json"))  # measured with each baseline
+    assert len(stored) >= 2  # the bare tool configuration and the deny rules of 01-deny
+    for measured in stored:
+        connecting = baseline._baseline(json.loads(measured.read_text()))["connecting_tools"]
+        assert connecting == ["WaitForMcpServers"]
     slow = runs["alpha-T7-03-r1"]["ablation"]["observed"]
     assert (slow["mcp_servers"], "WaitForMcpServers" in slow["tools"]) == (["slow"], False)
     # the arm that removed the project's configuration: sub/'s skill came in the second request

@@ -32,9 +32,6 @@ REMINDER = re.compile(r"<system-reminder>\n?(.*?)</system-reminder>", re.DOTALL)
 # the helpers a CLI adds with any MCP server: ListMcpResourcesTool (Claude Code),
 # list_mcp_resources / read_mcp_resource (Codex)
 MCP_HELPER = re.compile(r"^(?:\w*Mcp\w*Tool|\w*_mcp_resource\w*)$")
-# the tool Claude Code adds while a declared server is still connecting (2.1.197: enabled while
-# any server is `pending`; the model calls it to wait for the server)
-MCP_WAIT = "WaitForMcpServers"
 AGENTS_MD = re.compile(
     r"^# AGENTS\.md instructions for (.+?)\n\n<INSTRUCTIONS>\n(.*?)"
     r"</INSTRUCTIONS>",
@@ -315,6 +312,9 @@ class Expected:
     # which the CLI loads in a later request once the agent works there
     watched_files: frozenset[str] = frozenset()
     watched_skills: frozenset[str] = frozenset()
+    # the tools the CLI adds while a declared MCP server is still connecting, measured with the
+    # baseline (Claude Code 2.1.197: WaitForMcpServers)
+    connecting_tools: frozenset[str] = frozenset()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -336,7 +336,7 @@ def compare(expected: Expected, seen: Observed) -> list[str]:
     problems: list[str] = []
     tools = set(seen.tools)
     if expected.mcp_servers:  # the CLI adds these with any server, or one still connecting
-        tools -= {t for t in tools if MCP_HELPER.match(t) or t == MCP_WAIT}
+        tools -= {t for t in tools if MCP_HELPER.match(t) or t in expected.connecting_tools}
     pending = connecting(expected, seen)
     if expected.tools_allow is not None:
         problems += [
@@ -371,9 +371,11 @@ def compare(expected: Expected, seen: Observed) -> list[str]:
 
 
 def connecting(expected: Expected, seen: Observed) -> set[str]:
-    """The declared MCP servers a request lacks while the CLI offers its wait tool: still
-    connecting, to be judged on a later request (`compare_later`)."""
-    return set(expected.mcp_servers - seen.mcp_servers) if MCP_WAIT in seen.tools else set()
+    """The declared MCP servers a request lacks while it has the tools the CLI adds for a server
+    still connecting: to be judged on a later request (`compare_later`)."""
+    if not seen.tools & expected.connecting_tools:
+        return set()
+    return set(expected.mcp_servers - seen.mcp_servers)
 
 
 def compare_later(
@@ -401,7 +403,7 @@ def never_connected(pending: set[str]) -> list[str]:
     """The problem of each declared server no request of the run had."""
     return [
         f"declared MCP server '{n}' never connected: it was still starting at the run's first "
-        "request (the CLI offered WaitForMcpServers) and no later request had its tools; make "
+        "request (the CLI offered its wait tool) and no later request had its tools; make "
         "it start inside the sandbox within the CLI's wait (60 s: a package from npm needs the "
         "declaration's `npm` key, so the run installs it on the host), or leave it out of the arm"
         for n in sorted(pending)

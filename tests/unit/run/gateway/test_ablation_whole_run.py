@@ -18,6 +18,7 @@ from pytest_scylla.run.gateway import Route, ablation, refusals
 
 RECORDED = Path(__file__).parents[3] / "fixtures" / "claude-requests"
 NESTED = "/w/sub/CLAUDE.md"
+WAIT = "WaitForMcpServers"  # what 2.1.197 adds while a server connects (the baseline measures it)
 
 
 def _recorded(name: str) -> dict[str, Any]:
@@ -138,18 +139,20 @@ def test_a_server_still_connecting_is_judged_on_a_later_request() -> None:
     whose requests never had them fails at its end, naming the server and what to do."""
     later = _recorded("nested-claude-md.json")
     first = _first(later)
-    expected = _as_first(later, mcp_servers=frozenset({"memory"}))
-    connecting = _with_tools(first, ablation.MCP_WAIT)
+    expected = _as_first(
+        later, mcp_servers=frozenset({"memory"}), connecting_tools=frozenset({WAIT})
+    )
+    connecting = _with_tools(first, WAIT)
     connected = _with_tools(later, "mcp__memory__read_graph", "ListMcpResourcesTool")
     assert _run(expected, connecting, connected) == []
-    never = _run(expected, connecting, _with_tools(later, ablation.MCP_WAIT))
+    never = _run(expected, connecting, _with_tools(later, WAIT))
     assert len(never) == 1
     assert never[0].startswith("declared MCP server 'memory' never connected")
     assert "`npm` key" in never[0]
     # without the wait tool the server is simply missing, as before
     assert _run(expected, first) == ["declared MCP server 'memory' is missing from the request"]
     # and the wait tool without a declared server is the CLI's no more
-    problems = _run(_as_first(later), connecting)
+    problems = _run(_as_first(later, connecting_tools=frozenset({WAIT})), connecting)
     assert "tool 'WaitForMcpServers' is in the request but not declared" in problems
 
 
@@ -231,3 +234,30 @@ def test_the_baseline_is_measured_with_the_settings_deny_rules(
         settings=settings,
     )
     assert baseline.denied(sub) == measured_with
+
+
+def test_the_baseline_measures_what_the_cli_adds_while_a_server_connects(tmp_path: Path) -> None:
+    """The second call of Claude Code's baseline declares one server that never answers and
+    gives it 0.2 s: the tools its first request has beyond the bare one's are the CLI's own
+    while a server connects (stored, parsed on load)."""
+    flags = ("--mcp-config", str(tmp_path / "mcp.json"), "--strict-mcp-config", "--tools", "Read")
+    changed, env = baseline._connecting(tmp_path, flags, {"HOME": "/h"})
+    assert changed == (
+        "--mcp-config",
+        str(tmp_path / "mcp-connecting.json"),
+        "--strict-mcp-config",
+        "--tools",
+        "Read",
+    )
+    assert env == {
+        "HOME": "/h",
+        "MCP_CONNECTION_NONBLOCKING": "false",
+        "MCP_CONNECT_TIMEOUT_MS": "200",
+    }
+    servers = json.loads((tmp_path / "mcp-connecting.json").read_text())["mcpServers"]
+    assert list(servers) == ["connecting"]
+    bare = _first(_recorded("nested-claude-md.json"))
+    stored = {"cli_version": "2.1.197", "request": bare}
+    assert baseline._baseline(stored)["connecting_tools"] == []  # measured before: none known
+    stored["connecting_request"] = _with_tools(bare, WAIT)
+    assert baseline._baseline(stored)["connecting_tools"] == [WAIT]
