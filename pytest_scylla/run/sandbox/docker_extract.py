@@ -30,6 +30,7 @@ REFUSED = {  # what making a member met, told as why it was not copied back
     errno.ENOTDIR: "a file or a link on the way: never followed",
     errno.EEXIST: "already there: an archive names each place once",
     errno.ENAMETOOLONG: "a name too long",
+    errno.EMLINK: "too many hard links to one file",
 }
 SPECIAL = "a FIFO, a device or a sparse file: not copied back"
 

@@ -10,11 +10,13 @@ Here the in-process tests; the sessions are in `tests/e2e/test_docker_copy.py`."
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import stat
 import tarfile
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
@@ -25,8 +27,8 @@ from pytest_scylla.run.sandbox.docker_extract import REFUSED, SPECIAL, file_mode
 from ....support.hostile_repos import tarfile_unpatched
 from ....support.hostile_tars import archive, cve_4517_chain, entry
 
-THROUGH = REFUSED[20]  # ENOTDIR: a link or a file on the way
-THERE = REFUSED[17]  # EEXIST
+THROUGH = REFUSED[errno.ENOTDIR]  # a link or a file on the way
+THERE = REFUSED[errno.EEXIST]
 HARD_OUT = "a hard link to no file this copy placed: not copied back"
 
 
@@ -36,7 +38,9 @@ def _extract(data: bytes, landing: Path) -> dict[str, str]:
     return dict(line.split(": ", 1) for line in refused)
 
 
-def _trusting(data: bytes, landing: Path, kind: str = "fully_trusted") -> None:
+def _trusting(
+    data: bytes, landing: Path, kind: Literal["fully_trusted", "data"] = "fully_trusted"
+) -> None:
     """The positive control: the same archive through tarfile's own extraction."""
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
         tar.extractall(landing, filter=kind)
@@ -161,6 +165,30 @@ def test_a_hard_link_only_to_a_file_this_copy_placed(tmp_path: Path) -> None:
     assert (landing / "w" / "h1").samefile(landing / "w" / "f")
     assert refused == {"w/h2": HARD_OUT, "w/h3": HARD_OUT, "w/h4": HARD_OUT}
     assert (outside / "precious.txt").stat().st_nlink == 1
+
+
+def test_a_file_linked_past_the_filesystems_limit_is_refused_not_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past ext4's 65,000 hard links to one file the kernel says EMLINK (made here at the
+    second link): that member is refused, the copy goes on, never an error of the harness."""
+    landing, _ = _folders(tmp_path)
+    real = os.link
+    made: list[tuple[object, ...]] = []
+
+    def link(*args: object, **kwargs: object) -> None:
+        if made:
+            raise OSError(errno.EMLINK, "Too many links")
+        made.append(args)
+        real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "link", link)
+    members = [(entry("f"), b"x\n")]
+    members += [(entry(f"h{i}", tarfile.LNKTYPE, "f"), b"") for i in range(2)]
+    refused = _extract(archive([*members, (entry("after"), b"y\n")]), landing)
+    assert refused == {"h1": REFUSED[errno.EMLINK]}
+    assert (landing / "h0").samefile(landing / "f")
+    assert (landing / "after").read_text() == "y\n"
 
 
 def _sparse() -> tuple[tarfile.TarInfo, bytes]:
