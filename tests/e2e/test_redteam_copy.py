@@ -141,6 +141,7 @@ def test_a_quiet_spell_does_not_end_the_relay(
     if untimed:
         assert rec["api_calls"] == 2
         assert rec["final_message"] == "Done."
-    else:
-        assert rec["api_calls"] == 1
+    else:  # the relay ended: before the second call (or, where the CLI took over 3 s to
+        # make its first call on a loaded machine, before the first)
+        assert rec["api_calls"] < 2
         assert rec["outcome"] in ("timeout", "agent_error")
