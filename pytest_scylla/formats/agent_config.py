@@ -1,11 +1,15 @@
 """A team's own agent configuration, read as the CLI would load it and cut into components that
 can be ablated one by one (`scylla ablate plan`).
 
-For Claude Code: CLAUDE.md and .claude/CLAUDE.md (imports resolved) by top-level section, each
-skill of .claude/skills/, each sub-agent of .claude/agents/, each MCP server of .mcp.json, each
-hook event of .claude/settings.json. What the tier format cannot carry or must keep is still
-listed, with the reason, so nothing is dropped silently: the other keys of settings.json are
-kept in every arm; slash commands, output styles and unknown files are in no arm.
+For Claude Code: CLAUDE.md and .claude/CLAUDE.md (imports resolved, into dot-folders too) by
+top-level section, each unscoped rule of .claude/rules/, each skill of .claude/skills/, each
+command of .claude/commands/ the model is told of, each sub-agent of .claude/agents/, each MCP
+server of .mcp.json, each hook event of .claude/settings.json (claude_parts: rules, commands,
+nested CLAUDE.md, env). What the tier format cannot carry or must keep is still listed, with
+the reason, so nothing is dropped silently: the other keys of settings.json, the rules scoped by
+`paths:`, the CLAUDE.md of subfolders and the other files of .claude/ (a hook's script) are kept
+in every arm; the `env` keys that redirect the CLI, output styles, settings.local.json and the
+commands only a user can type are in no arm.
 
 Everything read is read from inside the project: a link that leads out of it (a linked CLAUDE.md,
 skill folder or agent, a link among a skill's files, which its copy would follow) is a SpecError
@@ -14,75 +18,36 @@ requests. Links that stay inside the project are followed, as the CLI follows th
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pytest_scylla.core import links
-from pytest_scylla.formats import instructions
+from pytest_scylla.formats import claude_parts, instructions, npx
+from pytest_scylla.formats.components import (
+    MAX_SLUG,
+    NAME,
+    Component,
+    Configuration,
+    inside,
+    rel,
+    slug,
+)
 from pytest_scylla.formats.resources import front_matter
 from pytest_scylla.formats.yamlmarks import SpecError, read_text
 
-NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
-MAX_SLUG = 36  # an arm is named `NN-no-<kind>-<slug>`, at most 50 characters
+__all__ = ["Component", "Configuration", "inside", "slug"]  # read from here by other readers
+
 KNOWN = {"CLAUDE.md", "settings.json", "settings.local.json", "skills", "agents"}
+KNOWN |= {"rules", "commands"}  # claude_parts reads them
 MCP_CARRIED = {"command", "args", "env", "type", "enabled", "description", "trust", "timeout"}
 MCP_CARRIED |= {"startup_timeout_sec", "tool_timeout_sec"}  # how long the CLI waits, not what
 KINDS = {"commands": "command", "command": "command", "prompts": "command"}
 KINDS |= {"output-styles": "output-style"}
-READER = "scylla ablate plan reads a configuration"
-NOT_CARRIED = {
-    "commands": "slash commands are typed by a user; a task's prompt never runs one",
-    "output-styles": "output styles are chosen per session by a user",
-}
-
-
-@dataclass(frozen=True)
-class Component:
-    """One part of the configuration. `ablated` False: the same in every arm, for `reason`."""
-
-    kind: str  # section | skill | agent | mcp | hook | setting | command | output-style | file
-    name: str  # unique within its kind; the tier resource's name
-    where: str  # file[:line], relative to the project
-    text: str  # what the arm carries (the section's text, the skill's files, the server's JSON)
-    ablated: bool = True
-    reason: str = ""
-    source: Path | None = None  # the skill folder or agent file to copy
-    data: Mapping[str, Any] = field(default_factory=dict)  # an MCP server's or a hook's JSON
-
-    @property
-    def id(self) -> str:
-        return f"{self.kind}:{self.name}"
-
-    @property
-    def digest(self) -> str:
-        return hashlib.sha256(self.text.encode()).hexdigest()[:12]
-
-
-@dataclass(frozen=True)
-class Configuration:
-    cli: str
-    root: Path
-    components: tuple[Component, ...]
-
-    @property
-    def ablated(self) -> list[Component]:
-        return [c for c in self.components if c.ablated]
-
-    @property
-    def digest(self) -> str:
-        """One hash of every component: a changed configuration is a different experiment."""
-        joined = "\n".join(f"{c.id} {c.digest} {c.ablated}" for c in self.components)
-        return hashlib.sha256(joined.encode()).hexdigest()[:16]
-
-
-def slug(text: str) -> str:
-    words = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
-    return (words[:MAX_SLUG].rstrip("-") or "section") if words else "section"
+NOT_CARRIED = {"output-styles": "output styles are chosen per session by a user: in no arm"}
+STAYS = "not a file the CLI loads by itself: left in the workspace of every arm"
+RUN_BY_HOOK = "a script the {event} hook runs: left in the workspace of every arm, with the hook"
 
 
 def read_claude_code(root: Path) -> Configuration:
@@ -90,28 +55,42 @@ def read_claude_code(root: Path) -> Configuration:
     line of anything that cannot be read."""
     claude = root / ".claude"
     found = [*sections_in(root, [root / "CLAUDE.md", claude / "CLAUDE.md"])]
-    found += [*skills_in(root, claude / "skills"), *agents_in(root, claude / "agents")]
+    found += claude_parts.rules_in(root)
+    found += [*skills_in(root, claude / "skills"), *claude_parts.commands_in(root)]
+    found += agents_in(root, claude / "agents")
     if (root / ".mcp.json").is_file():
         mcp = inside(root, root / ".mcp.json")
         found += mcp_in(root, mcp, _mcp_json(mcp))
-    found += [*_settings(root), *unused_in(root, claude, KNOWN, NOT_CARRIED)]
+    settings = [*_settings(root)]
+    imported = {f for c in found if c.kind == "section" for f in c.data.get("files", ())}
+    others = unused_in(root, claude, KNOWN, NOT_CARRIED, STAYS)
+    found += [*settings, *_explained(others, imported, settings)]
+    found += claude_parts.nested_memory_in(root)
+    _one_skill_per_name(root, found)
     return Configuration("claude-code", root, tuple(found))
 
 
-def _rel(root: Path, path: Path) -> str:
-    return path.relative_to(root).as_posix()
+def _one_skill_per_name(root: Path, found: list[Component]) -> None:
+    """A command is carried as the skill of its name: one that a skill has too is a SpecError."""
+    skills = {c.name: c for c in found if c.kind == "skill"}
+    for comp in found:
+        if comp.kind == "command" and comp.ablated and comp.name in skills:
+            other = skills[comp.name].where
+            why = f"the command '{comp.name}' has the name of the skill {other}; rename one"
+            raise SpecError.one(root / comp.where, 1, why)
 
 
-def inside(root: Path, path: Path, tree: bool = False) -> Path:
-    """`path`, when reading it (with `tree`: and every file under it, links followed) follows no
-    link out of the project at `root`; else a SpecError naming the link and what to do."""
-    try:
-        links.check_read(root, path, READER)
-        if tree:
-            links.check_tree(root, path, READER)
-    except links.LinkOut as exc:
-        raise SpecError.one(exc.link, None, f"a link to {exc.target}: {exc.why}") from None
-    return path
+def _explained(
+    others: Iterator[Component], imported: set[str], settings: list[Component]
+) -> Iterator[Component]:
+    """The other files of .claude/: those an import names are part of its section (not listed
+    again); those a hook's command names say so."""
+    hooks = [c for c in settings if c.kind == "hook"]
+    for comp in others:
+        if comp.where in imported:
+            continue
+        event = next((h.name for h in hooks if comp.where in h.text), None)
+        yield replace(comp, reason=RUN_BY_HOOK.format(event=event)) if event else comp
 
 
 def sections_in(root: Path, paths: list[Path], imports: bool = True) -> Iterator[Component]:
@@ -129,8 +108,9 @@ def sections_in(root: Path, paths: list[Path], imports: bool = True) -> Iterator
                 name, count = f"{base[: MAX_SLUG - 3]}-{count}", count + 1
             taken.add(name)
             first = part.lines[0]
-            where = f"{_rel(root, first.path)}:{first.number}"
-            yield Component("section", name, where, part.text)
+            where = f"{rel(root, first.path)}:{first.number}"
+            files = tuple(dict.fromkeys(rel(root, x.path) for x in part.lines))
+            yield Component("section", name, where, part.text, data={"files": files})
 
 
 def _front_matter(kind: str, path: Path) -> tuple[str, dict[str, Any]]:
@@ -159,9 +139,9 @@ def _named_files(root: Path, kind: str, paths: list[Path], own_tools: str) -> It
         text = _digest_text(folder)
         if own_tools and "tools" in meta:
             reason = f"its tools are named in {own_tools}'s terms, a tier's in Claude Code's"
-            yield Component(kind, name, _rel(root, path), text, False, reason + ": in no arm")
+            yield Component(kind, name, rel(root, path), text, False, reason + ": in no arm")
         else:
-            yield Component(kind, name, _rel(root, path), text, source=folder)
+            yield Component(kind, name, rel(root, path), text, source=folder)
 
 
 def skills_in(root: Path, folder: Path) -> Iterator[Component]:
@@ -172,7 +152,7 @@ def skills_in(root: Path, folder: Path) -> Iterator[Component]:
         if not (other / "SKILL.md").is_file():  # nested deeper, or no skill at all
             reason = "no SKILL.md directly in this folder: the CLI loads no skill from it"
             yield Component(
-                "file", slug(other.name), _rel(root, other), _digest_text(other), False, reason
+                "file", slug(other.name), rel(root, other), _digest_text(other), False, reason
             )
 
 
@@ -188,7 +168,7 @@ def _digest_text(path: Path) -> str:
     """What a file or folder holds, for its hash: each file's path and bytes (links are named,
     never followed)."""
     if path.is_dir() and not path.is_symlink():
-        files = [(_rel(path, f), f) for f in sorted(path.rglob("*"))]
+        files = [(rel(path, f), f) for f in sorted(path.rglob("*"))]
     else:
         files = [(path.name, path)]
     return "".join(
@@ -218,7 +198,7 @@ def _mcp_json(path: Path) -> Any:
 
 def mcp_in(root: Path, path: Path, servers: Mapping[str, Any]) -> Iterator[Component]:
     """Each MCP server of `servers` ({name: {command, args, env} or {url}}, read from `path`)."""
-    where = _rel(root, path)
+    where = rel(root, path)
     for name, server in sorted(servers.items()):
         text = json.dumps(server, sort_keys=True, indent=1)
         if not isinstance(server, dict) or not NAME.match(name):
@@ -233,7 +213,12 @@ def mcp_in(root: Path, path: Path, servers: Mapping[str, Any]) -> Iterator[Compo
             reason = f"its {', '.join(extra)} cannot be carried by a tier's server: in no arm"
             yield Component("mcp", name, where, text, False, reason, data=server)
         else:
-            yield Component("mcp", name, where, text, data=server)
+            server, note = npx.pinned(path, name, server)  # its `npm` key: installed on the host
+            text = json.dumps(server, sort_keys=True, indent=1)
+            yield Component("mcp", name, where, text, reason=note, data=server)
+
+
+KEPT = "a setting, kept in every arm so that the arms differ only by what is ablated"
 
 
 def _settings(root: Path) -> Iterator[Component]:
@@ -244,26 +229,27 @@ def _settings(root: Path) -> Iterator[Component]:
     if not isinstance(settings, dict):
         raise SpecError.one(path, 1, "expected a JSON object of settings")
     hooks = settings.get("hooks") or {}
+    where = ".claude/settings.json"
     for event, config in sorted(hooks.items() if isinstance(hooks, dict) else []):
         text = json.dumps(config, sort_keys=True, indent=1)
-        yield Component("hook", slug(event), ".claude/settings.json", text, data={event: config})
+        yield Component("hook", slug(event), where, text, data={event: config})
     for key, value in sorted(settings.items()):
-        if key != "hooks":
+        if key == "env" and isinstance(value, dict):
+            value, dropped = claude_parts.env_parts(where, value)
+            yield from dropped
+        if key == "apiKeyHelper":
+            yield Component("setting", slug(key), where, key, False, claude_parts.KEY_HELPER)
+        elif key != "hooks" and (value or key != "env"):
             text = json.dumps(value, sort_keys=True)
-            reason = "a setting, kept in every arm so that the arms differ only by what is ablated"
-            yield Component(
-                "setting",
-                slug(key),
-                ".claude/settings.json",
-                text,
-                False,
-                reason,
-                data={key: value},
-            )
+            yield Component("setting", slug(key), where, text, False, KEPT, data={key: value})
 
 
 def unused_in(
-    root: Path, folder: Path, known: set[str], not_carried: Mapping[str, str]
+    root: Path,
+    folder: Path,
+    known: set[str],
+    not_carried: Mapping[str, str],
+    unknown: str = "not a part of the configuration the plan knows: in no arm",
 ) -> Iterator[Component]:
     """What the CLI's folder holds that no arm carries (its entries not in `known`): listed with
     the reason (`not_carried`'s, by name), never dropped silently."""
@@ -273,14 +259,12 @@ def unused_in(
         if path.name == "settings.local.json":
             reason = "personal settings (not committed, not the team's): in no arm"
         else:
-            reason = not_carried.get(
-                path.name, "not a part of the configuration the plan knows: in no arm"
-            )
+            reason = not_carried.get(path.name, unknown)
         kind = KINDS.get(path.name, "file")
         if path.is_dir() and not path.is_symlink():
             files = sorted(f for f in path.rglob("*") if f.is_file() or f.is_symlink())
         else:
             files = [path]
         for file in files or [path]:
-            name = slug(_rel(path, file).removesuffix(".md") if file != path else path.name)
-            yield Component(kind, name, _rel(root, file), _digest_text(file), False, reason)
+            name = slug(rel(path, file).removesuffix(".md") if file != path else path.name)
+            yield Component(kind, name, rel(root, file), _digest_text(file), False, reason)

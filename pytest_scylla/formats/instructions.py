@@ -13,7 +13,8 @@ from pathlib import Path
 
 from pytest_scylla.formats.yamlmarks import SpecError, read_text
 
-IMPORT = re.compile(r"(?<![\w`@])@((?:\.{1,2}/|~/)?[A-Za-z0-9_][\w./-]*\.[A-Za-z0-9]+)")
+# `@docs/a.md`, `@./a.md`, `@../a.md`, `@~/a.md`, and into a dot-folder: `@.claude/rules.md`
+IMPORT = re.compile(r"(?<![\w`@])@((?:\.{1,2}/|~/)?\.?[A-Za-z0-9_][\w./-]*\.[A-Za-z0-9]+)")
 HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 FENCE = re.compile(r"^\s*(```|~~~)")
 MAX_HOPS = 5

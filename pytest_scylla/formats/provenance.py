@@ -94,6 +94,8 @@ def subtest_conditions(sub: Subtest, tiers: TierSet) -> dict[str, Any]:
         fields.pop(name, None)
     if sub.project_config == "keep":  # the default hashes as before it existed
         fields.pop("project_config")
+    if not sub.keep_files:  # so does the default here
+        fields.pop("keep_files")
     if sub.system_prompt is not None:
         prompt = sub.system_prompt.file
         fields["system_prompt"] = {

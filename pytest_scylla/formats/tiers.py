@@ -51,6 +51,7 @@ class Subtest:
     settings: Mapping[str, Any] = field(default_factory=dict)
     model: str | None = None
     project_config: Literal["keep", "remove"] = "keep"  # the workspace's own configuration
+    keep_files: tuple[str, ...] = ()  # with remove: the on-demand memory files that stay
 
     @property
     def number(self) -> str:
@@ -213,6 +214,7 @@ class TierSet:
             settings=raw.get("settings", {}),
             model=raw.get("model"),
             project_config=raw.get("project_config", "keep"),
+            keep_files=tuple(raw.get("keep_files", [])),
         )
 
     def resource_path(self, kind: ResourceKind, name: str) -> Path:
@@ -317,6 +319,7 @@ class TierSet:
             tools_deny=_union(*(s.tools_deny for s in chain)),
             settings=functools.reduce(deep_merge, (s.settings for s in chain), {}),
             project_config="remove" if any(s.project_config == "remove" for s in chain) else "keep",
+            keep_files=_union(*(s.keep_files for s in chain)),
         )
 
     def known_refs(self) -> list[str]:

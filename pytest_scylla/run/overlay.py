@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_scylla.formats import claude_parts
 from pytest_scylla.formats.tiers import Subtest, TierSet, deep_merge, lead_agents
 
 BLOCK_SEPARATOR = "\n\n"
@@ -63,7 +64,8 @@ def mcp_config(sub: Subtest, tiers: TierSet, workspace: Path, run_dir: Path) -> 
 
 
 # where the CLIs read a project's own agent configuration from (what else .claude/ holds, such
-# as the scripts its hooks run, stays)
+# as the scripts its hooks run, stays; the memory loaded on demand goes unless the subtest
+# keeps it: `_remove_on_demand`)
 PROJECT_CONFIG = (
     "CLAUDE.md",
     "CLAUDE.local.md",
@@ -87,7 +89,7 @@ PROJECT_CONFIG = (
 )
 
 
-def remove_project_config(workspace: Path) -> list[str]:
+def remove_project_config(workspace: Path, keep: tuple[str, ...] = ()) -> list[str]:
     """Take the project's own agent configuration out of the workspace (before the agent runs),
     so that an arm carries only what its subtest declares; the paths removed. A link, at the
     end of a path or on its way, is removed itself, never followed."""
@@ -109,14 +111,29 @@ def remove_project_config(workspace: Path) -> list[str]:
                 path.unlink()
         if path != workspace:
             removed.append(path.relative_to(workspace).as_posix())
-    return list(dict.fromkeys(removed))
+    return list(dict.fromkeys(removed + _remove_on_demand(workspace, keep)))
+
+
+def _remove_on_demand(workspace: Path, keep: tuple[str, ...]) -> list[str]:
+    """The memory files the CLI loads on demand (the CLAUDE.md of subfolders, the rules of
+    .claude/rules/) taken out, but those `keep` names (the plan's components an arm keeps); a
+    link among them is taken out too, never followed."""
+    removed = []
+    for path in claude_parts.on_demand(workspace):
+        rel = path.relative_to(workspace).as_posix()
+        if rel not in keep or path.is_symlink():
+            path.unlink()
+            removed.append(rel)
+    return removed
 
 
 def write_instructions(sub: Subtest, tiers: TierSet, workspace: Path, name: str) -> list[str]:
     """The subtest's instruction blocks appended to the workspace's instructions file `name`
     (CLAUDE.md, AGENTS.md, ...), after the project's own configuration is taken out where the
     subtest says so; the paths written or removed."""
-    removed = remove_project_config(workspace) if sub.project_config == "remove" else []
+    removed = []
+    if sub.project_config == "remove":
+        removed = remove_project_config(workspace, sub.keep_files)
     if not sub.claude_md:
         return removed
     blocks = [
@@ -145,6 +162,7 @@ def declaration(sub: Subtest, tiers: TierSet | None = None) -> dict[str, Any]:
         "mcp_servers": list(sub.mcp_servers),
         "tools_allow": list(sub.tools_allow) if sub.tools_allow is not None else None,
         "tools_deny": list(sub.tools_deny),
+        "keep_files": list(sub.keep_files),
     }
 
 

@@ -79,9 +79,13 @@ def test_a_real_setup_of_agents_and_hooks_lists_what_it_cannot_ablate(
     assert (kinds.count("section"), kinds.count("agent"), kinds.count("hook")) == (24, 6, 2)
     kept = {c.id: c.reason for c in config.components if not c.ablated}
     assert "no SKILL.md directly in this folder" in kept["file:gitnexus"]  # skills one deeper
-    assert {"command:release", "command:triage", "setting:enabledplugins"} <= set(kept)
-    assert any(i.startswith("file:hooks") for i in kept)  # the hooks' own scripts, listed
-    grouped = ["--group", "section", "--group", "agent"]
+    assert "setting:enabledplugins" in kept
+    # commands are listed to the model as skills: components
+    assert {"command:release", "command:triage"} <= {c.id for c in config.ablated}
+    scripts = {i: r for i, r in kept.items() if i.startswith("file:") and i.endswith("-sh")}
+    assert scripts  # the hooks' own scripts, listed as carried with their hooks
+    assert all("a script the" in r and "hook runs" in r for r in scripts.values())
+    grouped = ["--group", "section", "--group", "agent", "--group", "command"]
     assert main(["ablate", "plan", str(root), *grouped, "--out", str(root / "abl")]) == 0
     arms = TierSet(root / "abl").tiers["T0"].subtests
     assert [a.name for a in arms] == [
@@ -90,7 +94,8 @@ def test_a_real_setup_of_agents_and_hooks_lists_what_it_cannot_ablate(
         "03-no-hook-posttooluse",
         "04-no-hook-sessionstart",
         "05-no-group-section",
-        "06-no-group-agent",
+        "06-no-group-command",
+        "07-no-group-agent",
     ]
 
 
@@ -142,20 +147,27 @@ def test_every_arm_of_a_plan_runs_and_carries_exactly_its_components(
     assert list(seen) == [
         "01-full",
         "02-none",
-        "03-no-mcp-ledger-facts",
-        "04-no-hook-posttooluse",
-        "05-no-group-section",
-        "06-no-group-skill",
-        "07-no-group-agent",
+        "03-no-cmd-release",
+        "04-no-mcp-ledger-facts",
+        "05-no-hook-posttooluse",
+        "06-no-memory-cases-alpha-source",  # the case's source holds a CLAUDE.md: nested here
+        "07-no-group-section",
+        "08-no-group-skill",
+        "09-no-group-agent",
     ], done.stdout.str()[-3000:]
-    done.assert_outcomes(passed=7)
+    done.assert_outcomes(passed=9)
     ours = {"changelog", "fixture-builder", "money-math"}
     assert ours <= set(seen["01-full"]["skills"])
-    assert not ours & set(seen["06-no-group-skill"]["skills"])
+    assert not ours & set(seen["08-no-group-skill"]["skills"])
+    # the team's command, listed to the model as a skill: where its arm keeps it only
+    assert "release" in seen["01-full"]["skills"]
+    assert "release" in seen["08-no-group-skill"]["skills"]
+    assert "release" not in seen["03-no-cmd-release"]["skills"]
+    assert "release" not in seen["02-none"]["skills"]
     assert seen["01-full"]["mcp_servers"] == ["ledger-facts"]
-    assert seen["03-no-mcp-ledger-facts"]["mcp_servers"] == []
+    assert seen["04-no-mcp-ledger-facts"]["mcp_servers"] == []
     assert {"reviewer", "test-author"} <= set(seen["01-full"]["agents"])
-    assert not {"reviewer", "test-author"} & set(seen["07-no-group-agent"]["agents"])
+    assert not {"reviewer", "test-author"} & set(seen["09-no-group-agent"]["agents"])
 
     # a leak: the errors section's text also in a skill's description, which the CLI lists
     errors = (mini / "ablation" / "blocks" / "errors.md").read_text()
@@ -163,7 +175,7 @@ def test_every_arm_of_a_plan_runs_and_carries_exactly_its_components(
     leaked = pytester.runpytest(
         "cases",
         "-k",
-        "alpha and T0-05",
+        "alpha and T0-07",
         "-p",
         "no:xdist",
         *oracle,
@@ -172,7 +184,7 @@ def test_every_arm_of_a_plan_runs_and_carries_exactly_its_components(
         "--scylla-tiers=T0",
         f"--scylla-out={mini / 'leak'}",
     )
-    record = json.loads((mini / "leak" / "runs" / "alpha-T0-05-r1" / "run.json").read_text())
+    record = json.loads((mini / "leak" / "runs" / "alpha-T0-07-r1" / "run.json").read_text())
     assert record["outcome"] == "infra_error", leaked.stdout.str()[-2000:]
     assert (
         "CLAUDE.md block 'errors' is in the request but not declared"
@@ -268,7 +280,9 @@ def test_twelve_components_in_sixteen_arms_recover_the_planted_main_effects(
     for root in (mini, mini / "cases" / "alpha" / "source"):
         (root / ".mcp.json").unlink()
         (root / ".claude" / "settings.json").write_text('{"permissions": {}}\n')
-    assert main(["ablate", "plan", str(mini)]) == 0
+        shutil.rmtree(root / ".claude" / "commands")
+    source = mini / "cases" / "alpha" / "source"  # the team's repository: no case inside it
+    assert main(["ablate", "plan", str(source), "--out", str(mini / "ablation")]) == 0
     design = json.loads((mini / "ablation" / "design.json").read_text())
     assert (len(design["factors"]), len(design["arms"])) == (12, 16)
     money = (mini / "ablation" / "blocks" / "money-and-rounding.md").read_text()

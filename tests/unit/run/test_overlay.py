@@ -154,3 +154,49 @@ def test_an_arm_can_take_the_projects_own_configuration_out(
         assert (ws / "AGENTS.md").is_symlink()
     assert outside.read_text() == "not the workspace's\n"
     assert (elsewhere / "agents/a.md").read_text() == "an agent outside\n"
+
+
+@pytest.mark.parametrize("keep", [True, False])
+def test_removing_the_projects_configuration_takes_out_memory_loaded_on_demand(
+    tmp_path: Path, keep: bool
+) -> None:
+    """The rules of .claude/rules/ and the CLAUDE.md of subfolders go, but those the arm's
+    `keep_files` names (the plan's components it keeps); a link among them goes too, its
+    target left alone; a hook's script and other files stay. The control (`keep` False): the
+    same files, named by no arm, all go."""
+    from pytest_scylla.run.overlay import remove_project_config
+
+    ws = tmp_path / "ws"
+    rules = ws / ".claude" / "rules"
+    for rel, text in {
+        ".claude/rules/global.md": "Always say hello.\n",
+        ".claude/rules/web/style.md": "---\ndescription: x\n---\nNo paths.\n",
+        ".claude/rules/py.md": '---\npaths:\n  - "src/**/*.py"\n---\nType every function.\n',
+        ".claude/format-hook.sh": "#!/bin/sh\n",
+        "src/CLAUDE.md": "Typed code.\n",
+        "docs/CLAUDE.md": "Docs.\n",
+        "docs/CLAUDE.local.md": "Mine.\n",
+        "docs/guide.md": "a guide\n",
+    }.items():
+        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ws / rel).write_text(text)
+    (tmp_path / "outside.md").write_text("outside\n")
+    (rules / "linked.md").symlink_to(tmp_path / "outside.md")
+    (ws / "lib").mkdir()
+    (ws / "lib" / "CLAUDE.md").symlink_to(tmp_path / "outside.md")
+    kept = (".claude/rules/py.md", "src/CLAUDE.md", "lib/CLAUDE.md") if keep else ()
+    removed = remove_project_config(ws, kept)
+    assert sorted(removed) == sorted(
+        [
+            ".claude/rules/global.md",
+            ".claude/rules/linked.md",
+            ".claude/rules/web/style.md",
+            "docs/CLAUDE.local.md",
+            "docs/CLAUDE.md",
+            "lib/CLAUDE.md",  # a link, even when kept
+            *([] if keep else [".claude/rules/py.md", "src/CLAUDE.md"]),
+        ]
+    )
+    left = sorted(p.relative_to(ws).as_posix() for p in ws.rglob("*") if p.is_file())
+    assert left == sorted([".claude/format-hook.sh", "docs/guide.md", *kept[:2]])
+    assert (tmp_path / "outside.md").read_text() == "outside\n"

@@ -1,0 +1,147 @@
+"""The parts of a Claude Code configuration beside CLAUDE.md, skills, agents and servers that the
+CLI also loads (`scylla ablate plan`): the rules of .claude/rules/, the custom commands of
+.claude/commands/, the CLAUDE.md files of subfolders, and the `env` keys of settings.json.
+
+What the CLI sends and when, as the real CLI (2.1.197) shows in its requests:
+- an unscoped rule (no `paths:` in its front matter) is memory, like CLAUDE.md, in the first
+  request: a component, carried as a CLAUDE.md block (`rule-<name>`).
+- a rule scoped by `paths:` is loaded once the agent reads a matching file, and a subfolder's
+  CLAUDE.md once it reads files there: components, which an arm keeps by naming them in its
+  `keep_files` (left in the workspace; `project_config: remove` takes out the others).
+- a command is listed to the model beside the skills (`- name: description`), unless its front
+  matter says `disable-model-invocation: true`: a component, carried as a skill of its name.
+- an `env` key that redirects the CLI (its endpoint, key, model names, cloud provider, proxy)
+  is dropped from every arm: the session's gateway decides where the model is."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pytest_scylla.formats.components import Component, inside, rel, slug
+from pytest_scylla.formats.resources import front_matter
+from pytest_scylla.formats.yamlmarks import SpecError, read_text
+
+SCOPED = "loaded when the agent reads a file its paths name ({paths}): left in the workspace "
+SCOPED += "of the arms that keep it (keep_files)"
+LINKED = "a link: taken out of every arm (a run follows no link of the project's)"
+HIDDEN = "disable-model-invocation: true: the model is never told of it, a user types it; in no arm"
+NESTED = "read when the agent reads files in {folder}/: left in the workspace of the arms that "
+NESTED += "keep it (keep_files)"
+MEMORY = ("CLAUDE.md", "CLAUDE.local.md")
+REDIRECT = re.compile(
+    r"^(ANTHROPIC_\w+|CLAUDE_CODE_USE_\w+|CLAUDE_CODE_SKIP_\w+_AUTH|AWS_\w+|VERTEX_\w+|"
+    r"CLOUD_ML_REGION|GOOGLE_\w+|(HTTPS?|ALL|NO)_PROXY|\w+_BASE_URL|\w+_API_KEY|\w+_AUTH_TOKEN)$",
+    re.IGNORECASE,
+)
+DROPPED = "redirects the CLI (its endpoint, key, model or proxy): dropped from every arm; the "
+DROPPED += "session's gateway decides where the model is"
+KEY_HELPER = "a script that prints the CLI's key: dropped from every arm; the session's gateway "
+KEY_HELPER += "holds the key"
+SKIP_DIRS = {".git", "node_modules", "__pycache__", ".venv", "venv"}  # never a team's memory
+
+
+def on_demand(root: Path) -> list[Path]:
+    """The memory files the CLI loads on demand, as found (no link followed): the CLAUDE.md and
+    CLAUDE.local.md of subfolders, and the `.md` files and links of .claude/rules/ (a linked
+    rules folder is one link). The overlay takes out those an arm does not keep."""
+    found: list[Path] = []
+    for folder, dirs, files in os.walk(root):
+        here = Path(folder)
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
+        at = here.relative_to(root).as_posix()
+        in_rules = at == ".claude/rules" or at.startswith(".claude/rules/")
+        links = [d for d in dirs if (here / d).is_symlink()]
+        if in_rules or here == root / ".claude":
+            found += [here / d for d in links if in_rules or d == "rules"]
+        for name in sorted(files):
+            path = here / name
+            if (in_rules and (name.endswith(".md") or path.is_symlink())) or (
+                name in MEMORY and here not in (root, root / ".claude")
+            ):
+                found.append(path)
+    return found
+
+
+def _meta(path: Path) -> tuple[dict[str, Any], str]:
+    """The front matter (empty without one) and the body; broken front matter is a SpecError."""
+    meta, _, body = front_matter(path)
+    if meta is not None and "__invalid__" in meta:
+        raise SpecError.one(path, 1, "the front matter between '---' lines is not a YAML mapping")
+    return meta or {}, body
+
+
+def rules_in(root: Path) -> Iterator[Component]:
+    """Each rule of .claude/rules/ (its subfolders too): an unscoped one is memory, carried as a
+    CLAUDE.md block; one scoped by `paths:` stays in the workspace of the arms that keep it."""
+    rules = root / ".claude" / "rules"
+    for path in (p for p in on_demand(root) if p.is_relative_to(rules)):
+        where, name = rel(root, path), slug(rel(rules, path))
+        if path.is_symlink() or not inside(root, path).is_file():
+            yield Component("file", name, where, "(link)", False, LINKED)
+            continue
+        meta, body = _meta(path)
+        if not body.strip():
+            raise SpecError.one(path, 1, "the rule is empty; write it or remove the file")
+        paths = meta.get("paths")
+        if paths:
+            shown = ", ".join(map(str, paths)) if isinstance(paths, list) else str(paths)
+            reason, keep = SCOPED.format(paths=shown), {"keep": where}
+            yield Component("rule", name, where, body, reason=reason, data=keep)
+        else:
+            yield Component("rule", name, where, body.strip() + "\n")
+
+
+def commands_in(root: Path) -> Iterator[Component]:
+    """Each command of .claude/commands/ (`a/b.md` is the CLI's `a:b`, a skill named `a-b`)."""
+    folder = root / ".claude" / "commands"
+    found = sorted(folder.rglob("*.md")) if inside(root, folder).is_dir() else []
+    for path in (p for p in found if inside(root, p).is_file()):
+        meta, body = _meta(path)
+        cli_name = path.relative_to(folder).with_suffix("").as_posix()
+        name, where = slug(cli_name), rel(root, path)
+        if meta.get("disable-model-invocation") is True:
+            yield Component("command", name, where, body, False, HIDDEN)
+            continue
+        if not body.strip():
+            raise SpecError.one(path, 1, "the command has no instructions; write them")
+        said = meta.get("description")
+        first = next((x.strip("# ").strip() for x in body.splitlines() if x.strip()), "")
+        description = said.strip() if isinstance(said, str) and said.strip() else first
+        reason = f"listed to the model as the skill '{name}'" + (
+            f" (the CLI names it '{cli_name.replace('/', ':')}')" if "/" in cli_name else ""
+        )
+        data = {"description": description, "meta": meta, "body": body}
+        yield Component("command", name, where, body, reason=reason, source=path, data=data)
+
+
+def nested_memory_in(root: Path) -> Iterator[Component]:
+    """Each CLAUDE.md of a subfolder, kept in the arms that keep it; CLAUDE.local.md, a user's,
+    in no arm."""
+    for path in (p for p in on_demand(root) if p.name in MEMORY):
+        folder = rel(root, path.parent)
+        if path.is_symlink():
+            inside(root, path)  # a link out of the project is a SpecError
+            yield Component("file", slug(rel(root, path)), rel(root, path), "", False, LINKED)
+        elif path.name == "CLAUDE.local.md":
+            reason = "personal memory (not committed, not the team's): in no arm"
+            yield Component("memory", slug(f"{folder}-local"), rel(root, path), "", False, reason)
+        else:
+            where, reason = rel(root, path), NESTED.format(folder=folder)
+            text, data = read_text(path), {"keep": where}
+            yield Component("memory", slug(folder), where, text, reason=reason, data=data)
+
+
+def env_parts(where: str, env: dict[str, Any]) -> tuple[dict[str, Any], list[Component]]:
+    """The `env` every arm keeps, and each key that redirects the CLI as a dropped component
+    (its value is never copied: it may be a key)."""
+    kept = {k: v for k, v in env.items() if not REDIRECT.match(str(k))}
+    dropped = [
+        Component("setting", slug(f"env-{k}"), where, f"env.{k}", False, f"env.{k} {DROPPED}")
+        for k in sorted(env, key=str)
+        if k not in kept
+    ]
+    return kept, dropped

@@ -1,0 +1,188 @@
+"""What Claude Code loads beside CLAUDE.md, skills, agents and servers (`formats.claude_parts`),
+planned as the real CLI sends it: unscoped rules as memory, commands as listed skills, nested
+CLAUDE.md and scoped rules kept in every arm, imports into dot-folders resolved, the `env` keys
+that redirect the CLI dropped; the tier file plain YAML, one arm per set of kept factors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pytest_scylla.formats import ablation_plan
+from pytest_scylla.formats.agent_config import read_claude_code
+from pytest_scylla.formats.tiers import TierSet
+from pytest_scylla.formats.yamlmarks import SpecError
+
+SETTINGS = {
+    "permissions": {"deny": ["WebFetch"]},
+    "env": {
+        "ANTHROPIC_BASE_URL": "http://127.0.0.1:8082",
+        "ANTHROPIC_AUTH_TOKEN": "sk-secret-token",
+        "ANTHROPIC_MODEL": "claude-opus-4",
+        "ANTHROPIC_DEFAULT_HAIKU_MODEL": "x",
+        "CLAUDE_CODE_USE_BEDROCK": "1",
+        "HTTPS_PROXY": "http://proxy:3128",
+        "BASH_DEFAULT_TIMEOUT_MS": "60000",
+    },
+    "hooks": {
+        "PostToolUse": [
+            {
+                "matcher": "Edit|Write",
+                "hooks": [
+                    {"type": "command", "command": "$CLAUDE_PROJECT_DIR/.claude/format-hook.sh"}
+                ],
+            }
+        ]
+    },
+}
+
+
+def _write(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return _write(
+        tmp_path / "p",
+        {
+            "CLAUDE.md": "# Team\nintro\n## Build\nmake\n## Rules\nSee @.claude/AGENT_RULES.md\n",
+            ".claude/AGENT_RULES.md": "Never commit to main directly.\n",
+            ".claude/rules/global.md": "Say what you changed and why.\n",
+            ".claude/rules/py.md": '---\npaths:\n  - "src/**/*.py"\n---\nType every function.\n',
+            ".claude/commands/release.md": "---\ndescription: Cut a release\n---\nTag it.\n",
+            ".claude/commands/front/comp.md": "Make a component\n\nwith tests.\n",
+            ".claude/commands/secret.md": "---\ndisable-model-invocation: true\n---\nUser only.\n",
+            ".claude/settings.json": json.dumps(SETTINGS),
+            ".claude/format-hook.sh": "#!/bin/sh\nruff format .\n",
+            "src/CLAUDE.md": "Code under src/ is typed.\n",
+            "node_modules/x/CLAUDE.md": "not the team's\n",
+        },
+    )
+
+
+def test_every_part_the_cli_loads_is_a_component_or_kept_with_its_reason(project: Path) -> None:
+    config = read_claude_code(project)
+    parts = {c.id: c for c in config.components}
+    ablated = [c.id for c in config.ablated]
+    assert ablated == [
+        "section:team",
+        "section:build",
+        "section:rules",
+        "rule:global-md",
+        "rule:py-md",  # scoped: loaded on demand, kept by the arms' keep_files
+        "command:front-comp",
+        "command:release",
+        "hook:posttooluse",
+        "memory:src",  # src/CLAUDE.md, likewise
+    ]
+    # the import into a dot-folder is resolved into its section, and not listed on its own
+    assert "Never commit to main directly." in parts["section:rules"].text
+    assert not any(c.where == ".claude/AGENT_RULES.md" for c in config.components)
+    assert "loaded when the agent reads a file its paths name (src/**/*.py)" in (
+        parts["rule:py-md"].reason
+    )
+    assert parts["memory:src"].reason.startswith("read when the agent reads files in src/")
+    assert not any(i.startswith("memory:node-modules") for i in parts)
+    kept = {c.id: c.reason for c in config.components if not c.ablated}
+    assert "in no arm" in kept["command:secret"]
+    assert "a script the posttooluse hook runs" in kept["file:format-hook-sh"]
+    assert "dropped from every arm" in kept["setting:env-anthropic-base-url"]
+    for key in ("auth-token", "model", "default-haiku-model"):
+        assert f"setting:env-anthropic-{key}" in kept
+    assert {"setting:env-claude-code-use-bedrock", "setting:env-https-proxy"} <= set(kept)
+    assert all(kept.values())
+    assert "front:comp" in parts["command:front-comp"].reason  # the CLI's own name, said
+
+
+def test_the_arms_carry_rules_as_memory_commands_as_skills_and_no_redirecting_env(
+    project: Path,
+) -> None:
+    config = read_claude_code(project)
+    units = ablation_plan.factors(config)
+    arms = ablation_plan.design(units, factorial_above=12)  # leave-one-out: 01 full, 02 none
+    tier_file = ablation_plan.write_tiers(config, units, arms, project / "ablation")
+    text = tier_file.read_text()
+    assert not {"&id", "*id"} & {text[i : i + 3] for i in range(len(text))}  # no anchor, alias
+    assert "sk-secret-token" not in text
+    assert "127.0.0.1:8082" not in text
+    tiers = TierSet(project / "ablation")
+    assert tiers.errors == {}
+    full = tiers.resolve("T0-01")
+    assert full.claude_md == ("team", "build", "rules", "rule-global-md")
+    assert set(full.skills) == {"release", "front-comp"}
+    assert full.settings["env"] == {"BASH_DEFAULT_TIMEOUT_MS": "60000"}
+    assert full.settings["permissions"] == {"deny": ["WebFetch"]}
+    assert full.keep_files == (".claude/rules/py.md", "src/CLAUDE.md")
+    assert not (project / "ablation/blocks/rule-py-md.md").exists()  # it stays in place
+    skill = (project / "ablation/skills/front-comp/SKILL.md").read_text()
+    assert skill.startswith("---\nname: front-comp\ndescription: Make a component\n---\n")
+    none = tiers.resolve("T0-02")
+    assert (none.claude_md, none.skills, "hooks" in none.settings) == ((), (), False)
+    assert none.keep_files == ()
+    without = tiers.resolve(next(f"T0-{a.name[:2]}" for a in arms if a.name.endswith("memory-src")))
+    assert without.keep_files == (".claude/rules/py.md",)
+    assert none.settings["env"] == {"BASH_DEFAULT_TIMEOUT_MS": "60000"}  # kept: every arm
+
+
+def test_one_factor_makes_two_arms_not_three(tmp_path: Path) -> None:
+    """With one factor, `none` and `no-<it>` keep the same: one arm, said to be merged."""
+    root = _write(tmp_path / "p", {".claude/rules/only.md": "One rule.\n"})
+    config = read_claude_code(root)
+    arms = ablation_plan.design(ablation_plan.factors(config), add_one=True)
+    assert [a.name for a in arms] == ["01-full", "02-none"]
+    assert "also no-rule-only-md" in arms[1].description
+    assert "also only-rule-only-md" in arms[0].description
+    assert [a.kept for a in arms] == [frozenset({"rule:only-md"}), frozenset()]
+
+
+@pytest.mark.parametrize(
+    ("path", "content", "expected"),
+    [
+        (".claude/rules/bad.md", "---\npaths: [a\n---\nx\n", "bad.md:1: the front matter"),
+        (".claude/rules/empty.md", "\n", "empty.md:1: the rule is empty"),
+        (".claude/commands/bad.md", "---\n: :\n---\nx\n", "bad.md:1: the front matter"),
+        (".claude/commands/x.md", "---\ndescription: d\n---\n", "x.md:1: the command has no"),
+        (".claude/commands/s.md", "dup\n", "s.md:1: the command 's' has the name of the skill"),
+    ],
+)
+def test_bad_rules_and_commands_are_one_line_naming_the_file(
+    tmp_path: Path, path: str, content: str, expected: str
+) -> None:
+    root = _write(
+        tmp_path / "p",
+        {path: content, ".claude/skills/s/SKILL.md": "---\ndescription: a skill\n---\nbody\n"},
+    )
+    with pytest.raises(SpecError) as caught:
+        read_claude_code(root)
+    assert expected in str(caught.value), str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_yaml_of_the_tier_file_holds_every_arm_in_full(project: Path) -> None:
+    """Each arm's settings written out in full (no alias points at another arm's)."""
+    config = read_claude_code(project)
+    units = ablation_plan.factors(config)
+    ablation_plan.write_tiers(config, units, ablation_plan.design(units), project / "abl")
+    tier = yaml.safe_load((project / "abl/T0.yaml").read_text())
+    assert all(s["settings"]["permissions"] for s in tier["subtests"].values())
+
+
+@pytest.mark.parametrize("path", ["../outside/CLAUDE.md", "/etc/CLAUDE.md", "src/notes.txt"])
+def test_a_tier_keeps_only_project_markdown_files(tmp_path: Path, path: str) -> None:
+    """`keep_files` names files of the project's own tree: a path out of it, or a file that is
+    no memory, is refused naming the tier file's line."""
+    (tmp_path / "T0.yaml").write_text(
+        "tier: T0\nname: x\ndescription: x\nsubtests:\n  01-a:\n    description: a\n"
+        f"    project_config: remove\n    keep_files: [{json.dumps(path)}]\n"
+    )
+    errors = [str(e) for e in TierSet(tmp_path).errors.values()]
+    assert len(errors) == 1
+    assert "T0.yaml:8" in errors[0], errors
+    assert "keep_files" in errors[0], errors
