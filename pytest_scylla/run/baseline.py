@@ -235,7 +235,7 @@ def expectation(
     library = sorted({p.stem for d in tiers.dirs for p in (d / "blocks").glob("*.md")})
     prompt = sub.system_prompt
     files, skills = on_demand(ws) if sub.project_config == "remove" else (set(), set())
-    kept = {str(ws / rel) for rel in getattr(sub, "keep_files", ())}  # the arm's own
+    kept = {str(ws / rel) for rel in sub.keep_files}  # the on-demand files the arm keeps
     return ablation.Expected(
         watched_files=frozenset(files - kept - {str(ws / ov.instructions_file)}),
         watched_skills=frozenset(skills),

@@ -261,3 +261,40 @@ def test_the_baseline_measures_what_the_cli_adds_while_a_server_connects(tmp_pat
     assert baseline._baseline(stored)["connecting_tools"] == []  # measured before: none known
     stored["connecting_request"] = _with_tools(bare, WAIT)
     assert baseline._baseline(stored)["connecting_tools"] == [WAIT]
+
+
+@pytest.mark.parametrize("project_config", ["remove", "keep"])
+def test_an_arm_watches_the_on_demand_configuration_it_neither_declares_nor_keeps(
+    tmp_path: Path, project_config: str
+) -> None:
+    """After the overlay: a subfolder's CLAUDE.md the arm keeps (`keep_files`) is its own, one
+    it does not keep is gone, and a subfolder's skill stays watched; an arm that keeps the
+    project's configuration watches nothing."""
+    from pytest_scylla.formats.tiers import TierSet
+    from pytest_scylla.run import overlay
+
+    ws = tmp_path / "work"
+    for rel in (
+        "CLAUDE.md",
+        "sub/CLAUDE.md",
+        "lib/CLAUDE.md",
+        "pkg/.claude/skills/deploy/SKILL.md",
+    ):
+        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ws / rel).write_text("x\n")
+    sub = Subtest(
+        tier="T0",
+        name="01-x",
+        description="x",
+        file=Path("T0.yaml"),
+        line=1,
+        project_config=project_config,  # type: ignore[arg-type]
+        keep_files=("lib/CLAUDE.md",),
+    )
+    tiers = TierSet(Path(__file__).parents[3] / "fixtures" / "mini" / "tiers")
+    ov = overlay.apply(sub, tiers, ws, tmp_path / "run")
+    base = {"tools": [], "skills": [], "agents": [], "system_chars": 100}
+    expected = baseline.expectation(ov, sub, tiers, ws, base)
+    assert (ws / "lib" / "CLAUDE.md").is_file()
+    assert expected.watched_files == frozenset()
+    assert expected.watched_skills == ({"deploy"} if project_config == "remove" else set())
