@@ -8,7 +8,9 @@ interval. Plackett-Burman designs estimate every factor's main effect at once: a
 regression of pass on the factors (its average marginal effect, in pass-rate points), a linear
 one for the measures. p-values are Holm-adjusted over the factors. A factor without a
 detectable effect is told the runs per arm that would detect the observed difference (80 %
-power, two-sided 5 % shared among the factors)."""
+power, two-sided 5 % shared among the factors). Where the runs support no estimate (every run
+passed, one run on a side, separation, too few runs or arms for the regression) a factor has
+none, and its verdict says why (`effect_limits`); the tables are `component_tables`'."""
 
 from __future__ import annotations
 
@@ -205,29 +207,38 @@ def _rate(rows: Sequence[Mapping[str, Any]]) -> float | None:
     return sum(r["outcome"] == "pass" for r in rows) / len(rows) if rows else None
 
 
-def _contrast(
+def _sides(
     factor: str,
     with_: Sequence[Mapping[str, Any]],
     without: Sequence[Mapping[str, Any]],
     where: str = "both arms",
+) -> Effect:
+    """Two groups of runs: their sizes, pass rates and difference of Cost-of-Pass, no effect
+    yet; the verdict says why none can be estimated, or is ""."""
+    effect = Effect(factor, len(with_), len(without), _rate(with_), _rate(without), *(None,) * 4)
+    effect.verdict = limits.pass_problem(with_, without, where)
+    cop = _cop(with_) - _cop(without) if with_ and without else math.nan
+    effect.delta_cop = cop if not math.isnan(cop) else None  # both infinite: no difference
+    return effect
+
+
+def _contrast(
+    factor: str, with_: Sequence[Mapping[str, Any]], without: Sequence[Mapping[str, Any]]
 ) -> Effect:
     """Two groups of runs: the difference of pass rates (none when the runs cannot support
     one: the verdict says why) and of each measure."""
     from scipy.stats import fisher_exact
     from statsmodels.stats.proportion import confint_proportions_2indep
 
-    n1, n2 = len(with_), len(without)
-    problem = limits.pass_problem(with_, without, where)
-    effect = Effect(factor, n1, n2, _rate(with_), _rate(without), *(None,) * 4, verdict=problem)
-    if not problem:
+    effect = _sides(factor, with_, without)
+    if not effect.verdict:
+        n1, n2 = len(with_), len(without)
         a = sum(r["outcome"] == "pass" for r in with_)
         b = sum(r["outcome"] == "pass" for r in without)
         low, high = confint_proportions_2indep(a, n1, b, n2, method="newcomb")
         effect.delta_pass, effect.low, effect.high = a / n1 - b / n2, float(low), float(high)
         effect.p_value = float(fisher_exact([[a, n1 - a], [b, n2 - b]])[1])
     _measures(effect, with_, without)
-    cop = _cop(with_) - _cop(without) if with_ and without else math.nan
-    effect.delta_cop = cop if not math.isnan(cop) else None  # both infinite: no difference
     return effect
 
 
@@ -282,20 +293,17 @@ def _regression(rows: Sequence[Mapping[str, Any]], design: Design) -> list[Effec
         )
         for i in range(len(design.factors))
     ]
-    found = [
-        _contrast(f, *g, where="every arm") for f, g in zip(design.factors, groups, strict=True)
-    ]
-    for effect in found:  # the groups' differences are not main effects: only the model's are
-        effect.delta_pass = effect.low = effect.high = effect.p_value = None
-        effect.deltas.clear()
+    found = [_sides(f, *g, where="every arm") for f, g in zip(design.factors, groups, strict=True)]
     exog = sm.add_constant(x, has_constant="add")
     problem = limits.rank_problem(
         exog, len({str(r["subtest"])[:2] for r in rows})
     ) or limits.regression_problem(len(rows), len(design.factors))
-    if problem or any(e.verdict for e in found):
+    if problem:
         for effect in found:
-            effect.verdict = problem or effect.verdict
-            effect.delta_cop = None if problem else effect.delta_cop
+            effect.verdict, effect.delta_cop = problem, None
+        return found
+    _measure_fits(found, rows, x)
+    if any(e.verdict for e in found):  # every run passed, or every one failed
         return found
     y = numpy.array([r["outcome"] == "pass" for r in rows], float)
     margins, how = _pass_margins(y, exog)
@@ -305,7 +313,6 @@ def _regression(rows: Sequence[Mapping[str, Any]], design: Design) -> list[Effec
         if not effect.verdict:
             effect.delta_pass, effect.low, effect.high, effect.p_value = delta, low, high, p
             effect.note = how
-    _measure_fits(found, rows, x)
     return found
 
 

@@ -2,8 +2,9 @@
 ablate report`): which arms have no counted run and why; a difference of pass rates that no
 interval can bound (fewer than two counted runs on a side, every counted run passed or every one
 failed, runs that the factors separate exactly, a regression with fewer than twice as many runs
-as parameters); and the runs per arm a power calculation asks for, omitted where no difference
-was observed and capped where the number would only be noise."""
+as parameters or whose arms cannot tell its factors apart); and the runs per arm a power
+calculation asks for, omitted where no difference was observed and capped where the number
+would only be noise."""
 
 from __future__ import annotations
 

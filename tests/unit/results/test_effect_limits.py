@@ -118,6 +118,21 @@ def test_runs_the_factors_separate_exactly_have_no_interval() -> None:
     assert all(e.delta_pass is None and e.low is None for e in found)
 
 
+def test_every_run_passing_in_a_regression_still_compares_the_measures() -> None:
+    """No effect on pass when every run passed, but s3's cost of 5 cents still shows."""
+    design = _plackett_burman()
+    runs = [
+        _row(arm, "pass", 0.1 + (0.05 if "skill:s3" in kept else 0.0) + i / 1000)
+        for arm, kept in design.arms.items()
+        for i in range(3)
+    ]
+    found = {e.factor: e for e in ce.effects(runs, design)}
+    assert found["skill:s3"].verdict == "cannot estimate: every counted run passed in every arm"
+    assert found["skill:s3"].delta_pass is None
+    assert found["skill:s3"].deltas["cost_usd"] == pytest.approx(0.05)
+    assert found["skill:s3"].deltas["cost_usd_low"] > 0.04
+
+
 def test_a_regression_with_too_few_runs_says_so_and_what_would_do() -> None:
     design = _plackett_burman()
     runs = [_row(arm, "pass" if int(arm) % 2 else "fail") for arm in design.arms]
