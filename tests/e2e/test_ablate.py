@@ -380,3 +380,124 @@ def test_a_codex_plan_runs_and_carries_exactly_its_components(
     assert record["outcome"] == "infra_error", record["reason"]
     problems = record["ablation"]["problems"]
     assert "CLAUDE.md block 'amounts' is in the request but not declared" in problems
+
+
+REALISTIC = {  # beside the sample team's setup: what teams commit that the plan once missed
+    ".claude/rules/global.md": "Say in one line what you changed and why it is safe to ship.\n",
+    ".claude/rules/python.md": '---\npaths:\n  - "ledger/**/*.py"\n---\nType every function.\n',
+    ".claude/AGENT_RULES.md": "Never push to main: open a merge request for every change.\n",
+    "tools/CLAUDE.md": "Scripts under tools/ are run by hand; keep them dependency-free.\n",
+    ".claude/format-hook.sh": "#!/bin/sh\nexit 0\n",
+}
+MEMORY_SERVER = "@modelcontextprotocol/server-memory"
+
+
+def _realistic(root: Path) -> None:
+    """The team's setup with an unscoped and a scoped rule, an import into a dot-folder, a
+    nested CLAUDE.md, a hook's own script, an unpinned `npx` server and an `env` that points
+    the CLI at a local proxy with a token."""
+    shutil.copytree(TEAM, root, dirs_exist_ok=True)
+    for rel, text in REALISTIC.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    (root / ".claude/format-hook.sh").chmod(0o755)
+    with (root / "CLAUDE.md").open("a") as claude_md:
+        claude_md.write("\n## Agent rules\n\n@.claude/AGENT_RULES.md\n")
+    settings = json.loads((root / ".claude/settings.json").read_text())
+    settings["hooks"]["PostToolUse"][0]["hooks"].append(
+        {"type": "command", "command": "$CLAUDE_PROJECT_DIR/.claude/format-hook.sh"}
+    )
+    settings["env"] = {
+        "ANTHROPIC_BASE_URL": "http://127.0.0.1:9/proxy",
+        "ANTHROPIC_AUTH_TOKEN": "team-proxy-token",
+        "ANTHROPIC_MODEL": "team-model",
+        "LEDGER_ENV": "test",
+    }
+    (root / ".claude/settings.json").write_text(json.dumps(settings, indent=2))
+    servers = json.loads((root / ".mcp.json").read_text())
+    servers["mcpServers"]["memory"] = {"command": "npx", "args": ["-y", MEMORY_SERVER]}
+    (root / ".mcp.json").write_text(json.dumps(servers, indent=2))
+
+
+def test_a_realistic_setup_is_listed_part_by_part(tmp_path: Path, capsys: Any) -> None:
+    """`scylla ablate plan` on it (asks the npm registry once, about 2 s): every part listed as
+    a component or with its reason, the redirecting env keys dropped, the npx server pinned."""
+    root = tmp_path / "team"
+    _realistic(root)
+    assert main(["ablate", "plan", str(root), "--group", "section", "--group", "skill"]) == 0
+    said = capsys.readouterr().out
+    for line in (
+        "rule:global-md ",
+        "rule:python-md ",  # scoped: an arm keeps it in place
+        "memory:tools ",
+        "command:release ",
+        f"npx package '{MEMORY_SERVER}' pinned at plan time to {MEMORY_SERVER}@",
+        "setting:env-anthropic-base-url",
+        "a script the posttooluse hook runs",
+    ):
+        assert line in said, said
+    assert "team-proxy-token" not in (root / "ablation/T0.yaml").read_text()
+    agent_rules = (root / "ablation/blocks/agent-rules.md").read_text()
+    assert "Never push to main" in agent_rules  # the dot-folder import, in its section
+    server = json.loads((root / "ablation/mcp/memory.json").read_text())
+    assert server["npm"].startswith(f"{MEMORY_SERVER}@")
+    assert server["args"] == ["-y", server["npm"]]
+
+
+@pytest.mark.slow  # six oracle runs through the real CLI, an npm install (about 90 s)
+def test_a_realistic_setup_runs_every_arm_through_the_ablation_check(
+    mini: Path, pytester: pytest.Pytester, oracle: list[str]
+) -> None:
+    """The arms of the realistic setup run through the real CLI under the oracle and pass the
+    ablation check over the whole run: the full arm carries the rules, the command, the
+    imported rules and the npx server (installed on the host, started in the sandbox); the
+    others each lack what they leave out. The control: the full arm with the team's `env`
+    kept (pointing the CLI at the team's proxy) does not pass."""
+    source = mini / "cases" / "alpha" / "source"
+    _realistic(source)
+    plan = ["ablate", "plan", str(source), "--out", str(mini / "ablation"), "--group", "section"]
+    assert main([*plan, "--group", "skill", "--group", "agent", "--factorial-above", "16"]) == 0
+    design = json.loads((mini / "ablation" / "design.json").read_text())
+    wanted = ("full", "none", "no-rule-global-md", "no-cmd-release", "no-mcp-memory")
+    arms = {a[3:]: a[:2] for a in design["arms"] if a[3:] in (*wanted, "no-memory-tools")}
+    picked = " or ".join(f"T0-{n}" for n in arms.values())
+    out = mini / "out"
+    done = _run_arms(
+        pytester,
+        mini,
+        oracle,
+        "-k",
+        f"alpha and ({picked})",
+        "-p",
+        "no:xdist",
+        f"--scylla-out={out}",
+    )
+    seen = _observed(out)
+    assert sorted(seen) == sorted(f"{n}-{a}" for a, n in arms.items()), done.stdout.str()[-3000:]
+    full, none = seen[f"{arms['full']}-full"], seen[f"{arms['none']}-none"]
+    assert {"release", "money-math"} <= set(full["skills"])
+    assert {"ledger-facts", "memory"} <= set(full["mcp_servers"])
+    assert not {"release", "money-math"} & set(none["skills"])
+    assert none["mcp_servers"] == []
+    assert "release" not in seen[f"{arms['no-cmd-release']}-no-cmd-release"]["skills"]
+    assert "memory" not in seen[f"{arms['no-mcp-memory']}-no-mcp-memory"]["mcp_servers"]
+
+    tier = mini / "ablation" / "T0.yaml"  # the control: the team's env back in the full arm
+    text = tier.read_text()
+    env = "      env:\n        LEDGER_ENV: test\n"
+    assert env in text
+    proxy = "        ANTHROPIC_BASE_URL: http://127.0.0.1:9/proxy\n"
+    tier.write_text(text.replace(env, env + proxy, 1))
+    _run_arms(
+        pytester,
+        mini,
+        oracle,
+        "-k",
+        f"alpha and T0-{arms['full']}",
+        "-p",
+        "no:xdist",
+        f"--scylla-out={mini / 'proxy'}",
+    )
+    record = json.loads(next((mini / "proxy" / "runs").glob("*/run.json")).read_text())
+    assert record["outcome"] == "agent_error", record["reason"]
+    assert "Unable to connect to API" in record["reason"]
