@@ -118,6 +118,7 @@ def _report(args: argparse.Namespace) -> int:
     components.csv, .md and .html."""
     from pytest_scylla.results import component_effects as ce
     from pytest_scylla.results import component_tables as ct
+    from pytest_scylla.results.design import excluded_lines
     from pytest_scylla.results.effect_limits import arm_notes, reasons_of
     from pytest_scylla.results.tables import load
     from pytest_scylla.results_cli import reading
@@ -142,7 +143,7 @@ def _report(args: argparse.Namespace) -> int:
     except ValueError as exc:  # several agents or models: never pooled
         echo(f"scylla ablate report: {folder}: {exc}", file=sys.stderr)
         return 2
-    notes = arm_notes(runs, design, reasons_of(tables.records))
+    notes = excluded_lines(tables.excluded) + arm_notes(runs, design, reasons_of(tables.records))
     if not found:
         chosen = "".join(
             f" with {k} {v}" for k, v in (("--agent", args.agent), ("--model", args.model)) if v

@@ -139,6 +139,20 @@ def test_no_counted_run_anywhere_names_each_arm_and_its_reasons(
     assert "Traceback" not in err
 
 
+def test_runs_left_out_of_the_experiment_are_said(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A record whose key names another subtest is not counted (`design.vet`): the report says
+    so, and its arm is one without a run."""
+    out = _experiment(tmp_path, "leave-one-out", LOO, 3, lambda arm, run: ("pass", ""))
+    runs = out / "runs.jsonl"
+    runs.write_text(runs.read_text().replace('"alpha-T0-02-no-s1-r1"', '"alpha-T0-03-r1"'))
+    assert main(["ablate", "report", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert said.startswith("EXCLUDED: 1 run(s) of these folders are not counted")
+    assert "run alpha-T0-03-r1: its subtest is 'T0-02-no-s1'" in said
+
+
 def test_every_run_passed_prints_words_not_numbers(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
