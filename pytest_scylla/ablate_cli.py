@@ -11,7 +11,7 @@ from typing import Any
 from pytest_scylla.core.terminal import echo
 from pytest_scylla.formats.yamlmarks import SpecError
 
-GROUPS = ("section", "rule", "skill", "command", "agent", "mcp", "hook")
+GROUPS = ("section", "rule", "memory", "skill", "command", "agent", "mcp", "hook")
 AGENTS = ("claude-code", "codex", "gemini-cli", "opencode")
 SIGNS = {  # a file that shows a CLI's configuration is there
     "claude-code": ("CLAUDE.md", ".claude", ".mcp.json"),

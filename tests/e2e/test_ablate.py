@@ -424,7 +424,8 @@ def test_a_realistic_setup_is_listed_part_by_part(tmp_path: Path, capsys: Any) -
     a component or with its reason, the redirecting env keys dropped, the npx server pinned."""
     root = tmp_path / "team"
     _realistic(root)
-    assert main(["ablate", "plan", str(root), "--group", "section", "--group", "skill"]) == 0
+    grouped = ["--group", "section", "--group", "skill", "--group", "memory"]
+    assert main(["ablate", "plan", str(root), *grouped]) == 0
     said = capsys.readouterr().out
     for line in (
         "rule:global-md ",
@@ -436,6 +437,8 @@ def test_a_realistic_setup_is_listed_part_by_part(tmp_path: Path, capsys: Any) -
         "a script the posttooluse hook runs",
     ):
         assert line in said, said
+    design = json.loads((root / "ablation/design.json").read_text())
+    assert design["components"]["group:memory"] == ["memory:tools"]  # many CLAUDE.md: one factor
     assert "team-proxy-token" not in (root / "ablation/T0.yaml").read_text()
     agent_rules = (root / "ablation/blocks/agent-rules.md").read_text()
     assert "Never push to main" in agent_rules  # the dot-folder import, in its section
