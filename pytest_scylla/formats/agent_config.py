@@ -60,7 +60,9 @@ def read_claude_code(root: Path) -> Configuration:
     found += agents_in(root, claude / "agents")
     if (root / ".mcp.json").is_file():
         mcp = inside(root, root / ".mcp.json")
-        found += mcp_in(root, mcp, _mcp_json(mcp))
+        servers = _mcp_json(mcp)
+        claude_parts.unset_variables(mcp, servers)
+        found += mcp_in(root, mcp, servers)
     settings = [*_settings(root)]
     imported = {f for c in found if c.kind == "section" for f in c.data.get("files", ())}
     others = unused_in(root, claude, KNOWN, NOT_CARRIED, STAYS)

@@ -145,3 +145,25 @@ def env_parts(where: str, env: dict[str, Any]) -> tuple[dict[str, Any], list[Com
         if k not in kept
     ]
     return kept, dropped
+
+
+VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(:-[^}]*)?\}")
+
+
+def unset_variables(path: Path, servers: dict[str, Any]) -> None:
+    """A `${VAR}` in a server's command, args or env (which the CLI expands from its
+    environment) that is not set here and has no `${VAR:-default}`: a SpecError naming the
+    file and line, since the server could not start with it."""
+    lines = read_text(path).split("\n")
+    for name, server in sorted(servers.items()):
+        if not isinstance(server, dict):
+            continue
+        env = server.get("env") if isinstance(server.get("env"), dict) else {}
+        values = [server.get("command"), *(server.get("args") or []), *env.values()]
+        for value in (v for v in values if isinstance(v, str)):
+            for match in VARIABLE.finditer(value):
+                if match.group(2) is None and match.group(1) not in os.environ:
+                    at = next((i for i, x in enumerate(lines, 1) if match.group(0) in x), None)
+                    why = f"server '{name}': {match.group(0)} is not set; set it before the plan "
+                    why += f"and the runs, or give a default (${{{match.group(1)}:-value}})"
+                    raise SpecError.one(path, at, why)

@@ -150,6 +150,11 @@ def test_one_factor_makes_two_arms_not_three(tmp_path: Path) -> None:
         (".claude/commands/bad.md", "---\n: :\n---\nx\n", "bad.md:1: the front matter"),
         (".claude/commands/x.md", "---\ndescription: d\n---\n", "x.md:1: the command has no"),
         (".claude/commands/s.md", "dup\n", "s.md:1: the command 's' has the name of the skill"),
+        (
+            ".mcp.json",
+            '{"mcpServers": {\n "gh": {"command": "gh-mcp",\n "env": {"T": "${SCYLLA_UNSET_X}"}}}}',
+            ".mcp.json:3: server 'gh': ${SCYLLA_UNSET_X} is not set; set it",
+        ),
     ],
 )
 def test_bad_rules_and_commands_are_one_line_naming_the_file(
@@ -186,3 +191,17 @@ def test_a_tier_keeps_only_project_markdown_files(tmp_path: Path, path: str) -> 
     assert len(errors) == 1
     assert "T0.yaml:8" in errors[0], errors
     assert "keep_files" in errors[0], errors
+
+
+def test_a_server_variable_that_is_set_or_has_a_default_is_carried_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CLI expands `${VAR}` itself: the plan only refuses one it could not start with."""
+    monkeypatch.setenv("SCYLLA_SET_X", "value")
+    env = {"A": "${SCYLLA_SET_X}", "B": "${SCYLLA_UNSET_Y:-fallback}"}
+    root = _write(
+        tmp_path / "p",
+        {".mcp.json": json.dumps({"mcpServers": {"gh": {"command": "gh-mcp", "env": env}}})},
+    )
+    server = next(c for c in read_claude_code(root).components if c.id == "mcp:gh")
+    assert server.data["env"] == env
