@@ -165,13 +165,16 @@ def _offered(request: dict[str, Any]) -> Observed:
 
 def _read_chunks(chunks: list[str], seen: Observed, loaded: bool = False) -> None:
     """The listings and CLAUDE.md files in the CLI's context chunks, into `seen`; `loaded`:
-    chunks of a later request, where a file loaded on demand comes as a chunk of its own,
-    `Contents of <path>:` without the `# claudeMd` head."""
+    chunks of a later request, where a file loaded on demand comes as `Contents of <path>:`
+    without the `# claudeMd` head, alone or after a listing (2.1.197: after the agents listing
+    in a sub-agent's conversation)."""
     heads = (SKILLS_HEAD, AGENTS_HEAD, CLAUDE_MD_HEAD)
     for chunk in chunks:
         starts = sorted((chunk.find(h), h) for h in heads if h in chunk)
-        if loaded and CONTENTS.match(chunk) and (not starts or starts[0][0] > 0):
-            starts.insert(0, (0, CLAUDE_MD_HEAD))
+        if loaded:  # each file loaded on demand, wherever the CLI put it in the chunk
+            starts = sorted(
+                [*starts, *((m.start(), CLAUDE_MD_HEAD) for m in CONTENTS.finditer(chunk))]
+            )
         for (start, head), (end, _) in itertools.pairwise([*starts, (len(chunk), "")]):
             section = chunk[start:end]
             if head in (SKILLS_HEAD, AGENTS_HEAD):

@@ -298,3 +298,14 @@ def test_an_arm_watches_the_on_demand_configuration_it_neither_declares_nor_keep
     assert (ws / "lib" / "CLAUDE.md").is_file()
     assert expected.watched_files == frozenset()
     assert expected.watched_skills == ({"deploy"} if project_config == "remove" else set())
+
+
+def test_a_file_loaded_after_the_agents_listing_is_read_too() -> None:
+    """In a sub-agent's conversation the CLI put ledger/CLAUDE.md after the agents listing, in
+    the same system message: it is found there as well."""
+    later = _recorded("subagent-nested-claude-md.json")
+    watched = "/w/ledger/CLAUDE.md"
+    assert _run(_as_first(later, watched_files=frozenset({watched})), _first(later), later) == [
+        f"CLAUDE.md from {watched} is in a later request (loaded on demand) but not declared"
+    ]
+    assert _run(_as_first(later), _first(later), later) == []  # kept by the arm
