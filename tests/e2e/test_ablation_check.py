@@ -133,3 +133,70 @@ def test_a_teams_setup_passes_the_check_and_removed_files_loaded_later_fail_it(
         for p in nested
     ] == [True] * len(nested)
     assert len(problems) == 1 + len(nested)
+
+
+TEAM = Path(__file__).parents[1] / "fixtures" / "team"
+NESTED = "Every posting function returns a new object; never mutate a posting in place.\n"
+
+
+def _real_team(mini: Path) -> None:
+    """The setup of issue 45, as teams commit it, in the mini project's root and in the case's
+    source: the sample team's CLAUDE.md (seven sections, an @import), three skills, two
+    sub-agents, a PostToolUse hook and an MCP server script, plus `permissions.deny` naming
+    WebFetch, an `npx` server from `.mcp.json` and a CLAUDE.md in the ledger/ subfolder, where
+    the oracle's solution reads and writes."""
+    for root in (mini, mini / "cases" / "alpha" / "source"):
+        shutil.copytree(TEAM, root, dirs_exist_ok=True)
+        settings = json.loads((root / ".claude" / "settings.json").read_text())
+        settings["permissions"]["deny"].append("WebFetch")
+        (root / ".claude" / "settings.json").write_text(json.dumps(settings, indent=2))
+        servers = json.loads((root / ".mcp.json").read_text())
+        npx = {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]}
+        servers["mcpServers"]["memory"] = npx
+        (root / ".mcp.json").write_text(json.dumps(servers, indent=2))
+        (root / "ledger").mkdir()
+        (root / "ledger" / "CLAUDE.md").write_text(f"# Ledger package\n\n{NESTED}")
+    for folder, text in (("source", "BALANCE = 0\n"), ("solution", "BALANCE = 1\n")):
+        (mini / "cases" / "alpha" / folder / "ledger").mkdir(exist_ok=True)
+        (mini / "cases" / "alpha" / folder / "ledger" / "accounts.py").write_text(text)
+
+
+@pytest.mark.slow  # plan + 12 arms + a control through the real CLI (about 2 minutes)
+def test_every_arm_of_a_real_teams_setup_passes_the_check_over_the_whole_run(
+    mini: Path, pytester: pytest.Pytester, oracle: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every arm's runs pass the ablation check on every request (issue 45's acceptance for
+    its realistic setup: it had 16 of 16 arms end in infra_error). The ledger/CLAUDE.md reaches
+    the model (in a later request, once the agent reads ledger/) in the arms that keep it and
+    in no other. The control: with the overlay leaving the subfolder files in every arm, an arm
+    that does not keep it fails the check, naming the file (one that keeps it still passes)."""
+    from pytest_scylla.cli import main
+    from pytest_scylla.run import overlay
+
+    _real_team(mini)
+    assert main(["ablate", "plan", str(mini), "--group", "section", "--group", "skill"]) == 0
+    design = json.loads((mini / "ablation" / "design.json").read_text())
+    tiers = [f"--scylla-tiers-dir={mini / 'ablation'}", "--scylla-packaged-tiers=under"]
+    arms = ["cases", *oracle, *tiers, "--scylla-tiers=T0"]
+    done = pytester.runpytest(*arms, "-k", "alpha", "-n", "2", f"--scylla-out={mini / 'out'}")
+    runs = _records(mini / "out")
+    assert len(runs) == len(design["arms"]) >= 8, done.stdout.str()[-3000:]
+    for key, record in runs.items():
+        assert (record["outcome"], record["ablation"]["problems"]) == ("pass", []), key
+        assert record["ablation"]["requests"] >= 3
+    keeps = {r["subtest"]: "ledger/CLAUDE.md" in r["declared"]["keep_files"] for r in runs.values()}
+    kept, removed = (next(a for a, k in sorted(keeps.items()) if k is v) for v in (True, False))
+
+    monkeypatch.setattr(overlay, "_remove_on_demand", lambda workspace, keep: [])
+    control = mini / "control"
+    pytester.runpytest(  # in this process (no workers), where the overlay is patched
+        *arms, "-p", "no:xdist", "-k", f"alpha and ({kept} or {removed})", f"--scylla-out={control}"
+    )
+    left = _records(control)
+    assert left[f"alpha-{kept}-r1"]["outcome"] == "pass"
+    record = left[f"alpha-{removed}-r1"]
+    assert record["outcome"] == "infra_error"
+    (problem,) = record["ablation"]["problems"]
+    assert problem.endswith(
+        "/ledger/CLAUDE.md is in a later request (loaded on demand) but not declared"
+    )
