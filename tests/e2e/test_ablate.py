@@ -447,7 +447,8 @@ def test_a_realistic_setup_is_listed_part_by_part(tmp_path: Path, capsys: Any) -
     assert server["args"] == ["-y", server["npm"]]
 
 
-@pytest.mark.slow  # six oracle runs through the real CLI, an npm install (about 90 s)
+@pytest.mark.slow  # seven oracle runs through the real CLI, an npm install (about 90 s)
+@pytest.mark.each_sandbox  # bwrap, and docker
 def test_a_realistic_setup_runs_every_arm_through_the_ablation_check(
     mini: Path, pytester: pytest.Pytester, oracle: list[str]
 ) -> None:
