@@ -2,14 +2,14 @@
 can be ablated one by one (`scylla ablate plan`).
 
 For Claude Code: CLAUDE.md and .claude/CLAUDE.md (imports resolved, into dot-folders too) by
-top-level section, each unscoped rule of .claude/rules/, each skill of .claude/skills/, each
-command of .claude/commands/ the model is told of, each sub-agent of .claude/agents/, each MCP
-server of .mcp.json, each hook event of .claude/settings.json (claude_parts: rules, commands,
-nested CLAUDE.md, env). What the tier format cannot carry or must keep is still listed, with
-the reason, so nothing is dropped silently: the other keys of settings.json, the rules scoped by
-`paths:`, the CLAUDE.md of subfolders and the other files of .claude/ (a hook's script) are kept
-in every arm; the `env` keys that redirect the CLI, output styles, settings.local.json and the
-commands only a user can type are in no arm.
+top-level section, each rule of .claude/rules/, each subfolder's CLAUDE.md, each skill of
+.claude/skills/, each command of .claude/commands/ the model is told of, each sub-agent of
+.claude/agents/, each MCP server of .mcp.json, each hook event of .claude/settings.json
+(claude_parts: rules, nested CLAUDE.md, commands, env). What the tier format cannot carry or
+must keep is still listed, with the reason, so nothing is dropped silently: the other keys of
+settings.json and the other files of .claude/ (a hook's script) are kept in every arm; the
+`env` keys that redirect the CLI, output styles, settings.local.json and the commands only a
+user can type are in no arm.
 
 Everything read is read from inside the project: a link that leads out of it (a linked CLAUDE.md,
 skill folder or agent, a link among a skill's files, which its copy would follow) is a SpecError
