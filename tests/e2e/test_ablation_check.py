@@ -162,6 +162,7 @@ def _real_team(mini: Path) -> None:
 
 
 @pytest.mark.slow  # plan + 12 arms + a control through the real CLI (about 2 minutes)
+@pytest.mark.each_sandbox
 def test_every_arm_of_a_real_teams_setup_passes_the_check_over_the_whole_run(
     mini: Path, pytester: pytest.Pytester, oracle: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
