@@ -239,6 +239,7 @@ def expectation(
     return ablation.Expected(
         watched_files=frozenset(files - kept - {str(ws / ov.instructions_file)}),
         watched_skills=frozenset(skills),
+        known_files=frozenset(files),
         connecting_tools=frozenset(baseline.get("connecting_tools") or ()),
         tools=frozenset(tools),
         mcp_servers=frozenset(

@@ -315,6 +315,7 @@ class Expected:
     # which the CLI loads in a later request once the agent works there
     watched_files: frozenset[str] = frozenset()
     watched_skills: frozenset[str] = frozenset()
+    known_files: frozenset[str] = frozenset()  # every such file at the start, kept ones too
     # the tools the CLI adds while a declared MCP server is still connecting, measured with the
     # baseline (Claude Code 2.1.197: WaitForMcpServers)
     connecting_tools: frozenset[str] = frozenset()
@@ -393,13 +394,25 @@ def compare_later(
     ]
     problems += [
         f"CLAUDE.md from {p} is in a later request (loaded on demand) but not declared"
-        for p in sorted(set(seen.claude_md) & expected.watched_files)
+        for p in sorted(_loaded_by_the_cli(expected, seen) & expected.watched_files)
     ]
     problems += [
         f"skill '{n}' is in a later request (loaded on demand) but not declared"
         for n in sorted((seen.skills & expected.watched_skills) - expected.skills)
     ]
     return problems, pending - seen.mcp_servers
+
+
+def _loaded_by_the_cli(expected: Expected, seen: Observed) -> set[str]:
+    """The files a later request says the CLI loaded, up to the first one that was not in the
+    workspace at the start: that one the agent wrote, and a `Contents of <path>:` line after it
+    may be its own text (a line it wrote to have a removed file taken for loaded)."""
+    loaded: set[str] = set()
+    for path in seen.claude_md:  # in the order the request has them
+        if path not in expected.known_files:
+            break
+        loaded.add(path)
+    return loaded
 
 
 def never_connected(pending: set[str]) -> list[str]:

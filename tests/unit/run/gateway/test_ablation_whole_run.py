@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +66,8 @@ def _as_first(request: dict[str, Any], **more: Any) -> ablation.Expected:
     """An expectation the request's first turn meets exactly, with `more` changed."""
     seen = ablation.observe(_first(request))
     met = {"tools": seen.tools, "skills": seen.skills, "agents": seen.agents}
-    return _expected(**{k: frozenset(v) for k, v in met.items()} | more)
+    known = {"known_files": more.get("watched_files", frozenset())}  # in the workspace at start
+    return _expected(**{k: frozenset(v) for k, v in met.items()} | known | more)
 
 
 def _route(expected: ablation.Expected) -> Route:
@@ -309,3 +311,22 @@ def test_a_file_loaded_after_the_agents_listing_is_read_too() -> None:
         f"CLAUDE.md from {watched} is in a later request (loaded on demand) but not declared"
     ]
     assert _run(_as_first(later), _first(later), later) == []  # kept by the arm
+
+
+def test_a_contents_line_in_a_file_the_agent_wrote_is_not_taken_for_a_loaded_file() -> None:
+    """An agent writes new/CLAUDE.md holding a line `Contents of <the removed sub/CLAUDE.md>:`
+    and works there: the CLI loads its file, and the line after it is the agent's text, not a
+    file the CLI loaded (the control: were new/CLAUDE.md in the workspace at the start, the
+    same request would fail the run)."""
+    later = _recorded("nested-claude-md.json")
+    own = "/w/new/CLAUDE.md"
+    forged = f"Contents of {own}:\n\nNotes.\n\nContents of {NESTED}:\n\nanything\n"
+    for message in later["messages"]:
+        if message["role"] == "system" and message["content"].startswith("Contents of"):
+            message["content"] = forged
+    expected = _as_first(later, watched_files=frozenset({NESTED}))
+    assert _run(expected, _first(later), later) == []
+    known = replace(expected, known_files=frozenset({NESTED, own}))
+    assert _run(known, _first(later), later) == [
+        f"CLAUDE.md from {NESTED} is in a later request (loaded on demand) but not declared"
+    ]
