@@ -167,7 +167,7 @@ def _plan(args: argparse.Namespace) -> int:
     from pytest_scylla.formats.other_configs import READERS
     from pytest_scylla.formats.tiers import TierSet
 
-    root: Path = args.path
+    root: Path = args.path.resolve()  # the readers compare resolved paths: `.` too
     if not root.is_dir():
         echo(f"scylla ablate plan: {root}: no such folder", file=sys.stderr)
         return 2

@@ -33,18 +33,33 @@ def test_plan_lists_every_component_and_writes_tiers_that_validate(
     ):
         assert f"  {ident} " in out
     assert "command:release" in out
-    assert "not ablated: slash commands" in out
-    assert "8 factors, 10 arms (leave-one-out)" in out
+    # a model-invocable command is a component now, carried as a skill of its name
+    assert "listed to the model as the skill 'release'" in out
+    assert "9 factors, 12 arms (Plackett-Burman)" in out
     assert f"--scylla-tiers-dir={team / 'ablation'}" in out
     tiers = TierSet(team / "ablation")
     assert tiers.errors == {}
-    assert len(tiers.tiers["T0"].subtests) == 10
+    assert len(tiers.tiers["T0"].subtests) == 12
 
 
 def test_dry_run_writes_nothing(team: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["ablate", "plan", str(team), "--dry-run"]) == 0
-    assert "14 factors, 16 arms (Plackett-Burman)" in capsys.readouterr().out
+    assert "15 factors, 16 arms (Plackett-Burman)" in capsys.readouterr().out
     assert not (team / "ablation").exists()
+
+
+def test_a_relative_path_plans_as_the_absolute_one(
+    team: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`scylla ablate plan .` from inside the project, as a user types it (a traceback once:
+    the readers compare resolved paths with the root)."""
+    assert main(["ablate", "plan", str(team), "--dry-run"]) == 0
+    absolute = capsys.readouterr().out
+    monkeypatch.chdir(team)
+    assert main(["ablate", "plan", ".", "--dry-run"]) == 0
+    relative = capsys.readouterr().out
+    assert "factors" in relative
+    assert relative.splitlines()[1:] == absolute.splitlines()[1:]
 
 
 @pytest.mark.parametrize(
