@@ -275,14 +275,20 @@ def _commit() -> str:
 SHIPPED_TIERS = [f"T{i}" for i in range(7)]
 
 
+def rotation(commit: str | None = None) -> int:
+    """The number the slow tier's samples rotate by: the commit's (`SCYLLA_TEST_ROTATION=<n>`
+    instead, to pick a sample by hand)."""
+    return int(
+        os.environ.get("SCYLLA_TEST_ROTATION") or str(int((commit or _commit())[:8] or "0", 16))
+    )
+
+
 def sampled_cases(agent: str, commit: str | None = None) -> dict[str, str | None]:
     """The cases of `agent`'s shipped session in the slow tier, each with the one tier it runs
     in (None: every tier): test-001 in every tier, and for Claude Code one more case in one
     tier, both rotating with the commit (`SCYLLA_TEST_ROTATION=<n>` picks them instead)."""
     first, others = SHIPPED_CASES[0], SHIPPED_CASES[1:]
-    seed = int(
-        os.environ.get("SCYLLA_TEST_ROTATION") or str(int((commit or _commit())[:8] or "0", 16))
-    )
+    seed = rotation(commit)
     if not others or agent != SHIPPED_AGENTS[0]:
         return {first: None}
     return {

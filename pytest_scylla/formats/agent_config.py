@@ -19,6 +19,7 @@ requests. Links that stay inside the project are followed, as the CLI follows th
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -67,6 +68,7 @@ def read_claude_code(root: Path) -> Configuration:
     imported = {f for c in found if c.kind == "section" for f in c.data.get("files", ())}
     others = unused_in(root, claude, KNOWN, NOT_CARRIED, STAYS)
     found += [*settings, *_explained(others, imported, settings)]
+    found += _hook_scripts(root, settings)
     found += claude_parts.nested_memory_in(root)
     _one_skill_per_name(root, found)
     return Configuration("claude-code", root, tuple(found))
@@ -93,6 +95,25 @@ def _explained(
             continue
         event = next((h.name for h in hooks if comp.where in h.text), None)
         yield replace(comp, reason=RUN_BY_HOOK.format(event=event)) if event else comp
+
+
+WORD = re.compile(r"[A-Za-z0-9_.${}/-]+")
+
+
+def _hook_scripts(root: Path, settings: list[Component]) -> Iterator[Component]:
+    """The project's files outside .claude/ that a hook's command names (`bash agents/x.sh`,
+    `.ci/lint.sh`): listed as run by the hook (they stay in the workspace of every arm)."""
+    seen: set[str] = set()
+    for hook in (c for c in settings if c.kind == "hook"):
+        for word in WORD.findall(json.dumps(hook.data)):
+            word = word.removeprefix("$CLAUDE_PROJECT_DIR/").removeprefix("${CLAUDE_PROJECT_DIR}/")
+            path = root / word
+            if word in seen or word.startswith((".claude/", "/")) or ".." in word.split("/"):
+                continue
+            if word and path.is_file() and not path.is_symlink():
+                seen.add(word)
+                reason = RUN_BY_HOOK.format(event=hook.name)
+                yield Component("file", slug(word), word, _digest_text(path), False, reason)
 
 
 def sections_in(root: Path, paths: list[Path], imports: bool = True) -> Iterator[Component]:

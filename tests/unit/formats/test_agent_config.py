@@ -45,8 +45,9 @@ def test_every_component_of_the_sample_configuration_is_listed(team: Path) -> No
         ("hook:posttooluse", ".claude/settings.json"),
     ]
     kept = {c.id: c.reason for c in config.components if not c.ablated}
-    assert set(kept) == {"setting:permissions"}
+    assert set(kept) == {"setting:permissions", "file:tools-check-cents-py"}
     assert all(kept.values())  # each says why
+    assert "the posttooluse hook runs" in kept["file:tools-check-cents-py"]  # outside .claude/
     # the imported file is part of the section that imports it, and the `@` line is gone
     running = next(c for c in config.components if c.id == "section:running-tests")
     assert "do not write SQL in tests" in running.text
