@@ -48,6 +48,8 @@ KINDS = {"commands": "command", "command": "command", "prompts": "command"}
 KINDS |= {"output-styles": "output-style"}
 NOT_CARRIED = {"output-styles": "output styles are chosen per session by a user: in no arm"}
 STAYS = "not a file the CLI loads by itself: left in the workspace of every arm"
+COMMENT = re.compile(r"<!--.*?-->", re.S)
+HIDDEN = "only an HTML comment, which Claude Code hides from the model: in no arm"
 RUN_BY_HOOK = "a script the {event} hook runs: left in the workspace of every arm, with the hook"
 
 
@@ -55,7 +57,7 @@ def read_claude_code(root: Path) -> Configuration:
     """The Claude Code configuration of the project at `root`; a SpecError names the file and
     line of anything that cannot be read."""
     claude = root / ".claude"
-    found = [*sections_in(root, [root / "CLAUDE.md", claude / "CLAUDE.md"])]
+    found = [_seen(c) for c in sections_in(root, [root / "CLAUDE.md", claude / "CLAUDE.md"])]
     found += claude_parts.rules_in(root)
     found += [*skills_in(root, claude / "skills"), *claude_parts.commands_in(root)]
     found += agents_in(root, claude / "agents")
@@ -72,6 +74,14 @@ def read_claude_code(root: Path) -> Configuration:
     found += claude_parts.nested_memory_in(root)
     _one_skill_per_name(root, found)
     return Configuration("claude-code", root, tuple(found))
+
+
+def _seen(section: Component) -> Component:
+    """A section that is only HTML comments (`<!-- markdownlint-disable -->` before the first
+    heading) is kept out: Claude Code hides such comments from the model (2.1.197 sent none)."""
+    if COMMENT.sub("", section.text).strip():
+        return section
+    return replace(section, ablated=False, reason=HIDDEN)
 
 
 def _one_skill_per_name(root: Path, found: list[Component]) -> None:

@@ -164,3 +164,13 @@ def test_a_corpus_entrys_arms_each_pass_the_ablation_check(
     seen = _observed(out)
     assert sorted(seen) == sorted(design["arms"]), done.stdout.str()[-3000:]
     assert main(["ablate", "report", str(out)]) == 0
+
+
+def test_a_preamble_of_only_an_html_comment_is_in_no_arm(tmp_path: Path) -> None:
+    """tribute's CLAUDE.md opens with `<!-- markdownlint-disable MD041 -->` before its import:
+    Claude Code hides the comment from the model (its arms once ended infra_error, "declared
+    CLAUDE.md block 'preamble' is missing from the request"), so it is listed in no arm."""
+    config = read_claude_code(_copy("Kroisse+tribute", tmp_path))
+    preamble = next(c for c in config.components if c.id == "section:preamble")
+    assert not preamble.ablated
+    assert "hides from the model" in preamble.reason
