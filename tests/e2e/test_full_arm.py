@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -25,7 +25,7 @@ import pytest
 
 from pytest_scylla.cli import main
 from pytest_scylla.run.agents import claude_code
-from pytest_scylla.run.gateway import sse
+from pytest_scylla.run.gateway import responses_wire, sse
 
 from ..conftest import FIXTURES, _without_docker
 from .test_ablate import _realistic
@@ -39,7 +39,8 @@ USAGE = {
 
 
 class _Capture(BaseHTTPRequestHandler):
-    """Records every request body; a Messages call is answered with one streamed "OK"."""
+    """Records every request body; a Messages call (Claude Code) or a Responses call (Codex) is
+    answered with one streamed "OK"."""
 
     bodies: list[dict[str, Any]]
 
@@ -50,14 +51,16 @@ class _Capture(BaseHTTPRequestHandler):
         body = self.rfile.read(int(self.headers.get("content-length") or 0))
         request = json.loads(body or b"{}")
         self.bodies.append(request)
-        if not self.path.startswith("/v1/messages?") or "count_tokens" in self.path:
-            self._send("application/json", [b'{"input_tokens": 1}'])
-            return
         model = str(request.get("model", "model"))
         text = [{"type": "text", "text": "OK"}]
-        self._send(
-            "text/event-stream", sse.message_events("msg_capture", model, text, "end_turn", USAGE)
-        )
+        if self.path.endswith(responses_wire.PATH):
+            said = responses_wire.events("resp_capture", model, text, USAGE, False)
+            self._send("text/event-stream", said)
+        elif self.path.startswith("/v1/messages?") and "count_tokens" not in self.path:
+            said = sse.message_events("msg_capture", model, text, "end_turn", USAGE)
+            self._send("text/event-stream", said)
+        else:
+            self._send("application/json", [b'{"input_tokens": 1}'])
 
     def _send(self, kind: str, chunks: Any) -> None:
         self.send_response(200)
@@ -124,38 +127,41 @@ def _direct(repo: Path, private: Path, model: str) -> dict[str, Any]:
 
 
 def _first_main(bodies: list[dict[str, Any]]) -> dict[str, Any]:
-    """The first request of the main agent: the first with the tools the CLI offers it."""
+    """The first request of the main agent: the first with the tools the CLI offers it (Claude
+    Code asks a small model first for a title or the like, without them)."""
     return next(b for b in bodies if len(b.get("tools") or []) > 3)
 
 
-def _mini(root: Path) -> Path:
+def _mini(root: Path, team: Callable[[Path], None] = _realistic) -> Path:
     """The `mini` project (as the `mini` fixture makes it) whose case alpha's source is the
-    realistic team setup."""
+    team's setup (default: the realistic Claude Code setup)."""
     shutil.copytree(FIXTURES / "mini", root)
     (root / "tox.ini").write_text(
         "[pytest]\naddopts = -p no:cacheprovider -p no:benchmark -p no:hypothesispytest\n"
         f"scylla_sandbox = {_without_docker()}\n"
     )
-    _realistic(root / "cases" / "alpha" / "source")
+    team(root / "cases" / "alpha" / "source")
     return root
 
 
 CONTROL = "no-cmd-release"  # an arm without the team's command: the listing must show it
 
 
-def _arms(mini: Path, oracle: list[str]) -> dict[str, dict[str, Any]]:
+def _arms(mini: Path, oracle: list[str], control: str, *agent: str) -> dict[str, dict[str, Any]]:
     """The plan's full arm and the control arm, run under the oracle with their request bodies
-    recorded: the first main request of each, by arm name."""
+    recorded: the first main request of each, by arm name. `agent`: the options naming
+    another CLI (`--agent codex`, and the same for the session)."""
     source = mini / "cases" / "alpha" / "source"
-    plan = ["ablate", "plan", str(source), "--out", str(mini / "ablation")]
+    plan = ["ablate", "plan", str(source), "--out", str(mini / "ablation"), *agent[:2]]
     assert main([*plan, "--group", "section", "--factorial-above", "16"]) == 0
     design = json.loads((mini / "ablation" / "design.json").read_text())
-    arms = {a[3:]: a for a in design["arms"] if a[3:] in ("full", CONTROL)}
+    arms = {a[3:]: a for a in design["arms"] if a[3:] in ("full", control)}
     picked = " or ".join(f"T0-{a[:2]}" for a in arms.values())
     out = mini / "out"
     argv = [sys.executable, "-m", "pytest", "cases", "-k", f"alpha and ({picked})"]
     argv += ["-p", "no:xdist", *oracle, f"--scylla-tiers-dir={mini / 'ablation'}"]
     argv += ["--scylla-packaged-tiers=under", "--scylla-tiers=T0", "--scylla-record-bodies"]
+    argv += agent[2:]
     done = subprocess.run(
         [*argv, f"--scylla-out={out}"], cwd=mini, capture_output=True, text=True, timeout=400
     )
@@ -183,7 +189,7 @@ def first_requests(
     mini = _mini(where / "mini")
     repo = where / "team-repo"
     shutil.copytree(mini / "cases" / "alpha" / "source", repo)
-    firsts = _arms(mini, oracle)
+    firsts = _arms(mini, oracle, CONTROL)
     firsts["team"] = _direct(repo, where / "private", firsts["full"]["model"])
     for name, request in firsts.items():  # kept for a failure's reader
         (where / f"{name}.json").write_text(json.dumps(request, indent=1))
