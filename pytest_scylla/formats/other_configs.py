@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from collections.abc import Iterator, Mapping
@@ -33,6 +34,8 @@ from pytest_scylla.formats.agent_config import (
     slug,
     unused_in,
 )
+from pytest_scylla.formats.claude_parts import SKIP_DIRS
+from pytest_scylla.formats.components import rel
 from pytest_scylla.formats.yamlmarks import SpecError, read_text
 
 SETTING = (
@@ -108,7 +111,26 @@ def read_gemini(root: Path) -> Configuration:
     found += mcp_in(root, path, servers)
     found += _settings("Gemini CLI", ".gemini/settings.json", settings, {"mcpServers"})
     found += unused_in(root, root / ".gemini", GEMINI_KNOWN, NOT_CARRIED)
+    found += _nested(root, set(names))
     return Configuration("gemini-cli", root, tuple(found))
+
+
+NESTED_KEPT = (
+    "a subfolder's {name}, which Gemini CLI reads with the project's memory: left in the "
+    "workspace of every arm (not varied)"
+)
+
+
+def _nested(root: Path, names: set[str]) -> Iterator[Component]:
+    """Each subfolder's instruction file (`packages/core/GEMINI.md`): listed, kept in every arm
+    (the overlay leaves it in place), never dropped silently."""
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
+        here = Path(folder)
+        for name in sorted(names & set(files)) if here not in (root, root / ".gemini") else []:
+            path = inside(root, here / name)
+            where, why = rel(root, path), NESTED_KEPT.format(name=name)
+            yield Component("file", slug(rel(root, path)), where, read_text(path), False, why)
 
 
 def read_opencode(root: Path) -> Configuration:
