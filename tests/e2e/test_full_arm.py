@@ -27,7 +27,7 @@ from pytest_scylla.cli import main
 from pytest_scylla.run.agents import claude_code
 from pytest_scylla.run.gateway import responses_wire, sse
 
-from ..conftest import FIXTURES, _without_docker
+from ..conftest import FIXTURES, _without_docker, needs_docker
 from .test_ablate import _realistic
 
 USAGE = {
@@ -132,13 +132,13 @@ def _first_main(bodies: list[dict[str, Any]]) -> dict[str, Any]:
     return next(b for b in bodies if len(b.get("tools") or []) > 3)
 
 
-def _mini(root: Path, team: Callable[[Path], None] = _realistic) -> Path:
+def _mini(root: Path, team: Callable[[Path], None] = _realistic, sandbox: str = "default") -> Path:
     """The `mini` project (as the `mini` fixture makes it) whose case alpha's source is the
-    team's setup (default: the realistic Claude Code setup)."""
+    team's setup (default: the realistic Claude Code setup), its sessions in `sandbox`."""
     shutil.copytree(FIXTURES / "mini", root)
     (root / "tox.ini").write_text(
         "[pytest]\naddopts = -p no:cacheprovider -p no:benchmark -p no:hypothesispytest\n"
-        f"scylla_sandbox = {_without_docker()}\n"
+        f"scylla_sandbox = {'docker' if sandbox == 'docker' else _without_docker()}\n"
     )
     team(root / "cases" / "alpha" / "source")
     return root
@@ -178,15 +178,17 @@ def _arms(mini: Path, oracle: list[str], control: str, *agent: str) -> dict[str,
     return firsts
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="module", params=["default", "docker"])
 def first_requests(
-    tmp_path_factory: pytest.TempPathFactory, oracle: list[str]
+    tmp_path_factory: pytest.TempPathFactory, oracle: list[str], request: pytest.FixtureRequest
 ) -> dict[str, dict[str, Any]]:
-    """The first main request of the full arm and of the control arm (under the oracle), and
-    of the team's own run (`team`: the CLI directly in a copy of the repository, against the
-    capture server)."""
+    """The first main request of the full arm and of the control arm (under the oracle, in the
+    default sandbox and in docker), and of the team's own run (`team`: the CLI directly in a
+    copy of the repository, against the capture server)."""
+    if request.param == "docker":
+        needs_docker()
     where = tmp_path_factory.mktemp("full-arm")
-    mini = _mini(where / "mini")
+    mini = _mini(where / "mini", sandbox=request.param)
     repo = where / "team-repo"
     shutil.copytree(mini / "cases" / "alpha" / "source", repo)
     firsts = _arms(mini, oracle, CONTROL)

@@ -159,8 +159,8 @@ def test_the_full_codex_arm_lists_the_skills_where_the_team_has_them(
 @pytest.mark.slow
 @pytest.mark.xfail(
     strict=True,
-    reason="known: the team's .codex/config.toml settings (model_reasoning_effort) are not "
-    "carried into the arms (the plan reads its MCP servers only)",
+    reason="known: the team's .codex/config.toml settings (model_reasoning_effort) are in no "
+    "arm (the plan says so: a tier carries Claude Code's settings only)",
 )
 def test_the_full_codex_arm_keeps_the_teams_codex_settings(
     first_requests: dict[str, dict[str, Any]],
