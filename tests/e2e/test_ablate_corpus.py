@@ -26,18 +26,36 @@ from ..conftest import rotation
 from .test_ablate import _observed, _run_arms
 
 CORPUS = Path(__file__).parents[1] / "fixtures" / "corpus"
-AGENTS = {"google-gemini+gemini-cli": "gemini-cli"}  # the others: Claude Code
+ENTRIES = sorted(p.name for p in CORPUS.iterdir() if (p / "SOURCE.md").is_file())
+# each entry under the CLI whose files it has (`entry@cli`; Claude Code when none is named)
+PLANS = [
+    *(n for n in ENTRIES if n != "google-gemini+gemini-cli"),
+    "google-gemini+gemini-cli@gemini-cli",
+    *(f"{n}@codex" for n in ("Kroisse+tribute", "astral-sh+uv", "pydantic+pydantic-ai")),
+]
 GAPS = {  # what the plan does not do yet on an entry, found by this corpus (issue 45)
     "anthropics+claude-code-action": "refused: its sub-agents' front matter is YAML with ': ' "
     "in an unquoted description (as Claude Code's /agents writes it; the CLI loads them)",
+    "pydantic+pydantic-ai@codex": "the subfolders' AGENTS.md (14; Codex reads those on the "
+    "way to its working folder) are neither components nor listed",
 }
-ENTRIES = sorted(p.name for p in CORPUS.iterdir() if (p / "SOURCE.md").is_file())
 PLACEHOLDERS = {".keep", ".gitkeep"}
+LOADED = {  # per CLI: its instruction files (at any depth) and its folders
+    "claude-code": ({"CLAUDE.md", "CLAUDE.local.md"}, (".claude",)),
+    "gemini-cli": ({"GEMINI.md"}, (".gemini",)),
+    "codex": ({"AGENTS.md", "AGENTS.override.md"}, (".codex", ".agents")),
+}
 
 
-def _entry(name: str) -> Any:
-    gap = GAPS.get(name)
-    return pytest.param(name, marks=pytest.mark.xfail(reason=gap, strict=True)) if gap else name
+def _entry(plan: str) -> Any:
+    gap = GAPS.get(plan)
+    return pytest.param(plan, marks=pytest.mark.xfail(reason=gap, strict=True)) if gap else plan
+
+
+def _split(plan: str) -> tuple[str, str]:
+    """(entry, CLI) of `entry@cli`."""
+    name, _, agent = plan.partition("@")
+    return name, agent or "claude-code"
 
 
 def _copy(name: str, where: Path) -> Path:
@@ -50,19 +68,12 @@ def _loaded(root: Path, agent: str) -> list[str]:
     """The files of the entry the CLI loads: instruction files at any depth, the files of its
     folder (through the links the entry has inside itself; placeholders like `.keep` aside),
     and the project's .mcp.json."""
-    names, folder = (
-        ({"GEMINI.md"}, ".gemini")
-        if agent == "gemini-cli"
-        else (
-            {"CLAUDE.md", "CLAUDE.local.md"},
-            ".claude",
-        )
-    )
+    names, folder = LOADED[agent]
     found = [".mcp.json"] if (root / ".mcp.json").is_file() else []
     for top, _, files in os.walk(root, followlinks=True):
         for entry in files:
             rel = (Path(top) / entry).relative_to(root)
-            if entry in names or (rel.parts[0] == folder and entry not in PLACEHOLDERS):
+            if entry in names or (rel.parts[0] in folder and entry not in PLACEHOLDERS):
                 found.append(rel.as_posix())
     return sorted(found)
 
@@ -86,12 +97,12 @@ def _imports_only(path: Path) -> bool:
     return all(x.startswith(("@", "<!--")) for x in lines)
 
 
-@pytest.mark.parametrize("name", [_entry(n) for n in ENTRIES])
+@pytest.mark.parametrize("plan", [_entry(p) for p in PLANS])
 def test_every_corpus_entry_plans_and_lists_every_file_the_cli_loads(
-    name: str, tmp_path: Path, capsys: Any
+    plan: str, tmp_path: Path, capsys: Any
 ) -> None:
+    name, agent = _split(plan)
     root = _copy(name, tmp_path)
-    agent = AGENTS.get(name, "claude-code")
     assert main(["ablate", "plan", str(root), "--agent", agent, "--dry-run"]) == 0, (
         capsys.readouterr().err
     )
@@ -122,7 +133,7 @@ def test_the_hooks_scripts_outside_claude_are_listed_with_their_hooks(tmp_path: 
     assert "posttooluse hook runs" in kept["agents/hooks/post-edit-format.py"]
 
 
-RUNNABLE = [n for n in ENTRIES if n not in GAPS]
+RUNNABLE = [p for p in PLANS if p not in GAPS]
 
 
 def _sample(count: int = 2) -> list[str]:
@@ -132,16 +143,16 @@ def _sample(count: int = 2) -> list[str]:
 
 
 @pytest.mark.slow  # per entry 2-24 arms, one oracle run each through the real CLI (3-40 s)
-@pytest.mark.parametrize("name", _sample())
+@pytest.mark.parametrize("plan", _sample())
 def test_a_corpus_entrys_arms_each_pass_the_ablation_check(
-    name: str, mini: Path, pytester: pytest.Pytester, oracle: list[str]
+    plan: str, mini: Path, pytester: pytest.Pytester, oracle: list[str]
 ) -> None:
     """The entry's configuration is the case's source (the team's repository); its plan's arms
     run once each under the oracle; every run passes with no ablation problem over the whole
     run; `scylla ablate report` reads them."""
     source = mini / "cases" / "alpha" / "source"
+    name, agent = _split(plan)
     shutil.copytree(CORPUS / name, source, symlinks=True, dirs_exist_ok=True)
-    agent = AGENTS.get(name, "claude-code")
     plan = ["ablate", "plan", str(source), "--agent", agent, "--out", str(mini / "ablation")]
     assert main(plan) == 0
     design = json.loads((mini / "ablation" / "design.json").read_text())
