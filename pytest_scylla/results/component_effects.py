@@ -6,7 +6,7 @@ Leave-one-out designs compare the `full` arm with the arm without the factor: th
 pass rates with Newcombe's interval and Fisher's exact test, the other measures by Welch's
 interval. Plackett-Burman designs estimate every factor's main effect at once: a logistic
 regression of pass on the factors (its average marginal effect, in pass-rate points), a linear
-one for the measures. p-values are Holm-adjusted over the factors. A factor without a
+one for the measures. p-values are Holm-adjusted over the factors tested. A factor without a
 detectable effect is told the runs per arm that would detect the observed difference (80 %
 power, two-sided 5 % shared among the factors). Where the runs support no estimate (every run
 passed, one run on a side, separation, too few runs or arms for the regression) a factor has
@@ -172,17 +172,19 @@ def effects(runs: Sequence[Mapping[str, Any]], design: Design) -> list[Effect]:
 
 
 def _adjust(found: Sequence[Effect]) -> None:
-    """Holm over every factor (one without an estimate stands in the family as p = 1), then
-    each factor's verdict."""
+    """Holm over the factors tested: those with counted runs on both sides (one whose runs
+    support no estimate stands in the family as p = 1; one with a side never run, as when only
+    some arms were run, was not tested and is not in it), then each factor's verdict."""
     from statsmodels.stats.multitest import multipletests
 
-    if not found:
-        return
-    given = [1.0 if e.p_value is None else e.p_value for e in found]
-    for effect, p in zip(found, multipletests(given, method="holm")[1], strict=True):
-        if effect.p_value is not None:
-            effect.p_adjusted = float(p)
-        _verdict(effect, ALPHA / len(found))
+    family = [e for e in found if e.n_with and e.n_without]
+    if family:
+        given = [1.0 if e.p_value is None else e.p_value for e in family]
+        for effect, p in zip(family, multipletests(given, method="holm")[1], strict=True):
+            if effect.p_value is not None:
+                effect.p_adjusted = float(p)
+    for effect in found:
+        _verdict(effect, ALPHA / max(1, len(family)))
 
 
 def _kept(row: Mapping[str, Any], design: Design) -> frozenset[str]:

@@ -9,6 +9,8 @@ import hashlib
 import json
 import os
 import secrets
+import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -49,64 +51,74 @@ def measure(
     with workspace.locked(cache_dir / "baseline.lock"):
         if cache.exists():
             return _baseline(json.loads(cache.read_text(encoding="utf-8")))
-        private = claim_private()  # removed by the next session if this one is killed
-        try:
-            sandbox.assign(private, image)
-            ws = _make_workspace(private)
-            (private / "tmp").mkdir()
-            probe = _Probe(agent, gateway, sandbox, cli, model, private, ws, image)
-            flags, extra = _bare(agent, private, allow, deny)
-            data = {
-                "cli_version": cli_version,
-                "sandbox": sandbox.name,
-                "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
-                "request": probe.first_request(flags, extra),
-            }
-            if getattr(agent, "overlay", None) is None:  # Claude Code: a server connecting
-                data["connecting_request"] = probe.first_request(
-                    *_connecting(private, flags, extra)
-                )
-            record.write_json(cache, data)
-            return _baseline(data)
-        finally:
-            sandbox.close(private)
-            release_private(private)
+        probe = _Probe(agent, gateway, sandbox, cli, model, image)
+        data = {
+            "cli_version": cli_version,
+            "sandbox": sandbox.name,
+            "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "request": probe.first_request(lambda private: _bare(agent, private, allow, deny)),
+        }
+        if getattr(agent, "overlay", None) is None:  # Claude Code: a server connecting
+            data["connecting_request"] = probe.first_request(
+                lambda private: _connecting(private, *_bare(agent, private, allow, deny))
+            )
+        record.write_json(cache, data)
+        return _baseline(data)
 
 
 @dataclass(frozen=True)
 class _Probe:
-    """One CLI call of the baseline run, answered by the gateway itself (it costs nothing)."""
+    """One CLI call of the baseline run, answered by the gateway itself (it costs nothing), in
+    a run folder (and, under docker, a container) of its own."""
 
     agent: Agent
     gateway: Gateway
     sandbox: Sandbox
     cli: Path
     model: str
-    private: Path
-    ws: Path
     image: str | None
 
-    def first_request(self, flags: tuple[str, ...], extra: dict[str, str]) -> dict[str, Any]:
-        """The CLI's first model request with these flags and environment."""
-        agent, sandbox, private = self.agent, self.sandbox, self.private
+    def first_request(
+        self, setup: Callable[[Path], tuple[tuple[str, ...], dict[str, str]]]
+    ) -> dict[str, Any]:
+        """The CLI's first model request with the flags and environment `setup` makes in a
+        fresh run folder."""
+        private = claim_private()  # removed by the next session if this one is killed
+        try:
+            self.sandbox.assign(private, self.image)
+            ws = _make_workspace(private)
+            (private / "tmp").mkdir()
+            return self._call(private, ws, *setup(private))
+        finally:
+            self.sandbox.close(private)
+            release_private(private)
+
+    def _call(
+        self, private: Path, ws: Path, flags: tuple[str, ...], extra: dict[str, str]
+    ) -> dict[str, Any]:
+        agent, sandbox = self.agent, self.sandbox
         key = f"baseline-{secrets.token_hex(4)}"
-        probe = replace(Script.for_case("noop", None, self.ws), faults=False)
+        probe = replace(Script.for_case("noop", None, ws), faults=False)
         route = self.gateway.open(
             Route(key=key, log_path=private / "calls.jsonl", script=probe, capture_first=True)
         )
         env = agents.environment(agent, base_env(private), extra, sandbox.base_url(key), self.model)
         argv = agent.command(sandbox.cli(self.cli, self.image), self.model, 1, flags)
-        with open(private / "out.jsonl", "wb") as out, open(private / "err.txt", "wb") as err:
-            finished = sandbox.run(
-                argv, self.ws, private, env, "Say OK.", 120, out, err, bridge=True
-            )
-        self.gateway.close(key)
-        if not route.first_request:
-            said = agent.parse(private / "out.jsonl").final_message
-            raise SetupError(
-                f"could not measure the CLI's baseline request (exit {finished.exit_code}): "
-                + (said or (private / "err.txt").read_text(errors="replace")[-500:])
-            )
+        # the CLI's output outside the run's folder (a copying sandbox replaces that folder
+        # with the container's copy when the command ends)
+        with tempfile.TemporaryDirectory(prefix="scylla-baseline-") as own:
+            out_path, err_path = Path(own) / "out.jsonl", Path(own) / "err.txt"
+            with open(out_path, "wb") as out, open(err_path, "wb") as err:
+                finished = sandbox.run(
+                    argv, ws, private, env, "Say OK.", 120, out, err, bridge=True
+                )
+            self.gateway.close(key)
+            if not route.first_request:
+                said = agent.parse(out_path).final_message
+                raise SetupError(
+                    f"could not measure the CLI's baseline request (exit {finished.exit_code}): "
+                    + (said or err_path.read_text(errors="replace")[-500:])
+                )
         return route.first_request
 
 

@@ -232,7 +232,10 @@ def test_the_report_recovers_planted_effects(
     The mutation control (`swapped`) swaps the two effects, and the verdicts swap."""
     (_codex_project if agent == "codex" else _team_project)(mini)
     grouped = [f"--group={kind}" for kind in ("section", "agent", "mcp", "hook")]
-    assert main(["ablate", "plan", str(mini), "--agent", agent, *grouped]) == 0
+    # leave-one-out whatever else the project holds (the team's command, the case source's
+    # CLAUDE.md): arm 01 is full, 03-05 each without one skill
+    loo = ["--factorial-above=12"]
+    assert main(["ablate", "plan", str(mini), "--agent", agent, *grouped, *loo]) == 0
     (helpful, helpful_text), (harmful, harmful_text), (neutral, _) = PLANTED[agent]
     effects = {helpful_text: 0.5, harmful_text: -0.5}
     if swapped:

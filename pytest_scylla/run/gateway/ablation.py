@@ -6,23 +6,28 @@ the first user message, the tools (built-in and `mcp__<server>__<tool>`) into `t
 system prompt into `system`. The CLI also always brings built-in skills, agents and tools of its
 own; those come from a baseline request of the same CLI version with nothing declared, so only
 the subtest's own additions and removals are compared. The other CLIs' first requests are read
-for the same things in their own wire formats (`_observe_responses`: Codex, `_observe_gemini`:
-Gemini CLI, `_observe_chat`: opencode).
+for the same things in their own wire formats (`other_wires`).
 """
 
 from __future__ import annotations
 
 import itertools
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from pytest_scylla.run.gateway import turns
+from pytest_scylla.run.gateway.other_wires import (
+    LISTED,
+    Observed,
+    observe_chat,
+    observe_gemini,
+    observe_responses,
+    texts,
+)
 
 SKILLS_HEAD = "The following skills are available for use with the Skill tool"
 AGENTS_HEAD = "Available agent types for the Agent tool"
 CLAUDE_MD_HEAD = "# claudeMd"
-LISTED = re.compile(r"^- ([A-Za-z0-9_.:-]+): (.*)$", re.MULTILINE)
 # the compact listing Claude Code falls back to when the skills' descriptions overflow its
 # listing budget: a bare `- name` line per skill (2.1.197: the project's own skills so, its
 # built-ins still with their descriptions)
@@ -32,34 +37,7 @@ REMINDER = re.compile(r"<system-reminder>\n?(.*?)</system-reminder>", re.DOTALL)
 # the helpers a CLI adds with any MCP server: ListMcpResourcesTool (Claude Code),
 # list_mcp_resources / read_mcp_resource (Codex)
 MCP_HELPER = re.compile(r"^(?:\w*Mcp\w*Tool|\w*_mcp_resource\w*)$")
-AGENTS_MD = re.compile(
-    r"^# AGENTS\.md instructions for (.+?)\n\n<INSTRUCTIONS>\n(.*?)"
-    r"</INSTRUCTIONS>",
-    re.DOTALL,
-)
-CODEX_CONTEXT = ("# AGENTS.md instructions for ", "<environment_context>")
-GEMINI_SKILL = re.compile(
-    r"<skill>\s*<name>(.*?)</name>\s*<description>(.*?)</description>", re.DOTALL
-)
-GEMINI_AGENT = re.compile(r"^- ([A-Za-z0-9_.:-]+) -> (.*)$", re.MULTILINE)
-OPENCODE_MD = re.compile(
-    r"^Instructions from: (\S+)\n(.*?)(?=\n\nSkills provide |"
-    r"\nInstructions from: |\Z)",
-    re.DOTALL | re.MULTILINE,
-)
-GEMINI_MD = re.compile(
-    r"^--- Context from: (.+?) ---\n(.*?)\n--- End of Context from: \1 ---",
-    re.DOTALL | re.MULTILINE,
-)
 MIN_BLOCK_TEXT = 40  # shorter library texts are not searched for (too likely to match by chance)
-
-
-def _texts(content: Any) -> list[str]:
-    if isinstance(content, str):
-        return [content]
-    return [
-        b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text"
-    ]
 
 
 def _context_chunks(messages: list[Any]) -> list[str]:
@@ -77,10 +55,10 @@ def _chunks_of(message: dict[str, Any]) -> list[str]:
     """The CLI's own context in one message: a system-role message whole, the
     `<system-reminder>` parts of a user message's text blocks (never a tool result's content,
     which holds what the agent read or ran)."""
-    texts = _texts(message.get("content"))
+    found = texts(message.get("content"))
     if message.get("role") == "system":
-        return texts
-    return [chunk for text in texts for chunk in REMINDER.findall(text)]
+        return found
+    return [chunk for text in found for chunk in REMINDER.findall(text)]
 
 
 def _new_chunks(messages: list[Any]) -> list[str]:
@@ -94,28 +72,6 @@ def _new_chunks(messages: list[Any]) -> list[str]:
     return [c for m in messages[last + 1 :] if isinstance(m, dict) for c in _chunks_of(m)]
 
 
-@dataclass
-class Observed:
-    tools: set[str] = field(default_factory=set)
-    mcp_servers: set[str] = field(default_factory=set)
-    skills: set[str] = field(default_factory=set)
-    agents: set[str] = field(default_factory=set)
-    claude_md: dict[str, str] = field(default_factory=dict)  # path -> text
-    descriptions: dict[str, list[str]] = field(default_factory=dict)  # skill/agent -> listings
-    system: str = ""
-    reminders: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "tools": sorted(self.tools),
-            "mcp_servers": sorted(self.mcp_servers),
-            "skills": sorted(self.skills),
-            "agents": sorted(self.agents),
-            "claude_md_files": sorted(self.claude_md),
-            "system_chars": len(self.system),
-        }
-
-
 def is_messages_wire(request: dict[str, Any]) -> bool:
     """Claude Code's wire format (Anthropic Messages), not another CLI's."""
     if "contents" in request or "messages" not in request:
@@ -127,14 +83,14 @@ def is_messages_wire(request: dict[str, Any]) -> bool:
 def observe(request: dict[str, Any]) -> Observed:
     """What the request carries, in whichever CLI's wire format."""
     if "input" in request and "messages" not in request:
-        return _observe_responses(request)
+        return observe_responses(request)
     if "contents" in request:
-        return _observe_gemini(request)
+        return observe_gemini(request)
     first = (request.get("messages") or [{}])[0]
     if isinstance(first, dict) and first.get("role") == "system":  # Chat Completions
-        return _observe_chat(request)
+        return observe_chat(request)
     seen = _offered(request)
-    seen.system = "\n".join(_texts(request.get("system")))
+    seen.system = "\n".join(texts(request.get("system")))
     chunks = _context_chunks(request.get("messages", []))
     seen.reminders = "\n".join(chunks)
     _read_chunks(chunks, seen)
@@ -194,103 +150,6 @@ def _read_listing(section: str, seen: Observed, skills: bool) -> None:
     (seen.skills if skills else seen.agents).update(names)
     for name, text in listed:
         seen.descriptions.setdefault(name, []).append(text)
-
-
-def _observe_responses(request: dict[str, Any]) -> Observed:
-    """Codex: its base instructions (or their replacement) and `developer_instructions` are
-    developer messages; the skills list a developer message part `<skills_instructions>`; each
-    AGENTS.md a user message part before the prompt; MCP tools `mcp__<server>__<tool>`."""
-    seen = Observed()
-    for name in turns.tools(request):
-        if name.startswith("mcp__") and name.count("__") >= 2:
-            seen.mcp_servers.add(name.split("__")[1])
-        else:
-            seen.tools.add(name)
-    system: list[str] = [str(request.get("instructions") or "")]
-    chunks: list[str] = []
-    for item in request.get("input") or []:
-        if not isinstance(item, dict) or item.get("type", "message") != "message":
-            break
-        for text in _texts(
-            [{**p, "type": "text"} for p in item.get("content") or [] if isinstance(p, dict)]
-        ):
-            if item.get("role") == "developer":
-                (chunks if text.startswith("<") else system).append(text)
-            elif text.startswith(CODEX_CONTEXT):
-                chunks.append(text)
-    seen.system, seen.reminders = "\n".join(t for t in system if t), "\n".join(chunks)
-    for chunk in chunks:
-        if chunk.startswith("<skills_instructions>"):
-            listed = LISTED.findall(chunk)
-            seen.skills.update(n for n, _ in listed)
-            for name, text in listed:
-                seen.descriptions.setdefault(name, []).append(text)
-        found = AGENTS_MD.match(chunk)
-        if found is not None:
-            seen.claude_md[found.group(1).rstrip("/") + "/AGENTS.md"] = found.group(2)
-    return seen
-
-
-def _observe_gemini(request: dict[str, Any]) -> Observed:
-    """Gemini CLI: the system prompt (`systemInstruction`) holds the skills and sub-agents
-    lists (the skills are also the `activate_skill` tool's choices, with any prompt); GEMINI.md
-    is in the first user message's first part (`--- Context from: <path>`); MCP tools are
-    `mcp_<server>_<tool>`."""
-    seen = Observed()
-    for name in turns.tools(request):
-        if name.startswith("mcp_") and name.count("_") >= 2:
-            seen.mcp_servers.add(name.split("_")[1])
-        else:
-            seen.tools.add(name)
-    instruction = request.get("systemInstruction")
-    parts = instruction.get("parts") if isinstance(instruction, dict) else None
-    seen.system = "".join(str(p.get("text", "")) for p in parts or [] if isinstance(p, dict))
-    for name, text in GEMINI_SKILL.findall(seen.system):
-        seen.skills.add(name.strip())
-        seen.descriptions.setdefault(name.strip(), []).append(text)
-    skill = turns.tools(request).get("activate_skill") or {}  # its enum: what the model
-    offered = ((skill.get("properties") or {}).get("name") or {}).get("enum")  # may activate
-    seen.skills.update(str(n) for n in offered or ())
-    agents = seen.system.partition("# Available Sub-Agents")[2].partition("\n# ")[0]
-    for name, text in GEMINI_AGENT.findall(agents):
-        seen.agents.add(name)
-        seen.descriptions.setdefault(name, []).append(text)
-    contents = request.get("contents") or [{}]
-    first = contents[0].get("parts") if isinstance(contents[0], dict) else None
-    context = [str(p.get("text", "")) for p in (first or [])[:1] if isinstance(p, dict)]
-    seen.reminders = "\n".join(context)
-    for path, text in GEMINI_MD.findall(seen.reminders):
-        seen.claude_md[path] = text
-    return seen
-
-
-def _observe_chat(request: dict[str, Any]) -> Observed:
-    """opencode (Chat Completions): one system message holds the prompt, each AGENTS.md
-    (`Instructions from: <path>`) and the skills list; the sub-agents are listed in the `task`
-    tool's description; MCP tools are `<server>_<tool>` (the harness names its servers
-    `mcp<name>`: built-in tools such as `apply_patch` have `_` too)."""
-    seen = Observed()
-    offered = [t.get("function") or {} for t in request.get("tools") or [] if isinstance(t, dict)]
-    for tool in offered:
-        name = str(tool.get("name", ""))
-        if name.startswith("mcp") and "_" in name:  # the harness names servers mcp<name>
-            seen.mcp_servers.add(name.split("_")[0])
-        elif name:
-            seen.tools.add(name)
-        if name == "task":
-            listed = str(tool.get("description", "")).partition("Available agent types")[2]
-            for agent, text in LISTED.findall(listed):
-                seen.agents.add(agent)
-                seen.descriptions.setdefault(agent, []).append(text)
-    system = "\n".join(_texts(request["messages"][0].get("content")))
-    for name, text in GEMINI_SKILL.findall(system):
-        seen.skills.add(name.strip())
-        seen.descriptions.setdefault(name.strip(), []).append(text)
-    for path, text in OPENCODE_MD.findall(system):
-        seen.claude_md[path] = text
-    cut = min([m.start() for m in OPENCODE_MD.finditer(system)] + [len(system)])
-    seen.system, seen.reminders = system[:cut], system[cut:]
-    return seen
 
 
 @dataclass(frozen=True)

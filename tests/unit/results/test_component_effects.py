@@ -70,6 +70,23 @@ def test_leave_one_out_recovers_each_planted_effect() -> None:
     assert found[HURT].delta_cop is not None
 
 
+def test_factors_whose_arm_was_not_run_are_not_in_the_holm_family() -> None:
+    """Only the arms of two factors run (`-k` on their subtests): the third factor was not
+    tested, so Holm adjusts over two p-values, not three (it would over three were its arm
+    run, even where its runs supported no estimate)."""
+    design = _loo()
+    run = [r for r in _runs(design, 16, TRUTH) if r["subtest"] in ("01", "03", "04")]
+    found = {e.factor: e for e in ce.effects(run, design)}
+    assert found[NONE].n_without == 0
+    assert found[NONE].p_adjusted is None
+    low, high = sorted((found[HELP].p_value, found[HURT].p_value))
+    holm = {low: min(1.0, 2 * low), high: min(1.0, max(2 * low, high))}  # Holm over two
+    for factor in (HELP, HURT):
+        assert found[factor].p_adjusted == pytest.approx(holm[found[factor].p_value])
+    every = ce.effects(_runs(design, 16, TRUTH), design)  # the control: all arms run
+    assert {e.factor: e for e in every}[HELP].p_adjusted > found[HELP].p_adjusted
+
+
 def test_swapped_effects_swap_the_verdicts() -> None:
     """The mutation control: the same runs with the truth swapped."""
     swapped = {HELP: -0.4, HURT: 0.4, NONE: 0.0}
