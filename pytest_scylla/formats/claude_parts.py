@@ -158,7 +158,8 @@ def unset_variables(path: Path, servers: dict[str, Any]) -> None:
     for name, server in sorted(servers.items()):
         if not isinstance(server, dict):
             continue
-        env = server.get("env") if isinstance(server.get("env"), dict) else {}
+        given = server.get("env")
+        env: dict[str, Any] = given if isinstance(given, dict) else {}
         values = [server.get("command"), *(server.get("args") or []), *env.values()]
         for value in (v for v in values if isinstance(v, str)):
             for match in VARIABLE.finditer(value):
