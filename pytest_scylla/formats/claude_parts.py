@@ -68,7 +68,7 @@ def on_demand(root: Path) -> list[Path]:
 
 def _meta(path: Path) -> tuple[dict[str, Any], str]:
     """The front matter (empty without one) and the body; broken front matter is a SpecError."""
-    meta, _, body = front_matter(path)
+    meta, _, body = front_matter(path, lenient=False)  # a scope that is not YAML: said
     if meta is not None and "__invalid__" in meta:
         raise SpecError.one(path, 1, "the front matter between '---' lines is not a YAML mapping")
     return meta or {}, body

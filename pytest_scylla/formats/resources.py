@@ -3,6 +3,7 @@ reading a Markdown file's front matter, and checking that each file is what its 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from dataclasses import replace
@@ -13,13 +14,17 @@ import yaml
 
 from pytest_scylla.formats.yamlmarks import Problem, SpecError, check_value, display, read_text
 
+PLAIN = re.compile(r"^([a-zA-Z_-]+):\s+(.+)$")
+INDICATOR = re.compile(r"[{}\[\]*&#!|>%@`]|: ")
 FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?)\n---[ \t]*(?:\n|\Z)", re.DOTALL)
 
 ResourceKind = Literal["claude_md", "skills", "agents", "mcp_servers"]
 
 
-def front_matter(path: Path) -> tuple[dict[str, Any] | None, int, str]:
-    """(front matter mapping or None, number of lines it spans, body) of a Markdown file."""
+def front_matter(path: Path, lenient: bool = True) -> tuple[dict[str, Any] | None, int, str]:
+    """(front matter mapping or None, number of lines it spans, body) of a Markdown file;
+    front matter that is not YAML read again as Claude Code reads it (`_quoted`), unless not
+    `lenient`."""
     text = read_text(path)
     match = FRONT_MATTER.match(text)
     if not match:
@@ -27,9 +32,37 @@ def front_matter(path: Path) -> tuple[dict[str, Any] | None, int, str]:
     try:
         meta = yaml.safe_load(match.group(1))
     except yaml.YAMLError:
-        meta = "invalid"
+        try:  # as Claude Code does: again with its problem values quoted
+            meta = yaml.safe_load(_quoted(match.group(1))) if lenient else "invalid"
+        except yaml.YAMLError:
+            meta = "invalid"
     span = match.group(0).count("\n")
     return (meta if isinstance(meta, dict) else {"__invalid__": True}), span, text[match.end() :]
+
+
+def _quoted(text: str) -> str:
+    """Front matter that is not YAML, as Claude Code (2.1.197) reads it on its second try: each
+    `key: value` line whose value holds a YAML indicator or `: ` (and is not quoted or a list)
+    double-quoted, leading tabs as two spaces each. Its own sub-agents (`/agents`) write such
+    descriptions: `description: Use it when ... user: 'I've written ...'`."""
+    lines = []
+    for line in text.split("\n"):
+        found = PLAIN.match(line)
+        value = found.group(2) if found else ""
+        if found and INDICATOR.search(value) and not _quoted_already(value):
+            escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+            line = f'{found.group(1)}: "{escaped}"'
+        lines.append(line)
+    return re.sub(r"^\t+", lambda m: "  " * len(m.group(0)), "\n".join(lines), flags=re.M)
+
+
+def _quoted_already(value: str) -> bool:
+    if value[:1] in "\"'" and value[-1:] == value[:1] and len(value) > 1:
+        return True
+    if value.startswith("[") and value.endswith("]"):
+        with contextlib.suppress(yaml.YAMLError):
+            return isinstance(yaml.safe_load(value), list)
+    return False
 
 
 def check_resource(kind: ResourceKind, name: str, path: Path) -> list[Problem]:

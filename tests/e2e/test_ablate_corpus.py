@@ -34,8 +34,6 @@ PLANS = [
     *(f"{n}@codex" for n in ("Kroisse+tribute", "astral-sh+uv", "pydantic+pydantic-ai")),
 ]
 GAPS = {  # what the plan does not do yet on an entry, found by this corpus (issue 45)
-    "anthropics+claude-code-action": "refused: its sub-agents' front matter is YAML with ': ' "
-    "in an unquoted description (as Claude Code's /agents writes it; the CLI loads them)",
     "pydantic+pydantic-ai@codex": "the subfolders' AGENTS.md (14; Codex reads those on the "
     "way to its working folder) are neither components nor listed",
 }
@@ -136,10 +134,24 @@ def test_the_hooks_scripts_outside_claude_are_listed_with_their_hooks(tmp_path: 
 RUNNABLE = [p for p in PLANS if p not in GAPS]
 
 
-def _sample(count: int = 2) -> list[str]:
+RUN_GAPS = {  # what the arms' runs show the plan does not do yet
+    "anthropics+claude-code-action": "Claude Code 2.1.197 lists .claude/workflows/"
+    "pr-stamp-sweep.js as the skill 'pr-stamp-sweep', which the plan leaves in every arm's "
+    "workspace undeclared: every arm ends infra_error ('skill pr-stamp-sweep is in the request "
+    "but not declared')",
+}
+
+
+def _sample(count: int = 2) -> list[Any]:
     """`count` entries of the corpus for this commit's slow tier (every entry in turn)."""
     seed = rotation()
-    return [RUNNABLE[(seed + i) % len(RUNNABLE)] for i in range(count)]
+    picked = [RUNNABLE[(seed + i) % len(RUNNABLE)] for i in range(count)]
+    return [
+        pytest.param(p, marks=pytest.mark.xfail(reason=RUN_GAPS[p], strict=True))
+        if p in RUN_GAPS
+        else p
+        for p in picked
+    ]
 
 
 @pytest.mark.slow  # per entry 2-24 arms, one oracle run each through the real CLI (3-40 s)
@@ -171,6 +183,18 @@ def test_a_corpus_entrys_arms_each_pass_the_ablation_check(
     seen = _observed(out)
     assert sorted(seen) == sorted(design["arms"]), done.stdout.str()[-3000:]
     assert main(["ablate", "report", str(out)]) == 0
+
+
+def test_sub_agents_whose_front_matter_is_not_yaml_are_read_as_claude_code_reads_them(
+    tmp_path: Path,
+) -> None:
+    """claude-code-action's sub-agents (as Claude Code's `/agents` writes them) describe
+    themselves in an unquoted value holding `user: 'I've ...'`: not YAML. Claude Code reads it
+    again with such values quoted, and so does the plan (it once refused the repository)."""
+    config = read_claude_code(_copy("anthropics+claude-code-action", tmp_path))
+    agents = {c.name: c for c in config.ablated if c.kind == "agent"}
+    assert len(agents) == 5
+    assert "Glob, Grep, Read" in agents["code-quality-reviewer"].text
 
 
 def test_a_preamble_of_only_an_html_comment_is_in_no_arm(tmp_path: Path) -> None:
