@@ -20,6 +20,7 @@ import pytest
 
 from pytest_scylla.cli import main
 from pytest_scylla.core import links
+from pytest_scylla.formats.yamlmarks import display
 
 TEAM = Path(__file__).parents[1] / "fixtures" / "team"
 HOST = "HOST-ONLY-7f3a: the text of a file outside the project"
@@ -122,7 +123,8 @@ def test_ablate_plan_reads_nothing_through_a_link_out_of_the_project(
     out = project.parent / "tiers"
     code, err = _plan(project, out, capsys, agent)
     assert code == 2, err
-    assert f"{link}: a link to {os.readlink(link)}: outside the project {project.resolve()}" in err
+    shown = display(link)  # as the message names it: relative to the working directory
+    assert f"{shown}: a link to {os.readlink(link)}: outside the project {project.resolve()}" in err
     assert "copy what it points to into the project instead of linking it" in err
     assert not _carried(out)
     # positive control: with the checks off, the host file's text is in the tiers
@@ -155,7 +157,8 @@ def test_ablate_plan_refuses_a_link_that_loops(
     out = project.parent / "tiers"
     code, err = _plan(project, out, capsys, "claude-code")
     assert code == 2
-    assert f"{link}: a link to ..: a folder that holds the link, so a copy would never end" in err
+    shown = display(link)  # as the message names it: relative to the working directory
+    assert f"{shown}: a link to ..: a folder that holds the link, so a copy would never end" in err
     # positive control: unchecked, the copy follows the loop until the kernel stops it, and the
     # plan fails with a wall of repeated paths
     monkeypatch.setattr(links, "check_tree", lambda *a: None)
