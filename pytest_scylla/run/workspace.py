@@ -5,9 +5,14 @@ always gives the same commit). A `repo` + `commit` source is mirrored once per U
 file-locked cache; each run then fetches only that commit's history into a new repository, so no
 run sees another run's work or upstream commits made after the pinned one.
 
+What the harness then writes into the workspace for the run (the tier overlay: the project's
+own agent configuration removed or rewritten) is folded into that commit (`start`), so that the
+agent starts from a clean checkout, as in the team's own, and never sees its configuration
+rewritten in `git status` or in a commit of ours.
+
 Before the agent starts, the harness copies the workspace's repository to a folder of its own:
 after the agent, the workspace's `.git` is just files the agent wrote, and every diff is read
-through the harness's copy (see `hostile`).
+through the harness's copy (see `hostile`), against the commit the agent started from.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ GIT_IDENTITY = {
     "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z",
 }
 BRANCH = "scylla"
+NO_GC = ("-c", "gc.auto=0")  # no `gc --auto` (detached) in a repository about to be copied
 
 
 class WorkspaceError(RuntimeError):
@@ -69,8 +75,9 @@ def git(
 @dataclass(frozen=True)
 class Workspace:
     path: Path
-    base_commit: str  # the pinned commit the run starts from (and is diffed against)
+    base_commit: str  # the commit the agent starts from (and is diffed against)
     git_dir: Path  # the harness's copy of the repository, made before the agent started
+    task_commit: str  # the case's source at its pinned commit, before the run's setup
 
     def tree(self, root: Path | None = None) -> hostile.Tree:
         """The working tree at `root` (after the agent: `pinned.Pin.root`, the workspace
@@ -79,14 +86,37 @@ class Workspace:
 
 
 def create(case: Case, dest: Path, cache_dir: Path, harness: Path) -> Workspace:
-    """Make `dest` (which must not exist) a working tree of the case's source; its repository
-    is copied to `harness/git`, a folder the agent cannot reach."""
-    made = _checkout(case, dest, cache_dir)
+    """Make `dest` (which must not exist) a working tree of the case's source, with nothing
+    written for a run (`checkout`, then `start`)."""
+    return start(dest, checkout(case, dest, cache_dir), harness)
+
+
+def start(dest: Path, task: str, harness: Path) -> Workspace:
+    """The workspace `dest` (checked out at `task`) as the agent starts from it: what the
+    harness wrote there since the checkout is folded into that commit (its parents, author and
+    message kept; committer and date the harness's fixed ones), so `git status` is clean and
+    the history holds no commit of ours; then the repository is copied to `harness/git`, a
+    folder the agent cannot reach. The same writes give the same commit; none keep `task`."""
+    if git(["rev-parse", "HEAD"], dest).strip() != task:
+        raise WorkspaceError(f"workspace {dest} is not at its checkout {task[:12]}")
+    git(["add", "-A"], dest)
+    if git(["diff", "--cached", "--name-only", "--no-renames", "HEAD"], dest).strip():
+        _fold(dest)
+    base = git(["rev-parse", "HEAD"], dest).strip()
     shutil.copytree(dest / ".git", harness / "git", symlinks=True)
-    return Workspace(dest, made, harness / "git")
+    return Workspace(dest, base, harness / "git", task)
 
 
-def _checkout(case: Case, dest: Path, cache_dir: Path) -> str:
+def _fold(dest: Path) -> None:
+    """The index committed in place of HEAD; the replaced commit's trail (reflog, its loose
+    objects: the project's configuration as it was) taken out of the agent's repository."""
+    amend = ["commit", "-q", "--amend", "--no-edit", "--allow-empty", "--no-verify"]
+    git([*NO_GC, *amend, "--cleanup=verbatim"], dest)
+    git(["reflog", "expire", "--expire=now", "--all"], dest)
+    git(["prune", "--expire=now"], dest)
+
+
+def checkout(case: Case, dest: Path, cache_dir: Path) -> str:
     """The source at its pinned commit in `dest`; returns that commit."""
     if dest.exists():
         raise WorkspaceError(f"workspace {dest} already exists")
@@ -96,7 +126,8 @@ def _checkout(case: Case, dest: Path, cache_dir: Path) -> str:
         shutil.rmtree(dest / ".git", ignore_errors=True)
         git(["init", "-q"], dest)
         git(["add", "-A"], dest)
-        git(["commit", "-q", "--allow-empty", "--no-verify", "-m", f"{case.id}: task source"], dest)
+        commit = ["commit", "-q", "--allow-empty", "--no-verify", "-m", f"{case.id}: task source"]
+        git([*NO_GC, *commit], dest)
         return git(["rev-parse", "HEAD"], dest).strip()
     assert case.source.url is not None  # the repo as written, or `self` resolved
     assert case.source.commit is not None
