@@ -129,21 +129,24 @@ def identity(run: RunState) -> RunRecord:
 
 
 def prepare(run: RunState, rec: RunRecord) -> tuple[workspace.Workspace, overlay.Overlay]:
-    """The workspace at the pinned commit, the tier overlay, the MCP config and the run's
+    """The workspace at the pinned commit, the tier overlay (folded into the commit the agent
+    starts from, so its checkout is clean: `workspace.start`), the MCP config and the run's
     gateway route, which checks the ablation on the first request."""
     spec, rt = run.spec, run.rt
     case, sub = spec.case, spec.subtest
     assert run.private is not None
     assert run.harness is not None
     work = run.private / "work"
-    ws = workspace.create(case, work, rt.settings.cache_dir, run.harness)
+    task = workspace.checkout(case, work, rt.settings.cache_dir)
     mcp = _mcp_config(run, work)
     ov = overlay_for(rt.agent)(sub, rt.tiers, work, run.private, mcp)
+    ws = workspace.start(work, task, run.harness)
     rec["source"] = {
         "repo": case.source.repo,
         "commit": case.source.commit,
         "path": case.source.path.name if case.source.path else None,
-        "base_commit": ws.base_commit,
+        "task_commit": ws.task_commit,  # the source as pinned, before the overlay
+        "base_commit": ws.base_commit,  # what the agent started from (diffs are against it)
     }
     rec["declared"] = ov.declared
     expected = expectation(ov, sub, rt.tiers, work, rt.baseline(spec))
@@ -280,7 +283,6 @@ def inspect_work(
     run: RunState,
     rec: RunRecord,
     ws: workspace.Workspace,
-    ov: overlay.Overlay,
     finished: Finished,
     stderr_tail: str,
 ) -> None:
@@ -301,7 +303,7 @@ def inspect_work(
         return
     root = run.pin.root  # the workspace by its descriptor, whatever its name has become
     entries, cut = hostile.walk(root)
-    diff = workspace.diff(ws, ov.written, entries, root)
+    diff = workspace.diff(ws, (), entries, root)  # the overlay is in ws.base_commit
     files = workspace.file_list(root, entries, cut)
     (run.run_dir / "diff.patch").write_text(diff, encoding="utf-8")
     (run.run_dir / "files.txt").write_text("\n".join(files) + "\n", encoding="utf-8")

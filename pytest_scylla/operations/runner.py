@@ -101,7 +101,7 @@ class Run(RunState):
         assert self._ov is not None
         with self._phase():
             finished, stderr_tail = run_agent(self, self._ov, self.record)
-            inspect_work(self, self.record, self._ws, self._ov, finished, stderr_tail)
+            inspect_work(self, self.record, self._ws, finished, stderr_tail)
             self._measure()
             classified = self.record["classified"]
             outcome, reason = classified["outcome"], classified["reason"]
