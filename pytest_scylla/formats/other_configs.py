@@ -4,7 +4,8 @@
 - Codex: AGENTS.md by top-level section (Codex resolves no imports; AGENTS.override.md, where
   present, is read in its place, as Codex does), skills in .agents/skills/ (and the older
   .codex/skills/), MCP servers in .codex/config.toml (`[mcp_servers.<name>]`). Codex declares
-  no sub-agents by file; the file's other keys are Codex settings, which a tier cannot carry.
+  no sub-agents by file; the file's other keys are Codex settings, carried in every arm or
+  dropped with the reason, and subfolders' AGENTS.md are listed, kept in place (`codex_config`).
 - Gemini CLI: GEMINI.md (or the files `context.fileName` names in .gemini/settings.json) by
   section, imports resolved; skills in .gemini/skills/, sub-agents in .gemini/agents/, MCP
   servers in the settings' `mcpServers`. Extensions and custom commands are in no arm.
@@ -16,12 +17,11 @@
 from __future__ import annotations
 
 import os
-import re
-import tomllib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from pytest_scylla.formats import codex_config
 from pytest_scylla.formats.agent_config import (
     Component,
     Configuration,
@@ -71,25 +71,15 @@ def read_codex(root: Path) -> Configuration:
     found += [*skills_in(root, root / ".codex" / "skills")]
     path = inside(root, root / ".codex" / "config.toml")
     if path.is_file():
-        config = _toml(path)
+        config = codex_config.read(path)
         servers = config.get("mcp_servers") or {}
         if not isinstance(servers, dict):
             raise SpecError.one(path, None, "expected [mcp_servers.<name>] tables")
         found += mcp_in(root, path, servers)
-        found += _settings("Codex", ".codex/config.toml", config, {"mcp_servers"})
+        found += codex_config.settings_in(root, path, config)
     found += unused_in(root, root / ".codex", CODEX_KNOWN, NOT_CARRIED)
+    found += codex_config.nested_in(root)
     return Configuration("codex", root, tuple(found))
-
-
-def _toml(path: Path) -> dict[str, Any]:
-    try:
-        return tomllib.loads(read_text(path))
-    except tomllib.TOMLDecodeError as exc:
-        at = re.search(r"at line (\d+)", str(exc))
-        message = re.sub(r"\s*\(at line \d+, column (\d+)\)", r" (column \1)", str(exc))
-        raise SpecError.one(
-            path, int(at.group(1)) if at else None, f"{message}: the file is not TOML"
-        ) from None
 
 
 def read_gemini(root: Path) -> Configuration:

@@ -96,6 +96,8 @@ def subtest_conditions(sub: Subtest, tiers: TierSet) -> dict[str, Any]:
         fields.pop("project_config")
     if not sub.keep_files:  # so does the default here
         fields.pop("keep_files")
+    if sub.claude_md_file is None:  # and here
+        fields.pop("claude_md_file")
     if sub.system_prompt is not None:
         prompt = sub.system_prompt.file
         fields["system_prompt"] = {

@@ -51,7 +51,8 @@ class Subtest:
     settings: Mapping[str, Any] = field(default_factory=dict)
     model: str | None = None
     project_config: Literal["keep", "remove"] = "keep"  # the workspace's own configuration
-    keep_files: tuple[str, ...] = ()  # with remove: the on-demand memory files that stay
+    keep_files: tuple[str, ...] = ()  # with remove: the project's files that stay
+    claude_md_file: str | None = None  # where the claude_md blocks go (None: CLAUDE.md)
 
     @property
     def number(self) -> str:
@@ -215,6 +216,7 @@ class TierSet:
             model=raw.get("model"),
             project_config=raw.get("project_config", "keep"),
             keep_files=tuple(raw.get("keep_files", [])),
+            claude_md_file=raw.get("claude_md_file"),
         )
 
     def resource_path(self, kind: ResourceKind, name: str) -> Path:
@@ -320,6 +322,7 @@ class TierSet:
             settings=functools.reduce(deep_merge, (s.settings for s in chain), {}),
             project_config="remove" if any(s.project_config == "remove" for s in chain) else "keep",
             keep_files=_union(*(s.keep_files for s in chain)),
+            claude_md_file=next((s.claude_md_file for s in chain[::-1] if s.claude_md_file), None),
         )
 
     def known_refs(self) -> list[str]:

@@ -18,6 +18,7 @@ from typing import Any
 
 from pytest_scylla.core import record
 from pytest_scylla.core.tempdirs import claim_private, release_private
+from pytest_scylla.formats import instructions
 from pytest_scylla.formats.resources import front_matter
 from pytest_scylla.formats.tiers import Subtest, TierSet, agent_tools, lead_agents
 from pytest_scylla.run import agents, overlay, workspace
@@ -247,8 +248,11 @@ def expectation(
     library = sorted({p.stem for d in tiers.dirs for p in (d / "blocks").glob("*.md")})
     prompt = sub.system_prompt
     files, skills = on_demand(ws) if sub.project_config == "remove" else (set(), set())
-    kept = {str(ws / rel) for rel in sub.keep_files}  # the on-demand files the arm keeps
+    kept = {str(ws / rel) for rel in sub.keep_files}  # the project's files the arm keeps
+    blocks = [tiers.resource_path("claude_md", b).read_text("utf-8") for b in declared["claude_md"]]
     return ablation.Expected(
+        kept_files=frozenset(kept),
+        required_files=frozenset(_loaded_first(sub, ws, ov.instructions_file, blocks)),
         watched_files=frozenset(files - kept - {str(ws / ov.instructions_file)}),
         watched_skills=frozenset(skills),
         known_files=frozenset(files),
@@ -266,10 +270,7 @@ def expectation(
         ),
         tools_deny=frozenset(wire(declared["tools_deny"])),
         claude_md_path=str(ws / ov.instructions_file),
-        claude_md_blocks=tuple(
-            (b, tiers.resource_path("claude_md", b).read_text("utf-8"))
-            for b in declared["claude_md"]
-        ),
+        claude_md_blocks=tuple(zip(declared["claude_md"], blocks, strict=True)),
         other_blocks=tuple(
             (b, tiers.resource_path("claude_md", b).read_text("utf-8"))
             for b in library
@@ -288,6 +289,28 @@ def expectation(
         ),
         default_system_chars=int(baseline["system_chars"]),
     )
+
+
+def _loaded_first(sub: Subtest, ws: Path, home: str, blocks: list[str]) -> set[str]:
+    """The kept files Claude Code loads in the first request (a Claude Code arm of a plan): the
+    files its blocks import (beside the file they are written to) and the rules of
+    .claude/rules/ it keeps that no `paths:` scopes, read before the agent starts."""
+    if sub.project_config != "remove" or home not in ("CLAUDE.md", sub.claude_md_file):
+        return set()
+    kept = set(sub.keep_files)
+    found = {
+        os.path.normpath((ws / home).parent / target)
+        for text in blocks
+        for target in instructions.imports_in(text)
+        if os.path.normpath(Path(home).parent / target) in kept
+    }
+    for rel in sorted(r for r in kept if r.startswith(".claude/rules/") and r.endswith(".md")):
+        path = ws / rel
+        if path.is_file() and not path.is_symlink():
+            meta, _, _ = front_matter(path)
+            if not (meta or {}).get("paths"):
+                found.add(str(path))
+    return found
 
 
 MEMORY_FILES = frozenset({"CLAUDE.md", "CLAUDE.local.md"})

@@ -91,10 +91,11 @@ PROJECT_CONFIG = (
 
 def remove_project_config(workspace: Path, keep: tuple[str, ...] = ()) -> list[str]:
     """Take the project's own agent configuration out of the workspace (before the agent runs),
-    so that an arm carries only what its subtest declares; the paths removed. A link, at the
-    end of a path or on its way, is removed itself, never followed."""
+    so that an arm carries only what its subtest declares, but for the files it keeps (`keep`:
+    a CLAUDE.md that only imports the file its blocks go to, an imported AGENTS.md); the paths
+    removed. A link, at the end of a path or on its way, is removed itself, never followed."""
     removed: list[str] = []
-    for rel in PROJECT_CONFIG:
+    for rel in (r for r in PROJECT_CONFIG if r not in keep):  # a kept one: CLAUDE.md's import
         path = workspace
         for part in Path(rel).parts:
             path = path / part
@@ -163,6 +164,7 @@ def declaration(sub: Subtest, tiers: TierSet | None = None) -> dict[str, Any]:
         "tools_allow": list(sub.tools_allow) if sub.tools_allow is not None else None,
         "tools_deny": list(sub.tools_deny),
         "keep_files": list(sub.keep_files),
+        **({"claude_md_file": sub.claude_md_file} if sub.claude_md_file else {}),
     }
 
 
@@ -171,7 +173,8 @@ def apply(
 ) -> Overlay:
     """Write the subtest's files into `workspace` and `run_dir`; return flags and environment.
     `mcp`: the MCP configuration to use (default: the subtest's, as declared)."""
-    written = write_instructions(sub, tiers, workspace, "CLAUDE.md")
+    instructions_file = sub.claude_md_file or "CLAUDE.md"
+    written = write_instructions(sub, tiers, workspace, instructions_file)
     claude = workspace / ".claude"
     for name in sub.skills:
         source = tiers.resource_path("skills", name).parent
@@ -222,4 +225,5 @@ def apply(
         written=tuple(written),
         model=sub.model,
         declared=declaration(sub, tiers),
+        instructions_file=instructions_file,
     )

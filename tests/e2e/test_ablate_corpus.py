@@ -34,8 +34,6 @@ PLANS = [
     *(f"{n}@codex" for n in ("Kroisse+tribute", "astral-sh+uv", "pydantic+pydantic-ai")),
 ]
 GAPS = {  # what the plan does not do yet on an entry, found by this corpus (issue 45)
-    "pydantic+pydantic-ai@codex": "the subfolders' AGENTS.md (14; Codex reads those on the "
-    "way to its working folder) are neither components nor listed",
 }
 PLACEHOLDERS = {".keep", ".gitkeep"}
 LOADED = {  # per CLI: its instruction files (at any depth) and its folders

@@ -1,7 +1,7 @@
 """Issue 45, point 1, for Codex (0.169.0): the plan's `full` arm of the team's Codex setup
-(AGENTS.md sections, skills of .agents/skills, MCP servers of .codex/config.toml) against the
-real `codex exec` run directly in a copy of the repository, against the capture server of
-test_full_arm (Responses API), with a private CODEX_HOME."""
+(AGENTS.md sections, skills of .agents/skills, MCP servers and settings of .codex/config.toml)
+against the real `codex exec` run directly in a copy of the repository, against the capture
+server of test_full_arm (Responses API), with a private CODEX_HOME."""
 
 from __future__ import annotations
 
@@ -108,10 +108,8 @@ WHERE = re.compile(r" \(file: r\d+/")
 
 
 def _skills_by_name(text: str) -> str:
-    """The skills listing without where the skills are (known: the plan carries the team's
-    skills into CODEX_HOME/skills, the team's are in the repository's .agents/skills: the roots
-    table and each entry's root differ, their order with them); names and descriptions kept,
-    sorted."""
+    """The skills listing without where the skills are (names and descriptions kept, sorted):
+    the test below compares where they are too."""
     if "### Available skills" not in text:
         return text
     head, _, listing = SKILLS.sub("", text).partition("### Available skills\n")
@@ -126,7 +124,7 @@ def test_the_full_codex_arm_sends_the_teams_configuration(
 ) -> None:
     """Tools (MCP namespaces among them), base instructions, AGENTS.md, environment and every
     developer message are the team's once normalised; the skills listing too, by name and
-    description, but for where the skills are (the strict xfails below show what differs)."""
+    description, but for where the skills are (the test after it compares those too)."""
     ours, theirs = _parts(first_requests["full"]), _parts(first_requests["team"])
     assert ours["tools"] == theirs["tools"]
     assert "mcp__ledger_facts" in json.dumps(ours)  # a namespace tool, or deferred: as the CLI
@@ -145,25 +143,26 @@ def test_the_full_codex_arm_sends_the_teams_configuration(
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="known: the plan carries the team's skills into CODEX_HOME/skills, not the "
-    "repository's .agents/skills, so the listing's roots differ",
-)
 def test_the_full_codex_arm_lists_the_skills_where_the_team_has_them(
     first_requests: dict[str, dict[str, Any]],
 ) -> None:
-    assert _parts(first_requests["full"])["context"] == _parts(first_requests["team"])["context"]
+    """The overlay puts an arm's skills where the team keeps them (the workspace's
+    .agents/skills): the listing, its roots table and its order, is the team's byte for byte
+    once the paths are normalised."""
+    ours = _parts(first_requests["full"])["context"]
+    assert ours == _parts(first_requests["team"])["context"]
+    listing = next(t for t in ours if t.startswith("<skills_instructions>"))
+    assert "`<workspace>/.agents/skills`" in listing  # the team's root, not CODEX_HOME's
+    assert "(file: r1/cents-arithmetic/SKILL.md)" in listing
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="known: the team's .codex/config.toml settings (model_reasoning_effort) are in no "
-    "arm (the plan says so: a tier carries Claude Code's settings only)",
-)
 def test_the_full_codex_arm_keeps_the_teams_codex_settings(
     first_requests: dict[str, dict[str, Any]],
 ) -> None:
+    """The team's `model_reasoning_effort = "medium"` is in every arm (the control's too): the
+    request's reasoning settings are the team's."""
     ours, theirs = _parts(first_requests["full"]), _parts(first_requests["team"])
     assert ours["reasoning"] == theirs["reasoning"]
+    assert theirs["reasoning"]["effort"] == "medium"
+    assert _parts(first_requests[CONTROL])["reasoning"] == theirs["reasoning"]

@@ -4,9 +4,11 @@ whose config.toml points a custom provider (Responses API) at the gateway.
 Measured with Codex 0.169.0 (docs/codex.md): the base instructions are the first developer
 message; `model_instructions_file` replaces them (an empty file is refused), and
 `developer_instructions` adds a developer message; AGENTS.md of the workspace becomes a user
-message ("# AGENTS.md instructions for <dir>"); skills under `$CODEX_HOME/skills/<name>/SKILL.md`
-are listed in a developer message; MCP servers from `mcp_servers.<name>` appear as a tool
-namespace `mcp__<name>` (characters other than letters, digits and `_` become `_`). It has no
+message ("# AGENTS.md instructions for <dir>"); skills under the workspace's
+`.agents/skills/<name>/SKILL.md` (where teams keep theirs) are listed in a developer message;
+the project's .codex/config.toml settings that are configuration ride as `-c` (`codex_config`);
+MCP servers from `mcp_servers.<name>` appear as a tool namespace `mcp__<name>` (characters
+other than letters, digits and `_` become `_`). It has no
 max-turns flag (the run's budget and timeout bound it) and no per-tool allow or deny list, and
 its sub-agents are not declared by file: subtests that need those are not applicable.
 """
@@ -19,6 +21,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from pytest_scylla.formats import codex_config
 from pytest_scylla.formats.tiers import Subtest, TierSet
 from pytest_scylla.run import overlay
 from pytest_scylla.run.agents import Result
@@ -37,6 +40,7 @@ FIXED_CONFIG = {  # nothing leaves the run but model calls through the gateway
     "model_provider": f'"{PROVIDER}"',
 }
 INSTRUCTIONS_FILE = "AGENTS.md"
+SKILLS = ".agents/skills"  # where a team keeps its skills, and the overlay puts a subtest's
 TOOL_NAME = re.compile(r"[^A-Za-z0-9_]")  # Codex names MCP tools with these characters only
 
 
@@ -65,24 +69,54 @@ def unsupported(sub: Subtest) -> str | None:
 def apply(
     sub: Subtest, tiers: TierSet, workspace: Path, run_dir: Path, mcp: dict[str, Any] | None = None
 ) -> overlay.Overlay:
-    """The subtest as Codex expresses it: AGENTS.md, skills in CODEX_HOME, MCP servers and the
-    system prompt as `-c` settings. Raises ValueError for what Codex cannot express."""
+    """The subtest as Codex expresses it: AGENTS.md, skills where a team keeps them (the
+    workspace's .agents/skills), the project's Codex settings, MCP servers and the system prompt
+    as `-c` settings. Raises ValueError for what Codex cannot express."""
     reason = unsupported(sub)
     if reason is not None:
         raise ValueError(reason)
+    settings = codex_config.carried(workspace)  # read before the project's .codex/ goes
     written = overlay.write_instructions(sub, tiers, workspace, INSTRUCTIONS_FILE)
+    written += _skills(sub, tiers, workspace)
     home = run_dir / "home" / ".codex"
     home.mkdir(parents=True, exist_ok=True)
-    for name in sub.skills:
-        shutil.copytree(
-            tiers.resource_path("skills", name).parent,
-            home / "skills" / name,
-            symlinks=False,
-            dirs_exist_ok=True,
-        )
     servers = (mcp if mcp is not None else overlay.mcp_config(sub, tiers, workspace, run_dir))[
         "mcpServers"
     ]
+    args = [a for key, value in settings for a in ("-c", f"{key}={_toml(value)}")]
+    args += _servers(servers) + _system_prompt(sub, run_dir)
+    env = {"HOME": str(run_dir / "home"), "CODEX_HOME": str(home)}
+    return overlay.Overlay(
+        args=tuple(args),
+        env=env,
+        written=tuple(dict.fromkeys(written)),
+        model=sub.model,
+        declared=overlay.declaration(sub, tiers),
+        instructions_file=INSTRUCTIONS_FILE,
+        mcp_on_wire=tuple(TOOL_NAME.sub("_", n) for n in servers),
+    )
+
+
+def _skills(sub: Subtest, tiers: TierSet, workspace: Path) -> list[str]:
+    """The subtest's skills copied where a team keeps them, the workspace's .agents/skills/
+    (Codex lists them from there, under the same root as the team's own); the paths written."""
+    written = []
+    for name in sub.skills:
+        target = workspace / SKILLS / name
+        if target.is_symlink() or (target.exists() and not target.is_dir()):
+            target.unlink()
+        shutil.copytree(
+            tiers.resource_path("skills", name).parent,
+            target,
+            symlinks=False,
+            dirs_exist_ok=True,
+        )
+        written.append(f"{SKILLS}/{name}")
+    return written
+
+
+def _servers(servers: dict[str, Any]) -> list[str]:
+    """Each MCP server as `-c mcp_servers.<name>={...}`."""
     args: list[str] = []
     for name, server in servers.items():
         entry = {k: server[k] for k in ("command", "args", "env") if server.get(k)}
@@ -92,23 +126,20 @@ def apply(
             "-c",
             f"mcp_servers.{name}={_toml({**entry, 'startup_timeout_sec': 60, 'required': True})}",
         ]
+    return args
+
+
+def _system_prompt(sub: Subtest, run_dir: Path) -> list[str]:
+    """A replaced system prompt as `model_instructions_file`, an appended one as
+    `developer_instructions`."""
     prompt = sub.system_prompt
     if prompt is not None and prompt.file is not None and prompt.mode == "replace":
         target = run_dir / "instructions.md"
         shutil.copyfile(prompt.file, target)
-        args += ["-c", f"model_instructions_file={_toml(str(target))}"]
-    elif prompt is not None and prompt.file is not None:
-        args += ["-c", f"developer_instructions={_toml(prompt.file.read_text('utf-8'))}"]
-    env = {"HOME": str(run_dir / "home"), "CODEX_HOME": str(home)}
-    return overlay.Overlay(
-        args=tuple(args),
-        env=env,
-        written=tuple(written),
-        model=sub.model,
-        declared=overlay.declaration(sub, tiers),
-        instructions_file=INSTRUCTIONS_FILE,
-        mcp_on_wire=tuple(TOOL_NAME.sub("_", n) for n in servers),
-    )
+        return ["-c", f"model_instructions_file={_toml(str(target))}"]
+    if prompt is not None and prompt.file is not None:
+        return ["-c", f"developer_instructions={_toml(prompt.file.read_text('utf-8'))}"]
+    return []
 
 
 def command(

@@ -178,6 +178,11 @@ class Expected:
     # the tools the CLI adds while a declared MCP server is still connecting, measured with the
     # baseline (Claude Code 2.1.197: WaitForMcpServers)
     connecting_tools: frozenset[str] = frozenset()
+    # the project's files the arm keeps (keep_files), which the CLI may load under their own
+    # headers, and those of them it must load in the first request (an unscoped rule, a file a
+    # declared block imports)
+    kept_files: frozenset[str] = frozenset()
+    required_files: frozenset[str] = frozenset()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -289,8 +294,10 @@ def _claude_md_problems(expected: Expected, seen: Observed) -> list[str]:
     """The CLAUDE.md files and blocks in the request that differ from the declared ones."""
     problems: list[str] = []
     for path in sorted(seen.claude_md):
-        if path != expected.claude_md_path:
+        if path != expected.claude_md_path and path not in expected.kept_files:
             problems.append(f"CLAUDE.md from {path} is in the request but not declared")
+    for path in sorted(expected.required_files - set(seen.claude_md)):
+        problems.append(f"the kept file {path} is missing from the request (the CLI loads it)")
     ours = _norm(seen.claude_md.get(expected.claude_md_path, ""))
     for name, text in expected.claude_md_blocks:
         if _norm(text) not in ours:

@@ -82,9 +82,12 @@ def test_every_part_the_cli_loads_is_a_component_or_kept_with_its_reason(project
         "hook:posttooluse",
         "memory:src",  # src/CLAUDE.md, likewise
     ]
-    # the import into a dot-folder is resolved into its section, and not listed on its own
-    assert "Never commit to main directly." in parts["section:rules"].text
+    # the import into a dot-folder belongs to its section, as written (the CLI sends the file
+    # under its own header), and is not listed on its own
+    assert parts["section:rules"].text == "## Rules\nSee @.claude/AGENT_RULES.md\n"
+    assert parts["section:rules"].data["imports"] == (".claude/AGENT_RULES.md",)
     assert not any(c.where == ".claude/AGENT_RULES.md" for c in config.components)
+    assert "under its own header" in parts["rule:global-md"].reason
     assert "loaded when the agent reads a file its paths name (src/**/*.py)" in (
         parts["rule:py-md"].reason
     )
@@ -115,19 +118,31 @@ def test_the_arms_carry_rules_as_memory_commands_as_skills_and_no_redirecting_en
     tiers = TierSet(project / "ablation")
     assert tiers.errors == {}
     full = tiers.resolve("T0-01")
-    assert full.claude_md == ("team", "build", "rules", "rule-global-md")
+    assert full.claude_md == ("team", "build", "rules")
+    assert full.claude_md_file is None  # the blocks go to CLAUDE.md
     assert set(full.skills) == {"release", "front-comp"}
     assert full.settings["env"] == {"BASH_DEFAULT_TIMEOUT_MS": "60000"}
     assert full.settings["permissions"] == {"deny": ["WebFetch"]}
-    assert full.keep_files == (".claude/rules/py.md", "src/CLAUDE.md")
-    assert not (project / "ablation/blocks/rule-py-md.md").exists()  # it stays in place
+    # the rules stay in place (the CLI loads them, each under its header), as does the file
+    # the `rules` section imports
+    assert full.keep_files == (
+        ".claude/AGENT_RULES.md",
+        ".claude/rules/global.md",
+        ".claude/rules/py.md",
+        "src/CLAUDE.md",
+    )
+    assert not list((project / "ablation/blocks").glob("rule-*"))
     skill = (project / "ablation/skills/front-comp/SKILL.md").read_text()
     assert skill.startswith("---\nname: front-comp\ndescription: Make a component\n---\n")
     none = tiers.resolve("T0-02")
     assert (none.claude_md, none.skills, "hooks" in none.settings) == ((), (), False)
     assert none.keep_files == ()
     without = tiers.resolve(next(f"T0-{a.name[:2]}" for a in arms if a.name.endswith("memory-src")))
-    assert without.keep_files == (".claude/rules/py.md",)
+    assert without.keep_files == (
+        ".claude/AGENT_RULES.md",
+        ".claude/rules/global.md",
+        ".claude/rules/py.md",
+    )
     assert none.settings["env"] == {"BASH_DEFAULT_TIMEOUT_MS": "60000"}  # kept: every arm
 
 
@@ -179,10 +194,10 @@ def test_yaml_of_the_tier_file_holds_every_arm_in_full(project: Path) -> None:
     assert all(s["settings"]["permissions"] for s in tier["subtests"].values())
 
 
-@pytest.mark.parametrize("path", ["../outside/CLAUDE.md", "/etc/CLAUDE.md", "src/notes.txt"])
-def test_a_tier_keeps_only_project_markdown_files(tmp_path: Path, path: str) -> None:
-    """`keep_files` names files of the project's own tree: a path out of it, or a file that is
-    no memory, is refused naming the tier file's line."""
+@pytest.mark.parametrize("path", ["../outside/CLAUDE.md", "/etc/CLAUDE.md", "src/../../x.txt"])
+def test_a_tier_keeps_only_project_files(tmp_path: Path, path: str) -> None:
+    """`keep_files` names files of the project's own tree (an imported file may be any text):
+    a path out of it is refused naming the tier file's line."""
     (tmp_path / "T0.yaml").write_text(
         "tier: T0\nname: x\ndescription: x\nsubtests:\n  01-a:\n    description: a\n"
         f"    project_config: remove\n    keep_files: [{json.dumps(path)}]\n"

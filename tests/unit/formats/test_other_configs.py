@@ -60,7 +60,7 @@ def test_codex_sections_skills_and_mcp_servers(tmp_path: Path) -> None:
         "mcp:ledger-facts",
     ]
     assert "remote server" in listed["mcp:issue-tracker"]
-    assert "a setting of Codex" in listed["setting:model-reasoning-effort"]
+    assert "carried in every arm" in listed["setting:model-reasoning-effort"]
     assert "custom prompts" in listed["command:release"]
     tiers = _validates(config, tmp_path / "ablation")
     full = tiers.tiers["T0"].subtests[0]
