@@ -57,7 +57,7 @@ def read_claude_code(root: Path) -> Configuration:
     """The Claude Code configuration of the project at `root`; a SpecError names the file and
     line of anything that cannot be read."""
     claude = root / ".claude"
-    found = [_seen(c) for c in sections_in(root, [root / "CLAUDE.md", claude / "CLAUDE.md"])]
+    found = [_seen(c) for c in _claude_md(root)]
     found += claude_parts.rules_in(root)
     found += [*skills_in(root, claude / "skills"), *claude_parts.commands_in(root)]
     found += agents_in(root, claude / "agents")
@@ -126,14 +126,41 @@ def _hook_scripts(root: Path, settings: list[Component]) -> Iterator[Component]:
                 yield Component("file", slug(word), word, _digest_text(path), False, reason)
 
 
-def sections_in(root: Path, paths: list[Path], imports: bool = True) -> Iterator[Component]:
+ONLY_IMPORTS = "only imports {target}, whose sections are the components: kept in every arm "
+ONLY_IMPORTS += "(the CLI loads the file through it, as the team's does)"
+
+
+def _claude_md(root: Path) -> Iterator[Component]:
+    """The sections of CLAUDE.md as written (each import's line kept, the imported file left in
+    place for the arms that keep the section: the CLI sends each file under its own header),
+    then those of .claude/CLAUDE.md (imports resolved in place: its blocks go to CLAUDE.md).
+    A CLAUDE.md that only imports one file (`@AGENTS.md`) is kept in every arm and that file's
+    sections are the components, written back to it."""
+    home = root / "CLAUDE.md"
+    target = instructions.only_imports(home, root) if inside(root, home).is_file() else None
+    if target is not None:
+        where = rel(root, target)
+        reason = ONLY_IMPORTS.format(target=where)
+        data = {"keep": "CLAUDE.md", "home": where}
+        yield Component("file", "claude-md", "CLAUDE.md", read_text(home), False, reason, data=data)
+        home = target
+    yield from sections_in(root, [home, root / ".claude" / "CLAUDE.md"], written=home)
+
+
+def sections_in(
+    root: Path, paths: list[Path], imports: bool = True, written: Path | None = None
+) -> Iterator[Component]:
     """The top-level sections of the instruction files that exist among `paths` (their `@path`
-    imports resolved in place when the CLI resolves them)."""
+    imports resolved in place when the CLI resolves them; those of `written` kept as written,
+    each section's text its own file's lines, the files it imports named in its data)."""
     taken: set[str] = set()
     for path in paths:
         if not inside(root, path).is_file():
             continue
-        lines = instructions.resolve(path, root) if imports else instructions.plain(path)
+        if imports:
+            lines = instructions.resolve(path, root, as_written=path == written)
+        else:
+            lines = instructions.plain(path)
         for part in instructions.sections(lines) if lines else []:
             name = base = slug(part.heading or "preamble")
             count = 2
@@ -143,7 +170,13 @@ def sections_in(root: Path, paths: list[Path], imports: bool = True) -> Iterator
             first = part.lines[0]
             where = f"{rel(root, first.path)}:{first.number}"
             files = tuple(dict.fromkeys(rel(root, x.path) for x in part.lines))
-            yield Component("section", name, where, part.text, data={"files": files})
+            if path != written:
+                yield Component("section", name, where, part.text, data={"files": files})
+                continue
+            own = "".join(x.text + "\n" for x in part.lines if x.path == path).strip() + "\n"
+            home = rel(root, path)
+            data = {"files": files, "imports": tuple(f for f in files if f != home), "home": home}
+            yield Component("section", name, where, own, data=data)
 
 
 def _front_matter(kind: str, path: Path) -> tuple[str, dict[str, Any]]:

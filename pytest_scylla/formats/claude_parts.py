@@ -4,7 +4,8 @@ CLI also loads (`scylla ablate plan`): the rules of .claude/rules/, the custom c
 
 What the CLI sends and when, as the real CLI (2.1.197) shows in its requests:
 - an unscoped rule (no `paths:` in its front matter) is memory, like CLAUDE.md, in the first
-  request: a component, carried as a CLAUDE.md block (`rule-<name>`).
+  request, under a header of its own: a component, left in the workspace of the arms that keep
+  it (`keep_files`), so the CLI loads it as it loads the team's.
 - a rule scoped by `paths:` is loaded once the agent reads a matching file, and a subfolder's
   CLAUDE.md once it reads files there: components, which an arm keeps by naming them in its
   `keep_files` (left in the workspace; `project_config: remove` takes out the others).
@@ -27,6 +28,8 @@ from pytest_scylla.formats.yamlmarks import SpecError, read_text
 
 SCOPED = "loaded when the agent reads a file its paths name ({paths}): left in the workspace "
 SCOPED += "of the arms that keep it (keep_files)"
+UNSCOPED = "memory, sent in the first request under its own header: left in the workspace of "
+UNSCOPED += "the arms that keep it (keep_files)"
 LINKED = "a link: taken out of every arm (a run follows no link of the project's)"
 HIDDEN = "disable-model-invocation: true: the model is never told of it, a user types it; in no arm"
 NESTED = "read when the agent reads files in {folder}/: left in the workspace of the arms that "
@@ -86,13 +89,13 @@ def rules_in(root: Path) -> Iterator[Component]:
         meta, body = _meta(path)
         if not body.strip():
             raise SpecError.one(path, 1, "the rule is empty; write it or remove the file")
-        paths = meta.get("paths")
+        paths, keep = meta.get("paths"), {"keep": where}
         if paths:
             shown = ", ".join(map(str, paths)) if isinstance(paths, list) else str(paths)
-            reason, keep = SCOPED.format(paths=shown), {"keep": where}
+            reason = SCOPED.format(paths=shown)
             yield Component("rule", name, where, body, reason=reason, data=keep)
         else:
-            yield Component("rule", name, where, body.strip() + "\n")
+            yield Component("rule", name, where, body.strip() + "\n", reason=UNSCOPED, data=keep)
 
 
 def commands_in(root: Path) -> Iterator[Component]:

@@ -47,8 +47,12 @@ class Section:
         return f"{first.path.name}:{first.number}"
 
 
-def resolve(path: Path, root: Path, chain: tuple[Path, ...] = ()) -> list[Line]:
-    """The file's lines with each `@path` import replaced by the imported file's lines."""
+def resolve(
+    path: Path, root: Path, chain: tuple[Path, ...] = (), as_written: bool = False
+) -> list[Line]:
+    """The file's lines with each `@path` import replaced by the imported file's lines (with
+    `as_written`: the import's line kept as written, the imported lines after it, as Claude Code
+    sends the importing file as written and each imported file after it)."""
     chain = (*chain, path.resolve())
     out: list[Line] = []
     fenced = False
@@ -60,13 +64,35 @@ def resolve(path: Path, root: Path, chain: tuple[Path, ...] = ()) -> list[Line]:
             out.append(Line(text, path, number))
             continue
         rest = IMPORT.sub("", _without_spans(text)).strip()
-        if rest:
+        if as_written:
+            out.append(Line(text, path, number))
+        elif rest:
             out.append(Line(IMPORT.sub(lambda m: m.group(1), text), path, number))
         for target in found:
-            out += _imported(path, number, target, root, chain)
+            out += _imported(path, number, target, root, chain, as_written)
     while out and not out[-1].text.strip():
         out.pop()
     return out
+
+
+COMMENT = re.compile(r"<!--.*?-->", re.S)
+
+
+def only_imports(path: Path, root: Path) -> Path | None:
+    """The one file that `path` imports when that is all it does (its other lines blank or HTML
+    comments, which Claude Code hides: `@AGENTS.md`), else None."""
+    text = COMMENT.sub("", read_text(path))
+    lines = [x for x in text.split("\n") if x.strip()]
+    if not lines or any(FENCE.match(x) or IMPORT.sub("", _without_spans(x)).strip() for x in lines):
+        return None
+    targets = {t for x in lines for t in _imports(x)}
+    if len(targets) != 1:
+        return None
+    target = targets.pop()
+    number = next(i for i, x in enumerate(read_text(path).split("\n"), 1) if f"@{target}" in x)
+    _imported(path, number, target, root, (path.resolve(),), True)  # missing, outside: said
+    file = path.parent / target
+    return None if file.is_symlink() else file.resolve()
 
 
 def plain(path: Path) -> list[Line]:
@@ -81,12 +107,23 @@ def _without_spans(text: str) -> str:
     return re.sub(r"`[^`]*`", "", text)
 
 
+def imports_in(text: str) -> list[str]:
+    """The `@path` imports of a text (outside fenced code and code spans), as written."""
+    found, fenced = [], False
+    for line in text.split("\n"):
+        if FENCE.match(line):
+            fenced = not fenced
+        elif not fenced:
+            found += _imports(line)
+    return found
+
+
 def _imports(text: str) -> list[str]:
     return IMPORT.findall(_without_spans(text))
 
 
 def _imported(
-    path: Path, number: int, target: str, root: Path, chain: tuple[Path, ...]
+    path: Path, number: int, target: str, root: Path, chain: tuple[Path, ...], as_written: bool
 ) -> list[Line]:
     def error(message: str) -> SpecError:
         return SpecError.one(path, number, f"@{target}: {message}")
@@ -103,7 +140,7 @@ def _imported(
         raise error(f"imports nest deeper than {MAX_HOPS} files, which the CLI does not follow")
     if not file.is_file():
         raise error("no such file")
-    return resolve(file, root, chain)
+    return resolve(file, root, chain, as_written)
 
 
 def sections(lines: list[Line]) -> list[Section]:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from pytest_scylla.cli import main
 from pytest_scylla.formats.agent_config import read_claude_code
@@ -56,7 +57,10 @@ def test_a_real_claude_md_with_an_import_skills_and_a_hook(real: dict[str, Path]
         "section:architecture",
     ]
     development = next(c for c in config.components if c.id == "section:development")
-    assert "# Contributing to Claude Code Log" in development.text  # the import, in place
+    # the import as written, the imported file kept in place for the arms with the section
+    assert "See @CONTRIBUTING.md for detailed" in development.text
+    assert "# Contributing to Claude Code Log" not in development.text
+    assert development.data["imports"] == ("CONTRIBUTING.md",)
     assert [i for i in ids if not i.startswith("section:")] == [
         "skill:foldyard",
         "skill:tool-renderer",
@@ -446,7 +450,11 @@ def test_a_realistic_setup_is_listed_part_by_part(tmp_path: Path, capsys: Any) -
     assert design["components"]["group:memory"] == ["memory:tools"]  # many CLAUDE.md: one factor
     assert "team-proxy-token" not in (root / "ablation/T0.yaml").read_text()
     agent_rules = (root / "ablation/blocks/agent-rules.md").read_text()
-    assert "Never push to main" in agent_rules  # the dot-folder import, in its section
+    assert agent_rules == "## Agent rules\n\n@.claude/AGENT_RULES.md\n"  # as written
+    tier = yaml.safe_load((root / "ablation/T0.yaml").read_text())
+    kept = [s for s in tier["subtests"].values() if "agent-rules" in s.get("claude_md", [])]
+    assert kept
+    assert all(".claude/AGENT_RULES.md" in s["keep_files"] for s in kept)
     server = json.loads((root / "ablation/mcp/memory.json").read_text())
     assert server["npm"].startswith(f"{MEMORY_SERVER}@")
     assert server["args"] == ["-y", server["npm"]]

@@ -195,11 +195,43 @@ def test_sub_agents_whose_front_matter_is_not_yaml_are_read_as_claude_code_reads
     assert "Glob, Grep, Read" in agents["code-quality-reviewer"].text
 
 
+def test_a_claude_md_that_only_imports_agents_md_is_kept_and_agents_md_is_cut(
+    tmp_path: Path,
+) -> None:
+    """tribute's CLAUDE.md is `<!-- markdownlint-disable MD041 -->` and `@AGENTS.md`: the CLI
+    sends it as written and AGENTS.md under its own header. The plan keeps CLAUDE.md as written
+    in every arm and cuts AGENTS.md into the components, each arm's blocks written back to
+    AGENTS.md, so the full arm's files are the team's."""
+    root = _copy("Kroisse+tribute", tmp_path)
+    config = read_claude_code(root)
+    kept = next(c for c in config.components if c.id == "file:claude-md")
+    assert not kept.ablated
+    assert kept.reason.startswith("only imports AGENTS.md")
+    sections = [c for c in config.components if c.kind == "section"]
+    assert len(sections) >= 3
+    assert all(c.where.startswith("AGENTS.md:") and c.ablated for c in sections)
+    plan = ["ablate", "plan", str(root), "--out", str(tmp_path / "ablation")]
+    assert main([*plan, "--factorial-above", "40"]) == 0  # leave-one-out: 01 is the full arm
+    tiers = TierSet(tmp_path / "ablation")
+    for sub in tiers.tiers["T0"].subtests:
+        arm = tiers.resolve(sub.ref)
+        assert arm.claude_md_file == "AGENTS.md"
+        assert "CLAUDE.md" in arm.keep_files
+    full = tiers.resolve("T0-01")
+    blocks = [tiers.resource_path("claude_md", b).read_text() for b in full.claude_md]
+    assert "\n\n".join(b.strip() for b in blocks) + "\n" == (root / "AGENTS.md").read_text()
+
+
 def test_a_preamble_of_only_an_html_comment_is_in_no_arm(tmp_path: Path) -> None:
-    """tribute's CLAUDE.md opens with `<!-- markdownlint-disable MD041 -->` before its import:
-    Claude Code hides the comment from the model (its arms once ended infra_error, "declared
-    CLAUDE.md block 'preamble' is missing from the request"), so it is listed in no arm."""
-    config = read_claude_code(_copy("Kroisse+tribute", tmp_path))
+    """A CLAUDE.md that opens with `<!-- markdownlint-disable MD041 -->` before its first
+    heading: Claude Code hides the comment from the model (tribute's arms once ended
+    infra_error, "declared CLAUDE.md block 'preamble' is missing from the request"), so that
+    preamble is listed in no arm."""
+    root = tmp_path / "p"
+    root.mkdir()
+    text = "<!-- markdownlint-disable MD041 -->\n\n# A\n\na\n\n# B\n\nb\n\n# C\n\nc\n"
+    (root / "CLAUDE.md").write_text(text)
+    config = read_claude_code(root)
     preamble = next(c for c in config.components if c.id == "section:preamble")
     assert not preamble.ablated
     assert "hides from the model" in preamble.reason

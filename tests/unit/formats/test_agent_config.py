@@ -48,10 +48,12 @@ def test_every_component_of_the_sample_configuration_is_listed(team: Path) -> No
     assert set(kept) == {"setting:permissions", "file:tools-check-cents-py"}
     assert all(kept.values())  # each says why
     assert "the posttooluse hook runs" in kept["file:tools-check-cents-py"]  # outside .claude/
-    # the imported file is part of the section that imports it, and the `@` line is gone
+    # the imported file belongs to the section that imports it; the section is as written
+    # (its `@` line kept: the CLI sends the imported file after CLAUDE.md, under its header)
     running = next(c for c in config.components if c.id == "section:running-tests")
-    assert "do not write SQL in tests" in running.text
-    assert "@docs" not in running.text
+    assert running.text.endswith("\n\n@docs/testing.md\n")
+    assert "do not write SQL in tests" not in running.text
+    assert running.data["imports"] == ("docs/testing.md",)
     # a skill is its whole folder: a template beside SKILL.md changes its hash
     skill = next(c for c in config.components if c.id == "skill:fixture-builder")
     assert "funded_account" in skill.text
