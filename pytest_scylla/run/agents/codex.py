@@ -84,7 +84,7 @@ def apply(
         "mcpServers"
     ]
     args = [a for key, value in settings for a in ("-c", f"{key}={_toml(value)}")]
-    args += _servers(servers) + _system_prompt(sub, run_dir)
+    args += _servers(servers) + _system_prompt(sub, run_dir, dict(settings))
     env = {"HOME": str(run_dir / "home"), "CODEX_HOME": str(home)}
     return overlay.Overlay(
         args=tuple(args),
@@ -129,16 +129,19 @@ def _servers(servers: dict[str, Any]) -> list[str]:
     return args
 
 
-def _system_prompt(sub: Subtest, run_dir: Path) -> list[str]:
+def _system_prompt(sub: Subtest, run_dir: Path, settings: dict[str, Any]) -> list[str]:
     """A replaced system prompt as `model_instructions_file`, an appended one as
-    `developer_instructions`."""
+    `developer_instructions` (after the project's own, which it would otherwise replace)."""
     prompt = sub.system_prompt
     if prompt is not None and prompt.file is not None and prompt.mode == "replace":
         target = run_dir / "instructions.md"
         shutil.copyfile(prompt.file, target)
         return ["-c", f"model_instructions_file={_toml(str(target))}"]
     if prompt is not None and prompt.file is not None:
-        return ["-c", f"developer_instructions={_toml(prompt.file.read_text('utf-8'))}"]
+        own = settings.get("developer_instructions")
+        text = prompt.file.read_text("utf-8")
+        text = f"{own.rstrip()}\n\n{text}" if isinstance(own, str) and own.strip() else text
+        return ["-c", f"developer_instructions={_toml(text)}"]
     return []
 
 

@@ -194,3 +194,28 @@ def test_a_codex_arm_has_its_skills_where_the_team_keeps_them_and_no_others(
     ws, ov = _apply(root, tiers, "no-group-skill", tmp_path / "no-skill")
     assert not (ws / ".agents" / "skills").exists()
     assert ov.args[:2] == ("-c", 'model_reasoning_effort="high"')  # in every arm
+
+
+def test_an_appended_system_prompt_follows_the_teams_developer_instructions(
+    tmp_path: Path,
+) -> None:
+    """The team's `developer_instructions` and a tier's `system_prompt: {append: ...}` are one
+    setting in Codex: the arm passes both, the team's first (the later `-c` wins)."""
+    root = _project(tmp_path / "team", 'developer_instructions = "Team: cite the ticket."\n')
+    tier = tmp_path / "tiers"
+    tier.mkdir()
+    (tier / "extra.md").write_text("Tier: be brief.\n")
+    (tier / "T0.yaml").write_text(
+        "tier: T0\nname: A\ndescription: d\nsubtests:\n  01-a:\n    description: d\n"
+        "    system_prompt:\n      append: extra.md\n"
+    )
+    tiers = TierSet(tier)
+    ws = Path(shutil.copytree(root, tmp_path / "ws"))
+    ov = codex.apply(_arm(tiers, "a"), tiers, ws, tmp_path / "run", mcp={"mcpServers": {}})
+    said = [a for a in ov.args if a.startswith("developer_instructions=")]
+    assert said[-1] == 'developer_instructions="Team: cite the ticket.\\n\\nTier: be brief.\\n"'
+    # control: without the team's, the tier's text alone
+    (ws / ".codex" / "config.toml").write_text("")
+    ov = codex.apply(_arm(tiers, "a"), tiers, ws, tmp_path / "run2", mcp={"mcpServers": {}})
+    said = [a for a in ov.args if a.startswith("developer_instructions=")]
+    assert said == ['developer_instructions="Tier: be brief.\\n"']
