@@ -30,7 +30,8 @@ SCOPED = "loaded when the agent reads a file its paths name ({paths}): left in t
 SCOPED += "of the arms that keep it (keep_files)"
 UNSCOPED = "memory, sent in the first request under its own header: left in the workspace of "
 UNSCOPED += "the arms that keep it (keep_files)"
-LINKED = "a link: taken out of every arm (a run follows no link of the project's)"
+LINKED = "a link that is not relative or leaves the project: taken out of every arm (a run "
+LINKED += "follows no such link); a relative link to a file of the project is kept like the file"
 HIDDEN = "disable-model-invocation: true: the model is never told of it, a user types it; in no arm"
 NESTED = "read when the agent reads files in {folder}/: left in the workspace of the arms that "
 NESTED += "keep it (keep_files)"
@@ -44,13 +45,15 @@ DROPPED = "redirects the CLI (its endpoint, key, model or proxy): dropped from e
 DROPPED += "session's gateway decides where the model is"
 KEY_HELPER = "a script that prints the CLI's key: dropped from every arm; the session's gateway "
 KEY_HELPER += "holds the key"
+MAX_HOPS = 8  # links in a chain a kept link may have
 SKIP_DIRS = {".git", "node_modules", "__pycache__", ".venv", "venv"}  # never a team's memory
 
 
 def on_demand(root: Path) -> list[Path]:
-    """The memory files the CLI loads on demand, as found (no link followed): the CLAUDE.md and
-    CLAUDE.local.md of subfolders, and the `.md` files and links of .claude/rules/ (a linked
-    rules folder is one link). The overlay takes out those an arm does not keep."""
+    """The files the CLI finds by itself, as found (no link followed): the memory it loads on
+    demand (the CLAUDE.md and CLAUDE.local.md of subfolders), the `.md` files and links of
+    .claude/rules/ (a linked rules folder is one link) and the workflows of .claude/workflows/
+    (`.js`). The overlay takes out those an arm does not keep."""
     found: list[Path] = []
     for folder, dirs, files in os.walk(root):
         here = Path(folder)
@@ -59,14 +62,64 @@ def on_demand(root: Path) -> list[Path]:
         in_rules = at == ".claude/rules" or at.startswith(".claude/rules/")
         links = [d for d in dirs if (here / d).is_symlink()]
         if in_rules or here == root / ".claude":
-            found += [here / d for d in links if in_rules or d == "rules"]
+            found += [here / d for d in links if in_rules or d in ("rules", "workflows")]
         for name in sorted(files):
             path = here / name
-            if (in_rules and (name.endswith(".md") or path.is_symlink())) or (
-                name in MEMORY and here not in (root, root / ".claude")
+            if (
+                (in_rules and (name.endswith(".md") or path.is_symlink()))
+                or (at == ".claude/workflows" and name.endswith(".js"))
+                or (name in MEMORY and here not in (root, root / ".claude"))
             ):
                 found.append(path)
     return found
+
+
+WORKFLOW = "a workflow: listed to the model as the skill '{name}'; left in the workspace of the "
+WORKFLOW += "arms that keep it (keep_files)"
+NOT_FLOW = "not a workflow the CLI loads (a `.js` file directly in the folder): left in the "
+NOT_FLOW += "workspace of every arm"
+META_NAME = re.compile(r"export\s+const\s+meta\s*=\s*\{.*?\bname\s*:\s*([\"'])([^\"'\n]+)\1", re.S)
+
+
+def workflow_name(path: Path) -> str:
+    """The skill name the CLI lists a workflow of .claude/workflows/ by: its `meta.name`
+    (`export const meta = {name: "pr-stamp-sweep", ...}`), else the file's name."""
+    found = META_NAME.search(read_text(path))
+    return found.group(2).strip() if found else path.stem
+
+
+def workflows_in(root: Path) -> Iterator[Component]:
+    """Each workflow of .claude/workflows/ (Claude Code 2.1.197 lists it beside the skills)."""
+    folder = root / ".claude" / "workflows"
+    flows = [p for p in on_demand(root) if p.parent == folder]
+    for path in flows:
+        where = rel(root, path)
+        linked_out = path.is_symlink() and not linked_within(root, path)
+        if linked_out or not inside(root, path).is_file():
+            yield Component("file", slug(where), where, "(link)", False, LINKED)
+            continue
+        name = workflow_name(path)
+        reason, data = WORKFLOW.format(name=name), {"keep": where, "skill": name}
+        yield Component("workflow", slug(name), where, read_text(path), reason=reason, data=data)
+    for path in sorted(folder.rglob("*")) if inside(root, folder).is_dir() else []:
+        if path.is_file() and path not in flows:
+            where = rel(root, path)
+            yield Component("file", slug(rel(folder.parent, path)), where, "", False, NOT_FLOW)
+
+
+def linked_within(root: Path, path: Path) -> bool:
+    """A link the CLI follows to a file of the project (pydantic-ai's `docs/CLAUDE.md ->
+    AGENTS.md`): each hop relative and inside `root`, so a copy of the project (the run's
+    workspace) keeps it pointing at the copy's own file. Only link texts are read here."""
+    base, here, hops = root.resolve(), path, 0
+    while here.is_symlink() and hops < MAX_HOPS:
+        text = os.readlink(here)
+        if os.path.isabs(text):
+            return False
+        here, hops = Path(os.path.normpath(here.parent / text)), hops + 1
+        if not here.is_relative_to(root) or not here.parent.resolve().is_relative_to(base):
+            return False
+    return hops > 0 and not here.is_symlink() and here.is_file()
 
 
 def _meta(path: Path) -> tuple[dict[str, Any], str]:
@@ -83,7 +136,8 @@ def rules_in(root: Path) -> Iterator[Component]:
     rules = root / ".claude" / "rules"
     for path in (p for p in on_demand(root) if p.is_relative_to(rules)):
         where, name = rel(root, path), slug(rel(rules, path))
-        if path.is_symlink() or not inside(root, path).is_file():
+        linked_out = path.is_symlink() and not linked_within(root, path)
+        if linked_out or not inside(root, path).is_file():
             yield Component("file", name, where, "(link)", False, LINKED)
             continue
         meta, body = _meta(path)
@@ -126,7 +180,7 @@ def nested_memory_in(root: Path) -> Iterator[Component]:
     in no arm."""
     for path in (p for p in on_demand(root) if p.name in MEMORY):
         folder = rel(root, path.parent)
-        if path.is_symlink():
+        if path.is_symlink() and not linked_within(root, path):
             inside(root, path)  # a link out of the project is a SpecError
             yield Component("file", slug(rel(root, path)), rel(root, path), "", False, LINKED)
         elif path.name == "CLAUDE.local.md":

@@ -118,11 +118,13 @@ def remove_project_config(workspace: Path, keep: tuple[str, ...] = ()) -> list[s
 def _remove_on_demand(workspace: Path, keep: tuple[str, ...]) -> list[str]:
     """The memory files the CLI loads on demand (the CLAUDE.md of subfolders, the rules of
     .claude/rules/) taken out, but those `keep` names (the plan's components an arm keeps); a
-    link among them is taken out too, never followed."""
+    link among them is taken out too, never followed, unless it is a relative link to a file
+    of the workspace (`claude_parts.linked_within`: the CLI in the sandbox follows it there)."""
     removed = []
     for path in claude_parts.on_demand(workspace):
         rel = path.relative_to(workspace).as_posix()
-        if rel not in keep or path.is_symlink():
+        linked_out = path.is_symlink() and not claude_parts.linked_within(workspace, path)
+        if rel not in keep or linked_out:
             path.unlink()
             removed.append(rel)
     return removed

@@ -184,7 +184,13 @@ def test_removing_the_projects_configuration_takes_out_memory_loaded_on_demand(
     (rules / "linked.md").symlink_to(tmp_path / "outside.md")
     (ws / "lib").mkdir()
     (ws / "lib" / "CLAUDE.md").symlink_to(tmp_path / "outside.md")
-    kept = (".claude/rules/py.md", "src/CLAUDE.md", "lib/CLAUDE.md") if keep else ()
+    (ws / "docs" / "AGENTS.md").write_text("Docs, for every CLI.\n")
+    (ws / "api").mkdir()  # pydantic-ai's shape: a relative link to a file of the project
+    (ws / "api" / "CLAUDE.md").symlink_to("../docs/AGENTS.md")
+    (ws / "up").mkdir()  # the same target through an absolute link: not kept
+    (ws / "up" / "CLAUDE.md").symlink_to(ws / "docs" / "AGENTS.md")
+    kept = ("api/CLAUDE.md", ".claude/rules/py.md", "src/CLAUDE.md") if keep else ()
+    kept += ("lib/CLAUDE.md", "up/CLAUDE.md") if keep else ()
     removed = remove_project_config(ws, kept)
     assert sorted(removed) == sorted(
         [
@@ -193,10 +199,12 @@ def test_removing_the_projects_configuration_takes_out_memory_loaded_on_demand(
             ".claude/rules/web/style.md",
             "docs/CLAUDE.local.md",
             "docs/CLAUDE.md",
-            "lib/CLAUDE.md",  # a link, even when kept
-            *([] if keep else [".claude/rules/py.md", "src/CLAUDE.md"]),
+            "lib/CLAUDE.md",  # a link out of the workspace, even when kept
+            "up/CLAUDE.md",  # an absolute link, even when kept
+            *([] if keep else ["api/CLAUDE.md", ".claude/rules/py.md", "src/CLAUDE.md"]),
         ]
     )
     left = sorted(p.relative_to(ws).as_posix() for p in ws.rglob("*") if p.is_file())
-    assert left == sorted([".claude/format-hook.sh", "docs/guide.md", *kept[:2]])
+    assert left == sorted([".claude/format-hook.sh", "docs/AGENTS.md", "docs/guide.md", *kept[:3]])
+    assert (ws / "api" / "CLAUDE.md").is_symlink() is keep  # kept as the link it is
     assert (tmp_path / "outside.md").read_text() == "outside\n"
