@@ -41,7 +41,7 @@ from pytest_scylla.formats.yamlmarks import SpecError, read_text
 __all__ = ["Component", "Configuration", "inside", "slug"]  # read from here by other readers
 
 KNOWN = {"CLAUDE.md", "settings.json", "settings.local.json", "skills", "agents"}
-KNOWN |= {"rules", "commands"}  # claude_parts reads them
+KNOWN |= {"rules", "commands", "workflows"}  # claude_parts reads them
 MCP_CARRIED = {"command", "args", "env", "type", "enabled", "description", "trust", "timeout"}
 MCP_CARRIED |= {"startup_timeout_sec", "tool_timeout_sec"}  # how long the CLI waits, not what
 KINDS = {"commands": "command", "command": "command", "prompts": "command"}
@@ -60,6 +60,7 @@ def read_claude_code(root: Path) -> Configuration:
     found = [_seen(c) for c in _claude_md(root)]
     found += claude_parts.rules_in(root)
     found += [*skills_in(root, claude / "skills"), *claude_parts.commands_in(root)]
+    found += claude_parts.workflows_in(root)
     found += agents_in(root, claude / "agents")
     if (root / ".mcp.json").is_file():
         mcp = inside(root, root / ".mcp.json")

@@ -18,7 +18,7 @@ from typing import Any
 
 from pytest_scylla.core import record
 from pytest_scylla.core.tempdirs import claim_private, release_private
-from pytest_scylla.formats import instructions
+from pytest_scylla.formats import claude_parts, instructions
 from pytest_scylla.formats.resources import front_matter
 from pytest_scylla.formats.tiers import Subtest, TierSet, agent_tools, lead_agents
 from pytest_scylla.run import agents, overlay, workspace
@@ -261,7 +261,7 @@ def expectation(
         mcp_servers=frozenset(
             declared["mcp_servers"] if ov.mcp_on_wire is None else ov.mcp_on_wire
         ),
-        skills=builtin("skills") | frozenset(declared["skills"]),
+        skills=builtin("skills") | frozenset(declared["skills"]) | _workflows(sub, ws),
         agents=builtin("agents") | frozenset(declared["agents"]),
         tools_allow=(
             frozenset(wire(declared["tools_allow"]))
@@ -289,6 +289,15 @@ def expectation(
         ),
         default_system_chars=int(baseline["system_chars"]),
     )
+
+
+def _workflows(sub: Subtest, ws: Path) -> frozenset[str]:
+    """The skills the CLI lists for the workflows of .claude/workflows/ the arm keeps (read
+    before the agent starts)."""
+    if sub.project_config != "remove":
+        return frozenset()
+    kept = [ws / r for r in sub.keep_files if r.startswith(".claude/workflows/")]
+    return frozenset(claude_parts.workflow_name(p) for p in kept if p.is_file())
 
 
 def _loaded_first(sub: Subtest, ws: Path, home: str, blocks: list[str]) -> set[str]:

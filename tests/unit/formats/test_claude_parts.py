@@ -6,6 +6,7 @@ that redirect the CLI dropped; the tier file plain YAML, one arm per set of kept
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -144,6 +145,69 @@ def test_the_arms_carry_rules_as_memory_commands_as_skills_and_no_redirecting_en
         ".claude/rules/py.md",
     )
     assert none.settings["env"] == {"BASH_DEFAULT_TIMEOUT_MS": "60000"}  # kept: every arm
+
+
+def test_a_relative_link_to_a_file_of_the_project_is_memory_like_the_file(tmp_path: Path) -> None:
+    """pydantic-ai links each subfolder's CLAUDE.md to the AGENTS.md beside it: the CLI follows
+    the link, so it is a component the arms keep as the link it is; an absolute link (which a
+    copy of the project would point back at the original) is in no arm, with the reason."""
+    root = _write(
+        tmp_path / "p",
+        {"docs/AGENTS.md": "Write docs in plain words.\n", "CLAUDE.md": "# A\n\nx\n"},
+    )
+    (root / "docs" / "CLAUDE.md").symlink_to("AGENTS.md")
+    (root / "api").mkdir()
+    (root / "api" / "CLAUDE.md").symlink_to(root / "docs" / "AGENTS.md")
+    (root / ".claude" / "rules").mkdir(parents=True)
+    (root / ".claude" / "rules" / "docs.md").symlink_to("../../docs/AGENTS.md")
+    parts = {c.id: c for c in read_claude_code(root).components}
+    docs = parts["memory:docs"]
+    assert docs.ablated
+    assert (docs.data["keep"], docs.text) == ("docs/CLAUDE.md", "Write docs in plain words.\n")
+    assert parts["rule:docs-md"].data["keep"] == ".claude/rules/docs.md"
+    linked = parts["file:api-claude-md"]
+    assert not linked.ablated
+    assert "not relative" in linked.reason
+
+
+WORKFLOW = 'export const meta = {\n  name: "pr-sweep",\n  description: "Sweep PRs",\n};\n'
+
+
+def test_a_workflow_is_a_component_the_arms_keep_in_place(tmp_path: Path) -> None:
+    """claude-code-action's .claude/workflows/*.js: Claude Code 2.1.197 lists each as a skill
+    named by its `meta.name`; the plan makes it a component left in place in the arms that
+    keep it (the others take it out), and the ablation check expects that skill there."""
+    from pytest_scylla.run.overlay import remove_project_config
+
+    root = _write(
+        tmp_path / "p",
+        {
+            ".claude/workflows/pr-stamp.js": WORKFLOW,
+            ".claude/workflows/plain.js": "export default async function run() {}\n",
+            ".claude/workflows/notes.txt": "not a workflow\n",
+        },
+    )
+    parts = {c.id: c for c in read_claude_code(root).components}
+    assert parts["workflow:pr-sweep"].data == {
+        "keep": ".claude/workflows/pr-stamp.js",
+        "skill": "pr-sweep",
+    }
+    assert parts["workflow:plain"].data["skill"] == "plain"  # no meta: the file's name
+    assert "listed to the model as the skill 'pr-sweep'" in parts["workflow:pr-sweep"].reason
+    assert not parts["file:workflows-notes-txt"].ablated
+    config = read_claude_code(root)
+    units = ablation_plan.factors(config)
+    arms = ablation_plan.design(units)
+    ablation_plan.write_tiers(config, units, arms, root / "ablation")
+    tiers = TierSet(root / "ablation")
+    only = next(a for a in arms if a.name.endswith("no-wf-plain"))
+    kept = tiers.resolve(f"T0-{only.name[:2]}").keep_files
+    assert kept == (".claude/workflows/pr-stamp.js",)
+    ws = tmp_path / "ws"
+    shutil.copytree(root, ws)
+    removed = remove_project_config(ws, kept)
+    assert removed == [".claude/workflows/plain.js"]  # the control: the other one goes
+    assert (ws / ".claude/workflows/pr-stamp.js").is_file()
 
 
 def test_one_factor_makes_two_arms_not_three(tmp_path: Path) -> None:
