@@ -23,8 +23,9 @@ from typing import Any
 
 from pytest_scylla.formats import codex_config
 from pytest_scylla.formats.tiers import Subtest, TierSet
+from pytest_scylla.formats.yamlmarks import SpecError
 from pytest_scylla.run import overlay
-from pytest_scylla.run.agents import Result
+from pytest_scylla.run.agents import Result, SetupError
 from pytest_scylla.run.agents.base import NpmCli, OpenAIUpstream
 from pytest_scylla.run.agents.claude_code import events
 
@@ -75,7 +76,10 @@ def apply(
     reason = unsupported(sub)
     if reason is not None:
         raise ValueError(reason)
-    settings = codex_config.carried(workspace)  # read before the project's .codex/ goes
+    try:  # read before the project's .codex/ goes
+        settings = codex_config.carried(workspace)
+    except SpecError as exc:  # the run ends infra_error with the file's line, not a traceback
+        raise SetupError(f"the project's Codex settings: {exc}") from None
     written = overlay.write_instructions(sub, tiers, workspace, INSTRUCTIONS_FILE)
     written += _skills(sub, tiers, workspace)
     home = run_dir / "home" / ".codex"

@@ -16,7 +16,7 @@ from pytest_scylla.formats import ablation_plan
 from pytest_scylla.formats.codex_config import carried
 from pytest_scylla.formats.other_configs import read_codex
 from pytest_scylla.formats.tiers import Subtest, TierSet
-from pytest_scylla.run.agents import codex
+from pytest_scylla.run.agents import SetupError, codex
 
 CODEX_TEAM = Path(__file__).parents[2] / "fixtures" / "team-codex"
 SECRET = "sk-team-secret-0123456789"
@@ -133,6 +133,17 @@ def test_a_good_config_toml_plans(tmp_path: Path) -> None:
     """The control of the test above: the same project with a well-formed file plans."""
     root = _project(tmp_path / "team")
     assert main(["ablate", "plan", str(root), "--agent", "codex", "--dry-run"]) == 0
+
+
+def test_a_run_on_a_broken_config_toml_is_a_setup_error_naming_the_line(tmp_path: Path) -> None:
+    """A tier written by hand on a project whose file broke since: the run ends infra_error
+    with one line (a SetupError), not a traceback; the same arm on a good file applies."""
+    tiers = _arms(_project(tmp_path / "team"), tmp_path / "ablation")
+    broken = _project(tmp_path / "broken", "a = 1\n[mcp_servers\n")
+    with pytest.raises(SetupError, match=r"config\.toml:2: ") as caught:
+        _apply(broken, tiers, "full", tmp_path / "b")
+    assert "\n" not in str(caught.value)
+    _apply(tmp_path / "team", tiers, "full", tmp_path / "good")  # the control
 
 
 NESTED = {
