@@ -190,7 +190,9 @@ def test_removing_the_projects_configuration_takes_out_memory_loaded_on_demand(
     (ws / "up").mkdir()  # the same target through an absolute link: not kept
     (ws / "up" / "CLAUDE.md").symlink_to(ws / "docs" / "AGENTS.md")
     kept = ("api/CLAUDE.md", ".claude/rules/py.md", "src/CLAUDE.md") if keep else ()
-    kept += ("lib/CLAUDE.md", "up/CLAUDE.md") if keep else ()
+    (ws / "esc").mkdir()  # relative, but climbing out of the workspace: not kept
+    (ws / "esc" / "CLAUDE.md").symlink_to("../../outside.md")
+    kept += ("lib/CLAUDE.md", "up/CLAUDE.md", "esc/CLAUDE.md") if keep else ()
     removed = remove_project_config(ws, kept)
     assert sorted(removed) == sorted(
         [
@@ -201,6 +203,7 @@ def test_removing_the_projects_configuration_takes_out_memory_loaded_on_demand(
             "docs/CLAUDE.md",
             "lib/CLAUDE.md",  # a link out of the workspace, even when kept
             "up/CLAUDE.md",  # an absolute link, even when kept
+            "esc/CLAUDE.md",  # a relative link out of the workspace, even when kept
             *([] if keep else ["api/CLAUDE.md", ".claude/rules/py.md", "src/CLAUDE.md"]),
         ]
     )
