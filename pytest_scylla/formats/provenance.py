@@ -294,10 +294,11 @@ def _source_commits(records: list[RunRecord]) -> dict[str, list[str]]:
     commits: dict[str, set[str]] = {}
     for rec in records:
         src = rec.get("source") or {}
-        if rec.get("case") and (src.get("commit") or src.get("base_commit")):
+        # the task's commit (before the tier's configuration was folded into the start)
+        task = src.get("commit") or src.get("task_commit") or src.get("base_commit")
+        if rec.get("case") and task:
             commits.setdefault(rec["case"], set()).add(
-                f"{src.get('repo') or src.get('path') or 'local'}@"
-                f"{src.get('commit') or src.get('base_commit')}"
+                f"{src.get('repo') or src.get('path') or 'local'}@{task}"
             )
     return {c: sorted(v) for c, v in sorted(commits.items())}
 

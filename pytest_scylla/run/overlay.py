@@ -23,7 +23,9 @@ BLOCK_SEPARATOR = "\n\n"
 class Overlay:
     args: tuple[str, ...]  # CLI flags for the subtest (system prompt, tools, MCP)
     env: dict[str, str]  # HOME, CLAUDE_CONFIG_DIR and MCP start-up settings
-    written: tuple[str, ...]  # workspace paths the overlay created (kept out of the agent's diff)
+    # workspace paths the overlay wrote or removed (folded into the commit the agent starts
+    # from, `workspace.start`, so they never count as the agent's work)
+    written: tuple[str, ...]
     model: str | None  # the subtest's model override, if any
     declared: dict[str, Any] = field(default_factory=dict)  # what the ablation check expects
     instructions_file: str = "CLAUDE.md"  # the workspace file the CLI reads instructions from
