@@ -46,7 +46,7 @@ MCP_CARRIED = {"command", "args", "env", "type", "enabled", "description", "trus
 MCP_CARRIED |= {"startup_timeout_sec", "tool_timeout_sec"}  # how long the CLI waits, not what
 KINDS = {"commands": "command", "command": "command", "prompts": "command"}
 KINDS |= {"output-styles": "output-style"}
-NOT_CARRIED = {"output-styles": "output styles are chosen per session by a user: in no arm"}
+NOT_CARRIED = {"output-styles": "a style settings.json does not name (a user picks it): in no arm"}
 STAYS = "not a file the CLI loads by itself: left in the workspace of every arm"
 COMMENT = re.compile(r"<!--.*?-->", re.S)
 HIDDEN = "only an HTML comment, which Claude Code hides from the model: in no arm"
@@ -69,6 +69,7 @@ def read_claude_code(root: Path) -> Configuration:
         found += mcp_in(root, mcp, servers)
     settings = [*_settings(root)]
     imported = {f for c in found if c.kind == "section" for f in c.data.get("files", ())}
+    imported |= {c.where for c in settings if c.kind == "output-style"}  # listed with its key
     others = unused_in(root, claude, KNOWN, NOT_CARRIED, STAYS)
     found += [*settings, *_explained(others, imported, settings)]
     found += _hook_scripts(root, settings)
@@ -304,7 +305,10 @@ def _settings(root: Path) -> Iterator[Component]:
         if key == "env" and isinstance(value, dict):
             value, dropped = claude_parts.env_parts(where, value)
             yield from dropped
-        if key == "apiKeyHelper":
+        special = claude_parts.setting_part(root, where, key, value)
+        if special is not None:
+            yield special
+        elif key == "apiKeyHelper":
             yield Component("setting", slug(key), where, key, False, claude_parts.KEY_HELPER)
         elif key != "hooks" and (value or key != "env"):
             text = json.dumps(value, sort_keys=True)

@@ -16,6 +16,7 @@ What the CLI sends and when, as the real CLI (2.1.197) shows in its requests:
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Iterator
@@ -53,7 +54,8 @@ def on_demand(root: Path) -> list[Path]:
     """The files the CLI finds by itself, as found (no link followed): the memory it loads on
     demand (the CLAUDE.md and CLAUDE.local.md of subfolders), the `.md` files and links of
     .claude/rules/ (a linked rules folder is one link) and the workflows of .claude/workflows/
-    (`.js`). The overlay takes out those an arm does not keep."""
+    (`.js`), and the styles of .claude/output-styles/. The overlay takes out those an arm does
+    not keep."""
     found: list[Path] = []
     for folder, dirs, files in os.walk(root):
         here = Path(folder)
@@ -68,6 +70,7 @@ def on_demand(root: Path) -> list[Path]:
             if (
                 (in_rules and (name.endswith(".md") or path.is_symlink()))
                 or (at == ".claude/workflows" and name.endswith(".js"))
+                or (at == STYLES and name.endswith(".md"))
                 or (name in MEMORY and here not in (root, root / ".claude"))
             ):
                 found.append(path)
@@ -225,3 +228,42 @@ def unset_variables(path: Path, servers: dict[str, Any]) -> None:
                     why = f"server '{name}': {match.group(0)} is not set; set it before the plan "
                     why += f"and the runs, or give a default (${{{match.group(1)}:-value}})"
                     raise SpecError.one(path, at, why)
+
+
+STYLE = "the output style settings.json names (its text replaces part of the system prompt): "
+STYLE += "left in the workspace, and named in the settings, of the arms that keep it"
+PLUGINS = "plugins come from a marketplace, which a sandbox (no network) cannot reach, and a "
+PLUGINS += "tier does not carry them: dropped from every arm (the full arm differs from the "
+PLUGINS += "team's run by them)"
+STYLES = ".claude/output-styles"
+
+
+def setting_part(root: Path, where: str, key: str, value: Any) -> Component | None:
+    """A settings.json key that is more than a setting every arm keeps: `outputStyle` naming a
+    style of .claude/output-styles/ (a component: the file and the key go together), and the
+    plugins the project enables (dropped, with the reason); None for any other key."""
+    if key in ("enabledPlugins", "extraKnownMarketplaces"):
+        return Component("setting", slug(key), where, json.dumps(value), False, PLUGINS)
+    if key != "outputStyle" or not isinstance(value, str):
+        return None
+    style = next((p for p in output_styles(root) if _style_name(p) == value), None)
+    if style is None:  # a built-in style (Explanatory, Learning): a setting like the others
+        return None
+    data = {"keep": rel(root, style), "settings": {key: value}}
+    return Component(
+        "output-style", slug(value), rel(root, style), read_text(style), True, STYLE, data=data
+    )
+
+
+def output_styles(root: Path) -> list[Path]:
+    """The style files of .claude/output-styles/ (not links: a style is the team's file)."""
+    folder = root / STYLES
+    found = sorted(folder.glob("*.md")) if inside(root, folder).is_dir() else []
+    return [p for p in found if p.is_file() and not p.is_symlink()]
+
+
+def _style_name(path: Path) -> str:
+    """The name settings.json picks a style by: its front matter's `name`, else the file's."""
+    meta, _ = _meta(path)
+    name = meta.get("name")
+    return name if isinstance(name, str) and name.strip() else path.stem

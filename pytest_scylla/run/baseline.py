@@ -252,6 +252,7 @@ def expectation(
     blocks = [tiers.resource_path("claude_md", b).read_text("utf-8") for b in declared["claude_md"]]
     return ablation.Expected(
         kept_files=frozenset(kept),
+        output_style=_output_style(sub),
         required_files=frozenset(_loaded_first(sub, ws, ov.instructions_file, blocks)),
         watched_files=frozenset(files - kept - {str(ws / ov.instructions_file)}),
         watched_skills=frozenset(skills),
@@ -289,6 +290,13 @@ def expectation(
         ),
         default_system_chars=int(baseline["system_chars"]),
     )
+
+
+def _output_style(sub: Subtest) -> str | None:
+    """The output style the subtest's settings name (Claude Code's `outputStyle`; `default`
+    is none)."""
+    style = sub.settings.get("outputStyle")
+    return style if isinstance(style, str) and style.lower() != "default" else None
 
 
 def _workflows(sub: Subtest, ws: Path) -> frozenset[str]:

@@ -81,7 +81,6 @@ PROJECT_CONFIG = (
     ".claude/skills",
     ".claude/agents",
     ".claude/commands",
-    ".claude/output-styles",
     ".agents/skills",
     ".codex",
     ".gemini",

@@ -37,6 +37,7 @@ REMINDER = re.compile(r"<system-reminder>\n?(.*?)</system-reminder>", re.DOTALL)
 # the helpers a CLI adds with any MCP server: ListMcpResourcesTool (Claude Code),
 # list_mcp_resources / read_mcp_resource (Codex)
 MCP_HELPER = re.compile(r"^(?:\w*Mcp\w*Tool|\w*_mcp_resource\w*)$")
+STYLE_HEAD = re.compile(r"^# Output Style: (.+)$", re.MULTILINE)  # 2.1.197's system prompt
 MIN_BLOCK_TEXT = 40  # shorter library texts are not searched for (too likely to match by chance)
 
 
@@ -183,6 +184,7 @@ class Expected:
     # declared block imports)
     kept_files: frozenset[str] = frozenset()
     required_files: frozenset[str] = frozenset()
+    output_style: str | None = None  # the style the settings name (None: the default)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -322,4 +324,9 @@ def _system_problems(expected: Expected, seen: Observed) -> list[str]:
         problems.append(f"the declared system prompt text ({expected.system_mode}) is missing")
     if expected.system_mode == "replace" and big:
         problems.append("the default system prompt is still there although replaced")
+    style = STYLE_HEAD.search(seen.system)
+    if expected.output_style and (style is None or style.group(1) != expected.output_style):
+        problems.append(f"the declared output style '{expected.output_style}' is missing")
+    elif style is not None and not expected.output_style:
+        problems.append(f"output style '{style.group(1)}' is in the request but not declared")
     return problems

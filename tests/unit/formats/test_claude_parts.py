@@ -210,6 +210,42 @@ def test_a_workflow_is_a_component_the_arms_keep_in_place(tmp_path: Path) -> Non
     assert (ws / ".claude/workflows/pr-stamp.js").is_file()
 
 
+def test_the_output_style_the_settings_name_is_a_component_and_plugins_are_dropped(
+    tmp_path: Path,
+) -> None:
+    """`outputStyle` naming a style of .claude/output-styles/: the file and the key go together
+    into the arms that keep it; a style nobody names is in no arm; `enabledPlugins` (from a
+    marketplace no sandbox reaches) is dropped from every arm, with the reason."""
+    settings = {"outputStyle": "Terse", "enabledPlugins": {"lint@tools": True}, "model": "x"}
+    root = _write(
+        tmp_path / "p",
+        {
+            ".claude/output-styles/terse.md": "---\nname: Terse\n---\nBe brief.\n",
+            ".claude/output-styles/long.md": "Explain at length.\n",
+            ".claude/settings.json": json.dumps(settings),
+        },
+    )
+    config = read_claude_code(root)
+    parts = {c.id: c for c in config.components}
+    style = parts["output-style:terse"]
+    assert style.ablated
+    assert style.data == {
+        "keep": ".claude/output-styles/terse.md",
+        "settings": {"outputStyle": "Terse"},
+    }
+    assert "in no arm" in parts["output-style:long"].reason
+    assert "marketplace" in parts["setting:enabledplugins"].reason
+    units = ablation_plan.factors(config)
+    arms = ablation_plan.design(units)
+    ablation_plan.write_tiers(config, units, arms, root / "ablation")
+    tiers = TierSet(root / "ablation")
+    full, none = tiers.resolve("T0-01"), tiers.resolve("T0-02")
+    assert full.settings == {"model": "x", "outputStyle": "Terse"}
+    assert full.keep_files == (".claude/output-styles/terse.md",)
+    assert none.settings == {"model": "x"}  # the control: no style, no key
+    assert none.keep_files == ()
+
+
 def test_one_factor_makes_two_arms_not_three(tmp_path: Path) -> None:
     """With one factor, `none` and `no-<it>` keep the same: one arm, said to be merged."""
     root = _write(tmp_path / "p", {".claude/rules/only.md": "One rule.\n"})

@@ -330,3 +330,21 @@ def test_a_contents_line_in_a_file_the_agent_wrote_is_not_taken_for_a_loaded_fil
     assert _run(known, _first(later), later) == [
         f"CLAUDE.md from {NESTED} is in a later request (loaded on demand) but not declared"
     ]
+
+
+def test_the_output_style_is_checked_as_declared() -> None:
+    """Claude Code 2.1.197 puts `# Output Style: <name>` into the system prompt of a run whose
+    settings name a style: a declared style must be there, an undeclared one must not."""
+    seen = ablation.Observed()
+    seen.system = "x" * 20000 + "\n# Output Style: Terse Reviewer\nAnswer briefly.\n"
+    tools = frozenset(seen.tools)
+    assert ablation.compare(_expected(tools=tools, output_style="Terse Reviewer"), seen) == []
+    assert ablation.compare(_expected(tools=tools), seen) == [
+        "output style 'Terse Reviewer' is in the request but not declared"
+    ]
+    plain = ablation.Observed()
+    plain.system = "x" * 20000
+    assert ablation.compare(_expected(tools=tools, output_style="Terse Reviewer"), plain) == [
+        "the declared output style 'Terse Reviewer' is missing"
+    ]
+    assert ablation.compare(_expected(tools=tools), plain) == []  # the control: neither
