@@ -230,7 +230,7 @@ def _write_resource(comp: Component, out: Path) -> None:
         _named(folder / f"{comp.name}.md", comp.name)
     elif comp.kind == "mcp":
         server = {"description": f"the project's MCP server '{comp.name}' (.mcp.json)"}
-        keys = ("npm", "command", "args", "env")
+        keys = ("npm", "pypi", "command", "args", "env")
         server.update({k: comp.data[k] for k in keys if k in comp.data})
         (folder / f"{comp.name}.json").write_text(json.dumps(server, indent=2) + "\n")
 

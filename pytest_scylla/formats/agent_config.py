@@ -25,7 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pytest_scylla.formats import claude_parts, instructions, npx
+from pytest_scylla.formats import claude_parts, instructions, npx, pypi
 from pytest_scylla.formats.components import (
     MAX_SLUG,
     NAME,
@@ -282,6 +282,7 @@ def mcp_in(root: Path, path: Path, servers: Mapping[str, Any]) -> Iterator[Compo
             yield Component("mcp", name, where, text, False, reason, data=server)
         else:
             server, note = npx.pinned(path, name, server)  # its `npm` key: installed on the host
+            server, note = (server, note) if note else pypi.pinned(path, name, server)  # uvx
             text = json.dumps(server, sort_keys=True, indent=1)
             yield Component("mcp", name, where, text, reason=note, data=server)
 

@@ -49,7 +49,9 @@ def pinned(path: Path, name: str, server: Mapping[str, Any]) -> tuple[dict[str, 
         return {**server, "npm": spec}, ""
     match = NAMED.match(spec)
     if match is None:
-        raise SpecError.one(path, _line(path, spec), f"server '{name}': '{spec}' is no npm package")
+        raise SpecError.one(
+            path, line_of(path, spec), f"server '{name}': '{spec}' is no npm package"
+        )
     exact = f"{match.group(1)}@{_latest(path, name, spec)}"
     args = [*server["args"][:at], exact, *server["args"][at + 1 :]]
     note = f"npx package '{spec}' pinned at plan time to {exact} (npm view)"
@@ -59,7 +61,7 @@ def pinned(path: Path, name: str, server: Mapping[str, Any]) -> tuple[dict[str, 
 def _latest(path: Path, name: str, spec: str) -> str:
     """The newest version of `spec` (a name, or a name and a range) in the npm registry."""
     npm = shutil.which("npm")
-    line = _line(path, spec)
+    line = line_of(path, spec)
     if npm is None:
         why = f"server '{name}': npm is needed to pin '{spec}' (install Node.js), or pin it"
         raise SpecError.one(path, line, why + " yourself as name@version")
@@ -84,7 +86,7 @@ def _latest(path: Path, name: str, spec: str) -> str:
     return version
 
 
-def _line(path: Path, spec: str) -> int | None:
+def line_of(path: Path, spec: str) -> int | None:
     """The line of the file that names `spec` (as a JSON or TOML string)."""
     quoted = json.dumps(spec)
     for number, text in enumerate(read_text(path).split("\n"), start=1):
