@@ -167,7 +167,7 @@ def build(
     )
     if kind is Sandbox and settings.oracle is None:
         hide_environment()
-    (settings.cache_dir / "npm").mkdir(parents=True, exist_ok=True)
+    packages = _package_folders(settings.cache_dir)
     gateway = Gateway().start()
     try:
         ledger = Ledger(out, session_id)
@@ -185,7 +185,7 @@ def build(
             sandbox=kind(
                 gateway.port,
                 gateway.socket_dir,
-                [settings.cache_dir / "npm", *([pyc] if pyc else [])],
+                [*packages, *([pyc] if pyc else [])],
                 **extra,
             ),
             cli=cli,
@@ -204,6 +204,14 @@ def build(
         import_soon("anthropic")  # a slow first import (~1 s), made while the first run's
         # agent works, not in its judging (a worker's controller imports it for all of them)
     return rt
+
+
+def _package_folders(cache_dir: Path) -> list[Path]:
+    """Where MCP server packages are installed (run/mcp_install.py): read-only in a sandbox."""
+    folders = [cache_dir / "npm", cache_dir / "pypi"]
+    for folder in folders:
+        folder.mkdir(parents=True, exist_ok=True)
+    return folders
 
 
 def _check_credentials(settings: Settings, agent: Agent) -> None:
