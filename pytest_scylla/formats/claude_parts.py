@@ -29,6 +29,8 @@ from pytest_scylla.formats.yamlmarks import SpecError, read_text
 
 SCOPED = "loaded when the agent reads a file its paths name ({paths}): left in the workspace "
 SCOPED += "of the arms that keep it (keep_files)"
+RULES_LINK = "a linked folder of rules: taken out of every arm (the plan carries rules one file "
+RULES_LINK += "at a time; keep them in .claude/rules itself to ablate them)"
 UNSCOPED = "memory, sent in the first request under its own header: left in the workspace of "
 UNSCOPED += "the arms that keep it (keep_files)"
 LINKED = "a link that is not relative or leaves the project: taken out of every arm (a run "
@@ -138,10 +140,12 @@ def rules_in(root: Path) -> Iterator[Component]:
     CLAUDE.md block; one scoped by `paths:` stays in the workspace of the arms that keep it."""
     rules = root / ".claude" / "rules"
     for path in (p for p in on_demand(root) if p.is_relative_to(rules)):
-        where, name = rel(root, path), slug(rel(rules, path))
+        where = rel(root, path)
+        name = slug(rel(rules, path) if path != rules else where)  # a linked rules folder
         linked_out = path.is_symlink() and not linked_within(root, path)
         if linked_out or not inside(root, path).is_file():
-            yield Component("file", name, where, "(link)", False, LINKED)
+            why = LINKED if path.is_symlink() and not path.is_dir() else RULES_LINK
+            yield Component("file", name, where, "(link)", False, why)
             continue
         meta, body = _meta(path)
         if not body.strip():

@@ -168,6 +168,12 @@ def test_a_relative_link_to_a_file_of_the_project_is_memory_like_the_file(tmp_pa
     linked = parts["file:api-claude-md"]
     assert not linked.ablated
     assert "not relative" in linked.reason
+    # Chainlit's shape: .claude/rules itself a link to a shared folder (named as the folder)
+    shutil.rmtree(root / ".claude" / "rules")
+    (root / "shared").mkdir()
+    (root / ".claude" / "rules").symlink_to("../shared")
+    folder = {c.id: c for c in read_claude_code(root).components}["file:claude-rules"]
+    assert "a linked folder of rules" in folder.reason
 
 
 WORKFLOW = 'export const meta = {\n  name: "pr-sweep",\n  description: "Sweep PRs",\n};\n'
