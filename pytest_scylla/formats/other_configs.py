@@ -51,6 +51,8 @@ NOT_CARRIED = {
     "command": "custom commands are typed by a user; a task's prompt never runs one",
     "prompts": "custom prompts are typed by a user; a task's prompt never runs one",
     "extensions": EXTENSIONS + ": in no arm",
+    "hooks.json": "Codex's hooks are not carried by a tier yet: in no arm (the full arm "
+    "differs from the team's run by them)",
 }
 
 

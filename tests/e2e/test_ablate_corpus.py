@@ -217,6 +217,14 @@ def test_a_claude_md_that_only_imports_agents_md_is_kept_and_agents_md_is_cut(
     assert "\n\n".join(b.strip() for b in blocks) + "\n" == (root / "AGENTS.md").read_text()
 
 
+def test_codex_hooks_are_listed_as_not_carried_with_the_reason(tmp_path: Path) -> None:
+    """uv's .codex/hooks.json (a SessionStart and a PostToolUse hook): in no arm, and said so."""
+    config = READERS["codex"](_copy("astral-sh+uv", tmp_path))
+    hooks = next(c for c in config.components if c.where == ".codex/hooks.json")
+    assert not hooks.ablated
+    assert hooks.reason.startswith("Codex's hooks are not carried by a tier yet")
+
+
 def test_a_preamble_of_only_an_html_comment_is_in_no_arm(tmp_path: Path) -> None:
     """A CLAUDE.md that opens with `<!-- markdownlint-disable MD041 -->` before its first
     heading: Claude Code hides the comment from the model (tribute's arms once ended
