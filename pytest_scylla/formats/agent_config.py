@@ -275,8 +275,9 @@ def mcp_in(root: Path, path: Path, servers: Mapping[str, Any]) -> Iterator[Compo
             reason = "switched off in the configuration (enabled: false): in no arm"
             yield Component("mcp", name, where, text, False, reason, data=server)
         elif not isinstance(server.get("command"), str):
-            reason = "a remote server (url): tiers start their servers by command; in no arm"
-            yield Component("mcp", name, where, text, False, reason, data=server)
+            yield Component("mcp", name, where, text, False, REMOTE, data=server)
+        elif Path(server["command"]).name in ("docker", "podman"):
+            yield Component("mcp", name, where, text, False, CONTAINED, data=server)
         elif extra := sorted(set(server) - MCP_CARRIED):
             reason = f"its {', '.join(extra)} cannot be carried by a tier's server: in no arm"
             yield Component("mcp", name, where, text, False, reason, data=server)
@@ -287,6 +288,10 @@ def mcp_in(root: Path, path: Path, servers: Mapping[str, Any]) -> Iterator[Compo
             yield Component("mcp", name, where, text, reason=note, data=server)
 
 
+REMOTE = "a remote server (url): a sandbox has no network and the gateway relays no MCP "
+REMOTE += "traffic: in no arm (the full arm differs from the team's run by it)"
+CONTAINED = "a server run in a container (docker run): a sandbox has no container engine to "
+CONTAINED += "start it: in no arm (the full arm differs from the team's run by it)"
 KEPT = "a setting, kept in every arm so that the arms differ only by what is ablated"
 
 

@@ -252,6 +252,24 @@ def test_the_output_style_the_settings_name_is_a_component_and_plugins_are_dropp
     assert none.keep_files == ()
 
 
+def test_servers_a_sandbox_cannot_start_are_in_no_arm_with_the_reason(tmp_path: Path) -> None:
+    """A remote server (`url`) and one run by `docker run`: listed, in no arm, each saying why
+    (a sandbox has no network and no container engine); a command server beside them is a
+    component (the control)."""
+    servers = {
+        "remote": {"type": "http", "url": "https://mcp.example.com/mcp"},
+        "github": {"command": "docker", "args": ["run", "-i", "--rm", "ghcr.io/github/mcp"]},
+        "local": {"command": "node", "args": ["tools/server.js"]},
+    }
+    root = _write(tmp_path / "p", {".mcp.json": json.dumps({"mcpServers": servers})})
+    parts = {c.id: c for c in read_claude_code(root).components}
+    assert not parts["mcp:remote"].ablated
+    assert "a sandbox has no network" in parts["mcp:remote"].reason
+    assert not parts["mcp:github"].ablated
+    assert "no container engine" in parts["mcp:github"].reason
+    assert parts["mcp:local"].ablated
+
+
 def test_one_factor_makes_two_arms_not_three(tmp_path: Path) -> None:
     """With one factor, `none` and `no-<it>` keep the same: one arm, said to be merged."""
     root = _write(tmp_path / "p", {".claude/rules/only.md": "One rule.\n"})
