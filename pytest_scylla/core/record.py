@@ -117,6 +117,9 @@ class RunRecord(TypedDict, total=False):
     check_score: float | None
     r_prog: float | None  # ordered milestones reached (the case's `milestones`), or None
     trajectory: dict[str, Any]  # tool calls, errors, sub-agents; declared components used
+    # Claude Code: the declared hooks, which ran and which failed, as the CLI's stream said
+    # (run/hooks.py: bounded, informational, never a verdict); `warnings` one per failed hook
+    hooks: dict[str, Any]
     # the checks on the untouched source (once per case) and those of them the agent broke
     source_checks: dict[str, bool] | None
     regressions: list[str] | None

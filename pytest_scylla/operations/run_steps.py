@@ -25,6 +25,7 @@ from pytest_scylla.run import (
     account,
     agents,
     checks,
+    hooks,
     hostile,
     integrity,
     mcp_install,
@@ -149,6 +150,8 @@ def prepare(run: RunState, rec: RunRecord) -> tuple[workspace.Workspace, overlay
         "base_commit": ws.base_commit,  # what the agent started from (diffs are against it)
     }
     rec["declared"] = ov.declared
+    if rt.agent.name == claude_code.NAME:  # the hooks as written, before the agent (`hooks`)
+        rec["hooks"] = hooks.record(hooks.declared(work), [])
     expected = expectation(ov, sub, rt.tiers, work, rt.baseline(spec))
     _open_route(run, _oracle_script(run, work, rec), expected)
     run.pin = pinned.Pin(run.private, "work", copies_back=rec.get("transfer") == "copy")
@@ -260,6 +263,13 @@ def run_agent(run: RunState, ov: overlay.Overlay, rec: RunRecord) -> tuple[Finis
     with open(run.run_dir / "agent.stderr.txt", "rb") as err:
         err.seek(max(0, err.seek(0, 2) - 4096))  # the tail only, however much was written
         stderr_tail = err.read().decode(errors="replace")[-500:].strip()
+    _agent_fields(rec, finished, result)
+    return finished, stderr_tail
+
+
+def _agent_fields(rec: RunRecord, finished: Finished, result: Result) -> None:
+    """What the sandbox and the CLI said of the agent's run, in the record; the hooks the
+    stream reported matched to those declared before it ran (informational: `run.hooks`)."""
     if finished.refused:  # docker copy: links out, escapes, devices the agent left behind
         rec["copy_refused"] = list(finished.refused)
     rec.update(
@@ -276,7 +286,8 @@ def run_agent(run: RunState, ov: overlay.Overlay, rec: RunRecord) -> tuple[Finis
             "trajectory": result.trajectory(rec.get("declared") or {}),
         }
     )
-    return finished, stderr_tail
+    if "hooks" in rec:
+        rec["hooks"] = hooks.record(rec["hooks"]["declared"], result.hook_events)
 
 
 def inspect_work(

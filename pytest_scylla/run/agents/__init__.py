@@ -49,6 +49,8 @@ class Result:
     # and of the calls that showed each component used ("skills:<name>"): what `forget` needs
     tool_ids: list[str] = field(default_factory=list)
     evidence: dict[str, list[str]] = field(default_factory=dict)
+    # the hook events the CLI reported, bounded (`run.hooks.keep`; run.json's `hooks`)
+    hook_events: list[dict[str, Any]] = field(default_factory=list)
 
     def called(self, name: str, call_id: str, limit: int) -> None:
         """One tool call, in order (the first `limit` are kept)."""
@@ -118,11 +120,10 @@ class Result:
         }
 
     def to_json(self) -> dict[str, Any]:
-        """Every field but the final message, the init event and the trajectory; `found` as
-        `result_seen`."""
-        data = {
-            k: v for k, v in asdict(self).items() if k not in ("final_message", "init", *TRAJECTORY)
-        }
+        """Every field but the final message, the init event, the trajectory and the hook
+        events; `found` as `result_seen`."""
+        left_out = ("final_message", "init", "hook_events", *TRAJECTORY)
+        data = {k: v for k, v in asdict(self).items() if k not in left_out}
         return {"result_seen": data.pop("found"), **data}
 
 

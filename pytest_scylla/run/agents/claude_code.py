@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from pytest_scylla.run import agents
+from pytest_scylla.run import agents, hooks
 from pytest_scylla.run.agents import Result, base
 
 NAME = "claude-code"
@@ -57,6 +57,7 @@ def command(
         "--output-format",
         "stream-json",
         "--verbose",
+        "--include-hook-events",  # every hook's start and response (run.json `hooks`)
         "--dangerously-skip-permissions",
         "--model",
         model,
@@ -136,6 +137,8 @@ def parse(transcript: Path) -> Result:
             result.after_result += 1
             continue
         result.events += 1
+        if hooks.keep(event, result.hook_events):
+            continue
         if event.get("type") in ("assistant", "user"):
             _trajectory(event, result, agents)
         elif event.get("type") == "system" and event.get("subtype") == "init":
