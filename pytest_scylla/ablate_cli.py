@@ -120,6 +120,7 @@ def _report(args: argparse.Namespace) -> int:
     from pytest_scylla.results import component_tables as ct
     from pytest_scylla.results.design import excluded_lines
     from pytest_scylla.results.effect_limits import arm_notes, reasons_of
+    from pytest_scylla.results.hook_notes import for_report
     from pytest_scylla.results.tables import load
     from pytest_scylla.results_cli import reading
 
@@ -144,6 +145,7 @@ def _report(args: argparse.Namespace) -> int:
         echo(f"scylla ablate report: {folder}: {exc}", file=sys.stderr)
         return 2
     notes = excluded_lines(tables.excluded) + arm_notes(runs, design, reasons_of(tables.records))
+    notes += for_report(tables.records, runs, design_path, design.arms)  # did its hooks run
     if not found:
         chosen = "".join(
             f" with {k} {v}" for k, v in (("--agent", args.agent), ("--model", args.model)) if v

@@ -24,6 +24,7 @@ from pytest_scylla.results.decisions import (
     manifest_entry,
     session_decisions,
 )
+from pytest_scylla.results.hook_notes import run_warnings
 from pytest_scylla.results.tables import RUNS_FILE, Tables
 
 
@@ -279,6 +280,8 @@ class Aggregator:
         for line in report.tier_table(self._tables(), self.out, self.decisions):
             loud = line.startswith(("SIMULATED", "PARTIAL"))
             terminalreporter.write_line(safe(line), yellow=loud, bold=loud)
+        for line in run_warnings(list(self.records.values())):  # hooks that failed
+            terminalreporter.write_line(safe(line), yellow=True)
         ran, cached, rejudged = self._tally()
         earlier = len(set(self.stored) - set(self.records))
         if cached or rejudged or earlier:
