@@ -219,6 +219,8 @@ def verdict_table(rec: RunRecord) -> str:
             lines.append(f"  FAIL check {check['name']:<20} {check['reason']}".rstrip())
     for finding in rec.get("integrity", []):
         lines.append(f"  TAMPERING {finding['kind']}: {finding['path']} ({finding['detail']})")
+    for warning in (rec.get("hooks") or {}).get("warnings", [])[:3]:  # from the CLI's stream
+        lines.append(f"  WARNING {warning}")
     lines.append(
         f"  cost ${rec.get('cost_usd') or 0:.4f} agent ({rec.get('cost_source')}) + "
         f"${rec.get('judge_cost_usd') or 0:.4f} judges, {rec.get('num_turns')} turns, "

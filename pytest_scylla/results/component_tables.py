@@ -9,9 +9,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_scylla.results.component_effects import MEASURES, Design, Effect, for_experiment
+from pytest_scylla.results.component_effects import (
+    MEASURES,
+    Design,
+    Effect,
+    design_beside,
+    for_experiment,
+)
 from pytest_scylla.results.component_html import HEAD, cell_text, interval_text, measure_text, page
 from pytest_scylla.results.effect_limits import arm_notes, reasons_of
+from pytest_scylla.results.hook_notes import for_report
 
 COLUMNS = (
     "factor",
@@ -36,11 +43,14 @@ def for_session(
     folder: Path, runs: Sequence[Mapping[str, Any]], records: Sequence[Mapping[str, Any]]
 ) -> tuple[list[Effect], Design, list[str]] | None:
     """`for_experiment`'s effects and design, with the notes on the arms without a counted run
-    (their reasons from the run `records`), for the session's own reports; None as there."""
+    (their reasons from the run `records`) and on whether each hook factor's hook ran
+    (`hook_notes`), for the session's own reports; None as there."""
     planned = for_experiment(folder, runs)
     if planned is None:
         return None
-    return planned[0], planned[1], arm_notes(runs, planned[1], reasons_of(records))
+    notes = arm_notes(runs, planned[1], reasons_of(records))
+    notes += for_report(records, runs, design_beside(folder), planned[1].arms)  # did hooks run
+    return planned[0], planned[1], notes
 
 
 def rows_of(found: Sequence[Effect]) -> list[dict[str, Any]]:

@@ -5,11 +5,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
+
+import pytest
 
 from pytest_scylla.cli import main
+from pytest_scylla.core.record import RunRecord, verdict_table
 from pytest_scylla.formats.ablation_plan import HEADER
+from pytest_scylla.results.component_tables import for_session
 from pytest_scylla.results.hook_notes import factor_notes, hook_factors, run_warnings
+from pytest_scylla.results.tables import load
 
 NOT_FOUND = "/bin/sh: 1: prettier: not found"
 ARMS = {"01": frozenset({"hook:posttooluse", "skill:a"}), "02": frozenset({"skill:a"})}
@@ -92,9 +97,8 @@ def test_the_terminal_warns_of_each_run_whose_hook_failed() -> None:
     assert run_warnings([_rec("01", 1, _hooks(ran=True, failed=False)), {"run_key": "x"}]) == []
 
 
-def test_ablate_report_says_the_hook_factor_never_ran(tmp_path: Path) -> None:
-    """`scylla ablate report` on a leave-one-out plan of a hook and a skill: the hook factor's
-    line says its hook ran in none of the runs that keep it."""
+def _experiment(tmp_path: Path) -> Path:
+    """A leave-one-out plan of a hook and a skill, run 4 times per arm, the hook never run."""
     tiers = tmp_path / "ablation"
     tiers.mkdir()
     (tiers / "T0.yaml").write_text(f"{HEADER} from cfg\ntier: T0\n", encoding="utf-8")
@@ -124,6 +128,33 @@ def test_ablate_report_says_the_hook_factor_never_ran(tmp_path: Path) -> None:
             rec["cost_usd"] = 0.1
             lines.append(json.dumps(rec))
     (out / "runs.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return out
+
+
+NEVER = "hook:posttooluse: ran in 0 of 8 runs that keep it (NEVER RAN"
+
+
+def test_ablate_report_says_the_hook_factor_never_ran(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`scylla ablate report`: the hook factor's line, in the terminal and components.md, says
+    its hook ran in none of the runs that keep it."""
+    out = _experiment(tmp_path)
     assert main(["ablate", "report", str(out)]) == 0
-    said = (out / "components.md").read_text() if (out / "components.md").exists() else ""
-    assert "hook:posttooluse: ran in 0 of 8 runs that keep it (NEVER RAN" in said, said
+    assert NEVER in capsys.readouterr().out
+    assert NEVER in (out / "components.md").read_text()
+
+
+def test_the_sessions_own_ablation_section_says_it_too(tmp_path: Path) -> None:
+    out = _experiment(tmp_path)
+    tables = load([out])
+    planned = for_session(out, tables.runs, tables.records)
+    assert planned is not None
+    assert any(note.startswith(NEVER) for note in planned[2])
+
+
+def test_a_failed_runs_text_carries_its_hook_warnings() -> None:
+    rec: dict[str, Any] = {"outcome": "agent_error", "reason": "exit 1", "timings": {}}
+    rec["hooks"] = _hooks(ran=True, failed=True)
+    text = verdict_table(cast(RunRecord, rec))
+    assert f"  WARNING hook PostToolUse:Write failed 1 of 1 times: {NOT_FOUND}" in text
