@@ -159,11 +159,15 @@ def sections_in(
     for path in paths:
         if not inside(root, path).is_file():
             continue
-        if imports:
-            lines = instructions.resolve(path, root, as_written=path == written)
-        else:
-            lines = instructions.plain(path)
-        for part in instructions.sections(lines) if lines else []:
+        lines = instructions.resolve(path, root) if imports else instructions.plain(path)
+        parts = instructions.sections(lines) if lines else []
+        if imports and path == written:
+            kept = instructions.sections(instructions.resolve(path, root, as_written=True))
+            if all(_own(x, path).strip() for x in kept):  # else imported headings cut it:
+                parts = kept  # written with its imports resolved in place
+            else:
+                written = None
+        for part in parts:
             name = base = slug(part.heading or "preamble")
             count = 2
             while name in taken:
@@ -175,10 +179,15 @@ def sections_in(
             if path != written:
                 yield Component("section", name, where, part.text, data={"files": files})
                 continue
-            own = "".join(x.text + "\n" for x in part.lines if x.path == path).strip() + "\n"
+            own = _own(part, path).strip() + "\n"
             home = rel(root, path)
             data = {"files": files, "imports": tuple(f for f in files if f != home), "home": home}
             yield Component("section", name, where, own, data=data)
+
+
+def _own(part: instructions.Section, path: Path) -> str:
+    """The lines of a section that are `path`'s own (not those of the files it imports)."""
+    return "".join(x.text + "\n" for x in part.lines if x.path == path)
 
 
 def _front_matter(kind: str, path: Path) -> tuple[str, dict[str, Any]]:

@@ -270,6 +270,26 @@ def test_servers_a_sandbox_cannot_start_are_in_no_arm_with_the_reason(tmp_path: 
     assert parts["mcp:local"].ablated
 
 
+def test_a_claude_md_of_imports_only_is_cut_by_what_it_imports(tmp_path: Path) -> None:
+    """`@AGENTS.md` alone: CLAUDE.md is kept as written and AGENTS.md's sections are the
+    components (written back to AGENTS.md). Two imports and nothing else: no section of
+    CLAUDE.md's own to keep them in, so the sections are cut by the imported headings with the
+    imports resolved in place (every block has text; the known difference the README names)."""
+    agents = "# Build\n\nmake\n\n# Test\n\nmake test\n\n# Style\n\nblack\n"
+    one = _write(tmp_path / "one", {"CLAUDE.md": "@AGENTS.md\n", "AGENTS.md": agents})
+    parts = read_claude_code(one).components
+    sections = [c for c in parts if c.kind == "section"]
+    assert [c.where for c in sections] == ["AGENTS.md:1", "AGENTS.md:5", "AGENTS.md:9"]
+    assert {c.data["home"] for c in sections} == {"AGENTS.md"}
+    two = _write(
+        tmp_path / "two",
+        {"CLAUDE.md": "@a.md\n@b.md\n", "a.md": "# A\n\none\n", "b.md": "# B\n\ntwo\n"},
+    )
+    sections = [c for c in read_claude_code(two).components if c.kind == "section"]
+    assert [c.text for c in sections] == ["# A\n\none\n# B\n\ntwo\n"]  # both, inlined
+    assert sections[0].data == {"files": ("a.md", "b.md")}  # no home: written to CLAUDE.md
+
+
 def test_one_factor_makes_two_arms_not_three(tmp_path: Path) -> None:
     """With one factor, `none` and `no-<it>` keep the same: one arm, said to be merged."""
     root = _write(tmp_path / "p", {".claude/rules/only.md": "One rule.\n"})
