@@ -139,22 +139,49 @@ def localize(
             rest = args[args.index(spec) + 1 :]
             server["command"] = node
             server["args"] = [str(install(spec, cache_dir)), *rest]
-        if declared.get("pypi"):
-            _from_pypi(name, server, declared["pypi"], cache_dir)
+        if declared.get("pypi") or isinstance(invocation(server), Invocation):
+            _from_pypi(name, server, declared.get("pypi"), cache_dir)
         _pass_env(name, server, declared.get("pass_env") or [])
     return config
 
 
-def _from_pypi(name: str, server: dict[str, Any], pypi: dict[str, str], cache_dir: Path) -> None:
+def _from_pypi(
+    name: str, server: dict[str, Any], pypi: dict[str, str] | None, cache_dir: Path
+) -> None:
+    """The server started from the venv its pinned package is installed in."""
     launch = invocation(server)
+    if pypi is None:
+        raise InstallError(
+            f"MCP server '{name}' is started by {Path(server['command']).name}, which downloads "
+            "its package, and a sandbox has no network: give its declaration the `pypi` key "
+            '({"requirement": "name==version", "entry": "<command>"}; `scylla ablate plan` '
+            "writes it) so that the run installs the package on the host"
+        )
     if not isinstance(launch, Invocation):
         raise InstallError(
             f"MCP server '{name}': its `pypi` key needs a `uvx` or `pipx run` command that "
             f"runs {pypi['entry']}; it has {server.get('command')!r}"
         )
     script = install_wheels(name, pypi["requirement"], pypi["entry"], cache_dir)
-    server["command"] = str(script)
-    server["args"] = list(launch.rest)
+    server["command"] = "/bin/sh"
+    server["args"] = ["-c", LAUNCH, str(script.parent.parent), script.name, *launch.rest]
+
+
+# How the venv's console script starts in a sandbox: with the venv's interpreter (this host's
+# Python, which bwrap and the docker host image show); in an image without it, with the
+# image's python3 if it is the same version (the wheels are built for it), else a clear line.
+SITE = f"lib/python{sys.version_info.major}.{sys.version_info.minor}/site-packages"
+SAME = f"import sys; sys.exit(sys.version_info[:2] != {tuple(sys.version_info[:2])})"
+LAUNCH = (
+    'v="$0"; e="$1"; shift; p="$v/bin/python"\n'
+    'if [ ! -x "$p" ]; then\n'
+    f'  p=python3; export PYTHONPATH="$v/{SITE}"\n'
+    f'  "$p" -c \'{SAME}\' 2>/dev/null || {{ echo "scylla: $e needs Python '
+    f"{sys.version_info.major}.{sys.version_info.minor} (its wheels were installed for it), "
+    'which this image lacks: install it in the image, or use the bwrap sandbox" >&2; exit 1; }\n'
+    "fi\n"
+    'exec "$p" "$v/bin/$e" "$@"\n'
+)
 
 
 def _pass_env(name: str, server: dict[str, Any], names: list[str]) -> None:

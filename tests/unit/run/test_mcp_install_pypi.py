@@ -80,16 +80,48 @@ def test_a_uvx_server_is_installed_once_and_started_from_its_venv(
     pypi = {"requirement": f"{FAKE}==1.0", "entry": FAKE}
     config = _config("uvx", [f"{FAKE}@1.0", "--flag"])
     server = mcp_install.localize(config, {"fake": {"pypi": pypi}}, cache)["mcpServers"]["fake"]
-    script = cache / "pypi" / f"{FAKE}==1.0" / "bin" / FAKE
-    assert server["command"] == str(script)
-    assert server["args"] == ["--flag"]
-    assert (script.parent.parent / ".scylla-installed").is_file()
-    started = subprocess.run([server["command"]], capture_output=True, text=True, timeout=30)
+    venv = cache / "pypi" / f"{FAKE}==1.0"
+    assert server["command"] == "/bin/sh"
+    assert server["args"] == ["-c", mcp_install.LAUNCH, str(venv), FAKE, "--flag"]
+    assert (venv / ".scylla-installed").is_file()
+    started = subprocess.run(
+        [server["command"], *server["args"]], capture_output=True, text=True, timeout=30
+    )
     assert started.stdout == "fake server up\n"
     (index / "scylla_fake_server-1.0-py3-none-any.whl").unlink()  # installed: never asked again
     again = _config("pipx", ["run", "--spec", f"{FAKE}==1.0", FAKE])
     mcp_install.localize(again, {"fake": {"pypi": pypi}}, cache)
-    assert again["mcpServers"]["fake"]["command"] == str(script)
+    assert again["mcpServers"]["fake"]["args"][2:] == [str(venv), FAKE]
+
+
+def test_in_an_image_without_this_python_the_image_python3_of_the_same_version_runs_it(
+    index: Path, tmp_path: Path
+) -> None:
+    """A docker image of one's own has its own Python, not this host's that the venv links to:
+    the launcher runs the console script with the image's python3 over the venv's packages
+    when it is the same version (the wheels were chosen for it), else says what is missing."""
+    pypi = {"requirement": f"{FAKE}==1.0", "entry": FAKE}
+    config = _config("uvx", [f"{FAKE}@1.0"])
+    server = mcp_install.localize(config, {"fake": {"pypi": pypi}}, tmp_path / "c")
+    venv = Path(server["mcpServers"]["fake"]["args"][2])
+    (venv / "bin" / "python").unlink()  # as the image sees it: a link to nothing
+    shims = tmp_path / "shims"
+    shims.mkdir()
+    (shims / "python3").symlink_to(sys.executable)  # the image's python3: the same version
+    argv = ["/bin/sh", *server["mcpServers"]["fake"]["args"]]
+    path = {"PATH": f"{shims}:/usr/bin:/bin"}
+    same = subprocess.run(argv, capture_output=True, text=True, timeout=30, env=path)
+    assert (same.returncode, same.stdout) == (0, "fake server up\n"), same.stderr
+    (shims / "python3").unlink()
+    (shims / "python3").write_text("#!/bin/sh\nexit 1\n")  # another version
+    (shims / "python3").chmod(0o755)
+    other = subprocess.run(argv, capture_output=True, text=True, timeout=30, env=path)
+    assert other.returncode == 1
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    assert other.stderr == (
+        f"scylla: {FAKE} needs Python {version} (its wheels were installed for it), which this "
+        "image lacks: install it in the image, or use the bwrap sandbox\n"
+    )
 
 
 def test_a_package_with_only_a_source_archive_is_refused_not_built(
@@ -140,6 +172,21 @@ def test_a_pypi_key_on_another_command_is_one_clear_error(tmp_path: Path) -> Non
     pypi = {"requirement": f"{FAKE}==1.0", "entry": FAKE}
     with pytest.raises(InstallError, match="needs a `uvx` or `pipx run` command"):
         mcp_install.localize(_config("python3", ["s.py"]), {"fake": {"pypi": pypi}}, tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("command", "args"), [("uvx", ["mcp-server-time"]), ("pipx", ["run", "mcp-server-time"])]
+)
+def test_a_uvx_server_without_its_pypi_key_is_one_clear_error(
+    tmp_path: Path, command: str, args: list[str]
+) -> None:
+    """It would download its package in a sandbox without network: never started so."""
+    with pytest.raises(InstallError) as caught:
+        mcp_install.localize(_config(command, args), {"fake": {}}, tmp_path)
+    assert str(caught.value).startswith(
+        f"MCP server 'fake' is started by {command}, which downloads its package, and a sandbox "
+        "has no network: give its declaration the `pypi` key"
+    )
 
 
 def test_pass_env_gives_the_server_the_users_value(
