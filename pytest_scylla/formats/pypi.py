@@ -28,6 +28,8 @@ from pytest_scylla.formats.npx import line_of
 from pytest_scylla.formats.yamlmarks import SpecError
 
 REQUIREMENT = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(\[[A-Za-z0-9,._ -]*\])?(?:(==|@)(\S+))?$")
+RANGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[^\]]*\])?\s*(~=|!=|>=|<=|>|<|===|==\S*\*)")
+UNINSTALLED = "not installed on the host, so it cannot start in a sandbox (no network)"
 EXACT = re.compile(r"^\d[0-9A-Za-z.+!-]*$")
 QUIET = {"-q", "--quiet", "--no-cache", "--no-progress", "--isolated"}
 LAUNCHERS = {"uvx": ("uvx",), "uv": ("uv", "tool", "run"), "pipx": ("pipx", "run")}
@@ -82,10 +84,12 @@ def pinned(path: Path, name: str, server: Mapping[str, Any]) -> tuple[dict[str, 
     if found is None:
         return dict(server), ""
     if isinstance(found, str):
-        return dict(server), f"{found}: not installed on the host, so it cannot start offline"
+        return dict(server), f"{found}: {UNINSTALLED}"
     match = REQUIREMENT.match(found.spec)
+    if match is None and not RANGE.match(found.spec):  # a folder, a file, a git URL
+        return dict(server), f"'{found.spec}' is no package of an index: {UNINSTALLED}"
     if match is None:
-        why = f"server '{name}': '{found.spec}' is no package; write it as name or name==version"
+        why = f"server '{name}': '{found.spec}' is no exact version; pin it as name==version"
         raise SpecError.one(path, line_of(path, found.spec), why)
     package, extras, version = match.group(1), match.group(2) or "", match.group(4)
     note = ""

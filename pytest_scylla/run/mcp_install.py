@@ -155,7 +155,8 @@ def _from_pypi(
             f"MCP server '{name}' is started by {Path(server['command']).name}, which downloads "
             "its package, and a sandbox has no network: give its declaration the `pypi` key "
             '({"requirement": "name==version", "entry": "<command>"}; `scylla ablate plan` '
-            "writes it) so that the run installs the package on the host"
+            "writes it) so that the run installs the package on the host, or leave the server "
+            "out of the arm"
         )
     if not isinstance(launch, Invocation):
         raise InstallError(

@@ -80,10 +80,15 @@ def test_an_option_not_understood_is_said_and_the_server_left(tmp_path: Path) ->
     server = {"command": "uvx", "args": ["--with", "extra", "pkg"]}
     kept, note = pypi.pinned(tmp_path / ".mcp.json", "s", server)
     assert kept == server
-    assert note == (
-        "uvx option '--with' is not understood here: not installed on the host, so it cannot "
-        "start offline"
-    )
+    assert note == f"uvx option '--with' is not understood here: {pypi.UNINSTALLED}"
+
+
+@pytest.mark.parametrize("spec", [".", "./server", "git+https://example.org/s.git", "/opt/s"])
+def test_a_local_or_git_package_is_said_and_the_server_left(tmp_path: Path, spec: str) -> None:
+    server = {"command": "uvx", "args": ["--from", spec, "serve"]}
+    kept, note = pypi.pinned(tmp_path / ".mcp.json", "s", server)
+    assert kept == server
+    assert note == f"'{spec}' is no package of an index: {pypi.UNINSTALLED}"
 
 
 def test_a_version_range_is_one_line_asking_for_a_pin(tmp_path: Path) -> None:
@@ -91,7 +96,7 @@ def test_a_version_range_is_one_line_asking_for_a_pin(tmp_path: Path) -> None:
     with pytest.raises(SpecError) as caught:
         read_claude_code(root)
     assert str(caught.value).endswith(
-        ".mcp.json:7: server 't': 'pkg>=1' is no package; write it as name or name==version"
+        ".mcp.json:7: server 't': 'pkg>=1' is no exact version; pin it as name==version"
     )
 
 
