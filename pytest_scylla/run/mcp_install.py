@@ -23,6 +23,7 @@ from typing import Any
 
 from pytest_scylla.core.environ import CREDENTIAL_PREFIXES, credential_free
 from pytest_scylla.formats.pypi import Invocation, invocation
+from pytest_scylla.run.sandbox.base import base_env
 from pytest_scylla.run.workspace import locked
 
 PINNED = re.compile(r"^(@?[^@\s]+)@(\d[^\s]*)$")
@@ -142,6 +143,7 @@ def localize(
         if declared.get("pypi") or isinstance(invocation(server), Invocation):
             _from_pypi(name, server, declared.get("pypi"), cache_dir)
         _pass_env(name, server, declared.get("pass_env") or [])
+        _unpassed(name, server)
     return config
 
 
@@ -204,6 +206,23 @@ def _pass_env(name: str, server: dict[str, Any], names: list[str]) -> None:
         server["args"] = [_filled(a, var, value) for a in server.get("args", [])]
         env.update({key: _filled(text, var, value) for key, text in env.items()})
         env.setdefault(var, value)
+
+
+def _unpassed(name: str, server: dict[str, Any]) -> None:
+    """A `${VAR}` without a default left in the server's args or env that the agent's
+    environment does not have (none of the user's variables are in it): the CLI would hand it
+    to the server as those very characters, so the run stops and says how to pass it."""
+    known = set(base_env(Path("/")))
+    for text in [*server.get("args", []), *server.get("env", {}).values()]:
+        for match in re.finditer(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", str(text)):
+            var = match.group(1)
+            if var not in known and not var.startswith(("CLAUDE_", *CREDENTIAL_PREFIXES)):
+                raise InstallError(
+                    f"MCP server '{name}': its ${{{var}}} would reach it as those very "
+                    "characters (the agent's environment has none of your variables): name "
+                    f"{var} in its declaration's pass_env, or give it a default "
+                    f"(${{{var}:-value}})"
+                )
 
 
 def _filled(text: str, var: str, value: str) -> str:

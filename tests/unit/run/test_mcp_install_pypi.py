@@ -198,11 +198,27 @@ def test_pass_env_gives_the_server_the_users_value(
     config = _config("python3", [])
     declared = {"fake": {"pass_env": ["TEAM_TOKEN"]}}
     monkeypatch.setenv("TEAM_TOKEN", "t0ken")
-    config["mcpServers"]["fake"]["args"] = ["s.py", "--token=${TEAM_TOKEN:-none}", "${OTHER}"]
+    config["mcpServers"]["fake"]["args"] = ["s.py", "--token=${TEAM_TOKEN:-none}", "${HOME}"]
     config["mcpServers"]["fake"]["env"] = {"AUTH": "Bearer ${TEAM_TOKEN}"}
     server = mcp_install.localize(config, declared, tmp_path)["mcpServers"]["fake"]
-    assert server["args"] == ["s.py", "--token=t0ken", "${OTHER}"]
+    assert server["args"] == ["s.py", "--token=t0ken", "${HOME}"]  # HOME: the agent's own
     assert server["env"] == {"AUTH": "Bearer t0ken", "TEAM_TOKEN": "t0ken"}
+
+
+def test_a_variable_not_passed_is_one_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The positive control of pass_env: set here but not named, the user's value would never
+    reach the server (Claude Code 2.1.197 hands an unset `${VAR}` over as the text itself)."""
+    monkeypatch.setenv("TEAM_TOKEN", "t0ken")
+    config = _config("python3", ["s.py", "--token=${TEAM_TOKEN}", "${OPT:-x}"])
+    with pytest.raises(InstallError) as caught:
+        mcp_install.localize(config, {"fake": {}}, tmp_path)
+    assert str(caught.value) == (
+        "MCP server 'fake': its ${TEAM_TOKEN} would reach it as those very characters (the "
+        "agent's environment has none of your variables): name TEAM_TOKEN in its declaration's "
+        "pass_env, or give it a default (${TEAM_TOKEN:-value})"
+    )
 
 
 @pytest.mark.parametrize("name", ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "SCYLLA_ORACLE"])
