@@ -81,6 +81,14 @@ def _add_plan(actions: Any) -> None:
         help="above K factors, a Plackett-Burman design instead of leave-one-out (default: 8)",
     )
     plan.add_argument(
+        "--pass-env",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="give the MCP servers that read ${NAME} your value of it at each run (repeatable; "
+        "the value is then in the sandbox, where the agent can read it; never a model key)",
+    )
+    plan.add_argument(
         "--dry-run", action="store_true", help="list the components and arms; write nothing"
     )
 
@@ -180,11 +188,7 @@ def _plan(args: argparse.Namespace) -> int:
         return 2
     units = ablation_plan.factors(config, args.group)
     if not units:
-        others = [
-            a
-            for a, signs in SIGNS.items()
-            if a != args.agent and any((root / s).exists() for s in signs)
-        ]
+        others = [a for a, signs in SIGNS.items() if a != args.agent and _has(root, signs)]
         hint = f"; found {', '.join(others)} files: try --agent {others[0]}" if others else ""
         echo(
             f"scylla ablate plan: {root}: no {args.agent} configuration to ablate (instructions, "
@@ -198,7 +202,7 @@ def _plan(args: argparse.Namespace) -> int:
         return 0
     out: Path = args.out or root / "ablation"
     try:
-        ablation_plan.write_tiers(config, units, arms, out)
+        ablation_plan.write_tiers(config, units, arms, out, tuple(args.pass_env))
     except OSError as exc:
         echo(f"scylla ablate plan: {exc}", file=sys.stderr)
         return 2
@@ -215,6 +219,7 @@ def _plan(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    _unpassed_notes(ablation_plan.unpassed(units, tuple(args.pass_env)))
     agent = f" --scylla-agent={args.agent}" if args.agent != "claude-code" else ""
     echo(
         f"wrote {out / 'T0.yaml'} ({len(arms)} arms); run them with:\n"
@@ -223,6 +228,21 @@ def _plan(args: argparse.Namespace) -> int:
         "then: scylla ablate report reports/ablation"
     )
     return 0
+
+
+def _has(root: Path, signs: Any) -> bool:
+    return any((root / s).exists() for s in signs)
+
+
+def _unpassed_notes(unpassed: dict[str, list[str]]) -> None:
+    """A note per MCP server that reads variables the plan does not pass."""
+    for name, wanted in unpassed.items():
+        echo(
+            f"note: MCP server '{name}' reads {', '.join('${' + v + '}' for v in wanted)}: its "
+            "runs stop with an infra_error until you plan with "
+            + " ".join(f"--pass-env {v}" for v in wanted)
+            + " (the value then reaches the sandbox, where the agent can read it)"
+        )
 
 
 def _listing(config: Any, units: list[Any], arms: list[Any]) -> list[str]:

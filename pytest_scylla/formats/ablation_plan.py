@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from pytest_scylla.formats.agent_config import Component, Configuration
+from pytest_scylla.formats.claude_parts import VARIABLE
 from pytest_scylla.formats.resources import front_matter
 
 FACTORIAL_ABOVE = 8
@@ -119,7 +120,11 @@ def _plackett_burman(units: Sequence[Factor]) -> list[Arm]:
 
 
 def write_tiers(
-    config: Configuration, units: Sequence[Factor], arms: Sequence[Arm], out: Path
+    config: Configuration,
+    units: Sequence[Factor],
+    arms: Sequence[Arm],
+    out: Path,
+    pass_env: tuple[str, ...] = (),
 ) -> Path:
     """Write `out/T0.yaml` (the arms) and the components as the resources it names; return the
     tier file. An `out` this wrote before is replaced wholesale (it is generated, not edited in
@@ -133,7 +138,7 @@ def write_tiers(
         shutil.rmtree(out)
     out.mkdir(parents=True)
     for comp in (c for f in units for c in f.components):
-        _write_resource(comp, out)
+        _write_resource(comp, out, pass_env)
     by_factor = {f.name: f.components for f in units}
     subtests = {arm.name: _subtest(config, arm, by_factor) for arm in arms}
     tier = {
@@ -212,7 +217,25 @@ def resource(comp: Component) -> str:
     return comp.name
 
 
-def _write_resource(comp: Component, out: Path) -> None:
+def reads_env(server: Mapping[str, Any]) -> list[str]:
+    """The variables a server's command, args and env read without a default (`${NAME}`)."""
+    values = [
+        server.get("command"),
+        *(server.get("args") or []),
+        *(server.get("env") or {}).values(),
+    ]
+    found = [m for v in values if isinstance(v, str) for m in VARIABLE.finditer(v)]
+    return list(dict.fromkeys(m.group(1) for m in found if m.group(2) is None))
+
+
+def unpassed(units: Sequence[Factor], pass_env: tuple[str, ...]) -> dict[str, list[str]]:
+    """Per MCP server of the plan, the variables it reads that `--pass-env` does not pass."""
+    servers = [c for f in units for c in f.components if c.kind == "mcp"]
+    wanted = {c.name: [v for v in reads_env(c.data) if v not in pass_env] for c in servers}
+    return {name: names for name, names in wanted.items() if names}
+
+
+def _write_resource(comp: Component, out: Path, pass_env: tuple[str, ...] = ()) -> None:
     if comp.kind not in FOLDER or "keep" in comp.data:
         return  # hooks ride in each arm's settings, memory loaded on demand stays in place
     folder = out / FOLDER[comp.kind]
@@ -229,9 +252,13 @@ def _write_resource(comp: Component, out: Path) -> None:
         shutil.copyfile(comp.source, folder / f"{comp.name}.md")
         _named(folder / f"{comp.name}.md", comp.name)
     elif comp.kind == "mcp":
-        server = {"description": f"the project's MCP server '{comp.name}' (.mcp.json)"}
+        server: dict[str, Any] = {}
+        server["description"] = f"the project's MCP server '{comp.name}' (.mcp.json)"
         keys = ("npm", "pypi", "command", "args", "env")
         server.update({k: comp.data[k] for k in keys if k in comp.data})
+        passed = [v for v in reads_env(comp.data) if v in pass_env]
+        if passed:  # the user's values, at each run (run/mcp_install.py)
+            server["pass_env"] = passed
         (folder / f"{comp.name}.json").write_text(json.dumps(server, indent=2) + "\n")
 
 

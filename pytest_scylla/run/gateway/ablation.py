@@ -286,8 +286,9 @@ def never_connected(pending: set[str]) -> list[str]:
     return [
         f"declared MCP server '{n}' never connected: it was still starting at the run's first "
         "request (the CLI offered its wait tool) and no later request had its tools; make "
-        "it start inside the sandbox within the CLI's wait (60 s: a package from npm needs the "
-        "declaration's `npm` key, so the run installs it on the host), or leave it out of the arm"
+        "it start inside the sandbox within the CLI's wait (60 s: a package from npm or PyPI "
+        "needs the declaration's `npm` or `pypi` key, so the run installs it on the host), or "
+        "leave it out of the arm"
         for n in sorted(pending)
     ]
 

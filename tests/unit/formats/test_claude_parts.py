@@ -290,6 +290,35 @@ def test_a_claude_md_of_imports_only_is_cut_by_what_it_imports(tmp_path: Path) -
     assert sections[0].data == {"files": ("a.md", "b.md")}  # no home: written to CLAUDE.md
 
 
+def test_plan_passes_only_the_variables_the_user_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A server reading `${GH_TOKEN}` and `${GH_HOST:-github.com}`: without `--pass-env` the
+    plan writes no `pass_env` and says the runs will stop until it is passed; with it, the
+    resource names it (a default-valued variable needs nothing)."""
+    from pytest_scylla.cli import main
+
+    monkeypatch.setenv("GH_TOKEN", "t0ken-value")
+    server = {
+        "command": "node",
+        "args": ["s.js"],
+        "env": {"T": "${GH_TOKEN}", "H": "${GH_HOST:-x}"},
+    }
+    root = _write(tmp_path / "p", {".mcp.json": json.dumps({"mcpServers": {"gh": server}})})
+    assert main(["ablate", "plan", str(root), "--out", str(root / "a")]) == 0
+    said = capsys.readouterr().out
+    assert "note: MCP server 'gh' reads ${GH_TOKEN}: its runs stop" in said
+    assert "--pass-env GH_TOKEN" in said
+    assert "pass_env" not in (root / "a/mcp/gh.json").read_text()  # the control
+    assert (
+        main(["ablate", "plan", str(root), "--out", str(root / "a"), "--pass-env", "GH_TOKEN"]) == 0
+    )
+    written = json.loads((root / "a/mcp/gh.json").read_text())
+    assert written["pass_env"] == ["GH_TOKEN"]
+    assert "t0ken-value" not in (root / "a/mcp/gh.json").read_text()  # the name, never the value
+    assert "note: MCP server" not in capsys.readouterr().out
+
+
 def test_one_factor_makes_two_arms_not_three(tmp_path: Path) -> None:
     """With one factor, `none` and `no-<it>` keep the same: one arm, said to be merged."""
     root = _write(tmp_path / "p", {".claude/rules/only.md": "One rule.\n"})

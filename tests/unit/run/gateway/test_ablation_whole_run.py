@@ -150,7 +150,7 @@ def test_a_server_still_connecting_is_judged_on_a_later_request() -> None:
     never = _run(expected, connecting, _with_tools(later, WAIT))
     assert len(never) == 1
     assert never[0].startswith("declared MCP server 'memory' never connected")
-    assert "`npm` key" in never[0]
+    assert "`npm` or `pypi` key" in never[0]
     # without the wait tool the server is simply missing, as before
     assert _run(expected, first) == ["declared MCP server 'memory' is missing from the request"]
     # and the wait tool without a declared server is the CLI's no more
