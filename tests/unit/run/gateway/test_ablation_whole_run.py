@@ -1,5 +1,6 @@
 """The ablation check over a whole run, on requests the real Claude Code CLI (2.1.197) sent
-through the gateway (tests/fixtures/claude-requests, recorded by oracle runs): the compact skill
+through the gateway (tests/fixtures/claude-requests, recorded by its refresh.py in oracle runs,
+each naming the CLI version it came from, the one .ci/run pins): the compact skill
 listing, a nested CLAUDE.md loaded in a later request, a declared MCP server still connecting
 at the first request, and the deny rules of a team's settings that drop a tool."""
 
@@ -7,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,22 @@ from pytest_scylla.run.gateway import Route, ablation, refusals
 RECORDED = Path(__file__).parents[3] / "fixtures" / "claude-requests"
 NESTED = "/w/sub/CLAUDE.md"
 WAIT = "WaitForMcpServers"  # what 2.1.197 adds while a server connects (the baseline measures it)
+
+
+PINNED = re.compile(r"^CLAUDE_CODE_VERSION=(\S+)$", re.MULTILINE)
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in RECORDED.glob("*.json")))
+def test_the_recorded_requests_come_from_the_pinned_cli(name: str) -> None:
+    """A bump of the pinned CLI without re-recording fails here, saying what to run."""
+    pinned = PINNED.search((Path(__file__).parents[4] / ".ci" / "run").read_text())
+    assert pinned is not None, ".ci/run pins no CLAUDE_CODE_VERSION"
+    recorded = json.loads((RECORDED / name).read_text()).get("cli_version")
+    assert recorded == pinned.group(1), (
+        f"tests/fixtures/claude-requests/{name} was recorded with Claude Code {recorded} and "
+        f".ci/run pins {pinned.group(1)}: install the pinned CLI, run `python "
+        "tests/fixtures/claude-requests/refresh.py` and read the fixtures' git diff"
+    )
 
 
 def _recorded(name: str) -> dict[str, Any]:
