@@ -269,6 +269,22 @@ def compare_later(
     return problems, pending - seen.mcp_servers
 
 
+def compare_later_other(expected: Expected, seen: Observed) -> list[str]:
+    """The problems of a later request of another CLI (Codex, Gemini CLI, opencode: `observe`
+    reads the CLI's own parts of any of its requests, which carry their configuration every
+    time): an MCP server, skill or sub-agent that the first request did not have and the arm
+    does not declare (one that connected late, or was loaded on the way)."""
+    return [
+        f"{label} '{n}' is in a later request but not declared"
+        for label, got, want in (
+            ("MCP server", seen.mcp_servers, expected.mcp_servers),
+            ("skill", seen.skills, expected.skills),
+            ("agent", seen.agents, expected.agents),
+        )
+        for n in sorted(got - want)
+    ]
+
+
 def _loaded_by_the_cli(expected: Expected, seen: Observed) -> set[str]:
     """The files a later request says the CLI loaded, up to the first one that was not in the
     workspace at the start: that one the agent wrote, and a `Contents of <path>:` line after it

@@ -66,14 +66,17 @@ def _first_check(route: Route, expected: ablation.Expected, request: dict[str, A
 
 
 def _later_check(route: Route, expected: ablation.Expected, request: dict[str, Any]) -> None:
-    """What a later request of Claude Code loaded, against the declaration (the other CLIs'
-    later requests are not read)."""
-    if not ablation.is_messages_wire(request):
-        return
-    seen = ablation.observe_later(request)
+    """What a later request loaded, against the declaration: Claude Code's new context since
+    the model's last turn; another CLI's parts as its every request carries them."""
+    claude = ablation.is_messages_wire(request)
+    seen = ablation.observe_later(request) if claude else ablation.observe(request)
     with route.lock:
         state = route.ablation
         if state is None or state.get("problems"):
+            return
+        if not claude:
+            state["problems"] = ablation.compare_later_other(expected, seen)
+            state["requests"] += 1
             return
         problems, pending = ablation.compare_later(expected, seen, set(state["connecting"]))
         state["problems"] = problems

@@ -366,3 +366,35 @@ def test_the_output_style_is_checked_as_declared() -> None:
         "the declared output style 'Terse Reviewer' is missing"
     ]
     assert ablation.compare(_expected(tools=tools), plain) == []  # the control: neither
+
+
+def _codex_later(*tools: str) -> dict[str, Any]:
+    """A later Codex request (Responses API): the conversation so far, and its tools."""
+    return {
+        "model": "gpt-x",
+        "instructions": "You are Codex.",
+        "input": [
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Do"}]},
+            {"type": "function_call", "name": "shell", "arguments": "{}", "call_id": "c1"},
+            {"type": "function_call_output", "call_id": "c1", "output": "mcp__evil__x"},
+        ],
+        "tools": [{"type": "function", "name": t, "parameters": {}} for t in tools],
+    }
+
+
+def test_a_later_request_of_another_cli_is_checked_too() -> None:
+    """Codex, Gemini CLI and opencode carry their configuration in every request: a later one
+    offering an MCP server the arm does not declare fails the check; a tool result naming one
+    (the agent's output) does not, nor does the declared one (the control)."""
+    expected = _expected(
+        tools=frozenset({"shell"}), mcp_servers=frozenset({"ledger"}), default_system_chars=20
+    )
+    route = _route(expected)
+    refusals._first_check(route, expected, _codex_later("shell", "mcp__ledger__facts"))
+    assert route.ablation is not None
+    assert route.ablation["problems"] == []
+    refusals._later_check(route, expected, _codex_later("shell", "mcp__ledger__facts"))
+    assert route.ablation["problems"] == []  # the output naming mcp__evil__x is not read
+    refusals._later_check(route, expected, _codex_later("shell", "mcp__ledger__f", "mcp__gh__x"))
+    assert route.ablation["problems"] == ["MCP server 'gh' is in a later request but not declared"]
+    assert route.ablation["requests"] == 3
