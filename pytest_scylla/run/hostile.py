@@ -149,6 +149,9 @@ class Tree:
             ["--text"] if any(e.rel.rpartition("/")[2] == ".gitattributes" for e in entries) else []
         )
         with self._env() as env:
+            # the index starts as the pinned commit: a tracked file an ignore rule matches
+            # (`.*` matching `.github/`) is compared as git compares it, not taken for deleted
+            run_git(["read-tree", self.base], env)
             run_git(["add", "-A", "--", ".", *skip], env)
             if ignores:
                 run_git(["add", "-f", "--", *ignores], env)

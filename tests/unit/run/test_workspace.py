@@ -125,3 +125,39 @@ def test_unknown_commit_is_a_clear_error(
     remote = replace(case, source=Source(repo=repo.as_uri(), commit=missing, url=repo.as_uri()))
     with pytest.raises(WorkspaceError, match=f"commit {missing} not found in"):
         create(remote, tmp_path / "ws", tmp_path / "cache", tmp_path / "h" / "ws")
+
+
+def test_tracked_files_an_ignore_rule_matches_are_diffed_as_git_diffs_them(
+    case: Case, tmp_path: Path
+) -> None:
+    """A repository whose .gitignore matches files it tracks (more-itertools ignores `.*` yet
+    tracks `.github/` and `.pre-commit-config.yaml`): a run that touches neither shows neither
+    (they once showed as deleted), one that edits or deletes such a file shows that change, and
+    an untracked file the rule matches stays out, as in `git diff`."""
+    source = tmp_path / "src"
+    (source / ".github" / "workflows").mkdir(parents=True)
+    (source / ".github" / "workflows" / "ci.yml").write_text("on: push\n")
+    (source / ".pre-commit-config.yaml").write_text("repos: []\n")
+    (source / "lib.py").write_text("x = 1\n")
+    git(["init", "-q"], source)
+    git(["add", "-A"], source)
+    (source / ".gitignore").write_text(".*\n!.gitignore\n")
+    git(["add", ".gitignore"], source)
+    git(["commit", "-q", "-m", "tracked dot files, ignored by a rule"], source)
+    pinned = git(["rev-parse", "HEAD"], source).strip()
+    repo_case = replace(
+        case, source=Source(repo=str(source), commit=pinned, url=str(source), path=None)
+    )
+    ws = create(repo_case, tmp_path / "ws", tmp_path / "cache", tmp_path / "h" / "ws")
+    (ws.path / "lib.py").write_text("x = 2\n")
+    text = diff(ws)
+    assert "b/lib.py" in text
+    assert ".github" not in text  # untouched: not shown as deleted
+    assert ".pre-commit-config.yaml" not in text
+    (ws.path / ".pre-commit-config.yaml").write_text("repos: [agent]\n")
+    (ws.path / ".github" / "workflows" / "ci.yml").unlink()
+    (ws.path / ".env").write_text("SECRET=1\n")  # untracked and ignored
+    text = diff(ws)
+    assert "+repos: [agent]" in text
+    assert "deleted file mode 100644" in text.split("a/.github/workflows/ci.yml", 1)[1]
+    assert ".env" not in text
