@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_scylla.core.terminal import echo, safe
+from pytest_scylla.operations.mine_progress import Status
 
 
 def add_parsers(sub: Any) -> None:
@@ -128,18 +129,21 @@ def cases(args: argparse.Namespace) -> int:
     if rewriter is False:
         return 2
     began = time.monotonic()
+    status = Status()  # the progress line: in place on a terminal, plain lines in a log
     try:
         found = mine.mine(
             args.repo,
             dataclasses.replace(options, rewriter=rewriter or None),
             args.out,
             box,
-            say=lambda line: echo(safe(line)),
+            say=status.say,
+            status=status.update,
         )
     except MineError as exc:
         echo(f"scylla cases mine: {exc}", file=sys.stderr)
         return 2
     finally:
+        status.close()
         if rewriter:
             rewriter.close()
     _validate(found, args.out)

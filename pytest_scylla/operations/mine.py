@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_scylla.operations import mine_history, mine_verify, mine_write
+from pytest_scylla.operations import mine_gaps, mine_history, mine_verify, mine_write
 from pytest_scylla.operations.mine_git import Source
 from pytest_scylla.operations.mine_history import Limits
 from pytest_scylla.run.sandbox.base import Sandbox
@@ -38,6 +38,8 @@ class Mined:
     rejected: Counter[str] = field(default_factory=Counter)  # by reason, in short
     existing: int = 0  # candidates whose case --out already holds (not run again)
     seconds: float = 0.0
+    flagged: set[str] = field(default_factory=set)  # cases whose prompt misses what tests need
+    recorded: str = ""  # what the cases name as source.repo, and why
 
     def reject(self, reason: str) -> None:
         self.rejected[short(reason)] += 1
@@ -55,19 +57,51 @@ def mine(
     out: Path,
     box: Sandbox,
     say: Callable[[str], None] = lambda _: None,
+    status: Callable[[str], None] = lambda _: None,
 ) -> Mined:
     """Every candidate of `repo`'s history verified in `box`; a case written into `out` for
-    each verified one. Raises `MineError` on input it cannot start from."""
+    each verified one. `say` gets a line per candidate, `status` the progress line after each
+    commit (`progress`). Raises `MineError` on input it cannot start from."""
     began = time.monotonic()
     with mine_history.opened(repo) as source:
         shas = mine_history.commits(
             source, options.revisions, options.since, options.most, list(options.paths)
         )
         found = Mined(commits=len(shas))
-        for sha in shas:
+        named, why = mine_write.source_repo(source, out)
+        found.recorded = f"{named} ({why})"
+        say(f"the cases name the repository as source.repo: {found.recorded}")
+        for i, sha in enumerate(shas, 1):
+            status(progress(found, i - 1, began))
             _one(source, sha, options, out, box, say, found)
+        status(progress(found, len(shas), began))
     found.seconds = round(time.monotonic() - began, 1)
     return found
+
+
+def progress(found: Mined, done: int, began: float) -> str:
+    """The progress line: commit i of N, candidates, kept, rejected, and the ETA (the time per
+    commit so far times the commits left)."""
+    rejected = sum(found.rejected.values())
+    parts = [
+        f"scylla cases mine: commit {min(done + 1, found.commits)} of {found.commits}",
+        f"{found.candidates} candidates",
+        f"{len(found.written)} kept",
+        f"{rejected} rejected",
+    ]
+    if 0 < done < found.commits:
+        left = (time.monotonic() - began) / done * (found.commits - done)
+        parts.append(f"ETA {_duration(left)}")
+    elif done >= found.commits:
+        parts[0] = f"scylla cases mine: {found.commits} commits looked at"
+    return ", ".join(parts)
+
+
+def _duration(value: float) -> str:
+    seconds = round(value)
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
 
 
 def _one(
@@ -87,6 +121,9 @@ def _one(
     if reason := mine_history.rejection(commit, options.limits):
         found.reject(reason)
         return
+    if mine_history.only_versions(source, commit):
+        found.reject("a release or version bump: only version or copyright numbers change")
+        return
     found.candidates += 1
     if (out / mine_write.name_of(source.top, sha)).exists():  # mined before: maybe edited since
         found.existing += 1
@@ -101,16 +138,42 @@ def _one(
         say(f"{sha[:12]} rejected: {verdict.reason} ({verdict.seconds:.0f} s)")
         found.reject(verdict.reason)
         return
+    _keep(source, verdict, options, out, say, found)
+
+
+def _keep(
+    source: Source,
+    verdict: mine_verify.Verdict,
+    options: Options,
+    out: Path,
+    say: Callable[[str], None],
+    found: Mined,
+) -> None:
+    """A verified commit's case: written, its prompt maybe rewritten by a model, and flagged
+    when the prompt misses what its hidden tests need (`mine_gaps`)."""
+    commit, sha = verdict.commit, verdict.commit.sha
     folder = mine_write.write(source, verdict, out, options.issues)
+    tests = mine_gaps.summarize(mine_write.test_texts(source, verdict), verdict.fail_to_pass)
+    answer = ""
     if options.rewriter is not None:
         said = mine_write.message(verdict, options.issues)
-        task, info = options.rewriter(verdict, said, folder / "prompt_calls.jsonl")
+        task, info = options.rewriter(
+            verdict, said, folder / "prompt_calls.jsonl", tests=mine_gaps.describe(tests)
+        )
         mine_write.retell(folder, verdict, task, info)
+        answer = str(info.get("underspecified") or "")
     found.written[folder.name] = folder
     say(
         f"{sha[:12]} verified: {len(verdict.fail_to_pass)} fail-to-pass, "
         f"{len(verdict.pass_to_pass)} pass-to-pass ({verdict.seconds:.0f} s) -> {folder}"
     )
+    added = mine_history.changed_lines(source, commit, [c.path for c in commit.others])
+    prompt = (folder / "prompt.md").read_text(encoding="utf-8")
+    gaps = mine_gaps.gaps(tests, "\n".join(a[1:] for a in added if a[:1] == "+"), prompt)
+    if gaps or answer:
+        mine_write.flag(folder, gaps, answer)
+        found.flagged.add(folder.name)
+        say(f"{sha[:12]} underspecified: the tests need {', '.join(gaps) or answer}")
 
 
 def drop(found: Mined, case: str, reason: str) -> None:
@@ -131,8 +194,15 @@ def table(found: Mined) -> list[str]:
             if found.existing
             else []
         ),
+        *(
+            [f"flagged underspecified (the prompt misses what the tests need): {flagged}"]
+            if (flagged := len(found.flagged & set(found.written)))
+            else []
+        ),
         "rejected:",
     ]
     lines += [f"  {n:>5}  {reason}" for reason, n in found.rejected.most_common()] or ["  none"]
+    if found.recorded:
+        lines.append(f"source.repo in the cases: {found.recorded}")
     lines.append(f"time: {found.seconds:.0f} s")
     return lines

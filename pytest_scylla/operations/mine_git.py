@@ -13,6 +13,7 @@ work tree is only read by `git status` through that mirror and a private index (
 from __future__ import annotations
 
 import contextlib
+import re
 import subprocess
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -25,6 +26,7 @@ from pytest_scylla.run.hostile_git import SAFE_GIT, git_env
 # source's files); `--template=`: the mirror has no hooks, not even samples
 CLONE = ("-c", "protocol.file.allow=always", "clone", "--mirror", "--no-local", "--quiet")
 CLONE_TEMPLATE = "--template="
+URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://(?:([^/]*)@)?(.*)$")  # scheme, userinfo, rest
 
 
 class GitError(RuntimeError):
@@ -39,6 +41,7 @@ class Source:
     top: Path
     git_dir: Path
     scratch: Path  # private: an empty work tree, a HOME and an index for git
+    origin: str = ""  # its `remote.origin.url`, read as data, credentials taken out
 
     def env(self, work_tree: Path | None = None) -> dict[str, str]:
         return git_env(
@@ -93,7 +96,37 @@ def mirrored(top: Path) -> Iterator[Source]:
         if code != 0:
             said = (err.splitlines() or ["no reason given"])[-1]
             raise GitError(f"{top}: its history could not be copied to read ({said})")
-        yield Source(top, mirror, scratch)
+        yield Source(top, mirror, scratch, origin_url(top, scratch))
+
+
+def origin_url(top: Path, home: Path) -> str:
+    """The work tree's `remote.origin.url` ("" when none), read from its configuration file as
+    data (`git config --file`: no include, command or other setting of it is used), with any
+    credential in it taken out (`without_credentials`)."""
+    code, out, _ = _git(
+        ["rev-parse", "--path-format=absolute", "--git-common-dir"], top, _bare_env(home)
+    )
+    config = Path(out.decode(errors="replace").strip()) / "config"
+    if code != 0 or not config.is_file():
+        return ""
+    asked = ["config", "--file", str(config), "--no-includes", "--get", "remote.origin.url"]
+    code, out, _ = _git(asked, home, _bare_env(home))
+    url = out.decode(errors="replace").strip() if code == 0 else ""
+    return without_credentials(url) if url and "\n" not in url else ""
+
+
+def without_credentials(url: str) -> str:
+    """`url` without a user's password or token: `https://user:token@host/x` and
+    `https://token@host/x` become `https://host/x` (a query is dropped too); an ssh user name
+    (`git@host:x`, `ssh://git@host/x`) is no secret and stays, its password does not."""
+    if not (match := URL.match(url)):
+        return url
+    scheme, userinfo, rest = match.groups()
+    if not userinfo:
+        return url
+    if scheme.lower() in ("ssh", "git+ssh", "ssh+git"):
+        return f"{scheme}://{userinfo.split(':', 1)[0]}@{rest}"
+    return f"{scheme}://{rest.split('?', 1)[0].split('#', 1)[0]}"
 
 
 def changed_files(source: Source) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import re
 import tempfile
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -20,7 +21,16 @@ from pytest_scylla.operations.mine_git import Source
 from pytest_scylla.operations.mine_tree import UnsafeTree, path_problem
 
 TEST_DIRS = {"test", "tests", "testing"}
-TEST_FILE = re.compile(r"^(test_.*|.*_test|conftest)\.py$")
+TEST_FILE = re.compile(r"^(test_.*|.*_tests?|tests?|conftest)\.py$")  # test.py at the root too
+# a release or version bump: "Version 11.0.1", "Release 2.3", "six 1.17.0", "Bump version to 2.0"
+RELEASE = re.compile(
+    r"^(?:(?:release|version|(?!(?:fix|add|support|drop|remove|python|py|tests?)\b)[\w.-]+)\s+v?\d+(?:\.\d+)+\S*|v?\d+(?:\.\d+)+\S*"
+    r"|bump(?:ed|s)?\b.*\bversion\b.*|(?:prepare|preparing|cut)\b.*\brelease\b.*"
+    r"|release(?:d)?\s+(?:of\s+)?v?\d.*)$",
+    re.I,
+)
+VERSIONISH = re.compile(r"version|copyright|release|\(c\)", re.I)
+MAX_MERGED = 30  # messages of the commits a merge brought in, read for its task
 
 
 class MineError(ValueError):
@@ -57,6 +67,9 @@ class Commit:
     subject: str
     body: str
     changes: tuple[Change, ...] = field(default=())
+    merged: tuple[
+        str, ...
+    ] = ()  # a merge's: the messages of the commits it brought in, oldest first
 
     @property
     def tests(self) -> list[Change]:
@@ -142,7 +155,15 @@ def read(source: Source, sha: str) -> Commit | None:
         binary = added == "-"
         lines = 0 if binary else int(added) + int(removed)
         changes.append(Change(path, status.get(path, "M"), lines, binary))
-    return Commit(sha, parents[0], subject.strip(), body.strip(), tuple(changes))
+    merged = _merged(source, parents[0], sha) if len(parents) > 1 else ()
+    return Commit(sha, parents[0], subject.strip(), body.strip(), tuple(changes), merged)
+
+
+def _merged(source: Source, first: str, sha: str) -> tuple[str, ...]:
+    """The messages of the (non-merge) commits a merge brought in: `first..sha`, oldest first."""
+    log = ["log", "--no-merges", "--reverse", "--no-show-signature", "--format=%B%x00"]
+    out = _git(source, *log, f"--max-count={MAX_MERGED}", f"{first}..{sha}")
+    return tuple(m.strip() for m in out.split("\0") if m.strip())
 
 
 def _raw(source: Source, args: list[str]) -> list[str]:
@@ -171,7 +192,39 @@ def rejection(commit: Commit, limits: Limits) -> str:
         return "deletes or renames a source file (a solution folder can only add and change)"
     if any(c.status not in "AMD" for c in commit.changes):
         return "changes a file's type (a link or submodule)"
+    if released(commit):
+        return f"a release or version bump: {commit.subject[:60]!r} (no task to state)"
     return ""
+
+
+def released(commit: Commit) -> bool:
+    """Whether the commit (or, for a merge, every commit it brought in) says it is a release
+    or a version bump."""
+    if commit.merged and RELEASE.match(commit.body.partition("\n")[0].strip()):
+        return True  # a pull request titled so
+    said = [m.partition("\n")[0] for m in commit.merged] or [commit.subject]
+    return all(RELEASE.match(s.strip()) for s in said)
+
+
+def only_versions(source: Source, commit: Commit) -> bool:
+    """Whether every source line the commit changes is a version or copyright line whose only
+    change is in its digits (`__version__ = "1.2"` to "1.3", `Copyright 2023` to 2024)."""
+    changed = changed_lines(source, commit, [c.path for c in commit.others if c.is_source])
+    if not changed or not all(VERSIONISH.search(line) for line in changed):
+        return False
+    digitless = Counter(re.sub(r"\d+", "0", line[1:]) for line in changed if line[0] == "-")
+    return digitless == Counter(re.sub(r"\d+", "0", line[1:]) for line in changed if line[0] == "+")
+
+
+def changed_lines(source: Source, commit: Commit, paths: list[str]) -> list[str]:
+    """The lines the commit adds (`+…`) and removes (`-…`) in `paths`."""
+    if not paths:
+        return []
+    diff = ["diff", "--no-ext-diff", "--no-textconv", "-U0", commit.parent, commit.sha, "--"]
+    text = _git(source, *diff, *paths)
+    return [
+        line for line in text.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")
+    ]
 
 
 def show(source: Source, sha: str, path: str) -> bytes:

@@ -15,12 +15,13 @@ from typing import Any
 
 import yaml
 
+from pytest_scylla.formats.spec import REMOTE
 from pytest_scylla.operations import mine_tree
 from pytest_scylla.operations.mine_git import Source
 from pytest_scylla.operations.mine_history import show
+from pytest_scylla.operations.mine_message import issues_named, subject, told
 from pytest_scylla.operations.mine_verify import Verdict
 
-TRAILER = re.compile(r"^[A-Z][A-Za-z-]+: .+$")  # Signed-off-by:, Co-authored-by:, Fixes: …
 DIFF_LINE = re.compile(r"^(diff --git|index [0-9a-f]|@@ |--- |\+\+\+ |[+-]\s)")
 FIX_WORDS = re.compile(r"\b(fix|fixes|fixed|bug|regression|crash|error|wrong|broken)\b", re.I)
 RUBRIC = "mined-change"
@@ -36,53 +37,10 @@ def case_id(repo: Path, verdict: Verdict) -> str:
     return name_of(repo, verdict.commit.sha)
 
 
-ISSUE = re.compile(r"(?:^|[\s(])(?:#|GH-)(\d+)\b")
-
-
-def issues_named(verdict: Verdict, folder: Path | None) -> list[tuple[str, str]]:
-    """(number, text) of each issue the commit message names (`#123`, `GH-123`, `Fixes: #123`)
-    whose text is in `folder` (`123.md`, `123.txt`, or `123.json` with title and body)."""
-    if folder is None:
-        return []
-    found = []
-    message = f"{verdict.commit.subject}\n{verdict.commit.body}"
-    for number in dict.fromkeys(ISSUE.findall(message)):
-        for suffix in (".md", ".txt", ".json"):
-            path = folder / f"{number}{suffix}"
-            if path.is_file():
-                found.append((number, _issue_text(path)))
-                break
-    return found
-
-
-def _issue_text(path: Path) -> str:
-    text = path.read_text(encoding="utf-8", errors="replace")
-    if path.suffix != ".json":
-        return text.strip()
-    import json
-
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return text.strip()
-    if not isinstance(data, dict):
-        return text.strip()
-    return f"{data.get('title') or ''}\n\n{data.get('body') or ''}".strip()
-
-
 CLOSING = (
     "Make this change in the repository checked out in the current folder. Tests that check "
     "it will be run after you finish.\n"
 )
-
-
-def _without_trailers(text: str) -> str:
-    """The message without its trailers: a last paragraph whose every line is `Key: value`
-    (git's `Signed-off-by:`, `Co-authored-by:`, `Fixes:` …)."""
-    paragraphs = text.strip().split("\n\n")
-    if all(TRAILER.match(line.strip()) for line in paragraphs[-1].splitlines() if line.strip()):
-        paragraphs.pop()
-    return "\n\n".join(paragraphs)
 
 
 def scrub(text: str, verdict: Verdict) -> str:
@@ -101,11 +59,10 @@ def scrub(text: str, verdict: Verdict) -> str:
 
 
 def message(verdict: Verdict, issues: Path | None = None) -> str:
-    """The commit message, scrubbed, with the text of each issue it names that `issues`
-    holds after it."""
-    body = _without_trailers(verdict.commit.body)
-    given = [verdict.commit.subject, "", *body.splitlines()]
-    for number, text in issues_named(verdict, issues):
+    """What the commit says (`mine_message.told`: a merge's commits' messages), scrubbed, with
+    the text of each issue it names that `issues` holds after it."""
+    given = told(verdict.commit).splitlines()
+    for number, text in issues_named(verdict.commit, issues):
         given += ["", f"The issue it refers to (#{number}):", "", *text.splitlines()]
     return scrub("\n".join(given), verdict)
 
@@ -135,6 +92,33 @@ def retell(folder: Path, verdict: Verdict, task: str, said: dict[str, Any]) -> N
     (folder / "test.yaml").write_text(yaml.safe_dump(data, sort_keys=False, width=100), "utf-8")
 
 
+UNDERSPECIFIED = "underspecified"  # the tag (a pytest marker) of a flagged case
+
+
+def flag(folder: Path, gaps: list[str], answer: str = "") -> None:
+    """The case marked underspecified: its description says what the hidden tests need that
+    the prompt never states (`mine_gaps`) and what the prompt writer said is left open, and
+    it is tagged `underspecified` (`pytest -m "mined and not underspecified"` leaves it out)."""
+    data = yaml.safe_load((folder / "test.yaml").read_text(encoding="utf-8"))
+    said = []
+    if gaps:
+        said.append(f"the hidden tests need {', '.join(gaps)}, which the prompt never states")
+    if answer:
+        said.append(f"the prompt writer said: {' '.join(answer.split())[:300]}")
+    data["description"] += f" Underspecified: {'; and '.join(said)}."
+    data["tags"] = [*[t for t in data.get("tags", []) if t != UNDERSPECIFIED], UNDERSPECIFIED]
+    (folder / "test.yaml").write_text(yaml.safe_dump(data, sort_keys=False, width=100), "utf-8")
+
+
+def test_texts(source: Source, verdict: Verdict) -> dict[str, str]:
+    """The commit's Python test files as text, by path (for `mine_gaps.summarize`)."""
+    return {
+        c.path: show(source, verdict.commit.sha, c.path).decode("utf-8", errors="replace")
+        for c in verdict.commit.tests
+        if c.status != "D" and c.path.endswith(".py")
+    }
+
+
 def _size(lines: int) -> str:
     return "small" if lines <= 40 else "medium" if lines <= 150 else "large"
 
@@ -148,13 +132,21 @@ def _tags(verdict: Verdict) -> list[str]:
     return ["mined", "python", *sorted(t for t in safe if t)]
 
 
-def source_repo(repo: Path, out: Path) -> str:
-    """How the case names the repository: `self` when the case lives inside it, else its
-    absolute path."""
-    return "self" if out.resolve().is_relative_to(repo.resolve()) else str(repo.resolve())
+def source_repo(source: Source, out: Path) -> tuple[str, str]:
+    """(how the cases name the repository, why): `self` when they live inside it, else its
+    origin remote's URL (credentials taken out), else, with no remote, its absolute path (a
+    case that then runs on this machine only)."""
+    repo = source.top.resolve()
+    if out.resolve().is_relative_to(repo):
+        return "self", "the cases live in the mined repository"
+    if source.origin and (REMOTE.match(source.origin) or Path(source.origin).is_absolute()):
+        local = "" if REMOTE.match(source.origin) else ", a path on this machine"
+        return source.origin, f"the URL of its origin remote{local}"
+    return str(repo), "its path: it has no origin remote, so the cases run on this machine only"
 
 
-def document(repo: Path, verdict: Verdict, out: Path) -> dict[str, Any]:
+def document(source: Source, verdict: Verdict, out: Path) -> dict[str, Any]:
+    repo = source.top
     commit, ident = verdict.commit, case_id(repo, verdict)
     files = [c.path for c in commit.tests if c.status != "D" and c.path.endswith(".py")]
     files = [f for f in files if PurePosixPath(f).name != "conftest.py"] or files
@@ -162,17 +154,17 @@ def document(repo: Path, verdict: Verdict, out: Path) -> dict[str, Any]:
     f2p = " ".join(shlex.quote(n) for n in verdict.fail_to_pass)
     return {
         "id": ident,
-        "name": commit.subject[:80] or ident,
+        "name": subject(commit)[:80] or ident,
         "description": (
             f"Mined from commit {commit.sha} of {repo.name} by `scylla cases mine`. The prompt is "
             "the commit message (no model rewrote it). Fail-to-pass tests: "
             f"{len(verdict.fail_to_pass)}; pass-to-pass: {len(verdict.pass_to_pass)}; "
             f"{lines} lines of source changed."
         ),
-        "category": "bug-fixing" if FIX_WORDS.search(commit.subject) else "new-feature",
+        "category": "bug-fixing" if FIX_WORDS.search(subject(commit)) else "new-feature",
         "tags": _tags(verdict),
         "size": _size(lines),
-        "source": {"repo": source_repo(repo, out), "commit": commit.parent},
+        "source": {"repo": source_repo(source, out)[0], "commit": commit.parent},
         "prompt": "prompt.md",
         "rubric": RUBRIC,
         "hidden": "hidden",
@@ -211,8 +203,8 @@ def write(source: Source, verdict: Verdict, out: Path, issues: Path | None = Non
                 content = show(source, verdict.commit.sha, change.path)
                 mine_tree.write(folder / kind, change.path, content)
     (folder / "prompt.md").write_text(prompt(verdict, issues), encoding="utf-8")
-    data = document(repo, verdict, out)
-    if named := [n for n, _ in issues_named(verdict, issues)]:
+    data = document(source, verdict, out)
+    if named := [n for n, _ in issues_named(verdict.commit, issues)]:
         data["description"] += f" The prompt adds the text of issue(s) {', '.join(named)}."
     text = yaml.safe_dump(data, sort_keys=False, width=100)
     (folder / "test.yaml").write_text(text, encoding="utf-8")
