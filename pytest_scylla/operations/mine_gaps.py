@@ -6,12 +6,12 @@ message never mentions cannot be solved from the prompt, only guessed. So the fa
 tests are read (parsed, never run or imported) for the functions they call, the kinds of
 assertions they make, the exceptions they expect and the literal values they compare against.
 
-The flag is a simple, honest heuristic: an expected exception or literal value (a string, or a
-number other than -1, 0, 1) that the reference solution itself adds to the source (so the
-agent must produce exactly it) and that the prompt never states. Values that are only test data
-never appear in the solution's added lines, so they are not flagged. The summary (`describe`)
-is what `--prompt-from-model` is told of the tests: names, calls, kinds of check, values — never
-their source."""
+The flag is a simple, honest heuristic: an expected exception or literal value (a string, a
+float, or an integer of two digits or more) that the reference solution itself adds to the
+source (so the agent must produce exactly it) and that the prompt never states. Values that are
+only test data never appear in the solution's added lines, so they are not flagged. The summary
+(`describe`) is what `--prompt-from-model` is told of the tests: names, calls, kinds of check,
+values; never their source."""
 
 from __future__ import annotations
 
@@ -77,7 +77,9 @@ def _literals(nodes: list[ast.AST], into: list[str | int | float]) -> None:
 
 
 def _number(value: object) -> bool:
-    return isinstance(value, int | float) and abs(value) > 1
+    """A number worth stating: a float, or an integer of two digits or more (small integers
+    are mostly indexes and counts of test data)."""
+    return isinstance(value, float) or (isinstance(value, int) and abs(value) >= 10)
 
 
 def _call(call: ast.Call, found: Summary) -> None:

@@ -33,6 +33,8 @@ def without_trailers(text: str) -> str:
 
 
 def _message(subject: str, body: str) -> str:
+    """A message's subject and body without trailers, its line ends made `\n` (CRLF too)."""
+    body = body.replace("\r\n", "\n").replace("\r", "\n")
     return f"{subject.strip()}\n\n{without_trailers(body)}".strip()
 
 

@@ -6,6 +6,7 @@ recorded so the case runs elsewhere, and the progress line. Each with a positive
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import subprocess
@@ -122,6 +123,9 @@ def test_a_merge_is_told_by_the_commits_it_brought_in_and_its_issue(
     plain = _verdict(source, shas["fix"], ("tests/test_n.py::test_chunk",))
     assert plain.commit.merged == ()
     assert write.prompt(plain).startswith("Fix size of None\n\nMake this change")
+    crlf = dataclasses.replace(plain.commit, body="Fixes #1.\r\n\r\nCo-authored-by: X <x@y.z>\r\n")
+    text = write.prompt(dataclasses.replace(plain, commit=crlf))
+    assert text.startswith("Fix size of None\n\nFixes #1.\n\nMake this change")  # six's trailers
 
 
 def test_releases_and_version_bumps_are_no_candidates(
