@@ -1,7 +1,9 @@
 """`scylla check-case [CASE ...]`: whether a case can tell a solved task from an unsolved one,
 checked the way the project's own tests would: one oracle run per case (the scripted model
 applies the reference solution through the real CLI, in the sandbox) must pass every check,
-and the case's untouched source must fail at least one of them (else the checks test nothing).
+and the case's untouched source must fail at least one of them (else the checks test nothing);
+a mined case's untouched source must fail its `fail-to-pass` check itself (else a noop agent
+earns it; that each of its tests fails there, not only one, the mining verified per test).
 Runs no real model and spends nothing."""
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from typing import Any
 
 from pytest_scylla.collect import case_files
 from pytest_scylla.core.terminal import echo, safe
+
+F2P = "fail-to-pass"  # the check of a mined case that the untouched source must fail
 
 
 def check_cases(given: list[Path], pytest_args: list[str]) -> int:
@@ -125,6 +129,11 @@ def _verdict(case_id: str, rec: dict[str, Any] | None, subtest: str) -> str:
             f"{rec.get('source_checks_error', 'no result')}"
         )
     flipped = sorted(name for name, passed in before.items() if not passed)
+    if before.get(F2P) is True:
+        return (
+            f"FAIL {case_id}: the untouched source passes the {F2P} check: a noop agent would "
+            f"earn it (its tests must fail before the change; mine the commit again)"
+        )
     if not flipped:
         return (
             f"FAIL {case_id}: the untouched source already passes every check: the checks "

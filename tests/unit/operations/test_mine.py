@@ -111,45 +111,40 @@ def test_bad_input_is_one_clear_line_and_the_repository_is_untouched(
     assert not (tmp_path / "out").exists()
 
 
-RUN = """.....F
-PASSED tests/test_ops.py::test_add
-FAILED tests/test_ops.py::test_sub_gives_the_difference - assert 8 == 2
-1 failed, 1 passed in 0.01s
-"""
+ADD, SUB = "tests/test_ops.py::test_add", "tests/test_ops.py::test_sub_gives_the_difference"
+RUN = verify.Ran(1, "", {ADD: "passed", SUB: "failed"})
 
 
 def test_a_verdict_rests_on_both_tries_before_and_after(
     repo: tuple[Path, dict[str, str]], source: Source, tmp_path: Path
 ) -> None:
-    """The verdict's logic on given outputs (the real runs are the e2e test's): fail-to-pass
-    and pass-to-pass from the results, flaky when two tries differ, rejected when a test fails
+    """The verdict's logic on given outcomes (the real runs are the e2e test's): fail-to-pass
+    and pass-to-pass from the outcomes, flaky when two tries differ, rejected when a test fails
     at the commit or cannot run there."""
     path, shas = repo
     fix = history.read(source, shas["fix"])
     assert fix is not None
-    fixed = RUN.replace(
-        "FAILED tests/test_ops.py::test_sub_gives_the_difference - assert 8 == 2",
-        "PASSED tests/test_ops.py::test_sub_gives_the_difference",
-    )
+    fixed = verify.Ran(0, "", {ADD: "passed", SUB: "passed"})
 
-    def runs(*outputs: str) -> verify.Runner:
+    def runs(*outputs: verify.Ran) -> verify.Runner:
         given = iter(outputs)
-        return lambda command, tree: (0, next(given))
+        return lambda files, tree: next(given)
 
     found = verify.verify(source, fix, runs(RUN, RUN, fixed, fixed), tmp_path / "a")
     assert found.kept
-    assert found.fail_to_pass == ("tests/test_ops.py::test_sub_gives_the_difference",)
-    assert found.pass_to_pass == ("tests/test_ops.py::test_add",)
+    assert found.fail_to_pass == (SUB,)
+    assert found.pass_to_pass == (ADD,)
     assert verify.verify(source, fix, runs(RUN, fixed, fixed, fixed), tmp_path / "b").reason == (
         "flaky: a second try gave other results"
     )
     assert verify.verify(source, fix, runs(RUN, RUN, RUN, RUN), tmp_path / "c").reason == (
-        "a test fails at the commit itself: tests/test_ops.py::test_sub_gives_the_difference"
+        f"a test fails at the commit itself: {SUB}"
     )
     assert verify.verify(source, fix, runs(fixed, fixed, fixed, fixed), tmp_path / "d").reason == (
         "no test fails before the change (nothing to fix)"
     )
-    broken = "ERROR tests/test_ops.py\nE   ModuleNotFoundError: No module named 'x'\n"
+    output = "ERROR tests/test_ops.py\nE   ModuleNotFoundError: No module named 'x'\n"
+    broken = verify.Ran(2, output, {"tests/test_ops.py": "failed"})
     said = verify.verify(source, fix, runs(RUN, RUN, broken), tmp_path / "e").reason
     assert said == (
         "tests cannot run (a collection error: ModuleNotFoundError: No module named 'x') "

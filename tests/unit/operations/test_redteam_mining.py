@@ -147,12 +147,10 @@ def test_the_repositorys_own_configuration_never_runs(
         marker.unlink()
     before = digest(repo)
 
-    def runs(command: str, tree: Path) -> tuple[int | None, str]:
-        return (
-            (1, "FAILED tests/test_sub.py::test_sub - assert 8 == 2\n")
-            if tree.name == ("before")
-            else (0, "PASSED tests/test_sub.py::test_sub\n")
-        )
+    def runs(files: list[str], tree: Path) -> verify.Ran:
+        failed = tree.name == "before"
+        outcome = "failed" if failed else "passed"
+        return verify.Ran(int(failed), "", {"tests/test_sub.py::test_sub": outcome})
 
     monkeypatch.setattr(verify, "sandboxed", lambda box, where, timeout: runs)
     out = tmp_path / "out"
