@@ -1,10 +1,13 @@
 """`scylla cases mine REPO`, first step: the candidate commits of a repository's history.
 
 A candidate is a commit on the first-parent line (a merge counts as one change: its diff
-against its first parent is the merged branch) that changes both source files and test files,
-within the size limits. Everything here only reads the repository's history, through a private
-mirror with none of the repository's configuration (`mine_git`): nothing in the repository is
-written, checked out or configured, and no path in its history is trusted (`mine_tree`)."""
+against its first parent is the merged branch, and the messages of the commits it brought in
+are read for its task) that changes both source files and test files, within the size limits,
+and is no release or version bump (by its message, or a diff whose source lines change only in
+a version's or copyright's numbers). Everything here only reads the repository's history,
+through a private mirror with none of the repository's configuration (`mine_git`): nothing in
+the repository is written, checked out or configured, and no path in its history is trusted
+(`mine_tree`)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,13 @@
 """`scylla cases mine`, third step: a case folder from a verified commit.
 
-`test.yaml` pins the repository at the parent commit; the hidden files are the commit's test
-files, the reference solution its other changes; the checks run the fail-to-pass tests and
-every test of those files. The prompt is the commit message with what would give the solution
-away taken out (trailers, diff lines, the names of the tests that must pass), and the case
-says that it is the commit message, not a task statement a person or a model wrote."""
+`test.yaml` pins the repository at the parent commit (`source.repo`: `self` when the cases
+live in it, else its origin remote's URL, else its path); the hidden files are the commit's
+test files, the reference solution its other changes; the checks run the fail-to-pass tests
+and every test of those files. The prompt is what the commit says (`mine_message`: a merge's
+commits' messages) with what would give the solution away taken out (trailers, diff lines, the
+names of the tests that must pass), and the case says that it is the commit message, not a
+task statement a person or a model wrote; one whose prompt misses what its tests need is
+flagged (`flag`)."""
 
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ from pytest_scylla.operations import mine_tree
 from pytest_scylla.operations.mine_git import Source
 from pytest_scylla.operations.mine_history import show
 from pytest_scylla.operations.mine_message import issues_named, subject, told
-from pytest_scylla.operations.mine_verify import Verdict
+from pytest_scylla.operations.mine_verify import Verdict, own_files
 
 DIFF_LINE = re.compile(r"^(diff --git|index [0-9a-f]|@@ |--- |\+\+\+ |[+-]\s)")
 FIX_WORDS = re.compile(r"\b(fix|fixes|fixed|bug|regression|crash|error|wrong|broken)\b", re.I)
@@ -148,8 +151,7 @@ def source_repo(source: Source, out: Path) -> tuple[str, str]:
 def document(source: Source, verdict: Verdict, out: Path) -> dict[str, Any]:
     repo = source.top
     commit, ident = verdict.commit, case_id(repo, verdict)
-    files = [c.path for c in commit.tests if c.status != "D" and c.path.endswith(".py")]
-    files = [f for f in files if PurePosixPath(f).name != "conftest.py"] or files
+    files = [*own_files(commit), *verdict.related]  # and those testing the modules it changes
     lines = sum(c.lines for c in commit.others)
     f2p = " ".join(shlex.quote(n) for n in verdict.fail_to_pass)
     return {
@@ -179,7 +181,8 @@ def document(source: Source, verdict: Verdict, out: Path) -> dict[str, Any]:
             },
             {
                 "name": "hidden-tests",
-                "description": "Every test of the commit's test files passes (pass-to-pass too).",
+                "description": "Every test of the commit's test files, and of those testing "
+                "the modules it changes, passes (pass-to-pass too).",
                 "run": f"{verdict.command} {' '.join(shlex.quote(f) for f in files)}",
                 "timeout_seconds": 300,
             },
@@ -202,6 +205,8 @@ def write(source: Source, verdict: Verdict, out: Path, issues: Path | None = Non
             if change.status != "D":
                 content = show(source, verdict.commit.sha, change.path)
                 mine_tree.write(folder / kind, change.path, content)
+    for path in verdict.related:  # hidden too: checked as they were, whatever the agent did
+        mine_tree.write(folder / "hidden", path, show(source, verdict.commit.sha, path))
     (folder / "prompt.md").write_text(prompt(verdict, issues), encoding="utf-8")
     data = document(source, verdict, out)
     if named := [n for n, _ in issues_named(verdict.commit, issues)]:
