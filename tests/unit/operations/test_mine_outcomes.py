@@ -13,10 +13,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from pytest_scylla.case_check import _verdict
 from pytest_scylla.operations import mine_history as history
-from pytest_scylla.operations import mine_outcomes, mine_related
+from pytest_scylla.operations import mine_outcomes, mine_related, mine_write
 from pytest_scylla.operations import mine_verify as verify
 from pytest_scylla.operations.mine_git import Source
 from pytest_scylla.run.sandbox.base import Sandbox
@@ -164,6 +165,15 @@ def test_a_change_to_recipes_runs_the_tests_of_recipes_too(
     found = history.read(source, shas["recipes"])
     assert found is not None
     assert verify.own_files(found) == ["tests/test_last.py"]
+    # the case runs them, from its hidden files, and counts them truthfully
+    folder = mine_write.write(source, verdict, tmp_path / "cases")
+    data = yaml.safe_load((folder / "test.yaml").read_text())
+    assert "Fail-to-pass tests: 1; pass-to-pass: 2;" in data["description"]
+    assert data["checks"][1]["run"].endswith(
+        " tests/test_last.py tests/test_recipes.py tests/test_uses.py"
+    )
+    hidden = sorted(str(p.relative_to(folder / "hidden")) for p in folder.rglob("hidden/**/*.py"))
+    assert hidden == ["tests/test_last.py", "tests/test_recipes.py", "tests/test_uses.py"]
 
 
 def test_which_test_files_are_related_by_name_or_import(tmp_path: Path) -> None:
