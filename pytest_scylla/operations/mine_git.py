@@ -115,6 +115,12 @@ def origin_url(top: Path, home: Path) -> str:
     return without_credentials(url) if url and "\n" not in url else ""
 
 
+def on_origin(source: Source, sha: str) -> bool:
+    """Whether a branch of the origin remote (as the work tree last fetched it) holds `sha`."""
+    asked = ["for-each-ref", "--count=1", "--contains", sha, "refs/remotes/origin/"]
+    return bool(run(source, asked, check=False).strip())
+
+
 def without_credentials(url: str) -> str:
     """`url` without a user's password or token: `https://user:token@host/x` and
     `https://token@host/x` become `https://host/x` (a query is dropped too); an ssh user name

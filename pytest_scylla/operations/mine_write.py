@@ -20,7 +20,7 @@ import yaml
 
 from pytest_scylla.formats.spec import REMOTE
 from pytest_scylla.operations import mine_tree
-from pytest_scylla.operations.mine_git import Source
+from pytest_scylla.operations.mine_git import Source, on_origin
 from pytest_scylla.operations.mine_history import show
 from pytest_scylla.operations.mine_message import issues_named, subject, told
 from pytest_scylla.operations.mine_verify import Verdict, own_files
@@ -135,14 +135,16 @@ def _tags(verdict: Verdict) -> list[str]:
     return ["mined", "python", *sorted(t for t in safe if t)]
 
 
-def source_repo(source: Source, out: Path) -> tuple[str, str]:
+def source_repo(source: Source, out: Path, commit: str = "") -> tuple[str, str]:
     """(how the cases name the repository, why): `self` when they live inside it, else its
-    origin remote's URL (credentials taken out), else, with no remote, its absolute path (a
-    case that then runs on this machine only)."""
+    origin remote's URL (credentials taken out) when that holds `commit`, else its absolute
+    path (a case that then runs on this machine only)."""
     repo = source.top.resolve()
     if out.resolve().is_relative_to(repo):
         return "self", "the cases live in the mined repository"
     if source.origin and (REMOTE.match(source.origin) or Path(source.origin).is_absolute()):
+        if commit and not on_origin(source, commit):
+            return str(repo), f"its path: {commit[:12]} is on no branch of its origin remote"
         local = "" if REMOTE.match(source.origin) else ", a path on this machine"
         return source.origin, f"the URL of its origin remote{local}"
     return str(repo), "its path: it has no origin remote, so the cases run on this machine only"
@@ -166,7 +168,7 @@ def document(source: Source, verdict: Verdict, out: Path) -> dict[str, Any]:
         "category": "bug-fixing" if FIX_WORDS.search(subject(commit)) else "new-feature",
         "tags": _tags(verdict),
         "size": _size(lines),
-        "source": {"repo": source_repo(source, out)[0], "commit": commit.parent},
+        "source": {"repo": source_repo(source, out, commit.parent)[0], "commit": commit.parent},
         "prompt": "prompt.md",
         "rubric": RUBRIC,
         "hidden": "hidden",

@@ -200,13 +200,24 @@ def test_the_source_repo_recorded_runs_elsewhere(
     subprocess.run(["git", "clone", "-q", str(path), str(clone)], check=True)
     url = "https://user:ghp_secret@example.com/team/calc.git"
     git(clone, "remote", "set-url", "origin", url)
+    local = commit(clone, "Local only", {"calc/x.py": "x = 1\n"})  # pushed nowhere
     pwned = tmp_path / "pwned"
     git(clone, "config", "core.fsmonitor", f"touch {pwned}; false")
     with history.opened(clone) as opened:
         named, why = write.source_repo(opened, tmp_path / "cases")
         assert (named, why) == ("https://example.com/team/calc.git", "the URL of its origin remote")
         assert write.source_repo(opened, clone / "cases")[0] == "self"
+        on = git(clone, "rev-parse", "HEAD~1")
+        assert write.source_repo(opened, tmp_path / "cases", on)[0].startswith("https://")
+    with history.opened(clone) as opened:
+        named, why = write.source_repo(opened, tmp_path / "cases", local)
+    assert (named, why) == (
+        str(clone.resolve()),
+        f"its path: {local[:12]} is on no branch of its origin remote",
+    )
     assert not pwned.exists()
+    subprocess.run(["git", "status"], cwd=clone, capture_output=True, check=False)
+    assert pwned.exists()  # the positive control: git itself in the clone runs it
     with history.opened(path) as opened:  # the positive control: no remote, its path
         named, why = write.source_repo(opened, tmp_path / "cases")
     assert named == str(path.resolve())
