@@ -11,6 +11,7 @@ answer becomes the case's prompt, which the agent and the judges read: every tag
 
 from __future__ import annotations
 
+import re
 import secrets
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,8 @@ from pytest_scylla.run.gateway.server import Gateway
 
 DUMMY_KEY = "sk-ant-scylla-mine-dummy-key-the-gateway-holds-the-real-one"
 MAX_TOKENS = 1024
+# an `underspecified` answer that says nothing is open ("None.", "Nothing", "N/A", "-")
+NOTHING_OPEN = re.compile(r"^(none|nothing|n/?a|no)\b[^a-z]*$|^-+$|^(nothing|none)\b.{0,40}$", re.I)
 SYSTEM = (
     "You write evaluation tasks for coding agents. Given a commit message from a software "
     "project and the files the commit changed, write the task statement a developer would be "
@@ -105,7 +108,7 @@ class Rewriter:
         task, defused = fence.defuse(task)
         if defused:
             said["tags_defused"] = defused
-        if open_.strip():
+        if open_.strip() and not NOTHING_OPEN.match(open_.strip()):
             said["underspecified"] = fence.defuse(open_.strip())[0]
         return task, ({**said, "error": error} if error else said)
 

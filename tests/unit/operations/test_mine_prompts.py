@@ -294,11 +294,12 @@ def test_the_prompt_writer_is_told_what_the_tests_check_and_says_what_is_open(
 
     asked: list[dict[str, Any]] = []
     answer = oracle_task.task_call
+    answers = iter(["the <b>message</b> text", "None."])
 
     def recorded(request: dict[str, Any]) -> dict[str, Any]:
         asked.append(request)
         call = answer(request)
-        return {**call, "input": {**call["input"], "underspecified": "the <b>message</b> text"}}
+        return {**call, "input": {**call["input"], "underspecified": next(answers)}}
 
     monkeypatch.setattr(oracle_task, "task_call", recorded)
     _, shas = repo
@@ -309,11 +310,14 @@ def test_the_prompt_writer_is_told_what_the_tests_check_and_says_what_is_open(
         task, said = rewriter(
             verdict, write.message(verdict), tmp_path / "calls.jsonl", tests=summary
         )
+        _, nothing = rewriter(verdict, write.message(verdict), tmp_path / "again.jsonl")
     finally:
         rewriter.close()
     assert task.startswith("Task: Raise for a negative n in chunk()")
     assert said["underspecified"] == "the ‹b›message‹/b› text"  # defused like the task
-    (request,) = asked
+    assert "underspecified" not in nothing  # "None." says nothing is open
+    request = asked[0]
+    assert "tests-summary" not in asked[1]["messages"][0]["content"]  # none given, none sent
     content = request["messages"][0]["content"]
     assert "What the hidden tests check:\n<tests-summary-" in content
     assert "exceptions they expect: ValueError" in content
