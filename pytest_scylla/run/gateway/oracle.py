@@ -1,13 +1,17 @@
 """The oracle upstream: a scripted model that drives the real CLI through ordinary tool calls.
 
-`solution` reads every file it is about to replace, then writes the case's reference solution with
-the CLI's file-writing tool (else its shell, else opencode's `apply_patch`) and ends with a short
-summary; where the subtest declares sub-agents it first hands the work down through the CLI's
-sub-agent tool (Agent, `invoke_agent`, `task`), to an orchestrator and from it to a writer.
-`noop` answers without touching anything; `wrong` writes a broken version (the first half of
-each file's lines). The script is stateless: the next step follows from the oracle's own tool
-calls already in the conversation, so retries and side calls never shift it. Calls without the
-main agent's tools (titles, summaries, sub-agent chatter) get a short sensible text.
+`solution` reads every file it is about to replace (a file too large for one view of the
+CLI's Read in pages: `oracle_read`), then writes the case's reference solution with the CLI's
+file-writing tool (else its shell, in pieces an argument can hold: `oracle_shell`, else
+opencode's `apply_patch`) and ends with a short summary; where the subtest declares sub-agents
+it first hands the work down through the CLI's sub-agent tool (Agent, `invoke_agent`, `task`),
+to an orchestrator and from it to a writer. `noop` answers without touching anything; `wrong`
+writes a broken version (the first half of each file's lines). The script is stateless: the
+next step follows from the oracle's own tool calls already in the conversation, so retries and
+side calls never shift it; when the CLI refused one of them, the oracle stops with an API error
+saying that it failed and why (`oracle_failure`), never as if the change were made. Calls
+without the main agent's tools (titles, summaries, sub-agent chatter) get a short sensible
+text.
 
 Usage numbers are realistic in shape: about four bytes per token, the stable prefix written to
 the prompt cache on the first call and read from it afterwards.
@@ -24,13 +28,21 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shlex
 import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from pytest_scylla.run.gateway import attack, oracle_judge, oracle_task, oracle_tools, turns
+from pytest_scylla.run.gateway import (
+    attack,
+    oracle_failure,
+    oracle_judge,
+    oracle_read,
+    oracle_shell,
+    oracle_task,
+    oracle_tools,
+    turns,
+)
 from pytest_scylla.run.gateway.oracle_effects import Effects
 
 TOOL_ID = turns.TOOL_ID
@@ -55,6 +67,9 @@ class Script:
     workspace: Path
     files: tuple[tuple[str, str], ...]  # (path relative to the workspace, content to write)
     existing: frozenset[str] = frozenset()  # of those, the ones the workspace had at the start
+    # of those, the ones too large for one view of the CLI's Read: the pages that read each
+    # whole, or None when it cannot be read in pages (`oracle_read`)
+    views: tuple[tuple[str, tuple[tuple[int, int], ...] | None], ...] = ()
     delegates: tuple[str, ...] = ()  # sub-agents to hand the work down to, outermost first
     # the skills and MCP servers the subtest declares: invoked first when SCYLLA_ORACLE_USE
     # names their kind (`skills`, `mcp`), so utilisation can be shown where it is known
@@ -89,6 +104,7 @@ class Script:
             workspace=workspace,
             files=tuple(files),
             existing=existing,
+            views=oracle_read.of_files(workspace, existing),
             delegates=delegates,
             skills=skills,
             mcp_servers=mcp_servers,
@@ -170,27 +186,19 @@ def plan(script: Script, tools: set[str]) -> list[list[tuple[str, dict[str, Any]
     if not script.files:
         return []
     paths = [(str(script.workspace / rel), text) for rel, text in script.files]
-    if "Write" in tools:
-        existing = [
-            ("Read", {"file_path": str(script.workspace / rel)})
-            for rel, _ in script.files
-            if rel in script.existing
-        ]
+    reads = oracle_read.read_calls(
+        script.workspace, script.existing, script.views, [rel for rel, _ in script.files]
+    )
+    if "Write" in tools and reads is not None:  # Claude Code: every file it replaces read
         writes = [("Write", {"file_path": p, "content": t}) for p, t in paths]
-        return [existing, writes] if existing else [writes]
+        return [reads, writes] if reads else [writes]
     if "write_file" in tools:  # Gemini CLI
         return [[("write_file", {"file_path": p, "content": t}) for p, t in paths]]
     if "write" in tools:  # opencode
         return [[("write", {"filePath": p, "content": t}) for p, t in paths]]
-    writer = shlex.quote("import sys; open(sys.argv[1], 'w').write(sys.argv[2])")
-    commands = [
-        f"mkdir -p {shlex.quote(str(Path(path).parent))} && python3 -c {writer} "
-        f"{shlex.quote(path)} {shlex.quote(text)}"
-        for path, text in paths
-    ]
-    calls = [oracle_tools.shell_call(tools, c, "Write a file") for c in commands]
-    if all(calls):
-        return [[c for c in calls if c is not None]]
+    shell = oracle_shell.write_turns(tools, paths)
+    if shell is not None:
+        return shell
     return _patches(script, paths) if "apply_patch" in tools else []
 
 
@@ -334,8 +342,12 @@ def answer(script: Script, request: dict[str, Any], attempt: int = 0) -> Reply:
     done, failed = turns.oracle_turns(request)
     if injected == "crash":
         return _crash(request, done)
-    if failed:
-        return _text("A tool call failed; stopping without finishing the change.")
+    if failed:  # a call of its own refused: the oracle failed, and says so (`oracle_failure`)
+        return Reply(
+            oracle_failure.STATUS,
+            [],
+            error={"type": oracle_failure.ERROR_TYPE, "message": oracle_failure.message(request)},
+        )
     if script.effects is not None and script.mode == "solution":
         script = replace(script, mode="solution" if script.effects.applies(request) else "noop")
     return _next_step(script, request, done)

@@ -1,0 +1,130 @@
+"""The oracle on large files: the Read views that show a file over Claude Code's cap whole, the
+shell writes cut to what one argument holds, and the oracle's own failure (a refused call)
+answered as an API error naming the call, read back from a run's record."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from pytest_scylla.run.gateway import oracle, oracle_failure, oracle_read, oracle_shell
+
+
+def _request(tools: list[str]) -> dict[str, Any]:
+    return {"tools": [{"name": t} for t in tools], "messages": [{"role": "user", "content": "go"}]}
+
+
+def _answered(request: dict[str, Any], reply: oracle.Reply, error: str | None = None) -> None:
+    """The CLI's turn: every call of `reply` answered (refused with `error`, if given)."""
+    results = [
+        {"type": "tool_result", "tool_use_id": b["id"], "content": error or "ok"}
+        | ({"is_error": True} if error else {})
+        for b in reply.blocks
+    ]
+    request["messages"] += [
+        {"role": "assistant", "content": reply.blocks},
+        {"role": "user", "content": results},
+    ]
+
+
+def test_a_small_file_is_one_plain_read_a_large_one_pages_that_cover_it() -> None:
+    assert oracle_read.pages("x = 1\n" * 100) == ()
+    text = "".join(f"line {i} " + "y" * 80 + "\n" for i in range(5000))
+    views = oracle_read.pages(text)
+    assert views is not None
+    assert len(views) > 1
+    assert views[0][0] == 1
+    assert all(o + n == views[k + 1][0] for k, (o, n) in enumerate(views[:-1]))  # no gap
+    assert views[-1][0] + views[-1][1] - 1 == 5000
+    lines = text.splitlines(keepends=True)
+    for offset, limit in views:
+        page = "".join(lines[offset - 1 : offset - 1 + limit])
+        assert len(json.dumps(page).encode()) <= oracle_read.PAGE_BYTES
+        assert limit <= oracle_read.PAGE_LINES
+    assert oracle_read.pages("short\n" + "z" * 200_000 + "\n") is None  # no view shows it
+
+
+def test_claude_code_reads_a_large_file_in_pages_then_writes_it(tmp_path: Path) -> None:
+    solution, ws = tmp_path / "solution", tmp_path / "ws"
+    solution.mkdir()
+    ws.mkdir()
+    big = "".join(f"def f{i}():\n    return {i}\n\n" for i in range(6000))
+    (ws / "big.py").write_text(big)
+    (ws / "small.py").write_text("A = 0\n")
+    (solution / "big.py").write_text(big.replace("return 7\n", "return 8\n"))
+    (solution / "small.py").write_text("A = 1\n")
+    script = oracle.Script.for_case("solution", solution, ws)
+    request = _request(["Read", "Write", "Bash"])
+    reads = oracle.answer(script, request)
+    inputs = [b["input"] for b in reads.blocks]
+    assert {b["name"] for b in reads.blocks} == {"Read"}
+    assert inputs[-1] == {"file_path": str(ws / "small.py")}  # small: one plain Read
+    assert len(inputs) > 2
+    assert all("offset" in i for i in inputs[:-1])
+    _answered(request, reads)
+    writes = oracle.answer(script, request)
+    assert [b["name"] for b in writes.blocks] == ["Write", "Write"]
+    _answered(request, writes)
+    assert oracle.answer(script, request).blocks[0]["text"].startswith(oracle_failure.DONE)
+
+
+def test_a_file_no_view_can_show_is_written_with_the_shell(tmp_path: Path) -> None:
+    solution, ws = tmp_path / "solution", tmp_path / "ws"
+    solution.mkdir()
+    ws.mkdir()
+    (ws / "data.json").write_text('{"k": "' + "v" * 200_000 + '"}\n')
+    (solution / "data.json").write_text('{"k": "' + "w" * 200_000 + '"}\n')
+    script = oracle.Script.for_case("solution", solution, ws)
+    steps = oracle.plan(script, {"Read", "Write", "Bash"})
+    assert {name for turn in steps for name, _ in turn} == {"Bash"}
+
+
+def test_shell_writes_fit_one_argument_and_rebuild_the_file(tmp_path: Path) -> None:
+    """Each command under the argument limit; run in order, they write the exact text."""
+    text = "".join(f"x{i} = 'it''s \\\\ é {i}'\n" for i in range(20_000)) + "no newline at end"
+    target = tmp_path / "deep" / "out.py"
+    turns = oracle_shell.write_turns({"Bash"}, [(str(target), text)])
+    assert turns is not None
+    assert len(turns) > 1
+    for turn in turns:
+        ((name, args),) = turn
+        assert name == "Bash"
+        assert len(args["command"].encode()) < 131_072
+        subprocess.run(["bash", "-c", args["command"]], check=True)
+    assert target.read_text(encoding="utf-8") == text
+    assert oracle_shell.pieces("") == [""]
+    assert oracle_shell.write_turns(set(), [(str(target), text)]) is None
+    assert shlex.split(oracle_shell.command("/a b/c", "hi", True))[0] == "mkdir"
+
+
+def test_a_refused_call_ends_with_an_error_saying_the_oracle_failed(tmp_path: Path) -> None:
+    (tmp_path / "solution").mkdir()
+    (tmp_path / "solution" / "a.py").write_text("A = 1\n")
+    script = oracle.Script.for_case("solution", tmp_path / "solution", tmp_path)
+    request = _request(["Write"])
+    write = oracle.answer(script, request)
+    _answered(request, write, "<tool_use_error>File has not been read yet.</tool_use_error>")
+    reply = oracle.answer(script, request)
+    assert reply.status == oracle_failure.STATUS
+    assert reply.error is not None
+    said = reply.error["message"]
+    assert said.startswith(oracle_failure.MARK)
+    assert f"Write {tmp_path / 'a.py'}: <tool_use_error>File has not been read yet." in said
+    codex = {"input": [{"type": "function_call_output", "output": "exit 1: E2BIG"}]}
+    assert oracle_failure.message(codex).endswith("exit 1: E2BIG")
+
+
+def test_a_record_says_whether_the_oracle_applied_the_solution() -> None:
+    solved = {"oracle_script": {"mode": "solution"}, "final_message": "Done. I wrote a.py."}
+    assert oracle_failure.applied(solved) is True
+    reason = f"upstream failure: 1 call(s) failed (… {oracle_failure.MARK} (…): Write a.py: …)"
+    failed = solved | {"outcome": "infra_error", "reason": reason}
+    assert oracle_failure.applied(failed) is False
+    assert (oracle_failure.failure(failed) or "").startswith(oracle_failure.MARK)
+    assert oracle_failure.failure(solved) is None
+    assert oracle_failure.applied(solved | {"final_message": "No file-writing tool"}) is False
+    assert oracle_failure.applied({"oracle_script": {"mode": "noop"}}) is None
+    assert oracle_failure.applied({"oracle": None}) is None
