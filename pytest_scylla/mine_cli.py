@@ -149,6 +149,7 @@ def cases(args: argparse.Namespace) -> int:
     _validate(found, args.out)
     if found.written and not args.no_oracle_check:
         _oracle_check(found)
+        _untouched_check(found, args.repo, box, args.timeout)
     found.seconds = round(time.monotonic() - began, 1)
     echo("\n".join(mine.table(found)))
     return 0
@@ -215,7 +216,7 @@ def _validate(found: Any, out: Path) -> None:
 
 def _oracle_check(found: Any) -> None:
     """Each written case through an oracle session: kept only when its reference solution
-    passes every check and its untouched source fails one."""
+    passes every check and its untouched source fails one (its fail-to-pass check itself)."""
     from pytest_scylla.case_check import verdicts
     from pytest_scylla.operations import mine
 
@@ -231,3 +232,19 @@ def _oracle_check(found: Any) -> None:
             mine.drop(found, case, "the oracle check failed: " + verdict.split(": ", 1)[-1])
     if problem:
         echo(safe(problem), file=sys.stderr)
+
+
+def _untouched_check(found: Any, repo: Path, box: Any, timeout: int) -> None:
+    """Each case the oracle session kept: kept only when its untouched source fails each of
+    its fail-to-pass tests (`mine_untouched`)."""
+    from pytest_scylla.operations import mine, mine_untouched
+
+    if not found.written:
+        return
+    with mine_untouched.history(repo) as source:
+        for case, folder in list(found.written.items()):
+            if problem := mine_untouched.check(folder, source, box, timeout):
+                echo(safe(f"FAIL {case}: {problem}"))
+                mine.drop(found, case, "the oracle check failed: " + problem)
+            else:
+                echo(safe(f"noop {case}: its untouched source fails each fail-to-pass test"))

@@ -17,7 +17,7 @@ import yaml
 
 from pytest_scylla.case_check import _verdict
 from pytest_scylla.operations import mine_history as history
-from pytest_scylla.operations import mine_outcomes, mine_related, mine_write
+from pytest_scylla.operations import mine_outcomes, mine_related, mine_untouched, mine_write
 from pytest_scylla.operations import mine_verify as verify
 from pytest_scylla.operations.mine_git import Source
 from pytest_scylla.run.sandbox.base import Sandbox
@@ -243,3 +243,29 @@ def test_a_mined_case_whose_untouched_source_passes_its_fail_to_pass_check_is_re
         "c", {**rec, "source_checks": {"fail-to-pass": False, "hidden-tests": False}}, "T0-01"
     )
     assert said.startswith("ok   c:")
+
+
+def test_a_case_whose_untouched_source_passes_one_of_its_fail_to_pass_tests_is_refused(
+    lib: tuple[Source, dict[str, str]], tmp_path: Path
+) -> None:
+    """The written case, its untouched source laid out as a session would and its fail-to-pass
+    tests run alone, each read from the report: the subTest fix's test fails there (kept);
+    a case that also names the test skipped before the change is refused, naming it."""
+    source, shas = lib
+    found = history.read(source, shas["subtest"])
+    assert found is not None
+    halves, third = (f"tests/test_halve.py::TestHalve::{n}" for n in ("test_halves", "test_third"))
+    for name, f2p in (("good", (halves,)), ("bad", (halves, third))):
+        verdict = verify.Verdict(found, "", f2p, (), verify.PYTEST)
+        folder = mine_write.write(source, verdict, tmp_path / name)
+        private = tmp_path / f"{name}-private"
+        private.mkdir()
+        run = verify.sandboxed(Sandbox(), private, 60)
+        said = mine_untouched.problem(folder, source, run, private)
+        if name == "good":
+            assert said == ""
+        else:
+            assert said == (
+                "the untouched source does not fail 1 of its 2 fail-to-pass test(s) "
+                f"({third}: skipped): a noop agent would pass them"
+            )
