@@ -17,6 +17,7 @@ from typing import Any
 
 from pytest_scylla.collect import case_files
 from pytest_scylla.core.terminal import echo, safe
+from pytest_scylla.run.gateway import oracle_failure
 
 F2P = "fail-to-pass"  # the check of a mined case that the untouched source must fail
 
@@ -116,6 +117,9 @@ def _verdict(case_id: str, rec: dict[str, Any] | None, subtest: str) -> str:
         )
     checks = rec.get("checks") or []
     failed = [c for c in checks if not c.get("passed")]
+    oracle_failed = oracle_failure.failure(rec)  # the harness's scripted model, not the case
+    if oracle_failed is not None:
+        return f"FAIL {case_id}: {oracle_failed[:600]}"
     if rec.get("outcome") == "infra_error" or not checks:
         return f"FAIL {case_id}: the run did not reach its checks: {rec.get('reason', '')[:300]}"
     if failed:
