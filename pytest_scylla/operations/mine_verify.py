@@ -7,13 +7,14 @@ twice. Each test's outcome is read from a structured report (`mine_outcomes`), n
 printed text: a test fails when any of its reports did, a failing `subTest` included. The tests
 that fail before (both tries) and pass after (both tries) are its fail-to-pass tests, exactly
 those; the ones passing at both its pass-to-pass tests. A candidate is kept only when some test
-fails to pass, every test of its own test files passes at the commit, and both tries agree
-(else: flaky); a related file with a test failing at the commit adds nothing, and when the
-related files cannot run or make a run time out they are left out and the commit's own run
-alone. Tests that cannot run (a missing module, a collection error, no test collected) reject
-it with the line that says why. The workspaces are written from the commits' trees in a private
-temporary folder, every path and link in them checked first (`mine_tree`): the repository is
-only read, through its configuration-free mirror (`mine_git`)."""
+fails to pass, every test of its own test files passes at the commit, and both tries agree on
+them (else: flaky); a related file with a test failing at the commit, or whose tries disagree,
+adds nothing, and when the related files cannot run or make a run time out they are left out
+and the commit's own run alone. Tests that cannot run (a missing module, a collection error,
+no test collected) reject it with the line that says why. The workspaces are written from the
+commits' trees in a private temporary folder, every path and link in them checked first
+(`mine_tree`): the repository is only read, through its configuration-free mirror
+(`mine_git`)."""
 
 from __future__ import annotations
 
@@ -167,14 +168,19 @@ def judge(
         if problem := cannot_run(ran):
             return Verdict(commit, problem + " at the commit")
         now.append(ran.outcomes)
-    if was[0].outcomes != was[1].outcomes or now[0] != now[1]:
+    unstable = _differing(was[0].outcomes, was[1].outcomes, own + extra)
+    unstable |= _differing(now[0], now[1], own + extra)
+    if unstable - set(extra):
         return Verdict(commit, "flaky: a second try gave other results")
     at_commit, before = now[0], was[0].outcomes
     mine = {n for n in at_commit if _file_of(n, own)}
     if failing := sorted(n for n in mine if at_commit[n] == "failed"):
         return Verdict(commit, f"a test fails at the commit itself: {failing[0]}")
     kept = [
-        f for f in extra if all(at_commit[n] != "failed" for n in at_commit if _file_of(n, [f]))
+        f
+        for f in extra
+        if f not in unstable
+        and all(at_commit[n] != "failed" for n in at_commit if _file_of(n, [f]))
     ]
     counted = sorted(n for n in at_commit if at_commit[n] == "passed" and _file_of(n, own + kept))
     f2p = tuple(n for n in counted if failed_before(n, before))
@@ -191,6 +197,12 @@ def failed_before(node: str, before: dict[str, Outcome]) -> bool:
         return before[node] == "failed"
     file = node.split("::", 1)[0]
     return before.get(file) == "failed" or before.get("") == "failed"
+
+
+def _differing(one: dict[str, Outcome], two: dict[str, Outcome], files: list[str]) -> set[str]:
+    """The files (of `files`, "" for none) holding a test whose outcome differs between two
+    tries."""
+    return {_file_of(n, files) for n in set(one) | set(two) if one.get(n) != two.get(n)}
 
 
 def _file_of(node: str, files: list[str]) -> str:

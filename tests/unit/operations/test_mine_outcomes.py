@@ -269,3 +269,47 @@ def test_a_case_whose_untouched_source_passes_one_of_its_fail_to_pass_tests_is_r
                 "the untouched source does not fail 1 of its 2 fail-to-pass test(s) "
                 f"({third}: skipped): a noop agent would pass them"
             )
+
+
+def test_related_files_that_time_out_or_waver_are_left_out_and_the_commit_is_judged_on_its_own(
+    lib: tuple[Source, dict[str, str]], tmp_path: Path
+) -> None:
+    """On given outcomes: the related files making the run at the commit time out are left
+    out (the commit's own files run again alone, and kept); a related file whose tries
+    disagree adds nothing; the commit's own file wavering makes it flaky."""
+    source, shas = lib
+    found = history.read(source, shas["recipes"])
+    assert found is not None
+    last, first = "tests/test_last.py::test_last", "tests/test_recipes.py::test_first"
+    uses = "tests/test_uses.py::test_uses"
+    calls: list[list[str]] = []
+
+    def runs(mode: str) -> verify.Runner:
+        def run(files: list[str], tree: Path) -> verify.Ran:
+            calls.append(files)
+            before, tries = tree.name == "before", len(calls)
+            outcomes: dict[str, mine_outcomes.Outcome] = {last: "failed" if before else "passed"}
+            if len(files) > 1:
+                if mode == "timeout" and not before:
+                    return verify.Ran(None, "", {})
+                wavers = mode == "related" or (mode == "own" and not before)
+                outcomes[first] = "passed"
+                outcomes["tests/test_legacy.py::test_legacy"] = "failed"
+                outcomes[uses] = "failed" if wavers and tries % 2 else "passed"
+                if mode == "own" and not before and tries % 2:
+                    outcomes[last] = "failed"
+            return verify.Ran(int(before), "", outcomes)
+
+        return run
+
+    said = verify.verify(source, found, runs("timeout"), tmp_path / "a")
+    assert (said.reason, said.fail_to_pass, said.related) == ("", (last,), ())
+    assert [len(files) for files in calls] == [4, 4, 4, 1, 1, 1, 1]
+    said = verify.verify(source, found, runs("related"), tmp_path / "b")
+    assert (said.reason, said.related, said.pass_to_pass) == (
+        "",
+        ("tests/test_recipes.py",),
+        (first,),
+    )
+    said = verify.verify(source, found, runs("own"), tmp_path / "c")
+    assert said.reason == "flaky: a second try gave other results"
