@@ -153,7 +153,8 @@ def _keep(
     when the prompt misses what its hidden tests need (`mine_gaps`)."""
     commit, sha = verdict.commit, verdict.commit.sha
     folder = mine_write.write(source, verdict, out, options.issues)
-    tests = mine_gaps.summarize(mine_write.test_texts(source, verdict), verdict.fail_to_pass)
+    texts = mine_write.texts(source, verdict, commit.tests)
+    tests = mine_gaps.summarize(texts, verdict.fail_to_pass)
     answer = ""
     if options.rewriter is not None:
         said = mine_write.message(verdict, options.issues)
@@ -169,7 +170,8 @@ def _keep(
     )
     added = mine_history.changed_lines(source, commit, [c.path for c in commit.others])
     prompt = (folder / "prompt.md").read_text(encoding="utf-8")
-    gaps = mine_gaps.gaps(tests, "\n".join(a[1:] for a in added if a[:1] == "+"), prompt)
+    defined = "\n".join(mine_write.texts(source, verdict, commit.others).values())
+    gaps = mine_gaps.gaps(tests, "\n".join(a[1:] for a in added if a[:1] == "+"), prompt, defined)
     if gaps or answer:
         mine_write.flag(folder, gaps, answer)
         found.flagged.add(folder.name)

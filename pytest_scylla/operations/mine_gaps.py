@@ -8,10 +8,11 @@ assertions they make, the exceptions they expect and the literal values they com
 
 The flag is a simple, honest heuristic: an expected exception or literal value (a string, a
 float, or an integer of two digits or more) that the reference solution itself adds to the
-source (so the agent must produce exactly it) and that the prompt never states. Values that are
-only test data never appear in the solution's added lines, so they are not flagged. The summary
-(`describe`) is what `--prompt-from-model` is told of the tests: names, calls, kinds of check,
-values; never their source."""
+source (so the agent must produce exactly it) and that the prompt never states; and the
+functions the tests call that the changed source files define, when the prompt names none of
+them. Values that are only test data never appear in the solution's added lines, so they are
+not flagged. The summary (`describe`) is what `--prompt-from-model` is told of the tests:
+names, calls, kinds of check, values; never their source."""
 
 from __future__ import annotations
 
@@ -148,9 +149,16 @@ def _stated(value: str | int | float, prompt: str) -> bool:
     return bool(re.search(rf"(?<![\w.]){re.escape(str(value))}(?![\w])", prompt))
 
 
-def gaps(summary: Summary, added: str, prompt: str) -> list[str]:
-    """What the hidden tests need that the prompt never states (see the module's text)."""
+def gaps(summary: Summary, added: str, prompt: str, defined: str = "") -> list[str]:
+    """What the hidden tests need that the prompt never states (see the module's text); with
+    `defined` (the changed source files' text), also the functions and classes under test when
+    the prompt names none of them (`Fix #12`)."""
     said = []
+    tested = [
+        n for n in summary.calls if re.search(rf"^\s*(async\s+)?(def|class)\s+{n}\b", defined, re.M)
+    ]
+    if tested and not any(re.search(rf"\b{re.escape(n)}\b", prompt, re.I) for n in tested):
+        said.append(f"changes to {', '.join(n + '()' for n in tested[:4])}")
     for name in summary.raises:
         if re.search(rf"\b{re.escape(name)}\b", added) and not re.search(
             rf"\b{re.escape(name)}\b", prompt, re.I

@@ -21,7 +21,7 @@ import yaml
 from pytest_scylla.formats.spec import REMOTE
 from pytest_scylla.operations import mine_tree
 from pytest_scylla.operations.mine_git import Source, on_origin
-from pytest_scylla.operations.mine_history import show
+from pytest_scylla.operations.mine_history import Change, show
 from pytest_scylla.operations.mine_message import issues_named, subject, told
 from pytest_scylla.operations.mine_verify import Verdict, own_files
 
@@ -113,11 +113,11 @@ def flag(folder: Path, gaps: list[str], answer: str = "") -> None:
     (folder / "test.yaml").write_text(yaml.safe_dump(data, sort_keys=False, width=100), "utf-8")
 
 
-def test_texts(source: Source, verdict: Verdict) -> dict[str, str]:
-    """The commit's Python test files as text, by path (for `mine_gaps.summarize`)."""
+def texts(source: Source, verdict: Verdict, changes: list[Change]) -> dict[str, str]:
+    """The Python files of `changes` as text at the commit, by path (for `mine_gaps`)."""
     return {
         c.path: show(source, verdict.commit.sha, c.path).decode("utf-8", errors="replace")
-        for c in verdict.commit.tests
+        for c in changes
         if c.status != "D" and c.path.endswith(".py")
     }
 

@@ -35,6 +35,7 @@ GUARD = OPS.replace(
 TEST = (
     "from calc.ops import chunk\n\n\ndef test_chunk():\n    assert chunk('ab', 1) == ['a', 'b']\n"
 )
+SIZE = "from calc.ops import size\n\n\ndef test_size():\n    assert size(None) == 0\n"
 NEG = """
 
 class ChunkTests:
@@ -81,7 +82,7 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]
     shas["fix"] = commit(
         path,
         "Fix size of None",
-        {"calc/ops.py": release.replace("len(items)", "len(items or ())"), "tests/test_n.py": TEST},
+        {"calc/ops.py": release.replace("len(items)", "len(items or ())"), "tests/test_n.py": SIZE},
     )
     return path, shas
 
@@ -120,7 +121,7 @@ def test_a_merge_is_told_by_the_commits_it_brought_in_and_its_issue(
     data = write.document(source, verdict, tmp_path / "cases")
     assert data["name"] == "Raise for a negative n in chunk()"
     # the positive control: a plain commit's prompt is its message, as before
-    plain = _verdict(source, shas["fix"], ("tests/test_n.py::test_chunk",))
+    plain = _verdict(source, shas["fix"], ("tests/test_n.py::test_size",))
     assert plain.commit.merged == ()
     assert write.prompt(plain).startswith("Fix size of None\n\nMake this change")
     crlf = dataclasses.replace(plain.commit, body="Fixes #1.\r\n\r\nCo-authored-by: X <x@y.z>\r\n")
@@ -164,7 +165,7 @@ def test_a_prompt_missing_what_the_tests_need_is_flagged(
 ) -> None:
     _, shas = repo
     verdict = _verdict(source, shas["merge"], F2P)
-    summary = mine_gaps.summarize(write.test_texts(source, verdict), F2P)
+    summary = mine_gaps.summarize(write.texts(source, verdict, verdict.commit.tests), F2P)
     assert summary.tests == ["ChunkTests::test_negative_n"]
     assert summary.raises == ["ValueError"]
     assert "chunk" in summary.calls
@@ -174,6 +175,10 @@ def test_a_prompt_missing_what_the_tests_need_is_flagged(
     # the positive control: a prompt that states both is not flagged; test data never is
     said = "chunk() raises ValueError('n must be at least 0') for a negative n."
     assert mine_gaps.gaps(summary, added, said) == []
+    assert mine_gaps.gaps(summary, added, said, defined=GUARD) == []  # it names chunk
+    assert mine_gaps.gaps(summary, added, f"Fix #12. {said[8:]}", defined=GUARD) == [
+        "changes to chunk()"  # a message that names no function under test
+    ]
     described = mine_gaps.describe(summary)
     assert "ChunkTests::test_negative_n" in described
     assert "exceptions they expect: ValueError" in described
@@ -259,7 +264,7 @@ def test_a_mine_shows_progress_flags_and_says_what_it_recorded(
     path, shas = repo
 
     def given(source: Source, found: history.Commit, *args: Any) -> verify.Verdict:
-        f2p = F2P if found.sha == shas["merge"] else ("tests/test_n.py::test_chunk",)
+        f2p = F2P if found.sha == shas["merge"] else ("tests/test_n.py::test_size",)
         return verify.Verdict(found, "", f2p, (), verify.PYTEST, 1.0)
 
     monkeypatch.setattr(verify, "verify", given)
@@ -304,7 +309,9 @@ def test_the_prompt_writer_is_told_what_the_tests_check_and_says_what_is_open(
     monkeypatch.setattr(oracle_task, "task_call", recorded)
     _, shas = repo
     verdict = _verdict(source, shas["merge"], F2P)
-    summary = mine_gaps.describe(mine_gaps.summarize(write.test_texts(source, verdict), F2P))
+    summary = mine_gaps.describe(
+        mine_gaps.summarize(write.texts(source, verdict, verdict.commit.tests), F2P)
+    )
     rewriter = Rewriter("claude-haiku-4-5", simulated=True, budget=1.0)
     try:
         task, said = rewriter(
