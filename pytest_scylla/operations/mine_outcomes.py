@@ -35,13 +35,15 @@ def install(folder: Path) -> Path:
     return where
 
 
-def read(where: Path) -> dict[str, Outcome]:
-    """{node id: outcome} from the report in `where` (a collection error's node id is its
-    file's, or "" for the session's). A test fails when any of its reports failed (setup,
-    call, teardown, or one of its subtests: pytest 9 prints `PASSED` for a unittest test whose
-    `subTest` failed); an expected failure passes, an unexpected pass fails."""
+def read(root: Path, where: str) -> dict[str, Outcome]:
+    """{node id: outcome} from the report in the folder `where` under `root`, the folder the
+    sandbox may write in (reached from it following no link: a test that put a link in the
+    way is refused); a collection error's node id is its file's, or "" for the session's. A
+    test fails when any of its reports failed (setup, call, teardown, or one of its subtests:
+    pytest 9 prints `PASSED` for a unittest test whose `subTest` failed); an expected failure
+    passes, an unexpected pass fails."""
     try:
-        data = hostile.read(where, REPORT, LIMIT)
+        data = hostile.read(root, f"{where}/{REPORT}", LIMIT)
     except FileNotFoundError:
         raise ReportError("pytest wrote no report") from None
     except (hostile.HostileDataError, OSError) as exc:

@@ -109,10 +109,13 @@ def sandboxed(box: Sandbox, private: Path, timeout: int) -> Runner:
         result = run_check(
             check, workspace, env, wrap=lambda argv: box.wrap(argv, workspace, private)
         )
-        try:
-            outcomes, problem = mine_outcomes.read(plugin), ""
+        outcomes: dict[str, Outcome] = {}
+        try:  # reached from `private`, the folder bound writable: no link in the way followed
+            outcomes = mine_outcomes.read(private, plugin.relative_to(private).as_posix())
         except mine_outcomes.ReportError as exc:
-            outcomes, problem = {}, str(exc)
+            problem = str(exc)
+        else:
+            problem = ""
         return Ran(result.exit_code, result.stdout + "\n" + result.stderr, outcomes, problem)
 
     return run

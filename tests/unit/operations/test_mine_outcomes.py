@@ -211,24 +211,30 @@ LINES = (
 def test_the_report_is_read_as_untrusted_input(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A link (to a good report even) is not followed, a report over the limit or with a line
+    """A link (to a good report even, or for its folder) is not followed, a report over the
+    limit or with a line
     that is not a test's outcome is refused whole; the positive control reads the same lines
     from a regular file."""
     good = _report(tmp_path / "good", LINES)
-    assert mine_outcomes.read(good) == {"t.py::a": "failed", "t.py::b": "passed"}
+    assert mine_outcomes.read(tmp_path, "good") == {"t.py::a": "failed", "t.py::b": "passed"}
     linked = tmp_path / "linked"
     linked.mkdir()
     (linked / mine_outcomes.REPORT).symlink_to(good / mine_outcomes.REPORT)
     with pytest.raises(mine_outcomes.ReportError, match="not followed"):
-        mine_outcomes.read(linked)
+        mine_outcomes.read(tmp_path, "linked")
     monkeypatch.setattr(mine_outcomes, "LIMIT", len(LINES) - 1)
     with pytest.raises(mine_outcomes.ReportError, match="larger than"):
-        mine_outcomes.read(good)
+        mine_outcomes.read(tmp_path, "good")
     monkeypatch.undo()
+    _report(tmp_path / "forged", LINES.replace('"failed"', '"won"'))
     with pytest.raises(mine_outcomes.ReportError, match="line 2 is not a test's outcome"):
-        mine_outcomes.read(_report(tmp_path / "forged", LINES.replace('"failed"', '"won"')))
+        mine_outcomes.read(tmp_path, "forged")
     with pytest.raises(mine_outcomes.ReportError, match="no report"):
-        mine_outcomes.read(tmp_path)
+        mine_outcomes.read(tmp_path, ".")
+    # the folder itself replaced with a link (to the good report's): refused too
+    (tmp_path / "swapped").symlink_to(good)
+    with pytest.raises(mine_outcomes.ReportError, match="not followed"):
+        mine_outcomes.read(tmp_path, "swapped")
 
 
 def test_a_mined_case_whose_untouched_source_passes_its_fail_to_pass_check_is_refused() -> None:
