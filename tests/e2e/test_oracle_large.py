@@ -17,6 +17,7 @@ from pytest_scylla.case_check import _verdict
 from pytest_scylla.run.gateway import oracle_failure, oracle_read
 
 from ..conftest import FIXTURES
+from .test_other_clis import _needs
 
 BUNDLE = FIXTURES / "mining" / "more-itertools.bundle"
 COMMIT = "2fe1b2eeb9d75f994113fe3ac76d14b6bcd6fb10"
@@ -61,12 +62,13 @@ def _calls(run: Path) -> list[tuple[str, dict[str, object], object]]:
     return [(name, args, refused.get(i)) for i, (name, args) in uses.items()]
 
 
-def test_the_oracle_writes_a_file_over_the_clis_read_cap(
+def test_the_oracle_edits_a_file_over_the_clis_read_cap(
     mini: Path, pytester: pytest.Pytester, oracle: list[str], tmp_path: Path
 ) -> None:
-    """The large-file case passes under the oracle with Claude Code: more.py read in pages
-    (Read with offset/limit, each under the cap), then written whole; the record says the
-    oracle applied the solution."""
+    """The large-file case passes under the oracle with Claude Code: the lines around the
+    change read (a Read with offset/limit, under the cap), then one Edit whose old_string is
+    unique in the file (the fixed line alone is argmin's too); the diff is the one-line fix and
+    the record says the oracle applied the solution."""
     _big_case(mini, tmp_path / "more-itertools")
     args = ["cases", "-k", "big and T0-01", "-p", "no:xdist", *oracle]
     pytester.runpytest(*args, f"--scylla-out={mini / 'out'}").assert_outcomes(passed=1)
@@ -74,11 +76,16 @@ def test_the_oracle_writes_a_file_over_the_clis_read_cap(
     rec = json.loads((run / "run.json").read_text())
     assert rec["outcome"] == "pass"
     assert oracle_failure.applied(rec) is True
-    calls = _calls(run)
-    reads = [args for name, args, _ in calls if name == "Read"]
-    assert len(reads) >= 2
-    assert all("offset" in a and "limit" in a for a in reads)
-    assert [(n, r) for n, _, r in calls if n == "Write"] == [("Write", None)]
+    (read, view, refused), (edit, change, edit_refused) = _calls(run)
+    assert (read, refused, edit, edit_refused) == ("Read", None, "Edit", None)
+    assert set(view) == {"file_path", "offset", "limit"}
+    assert BROKEN in str(change["old_string"])
+    changed = [
+        line
+        for line in (run / "diff.patch").read_text().splitlines()
+        if line[:1] in "+-" and line[:3] not in ("+++", "---")
+    ]
+    assert changed == ["-" + BROKEN.rstrip("\n"), "+" + FIXED.rstrip("\n")]
 
 
 def test_a_call_the_cli_refuses_is_the_oracles_failure(
@@ -111,3 +118,26 @@ def test_a_call_the_cli_refuses_is_the_oracles_failure(
     verdict = _verdict("big", rec, "T0-01")
     assert verdict.startswith(f"FAIL big: {oracle_failure.MARK}"), verdict
     assert "the reference solution fails" not in verdict
+
+
+@pytest.mark.parametrize(
+    "agent",
+    [
+        "codex",
+        pytest.param("gemini-cli", marks=pytest.mark.slow),
+        pytest.param("opencode", marks=pytest.mark.slow),
+    ],
+)
+def test_the_other_clis_write_the_large_file(
+    agent: str, mini: Path, pytester: pytest.Pytester, oracle: list[str], tmp_path: Path
+) -> None:
+    """Codex and opencode write through their shell, in pieces one argument holds (the whole
+    172 kB file in one command failed with E2BIG, "Argument list too long"); Gemini CLI's
+    write_file takes it whole without a read. Each passes and the oracle applied the solution
+    (Codex ~6 s, Gemini CLI ~17 s, opencode ~30 s)."""
+    _needs(agent)
+    _big_case(mini, tmp_path / "more-itertools")
+    args = ["cases", "-k", "big and T0-01", "-p", "no:xdist", *oracle, f"--scylla-agent={agent}"]
+    pytester.runpytest(*args, f"--scylla-out={mini / 'out'}").assert_outcomes(passed=1)
+    rec = json.loads((mini / "out" / "runs" / "big-T0-01-r1" / "run.json").read_text())
+    assert oracle_failure.applied(rec) is True, rec["final_message"]

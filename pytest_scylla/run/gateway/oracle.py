@@ -35,6 +35,7 @@ from typing import Any
 
 from pytest_scylla.run.gateway import (
     attack,
+    oracle_edit,
     oracle_failure,
     oracle_judge,
     oracle_read,
@@ -70,6 +71,8 @@ class Script:
     # of those, the ones too large for one view of the CLI's Read: the pages that read each
     # whole, or None when it cannot be read in pages (`oracle_read`)
     views: tuple[tuple[str, tuple[tuple[int, int], ...] | None], ...] = ()
+    edits: tuple[tuple[str, oracle_edit.Edits], ...] = ()  # of those, the ones edited in place
+    too_large: str = ""  # why Claude Code's Read and Write cannot apply the files, if so
     delegates: tuple[str, ...] = ()  # sub-agents to hand the work down to, outermost first
     # the skills and MCP servers the subtest declares: invoked first when SCYLLA_ORACLE_USE
     # names their kind (`skills`, `mcp`), so utilisation can be shown where it is known
@@ -99,12 +102,16 @@ class Script:
                     text = "".join(lines[: len(lines) // 2])
                 files.append((path.relative_to(solution).as_posix(), text))
         existing = frozenset(rel for rel, _ in files if (workspace / rel).exists())
+        views = oracle_read.of_files(workspace, existing)
+        edits = oracle_edit.of_files(workspace, tuple(files), views)
         return cls(
             mode=mode,
             workspace=workspace,
             files=tuple(files),
             existing=existing,
-            views=oracle_read.of_files(workspace, existing),
+            views=views,
+            edits=edits,
+            too_large=oracle_edit.too_large(workspace, tuple(files), views, edits),
             delegates=delegates,
             skills=skills,
             mcp_servers=mcp_servers,
@@ -186,12 +193,12 @@ def plan(script: Script, tools: set[str]) -> list[list[tuple[str, dict[str, Any]
     if not script.files:
         return []
     paths = [(str(script.workspace / rel), text) for rel, text in script.files]
-    reads = oracle_read.read_calls(
-        script.workspace, script.existing, script.views, [rel for rel, _ in script.files]
+    edited = dict(script.edits) if "Edit" in tools else {}
+    claude = oracle_edit.turns(
+        script.workspace, script.files, script.existing, script.views, edited
     )
-    if "Write" in tools and reads is not None:  # Claude Code: every file it replaces read
-        writes = [("Write", {"file_path": p, "content": t}) for p, t in paths]
-        return [reads, writes] if reads else [writes]
+    if "Write" in tools and claude is not None:  # Claude Code: what it replaces read first
+        return claude
     if "write_file" in tools:  # Gemini CLI
         return [[("write_file", {"file_path": p, "content": t}) for p, t in paths]]
     if "write" in tools:  # opencode
@@ -223,6 +230,13 @@ def _patches(
         if rel in script.existing
     ]
     return ([[patch(gone)]] if gone else []) + [[patch(added)]]
+
+
+def _gave_up(message: str) -> Reply:
+    """The oracle's own failure, as an API error no CLI retries (`oracle_failure`)."""
+    return Reply(
+        oracle_failure.STATUS, [], error={"type": oracle_failure.ERROR_TYPE, "message": message}
+    )
 
 
 def _judge(script: Script, request: dict[str, Any]) -> Reply:
@@ -306,6 +320,8 @@ def _write_step(
     work = plan(script, offered)
     if script.mode == "noop":
         return _text("I read the task and decided to make no changes.")
+    if script.too_large and "Write" in offered:
+        return _gave_up(oracle_failure.cannot(script.too_large))
     steps = (
         oracle_tools.uses(script.skills, script.mcp_servers, request) if level == 0 else []
     ) + work
@@ -343,11 +359,7 @@ def answer(script: Script, request: dict[str, Any], attempt: int = 0) -> Reply:
     if injected == "crash":
         return _crash(request, done)
     if failed:  # a call of its own refused: the oracle failed, and says so (`oracle_failure`)
-        return Reply(
-            oracle_failure.STATUS,
-            [],
-            error={"type": oracle_failure.ERROR_TYPE, "message": oracle_failure.message(request)},
-        )
+        return _gave_up(oracle_failure.message(request))
     if script.effects is not None and script.mode == "solution":
         script = replace(script, mode="solution" if script.effects.applies(request) else "noop")
     return _next_step(script, request, done)

@@ -86,6 +86,11 @@ def message(request: dict[str, Any]) -> str:
     )
 
 
+def cannot(why: str) -> str:
+    """The error the oracle answers with when it cannot apply the solution at all."""
+    return f"{MARK} (scylla's scripted model, not the case's reference solution): {why}"
+
+
 def failure(record: dict[str, Any]) -> str | None:
     """The oracle's own failure in a run's record (its reason), or None."""
     reason = str(record.get("reason") or "")

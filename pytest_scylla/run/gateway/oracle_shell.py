@@ -10,6 +10,7 @@ the later ones append, in order.
 
 from __future__ import annotations
 
+import functools
 import shlex
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,8 @@ PIECE_BYTES = 50_000  # a piece's bytes quoted twice: half of what Codex was see
 WRITER = "import sys; open(sys.argv[1], sys.argv[2], encoding='utf-8').write(sys.argv[3])"
 
 
-def pieces(text: str) -> list[str]:
+@functools.lru_cache(maxsize=8)  # asked again on every request of the run (the oracle is
+def pieces(text: str) -> tuple[str, ...]:  # stateless)
     """`text` cut at line ends into pieces whose quoted form fits one argument (a line longer
     than that is cut inside)."""
     found: list[str] = []
@@ -35,7 +37,7 @@ def pieces(text: str) -> list[str]:
             current.append(part)
             used += size
     found.append("".join(current))
-    return found
+    return tuple(found)
 
 
 def _cut(line: str) -> list[str]:

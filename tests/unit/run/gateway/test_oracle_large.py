@@ -10,7 +10,13 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from pytest_scylla.run.gateway import oracle, oracle_failure, oracle_read, oracle_shell
+from pytest_scylla.run.gateway import (
+    oracle,
+    oracle_edit,
+    oracle_failure,
+    oracle_read,
+    oracle_shell,
+)
 
 
 def _request(tools: list[str]) -> dict[str, Any]:
@@ -47,28 +53,86 @@ def test_a_small_file_is_one_plain_read_a_large_one_pages_that_cover_it() -> Non
     assert oracle_read.pages("short\n" + "z" * 200_000 + "\n") is None  # no view shows it
 
 
-def test_claude_code_reads_a_large_file_in_pages_then_writes_it(tmp_path: Path) -> None:
+def _workspace(tmp_path: Path, files: dict[str, tuple[str, str]]) -> oracle.Script:
+    """A script for files {name: (in the workspace, in the solution)}."""
     solution, ws = tmp_path / "solution", tmp_path / "ws"
     solution.mkdir()
     ws.mkdir()
+    for name, (old, new) in files.items():
+        (ws / name).write_text(old)
+        (solution / name).write_text(new)
+    return oracle.Script.for_case("solution", solution, ws)
+
+
+def _run(script: oracle.Script, tools: list[str]) -> list[list[tuple[str, dict[str, Any]]]]:
+    """The oracle's turns, every call accepted, until its summary."""
+    request, turns = _request(tools), []
+    while True:
+        reply = oracle.answer(script, request)
+        if reply.stop_reason != "tool_use":
+            assert reply.blocks[0]["text"].startswith(oracle_failure.DONE)
+            return turns
+        turns.append([(b["name"], b["input"]) for b in reply.blocks])
+        _answered(request, reply)
+
+
+def test_edits_turn_a_file_into_the_solution_each_old_string_unique_in_turn() -> None:
+    old = "".join(f"def f{i}():\n    return 0\n\n" for i in range(3000))
+    lines = old.splitlines(keepends=True)
+    lines[4] = "    return 7\n"  # near the top: `return 0` alone occurs 3000 times
+    lines.insert(6000, "# added\n")
+    del lines[8000:8003]
+    new = "".join(lines) + "TAIL = 1\n"
+    edits = oracle_edit.plan(old, new)
+    assert edits is not None
+    assert len(edits.edits) == 4
+    text = old
+    for before, after in edits.edits:
+        assert text.count(before) == 1
+        assert len(before) < 1000
+        text = text.replace(before, after)
+    assert text == new
+    assert all(offset >= 1 for offset, _ in edits.views)
+    assert oracle_edit.plan(old, old.replace("\n", "\r\n")) is None
+    same = "x = 1\n" * 30_000  # a change in one of many identical blocks: no small edit
+    assert oracle_edit.plan(same, "x = 1\n" * 15_000 + "y = 2\n" + "x = 1\n" * 15_000) is None
+
+
+def test_claude_code_edits_a_large_file_around_its_changes(tmp_path: Path) -> None:
     big = "".join(f"def f{i}():\n    return {i}\n\n" for i in range(6000))
-    (ws / "big.py").write_text(big)
-    (ws / "small.py").write_text("A = 0\n")
-    (solution / "big.py").write_text(big.replace("return 7\n", "return 8\n"))
-    (solution / "small.py").write_text("A = 1\n")
-    script = oracle.Script.for_case("solution", solution, ws)
-    request = _request(["Read", "Write", "Bash"])
-    reads = oracle.answer(script, request)
-    inputs = [b["input"] for b in reads.blocks]
-    assert {b["name"] for b in reads.blocks} == {"Read"}
-    assert inputs[-1] == {"file_path": str(ws / "small.py")}  # small: one plain Read
-    assert len(inputs) > 2
-    assert all("offset" in i for i in inputs[:-1])
-    _answered(request, reads)
-    writes = oracle.answer(script, request)
-    assert [b["name"] for b in writes.blocks] == ["Write", "Write"]
-    _answered(request, writes)
-    assert oracle.answer(script, request).blocks[0]["text"].startswith(oracle_failure.DONE)
+    script = _workspace(
+        tmp_path,
+        {"big.py": (big, big.replace("return 7\n", "return 8\n")), "small.py": ("A\n", "B\n")},
+    )
+    reads, writes = _run(script, ["Read", "Write", "Edit", "Bash"])
+    ws = str(tmp_path / "ws")
+    assert reads == [
+        ("Read", {"file_path": f"{ws}/small.py"}),
+        ("Read", {"file_path": f"{ws}/big.py", "offset": 20, "limit": 2000}),
+    ]
+    assert [name for name, _ in writes] == ["Edit", "Write"]
+    assert writes[0][1]["old_string"] == (
+        "    return 6\n\ndef f7():\n    return 7\n\ndef f8():\n    return 8\n"
+    )
+
+
+def test_without_edits_a_large_file_is_read_in_pages_and_written(tmp_path: Path) -> None:
+    same = "x = 1\n" * 30_000
+    script = _workspace(tmp_path, {"a.py": (same, same.replace("x", "y", 1))})
+    reads, writes = _run(script, ["Read", "Write", "Edit"])
+    assert len(reads) > 2
+    assert all("offset" in args for _, args in reads)
+    assert [name for name, _ in writes] == ["Write"]
+
+
+def test_a_file_too_large_to_read_and_write_is_the_oracles_failure(tmp_path: Path) -> None:
+    same = "x = 1\n" * 80_000
+    script = _workspace(tmp_path, {"a.py": (same, same.replace("x", "y", 1))})
+    reply = oracle.answer(script, _request(["Read", "Write", "Edit"]))
+    assert reply.error is not None
+    assert reply.error["message"].startswith(oracle_failure.MARK)
+    assert "a.py would take 960 kB of the conversation" in reply.error["message"]
+    assert _run(script, ["Bash"])  # with the shell alone, it writes in pieces
 
 
 def test_a_file_no_view_can_show_is_written_with_the_shell(tmp_path: Path) -> None:
@@ -95,7 +159,7 @@ def test_shell_writes_fit_one_argument_and_rebuild_the_file(tmp_path: Path) -> N
         assert len(args["command"].encode()) < 131_072
         subprocess.run(["bash", "-c", args["command"]], check=True)
     assert target.read_text(encoding="utf-8") == text
-    assert oracle_shell.pieces("") == [""]
+    assert oracle_shell.pieces("") == ("",)
     assert oracle_shell.write_turns(set(), [(str(target), text)]) is None
     assert shlex.split(oracle_shell.command("/a b/c", "hi", True))[0] == "mkdir"
 
