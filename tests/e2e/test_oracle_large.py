@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pytest_scylla.case_check import _verdict
-from pytest_scylla.run.gateway import oracle_failure, oracle_read
+from pytest_scylla.run.gateway import oracle_failure, oracle_read, oracle_shell
 
 from ..conftest import FIXTURES
 from .test_other_clis import _needs
@@ -141,3 +141,29 @@ def test_the_other_clis_write_the_large_file(
     pytester.runpytest(*args, f"--scylla-out={mini / 'out'}").assert_outcomes(passed=1)
     rec = json.loads((mini / "out" / "runs" / "big-T0-01-r1" / "run.json").read_text())
     assert oracle_failure.applied(rec) is True, rec["final_message"]
+
+
+@pytest.mark.slow  # opencode starts slowly (~20 s)
+def test_a_shell_write_opencode_could_not_run_is_the_oracles_failure(
+    mini: Path,
+    pytester: pytest.Pytester,
+    oracle: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With pieces too large for one argument (the old whole-file command), opencode's shell
+    answers 'E2BIG: argument list too long' with no exit code; the writer's confirmation is
+    missing, and the run ends as the oracle's failure naming it (before: the oracle said it
+    wrote the file and the case's check failed)."""
+    _needs("opencode")
+    _big_case(mini, tmp_path / "more-itertools")
+    monkeypatch.setattr(oracle_shell, "PIECE_BYTES", 10_000_000)
+    oracle_shell.pieces.cache_clear()  # pieces cut before, by another test, are cached
+    args = ["cases", "-k", "big and T0-01", "-p", "no:xdist", *oracle, "--scylla-agent=opencode"]
+    pytester.runpytest(*args, f"--scylla-out={mini / 'out'}")
+    oracle_shell.pieces.cache_clear()
+    rec = json.loads((mini / "out" / "runs" / "big-T0-01-r1" / "run.json").read_text())
+    assert rec["outcome"] == "infra_error"
+    assert oracle_failure.MARK in rec["reason"]
+    assert "E2BIG" in rec["reason"]
+    assert oracle_failure.applied(rec) is False

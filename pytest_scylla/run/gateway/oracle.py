@@ -356,6 +356,7 @@ def answer(script: Script, request: dict[str, Any], attempt: int = 0) -> Reply:
     if injected == "stall":
         return Reply(200, [], stall=True)
     done, failed = turns.oracle_turns(request)
+    failed = failed or oracle_failure.unconfirmed(request)
     if injected == "crash":
         return _crash(request, done)
     if failed:  # a call of its own refused: the oracle failed, and says so (`oracle_failure`)

@@ -20,6 +20,7 @@ MARK = "the oracle failed"
 ERROR_TYPE = "invalid_request_error"  # an error no CLI retries: the run ends at once
 STATUS = 400
 DONE = "Done"  # how the oracle's summary starts, once all its calls were accepted
+WROTE = "scylla-oracle wrote"  # what the oracle's shell writer prints (`oracle_shell`)
 
 
 def _dicts(items: Any) -> list[dict[str, Any]]:
@@ -70,6 +71,23 @@ def _other(request: dict[str, Any]) -> list[str]:
         if isinstance(part.get("functionResponse"), dict):
             said.append(_text(part["functionResponse"].get("response")))
     return said
+
+
+def unconfirmed(request: dict[str, Any]) -> bool:
+    """Whether a shell write of the oracle's went unconfirmed. opencode's shell results (Chat
+    Completions) carry no exit code ('E2BIG: argument list too long' and a command's output
+    look alike), so there a write counts as done only when its output says so."""
+    messages = _dicts(request.get("messages"))
+    outputs = []
+    for message in reversed(messages):
+        if message.get("role") != "tool":
+            break
+        outputs.append(_text(message.get("content")))
+    if not outputs or len(messages) == len(outputs):
+        return False
+    calls = _dicts(messages[-1 - len(outputs)].get("tool_calls"))
+    writes = [c for c in calls if WROTE in str((c.get("function") or {}).get("arguments"))]
+    return len(writes) > sum(WROTE in output for output in outputs)
 
 
 def message(request: dict[str, Any]) -> str:

@@ -15,10 +15,14 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from pytest_scylla.run.gateway import oracle_tools
+from pytest_scylla.run.gateway import oracle_failure, oracle_tools
 
 PIECE_BYTES = 50_000  # a piece's bytes quoted twice: half of what Codex was seen to take
-WRITER = "import sys; open(sys.argv[1], sys.argv[2], encoding='utf-8').write(sys.argv[3])"
+WROTE = oracle_failure.WROTE  # what the writer prints once the piece is written
+WRITER = (
+    "import sys; open(sys.argv[1], sys.argv[2], encoding='utf-8').write(sys.argv[3]); "
+    f"print({WROTE!r}, sys.argv[1])"
+)
 
 
 @functools.lru_cache(maxsize=8)  # asked again on every request of the run (the oracle is

@@ -157,7 +157,8 @@ def test_shell_writes_fit_one_argument_and_rebuild_the_file(tmp_path: Path) -> N
         ((name, args),) = turn
         assert name == "Bash"
         assert len(args["command"].encode()) < 131_072
-        subprocess.run(["bash", "-c", args["command"]], check=True)
+        done = subprocess.run(["bash", "-c", args["command"]], check=True, capture_output=True)
+        assert done.stdout.decode() == f"{oracle_shell.WROTE} {target}\n"
     assert target.read_text(encoding="utf-8") == text
     assert oracle_shell.pieces("") == ("",)
     assert oracle_shell.write_turns(set(), [(str(target), text)]) is None
@@ -192,3 +193,18 @@ def test_a_record_says_whether_the_oracle_applied_the_solution() -> None:
     assert oracle_failure.applied(solved | {"final_message": "No file-writing tool"}) is False
     assert oracle_failure.applied({"oracle_script": {"mode": "noop"}}) is None
     assert oracle_failure.applied({"oracle": None}) is None
+
+
+def test_an_unconfirmed_shell_write_of_opencode_is_the_oracles_failure() -> None:
+    """opencode's shell results carry no exit code: the writer's own confirmation decides."""
+    write = oracle_shell.command("/w/a.py", "A = 1\n", True)
+    call = {"id": "c1", "function": {"name": "bash", "arguments": json.dumps({"command": write})}}
+    asked: dict[str, Any] = {"messages": [{"role": "assistant", "tool_calls": [call]}]}
+    refused = {"role": "tool", "tool_call_id": "c1", "content": "E2BIG: argument list too long"}
+    done = {"role": "tool", "tool_call_id": "c1", "content": f"{oracle_shell.WROTE} /w/a.py\n"}
+    assert oracle_failure.unconfirmed({"messages": [*asked["messages"], refused]})
+    assert not oracle_failure.unconfirmed({"messages": [*asked["messages"], done]})
+    other = {"id": "c1", "function": {"name": "bash", "arguments": '{"command": "ls"}'}}
+    plain = [{"role": "assistant", "tool_calls": [other]}, refused]
+    assert not oracle_failure.unconfirmed({"messages": plain})  # not a write of the oracle's
+    assert not oracle_failure.unconfirmed(_request(["Write"]))
