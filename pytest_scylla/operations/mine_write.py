@@ -26,6 +26,7 @@ from pytest_scylla.operations.mine_message import issues_named, subject, told
 from pytest_scylla.operations.mine_verify import Verdict, own_files
 
 DIFF_LINE = re.compile(r"^(diff --git|index [0-9a-f]|@@ |--- |\+\+\+ |[+-]\s)")
+TEST_NAME = re.compile(r"\btest_\w{3,}\b")
 FIX_WORDS = re.compile(r"\b(fix|fixes|fixed|bug|regression|crash|error|wrong|broken)\b", re.I)
 RUBRIC = "mined-change"
 
@@ -47,7 +48,8 @@ CLOSING = (
 
 
 def scrub(text: str, verdict: Verdict) -> str:
-    """`text` without diff lines or the names of the tests that must pass."""
+    """`text` without diff lines or the names of tests (those that must pass, and any other
+    `test_…` name: a merged commit's message often names the test it adds)."""
     names = {re.split(r"[\[:]", n.rsplit("::", 1)[-1])[0] for n in verdict.fail_to_pass}
     names |= {PurePosixPath(c.path).stem for c in verdict.commit.tests}
     lines = []
@@ -57,7 +59,7 @@ def scrub(text: str, verdict: Verdict) -> str:
         for name in sorted(names, key=len, reverse=True):
             if len(name) > 4:
                 line = re.sub(rf"\b{re.escape(name)}\b", "the tests", line)
-        lines.append(line.rstrip())
+        lines.append(TEST_NAME.sub("a test", line).rstrip())
     return "\n".join(lines).strip()
 
 

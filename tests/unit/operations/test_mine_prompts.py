@@ -124,6 +124,9 @@ def test_a_merge_is_told_by_the_commits_it_brought_in_and_its_issue(
     plain = _verdict(source, shas["fix"], ("tests/test_n.py::test_size",))
     assert plain.commit.merged == ()
     assert write.prompt(plain).startswith("Fix size of None\n\nMake this change")
+    named = dataclasses.replace(plain.commit, body="Fix formatting for test_iterator_negative")
+    text = write.prompt(dataclasses.replace(plain, commit=named))
+    assert "Fix formatting for a test\n" in text  # a test name that is no fail-to-pass test
     crlf = dataclasses.replace(plain.commit, body="Fixes #1.\r\n\r\nCo-authored-by: X <x@y.z>\r\n")
     text = write.prompt(dataclasses.replace(plain, commit=crlf))
     assert text.startswith("Fix size of None\n\nFixes #1.\n\nMake this change")  # six's trailers
