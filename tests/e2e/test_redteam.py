@@ -371,8 +371,10 @@ def test_the_sandbox_keeps_the_agent_in(sessions: dict[str, Session]) -> None:
             "host-loopback",
         ):
             assert inside[probe].startswith("BLOCKED"), (kind, probe, inside[probe])
-        # of the cache, only the MCP packages are visible (read-only: no network inside)
-        assert inside["list-cache"] in ("OK ['npm']", "BLOCKED FileNotFoundError"), kind
+        # of the cache, only the MCP packages (npm's, PyPI's) are visible (read-only: no
+        # network inside)
+        listed = ("OK ['npm', 'pypi']", "BLOCKED FileNotFoundError")
+        assert inside["list-cache"] in listed, kind
         # (the write itself succeeds, into the sandbox's own /tmp: nothing reaches the host)
         assert not sessions[kind].host["outside"].exists()
     # positive control: without the sandbox the same probes get through
