@@ -4,7 +4,13 @@ wall time, each verified case put through its oracle check.
     python bench/mining.py [--max 250] [--project cachetools] [--keep DIR]
 
 The histories are the pinned bundles of `tests/fixtures/mining` (no network): each is cloned
-into a temporary folder and mined there with the command a user runs, in bwrap."""
+into a temporary folder and mined there with the command a user runs, in bwrap. Per project it
+prints the miner's own table (candidates, kept, rejected by reason), then two measures of the
+kept cases: the share whose fail-to-pass list is exactly the tests whose outcome changed
+between parent and fix (found apart from the miner: `mining_truth`, pytest's JUnit XML; goal
+100 %), and the share passing their oracle check among those whose solution changes a file
+over Claude Code's 25,000-token Read cap (about 100,000 bytes; goal 100 %); then a noop
+session over every kept case (each must fail)."""
 
 from __future__ import annotations
 
@@ -22,7 +28,12 @@ BUNDLES = ROOT / "tests" / "fixtures" / "mining"
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--max", type=int, default=250, help="first-parent commits per project")
-    parser.add_argument("--project", action="append", help="cachetools, toolz (default: both)")
+    parser.add_argument(
+        "--project", action="append", help="cachetools, more-itertools, six, toolz (default: all)"
+    )
+    parser.add_argument(
+        "--range", default=None, help="a revision range to mine instead of --max (A..B)"
+    )
     parser.add_argument("--keep", type=Path, help="write the mined cases here, one folder each")
     args = parser.parse_args()
     for name in args.project or sorted(p.stem for p in BUNDLES.glob("*.bundle")):
@@ -41,8 +52,7 @@ def main() -> None:
                     "cases",
                     "mine",
                     str(repo),
-                    "--max",
-                    str(args.max),
+                    *([args.range] if args.range else ["--max", str(args.max)]),
                     "--out",
                     str(out),
                 ],
@@ -60,7 +70,35 @@ def main() -> None:
             if done.returncode:
                 print(done.stderr[-2000:])
             if out.is_dir() and any(out.iterdir()):
+                measures(repo, out, done.stdout)
                 noop(out)
+
+
+BIG = 100_000  # bytes: about 25,000 tokens, the most Claude Code's Read shows at once
+
+
+def measures(repo: Path, out: Path, said: str) -> None:
+    """The exactness of each kept case's fail-to-pass list, and the oracle on big files."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from mining_truth import changed
+
+    from pytest_scylla.mine_cli import _sandbox
+
+    box = _sandbox("bwrap")
+    exact, big, big_ok = [], 0, 0
+    for case in sorted(p for p in out.iterdir() if (p / "test.yaml").is_file()):
+        f2p, flipped = changed(repo, case, box)
+        exact.append(f2p == flipped)
+        if f2p != flipped:
+            print(f"  {case.name}: fail-to-pass {f2p} but the outcome changed for {flipped}")
+        solution = case / "solution"
+        sizes = [p.stat().st_size for p in solution.rglob("*") if p.is_file()]
+        if any(size > BIG for size in sizes):
+            big += 1
+            big_ok += f"ok   {case.name}" in said
+    share = f"{sum(exact)}/{len(exact)} ({100 * sum(exact) / max(len(exact), 1):.0f} %)"
+    print(f"fail-to-pass exactly the tests whose outcome changed: {share}")
+    print(f"oracle check passed where the solution changes a file over {BIG} bytes: {big_ok}/{big}")
 
 
 def noop(out: Path) -> None:
