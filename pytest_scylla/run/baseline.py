@@ -252,7 +252,7 @@ def expectation(
     blocks = [tiers.resource_path("claude_md", b).read_text("utf-8") for b in declared["claude_md"]]
     return ablation.Expected(
         kept_files=frozenset(kept),
-        output_style=_output_style(sub),
+        output_style=_output_style(sub, ov.instructions_file),
         required_files=frozenset(_loaded_first(sub, ws, ov.instructions_file, blocks)),
         watched_files=frozenset(files - kept - {str(ws / ov.instructions_file)}),
         watched_skills=frozenset(skills),
@@ -292,9 +292,11 @@ def expectation(
     )
 
 
-def _output_style(sub: Subtest) -> str | None:
+def _output_style(sub: Subtest, home: str) -> str | None:
     """The output style the subtest's settings name (Claude Code's `outputStyle`; `default`
-    is none)."""
+    is none; another CLI, whose instructions file is its own, has none)."""
+    if home not in ("CLAUDE.md", sub.claude_md_file):
+        return None
     style = sub.settings.get("outputStyle")
     return style if isinstance(style, str) and style.lower() != "default" else None
 
