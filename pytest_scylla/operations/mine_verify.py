@@ -7,14 +7,16 @@ twice. Each test's outcome is read from a structured report (`mine_outcomes`), n
 printed text: a test fails when any of its reports did, a failing `subTest` included. The tests
 that fail before (both tries) and pass after (both tries) are its fail-to-pass tests, exactly
 those; the ones passing at both its pass-to-pass tests. A candidate is kept only when some test
-fails to pass, every test of its own test files passes at the commit, and both tries agree on
-them (else: flaky); a related file with a test failing at the commit, or whose tries disagree,
-adds nothing, and when the related files cannot run or make a run time out they are left out
-and the commit's own run alone. Tests that cannot run (a missing module, a collection error,
-no test collected) reject it with the line that says why. The workspaces are written from the
-commits' trees in a private temporary folder, every path and link in them checked first
-(`mine_tree`): the repository is only read, through its configuration-free mirror
-(`mine_git`)."""
+fails to pass, every test of its own test files passes at the commit (but for a test failing at
+both commits, both tries: something this environment lacks, such as an optional module; it is
+listed in `broken`, counted in neither list and deselected by the checks), and both tries agree
+on them (else: flaky, naming the first test that differed); a related file with a test failing
+at the commit, or whose tries disagree, adds nothing, and when the related files cannot run or
+make a run time out they are left out and the commit's own run alone. Tests that cannot run (a
+missing module, a collection error, no test collected) reject it with the line that says why.
+The workspaces are written from the commits' trees in a private temporary folder, every path
+and link in them checked first (`mine_tree`): the repository is only read, through its
+configuration-free mirror (`mine_git`)."""
 
 from __future__ import annotations
 
@@ -48,6 +50,7 @@ class Verdict:
     command: str = ""  # the pytest command the checks run (with its PYTHONPATH)
     seconds: float = 0.0
     related: tuple[str, ...] = field(default=())  # test files beyond the commit's own, run too
+    broken: tuple[str, ...] = ()  # tests of its files failing before and at the commit: left out
 
     @property
     def kept(self) -> bool:
@@ -171,13 +174,16 @@ def judge(
         if problem := cannot_run(ran):
             return Verdict(commit, problem + " at the commit")
         now.append(ran.outcomes)
-    unstable = _differing(was[0].outcomes, was[1].outcomes, own + extra)
-    unstable |= _differing(now[0], now[1], own + extra)
-    if unstable - set(extra):
-        return Verdict(commit, "flaky: a second try gave other results")
+    wavering = _wavering(was[0].outcomes, was[1].outcomes) + _wavering(now[0], now[1])
+    unstable = {_file_of(n, own + extra) for n, _ in wavering}
+    if ours := [(n, said) for n, said in wavering if _file_of(n, own + extra) not in extra]:
+        node, said = ours[0]
+        return Verdict(commit, f"flaky: a second try gave other results ({node}: {said})")
     at_commit, before = now[0], was[0].outcomes
     mine = {n for n in at_commit if _file_of(n, own)}
-    if failing := sorted(n for n in mine if at_commit[n] == "failed"):
+    failing = sorted(n for n in mine if at_commit[n] == "failed")
+    broken = tuple(n for n in failing if "::" in n and before.get(n) == "failed")
+    if failing := [n for n in failing if n not in broken]:
         return Verdict(commit, f"a test fails at the commit itself: {failing[0]}")
     kept = [
         f
@@ -190,7 +196,10 @@ def judge(
     p2p = tuple(n for n in counted if before.get(n) == "passed")
     if not f2p:
         return Verdict(commit, "no test fails before the change (nothing to fix)")
-    return Verdict(commit, "", f2p, p2p, pytest_command(after), related=tuple(kept))
+    if len(broken) > len(counted):
+        return Verdict(commit, f"most of its tests fail at both commits here: {broken[0]}, …")
+    command = pytest_command(after)
+    return Verdict(commit, "", f2p, p2p, command, related=tuple(kept), broken=broken)
 
 
 def failed_before(node: str, before: dict[str, Outcome]) -> bool:
@@ -202,10 +211,14 @@ def failed_before(node: str, before: dict[str, Outcome]) -> bool:
     return before.get(file) == "failed" or before.get("") == "failed"
 
 
-def _differing(one: dict[str, Outcome], two: dict[str, Outcome], files: list[str]) -> set[str]:
-    """The files (of `files`, "" for none) holding a test whose outcome differs between two
-    tries."""
-    return {_file_of(n, files) for n in set(one) | set(two) if one.get(n) != two.get(n)}
+def _wavering(one: dict[str, Outcome], two: dict[str, Outcome]) -> list[tuple[str, str]]:
+    """Each test whose outcome differs between two tries, with both outcomes
+    ("failed then passed"; "absent" where a try has none), sorted by node id."""
+    return [
+        (n, f"{one.get(n, 'absent')} then {two.get(n, 'absent')}")
+        for n in sorted(set(one) | set(two))
+        if one.get(n) != two.get(n)
+    ]
 
 
 def _file_of(node: str, files: list[str]) -> str:

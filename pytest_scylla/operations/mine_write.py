@@ -158,6 +158,13 @@ def document(source: Source, verdict: Verdict, out: Path) -> dict[str, Any]:
     files = [*own_files(commit), *verdict.related]  # and those testing the modules it changes
     lines = sum(c.lines for c in commit.others)
     f2p = " ".join(shlex.quote(n) for n in verdict.fail_to_pass)
+    deselect = "".join(f" --deselect {shlex.quote(n)}" for n in verdict.broken)
+    broken = (
+        f" {len(verdict.broken)} test(s) failing at both the parent and the commit where it was "
+        f"mined (e.g. {verdict.broken[0]}) are deselected."
+        if verdict.broken
+        else ""
+    )
     return {
         "id": ident,
         "name": subject(commit)[:80] or ident,
@@ -165,7 +172,7 @@ def document(source: Source, verdict: Verdict, out: Path) -> dict[str, Any]:
             f"Mined from commit {commit.sha} of {repo.name} by `scylla cases mine`. The prompt is "
             "the commit message (no model rewrote it). Fail-to-pass tests: "
             f"{len(verdict.fail_to_pass)}; pass-to-pass: {len(verdict.pass_to_pass)}; "
-            f"{lines} lines of source changed."
+            f"{lines} lines of source changed.{broken}"
         ),
         "category": "bug-fixing" if FIX_WORDS.search(subject(commit)) else "new-feature",
         "tags": _tags(verdict),
@@ -187,7 +194,7 @@ def document(source: Source, verdict: Verdict, out: Path) -> dict[str, Any]:
                 "name": "hidden-tests",
                 "description": "Every test of the commit's test files, and of those testing "
                 "the modules it changes, passes (pass-to-pass too).",
-                "run": f"{verdict.command} {' '.join(shlex.quote(f) for f in files)}",
+                "run": f"{verdict.command}{deselect} {' '.join(shlex.quote(f) for f in files)}",
                 "timeout_seconds": 300,
             },
         ],

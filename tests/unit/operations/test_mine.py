@@ -135,10 +135,36 @@ def test_a_verdict_rests_on_both_tries_before_and_after(
     assert found.fail_to_pass == (SUB,)
     assert found.pass_to_pass == (ADD,)
     assert verify.verify(source, fix, runs(RUN, fixed, fixed, fixed), tmp_path / "b").reason == (
-        "flaky: a second try gave other results"
+        f"flaky: a second try gave other results ({SUB}: failed then passed)"
     )
-    assert verify.verify(source, fix, runs(RUN, RUN, RUN, RUN), tmp_path / "c").reason == (
+    assert verify.verify(source, fix, runs(fixed, fixed, RUN, RUN), tmp_path / "c").reason == (
         f"a test fails at the commit itself: {SUB}"
+    )
+    # A test failing at both commits (a module this environment lacks) is left out, not a
+    # rejection, and the checks deselect it; one failing only at the commit still rejects.
+    lacks = "tests/test_ops.py::test_needs_dbm"
+    broken_before = verify.Ran(1, "", {**RUN.outcomes, lacks: "failed"})
+    broken_after = verify.Ran(1, "", {**fixed.outcomes, lacks: "failed"})
+    kept = verify.verify(
+        source, fix, runs(broken_before, broken_before, broken_after, broken_after), tmp_path / "f"
+    )
+    assert (kept.reason, kept.fail_to_pass, kept.pass_to_pass, kept.broken) == (
+        "",
+        (SUB,),
+        (ADD,),
+        (lacks,),
+    )
+    hidden = write.document(source, kept, tmp_path / "cases")["checks"][1]["run"]
+    assert f" --deselect {lacks} tests/test_ops.py" in hidden
+    assert (
+        write.document(source, found, tmp_path / "cases")["checks"][1]["run"].count("--deselect")
+        == 0
+    )  # the control: nothing deselected where nothing failed at both
+    assert (
+        verify.verify(
+            source, fix, runs(RUN, RUN, broken_after, broken_after), tmp_path / "g"
+        ).reason
+        == f"a test fails at the commit itself: {lacks}"
     )
     assert verify.verify(source, fix, runs(fixed, fixed, fixed, fixed), tmp_path / "d").reason == (
         "no test fails before the change (nothing to fix)"
