@@ -9,6 +9,7 @@ Runs no real model and spends nothing."""
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -44,13 +45,7 @@ def verdicts(files: list[Path], pytest_args: list[str]) -> tuple[dict[str, str],
                 sys.executable,
                 "-m",
                 "pytest",
-                *map(str, files),
-                "-p",
-                "no:cacheprovider",
-                "-q",
-                "--scylla-oracle=solution",
-                f"--scylla-subtests={subtest}",
-                "--scylla-runs=1",
+                *_session_args(files, subtest),
                 f"--scylla-out={out}",
                 "--scylla-report=none",
                 *pytest_args,
@@ -65,11 +60,30 @@ def verdicts(files: list[Path], pytest_args: list[str]) -> tuple[dict[str, str],
     said = {}
     for file in files:
         case_id = _case_id(file)
-        said[case_id] = _verdict(case_id, records.get(case_id), subtest)
+        again = shlex.join(["pytest", *_session_args([file], subtest)])
+        said[case_id] = _verdict(case_id, records.get(case_id), again)
     problem = ""
     if not records and done.returncode not in (0, 1):  # the session itself could not start
         problem = done.stdout[-2000:] + done.stderr[-2000:]
     return said, problem
+
+
+def _session_args(files: list[Path], subtest: str) -> list[str]:
+    """The oracle session's arguments for these case files: their folders' parents are its case
+    roots wherever they are (`cases/` or not), so that the files are collected as cases and
+    nothing else beside them (a mined case's hidden tests import the project) is collected."""
+    roots = sorted({str(f.resolve().parent.parent) for f in files})
+    return [
+        *map(str, files),
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "-o",
+        "scylla_cases=" + "\n".join(roots),
+        "--scylla-oracle=solution",
+        f"--scylla-subtests={subtest}",
+        "--scylla-runs=1",
+    ]
 
 
 def _files(given: list[Path]) -> list[Path] | None:
@@ -108,12 +122,12 @@ def _case_id(file: Path) -> str:
     return str(data.get("id", file.parent.name)) if isinstance(data, dict) else file.parent.name
 
 
-def _verdict(case_id: str, rec: dict[str, Any] | None, subtest: str) -> str:
+def _verdict(case_id: str, rec: dict[str, Any] | None, again: str) -> str:
+    """`again`: the command that runs this case's oracle session alone, to see why."""
     if rec is None:
         return (
             f"FAIL {case_id}: no run was made (the case did not collect or the session "
-            f"stopped; run `pytest <its folder> --scylla-oracle --scylla-subtests={subtest}` "
-            "to see why)"
+            f"stopped; run `{again}` to see why)"
         )
     checks = rec.get("checks") or []
     failed = [c for c in checks if not c.get("passed")]

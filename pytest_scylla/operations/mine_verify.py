@@ -132,6 +132,8 @@ def cannot_run(ran: Ran) -> str:
     if ran.code in (2, 3, 4, 5) or broken or not ran.outcomes:
         lines = ran.output.splitlines()
         why = next((m.group(1) or m.group(3) for m in map(WHY.match, lines) if m), "")
+        if not why and not ran.outcomes:  # pytest stopped before any test: its last word
+            why = next((line for line in reversed(lines) if line.strip()), "")
         what = {5: "no test collected", 4: "pytest usage error", 3: "pytest internal error"}
         said = what.get(ran.code, "a collection error" if broken or ran.code == 2 else "")
         said = said or (f"no result: {ran.problem}" if ran.problem else "no result")

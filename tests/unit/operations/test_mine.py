@@ -176,6 +176,19 @@ def test_a_verdict_rests_on_both_tries_before_and_after(
         "tests cannot run (a collection error: ModuleNotFoundError: No module named 'x') "
         "at the commit"
     )
+    # pytest stopping before any test (no report): its last line says why
+    stopped = verify.Ran(
+        1,
+        "Traceback (most recent call last):\n  ...\nFailed: [pytest] section in setup.cfg files "
+        "is no longer supported, change to [tool:pytest] instead.\n",
+        {},
+        "pytest wrote no report",
+    )
+    said = verify.verify(source, fix, runs(RUN, RUN, stopped), tmp_path / "h").reason
+    assert said == (
+        "tests cannot run (no result: pytest wrote no report: Failed: [pytest] section in "
+        "setup.cfg files is no longer supported, change to [tool:pytest] instead.) at the commit"
+    )
     assert git(path, "status", "--porcelain") == ""
 
 
