@@ -1,16 +1,19 @@
 """What each component of an ablated configuration is worth (`scylla ablate report`): its effect
-on pass rate, score, cost, tokens and duration, with intervals, its change of Cost-of-Pass, and
-a verdict in words.
+on pass rate, score, cost, tokens and duration, with intervals, its change of Cost-of-Pass with
+its interval (`cop_delta`), and a verdict in words.
 
-Leave-one-out designs compare the `full` arm with the arm without the factor: the difference of
-pass rates with Newcombe's interval and Fisher's exact test, the other measures by Welch's
-interval. Plackett-Burman designs estimate every factor's main effect at once: a logistic
-regression of pass on the factors (its average marginal effect, in pass-rate points), a linear
-one for the measures. p-values are Holm-adjusted over the factors tested. A factor without a
-detectable effect is told the runs per arm that would detect the observed difference (80 %
-power, two-sided 5 % shared among the factors). Where the runs support no estimate (every run
-passed, one run on a side, separation, too few runs or arms for the regression) a factor has
-none, and its verdict says why (`effect_limits`); the tables are `component_tables`'."""
+The effect on pass is a contrast of arm means within each case, averaged over the cases
+(`contrasts`): leave-one-out designs compare the full arm with the arm without the factor,
+Plackett-Burman designs take each factor's least-squares main effect over the arms run (the mean
+with the factor minus the mean without it when every arm ran). Its test permutes each case's
+outcomes among the contrast's arms; Bonferroni over the factors tested gives both the verdict
+and the interval (the interval excludes 0 exactly when the verdict is helps or hurts). A factor
+the arms run cannot tell from others is reported with the factors it is aliased with, and no
+verdict. A factor without a detectable effect is told the runs per arm at which the same test
+would detect the observed difference (80 % power). The other measures: Welch's interval
+(leave-one-out), a linear model with robust errors (Plackett-Burman). Where the runs support no
+estimate (every run passed, one run on a side, too few runs for the design) a factor has none,
+and its verdict says why (`effect_limits`); the tables are `component_tables`'."""
 
 from __future__ import annotations
 
@@ -23,11 +26,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy
+
+from pytest_scylla.results import contrasts, cop_delta
 from pytest_scylla.results import effect_limits as limits
 from pytest_scylla.results.metrics import COUNTED
 
 ALPHA = 0.05
 MEASURES = ("score", "cost_usd", "total_tokens", "duration_seconds")
+Row = Mapping[str, Any]
 
 
 @dataclass(frozen=True)
@@ -53,7 +60,10 @@ class Effect:
     high: float | None
     p_value: float | None
     deltas: dict[str, float] = field(default_factory=dict)  # MEASURES: with minus without
-    delta_cop: float | None = None
+    delta_cop: float | None = None  # None: a side without a pass (the note says which)
+    delta_cop_low: float | None = None  # None: that end of the interval is open
+    delta_cop_high: float | None = None
+    by_case: dict[str, float] = field(default_factory=dict)  # case -> the effect in it
     p_adjusted: float | None = None
     verdict: str = ""
     needed_n: int | None = None
@@ -137,22 +147,23 @@ def _number(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def _cop(rows: Sequence[Mapping[str, Any]]) -> float:
-    costs = [c for r in rows if (c := _number(r.get("cost_usd"))) is not None]
-    passed = sum(r["outcome"] == "pass" for r in rows)
-    return (statistics.fmean(costs) / (passed / len(rows))) if passed and costs else math.inf
+def _arm(row: Row) -> str:
+    return str(row["subtest"])[:2]
 
 
-def effects(runs: Sequence[Mapping[str, Any]], design: Design) -> list[Effect]:
+def _case(row: Row) -> str:
+    return str(row.get("case_id") or row.get("case") or "?")
+
+
+def effects(runs: Sequence[Row], design: Design, needed: bool = True) -> list[Effect]:
     """Every factor's effect, from the experiment's run rows (`runs.csv`); a factor whose
     effect the runs cannot support has none, its verdict saying why (`effect_limits`). No
-    factor at all when no arm has a counted run."""
+    factor at all when no arm has a counted run. `needed=False` leaves out the runs per arm
+    that would detect an effect (a simulation's shortcut)."""
     rows = [
         r
         for r in runs  # the plan's tier only: an experiment may hold other tiers' runs too
-        if r["outcome"] in COUNTED
-        and r.get("tier") == "T0"
-        and str(r["subtest"])[:2] in design.arms
+        if r["outcome"] in COUNTED and r.get("tier") == "T0" and _arm(r) in design.arms
     ]
     conditions = sorted({f"{r.get('agent') or '?'}/{r.get('agent_model') or '?'}" for r in rows})
     if len(conditions) > 1:  # one component's worth differs by CLI and model: never pooled
@@ -162,86 +173,255 @@ def effects(runs: Sequence[Mapping[str, Any]], design: Design) -> list[Effect]:
         )
     if not rows:
         return []
-    found = (
-        _leave_one_out(rows, design)
-        if design.kind == "leave-one-out"
-        else _regression(rows, design)
-    )
-    _adjust(found)
-    return found
-
-
-def _adjust(found: Sequence[Effect]) -> None:
-    """Holm over the factors tested: those with counted runs on both sides (one whose runs
-    support no estimate stands in the family as p = 1; one with a side never run, as when only
-    some arms were run, was not tested and is not in it), then each factor's verdict."""
-    from statsmodels.stats.multitest import multipletests
-
-    family = [e for e in found if e.n_with and e.n_without]
-    if family:
-        given = [1.0 if e.p_value is None else e.p_value for e in family]
-        for effect, p in zip(family, multipletests(given, method="holm")[1], strict=True):
-            if effect.p_value is not None:
-                effect.p_adjusted = float(p)
+    runs_of = _runs_of(rows)
+    found = [_sides(f, runs_of, design) for f in design.factors]
+    weights = _weights(runs_of, design)
     for effect in found:
-        _verdict(effect, ALPHA / max(1, len(family)))
-
-
-def _kept(row: Mapping[str, Any], design: Design) -> frozenset[str]:
-    return design.arms[str(row["subtest"])[:2]]
-
-
-def _leave_one_out(rows: Sequence[Mapping[str, Any]], design: Design) -> list[Effect]:
-    every = frozenset(design.factors)
-    full = [r for r in rows if _kept(r, design) == every]
-    found = []
-    for factor in design.factors:
-        without = [r for r in rows if _kept(r, design) == every - {factor}]
-        effect = _contrast(factor, full, without)
-        if not full:
-            effect.verdict = limits.NO_FULL
-        _interaction(effect, rows, design)
-        found.append(effect)
+        if effect.factor not in weights:
+            why = _not_estimable(effect.factor, runs_of, design)
+            effect.verdict = why if why == limits.NO_FULL else effect.verdict or why
+    if design.kind != "leave-one-out":
+        problem = limits.regression_problem(len(rows), len(design.factors))
+        for effect in found:
+            effect.verdict = problem or effect.verdict
+        _measure_fits(found, rows, design)
+    else:
+        for effect in found:
+            full, without = _loo_arms(design, effect.factor)
+            _measures(effect, runs_of.get(full, []), runs_of.get(without, []))
+    _test(found, weights, runs_of, design, needed)
+    _cop(found, runs_of, design)
     return found
 
 
-def _rate(rows: Sequence[Mapping[str, Any]]) -> float | None:
+def _runs_of(rows: Sequence[Row]) -> dict[str, list[Row]]:
+    """Arm -> its counted runs."""
+    out: dict[str, list[Row]] = {}
+    for row in rows:
+        out.setdefault(_arm(row), []).append(row)
+    return out
+
+
+def _cells(runs_of: Mapping[str, Sequence[Row]]) -> dict[str, contrasts.Cells]:
+    """Case -> its runs and passes per arm."""
+    runs: dict[str, dict[str, int]] = {}
+    passes: dict[str, dict[str, int]] = {}
+    for arm, rows in runs_of.items():
+        for row in rows:
+            case = _case(row)
+            runs.setdefault(case, {}).setdefault(arm, 0)
+            passes.setdefault(case, {}).setdefault(arm, 0)
+            runs[case][arm] += 1
+            passes[case][arm] += row["outcome"] == "pass"
+    return {case: contrasts.Cells(runs[case], passes[case]) for case in sorted(runs)}
+
+
+def _loo_arms(design: Design, factor: str) -> tuple[str, str]:
+    """The full arm and the arm without `factor` ("" where the design has none)."""
+    every = frozenset(design.factors)
+    full = next((a for a, k in sorted(design.arms.items()) if k == every), "")
+    without = next((a for a, k in sorted(design.arms.items()) if k == every - {factor}), "")
+    return full, without
+
+
+def _weights(
+    runs_of: Mapping[str, Sequence[Row]], design: Design
+) -> dict[str, dict[str, dict[str, float]]]:
+    """Factor -> case -> arm -> the weight of the arm's mean in the factor's effect in that
+    case, for the factors some case estimates (`contrasts`)."""
+    cells = _cells(runs_of)
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for case, cell in cells.items():
+        ran = {a: design.arms[a] for a in cell.runs}
+        for factor in design.factors:
+            if design.kind == "leave-one-out":
+                full, without = _loo_arms(design, factor)
+                found = {full: 1.0, without: -1.0} if {full, without} <= set(ran) else None
+            else:
+                found = contrasts.main_effect_weights(ran, design.factors, factor)
+            if found:
+                out.setdefault(factor, {})[case] = found
+    return out
+
+
+def _not_estimable(factor: str, runs_of: Mapping[str, Sequence[Row]], design: Design) -> str:
+    """Why no case's arms estimate `factor`: the arms it needs were not run, or it is aliased
+    (with which factors), in the arms run or in the design itself."""
+    if design.kind == "leave-one-out":
+        full, _ = _loo_arms(design, factor)
+        return limits.NO_FULL if full not in runs_of else limits.NO_CASE
+    planned = contrasts.aliases(list(design.arms.values()), design.factors)
+    if factor in planned:
+        return limits.aliased(planned[factor], in_design=True)
+    ran = contrasts.aliases([design.arms[a] for a in runs_of], design.factors)
+    return limits.aliased(ran.get(factor, ()), in_design=False)
+
+
+def _side_cells(
+    factor: str, runs_of: Mapping[str, Sequence[Row]], design: Design
+) -> tuple[list[Row], list[Row]]:
+    """The runs of the arms that compare `factor`: the full arm and the one without it
+    (leave-one-out), or every arm with it and every arm without it."""
+    if design.kind == "leave-one-out":
+        full, without = _loo_arms(design, factor)
+        return list(runs_of.get(full, [])), list(runs_of.get(without, []))
+    with_ = [r for a, rows in runs_of.items() if factor in design.arms[a] for r in rows]
+    without_ = [r for a, rows in runs_of.items() if factor not in design.arms[a] for r in rows]
+    return with_, without_
+
+
+def _sides(factor: str, runs_of: Mapping[str, Sequence[Row]], design: Design) -> Effect:
+    """A factor's two sides: their sizes and pass rates, no effect yet; the verdict says why
+    none can be estimated, or is ""."""
+    with_, without = _side_cells(factor, runs_of, design)
+    effect = Effect(factor, len(with_), len(without), _rate(with_), _rate(without), *(None,) * 4)
+    where = "both arms" if design.kind == "leave-one-out" else "every arm"
+    effect.verdict = limits.pass_problem(with_, without, where)
+    return effect
+
+
+def _rate(rows: Sequence[Row]) -> float | None:
     return sum(r["outcome"] == "pass" for r in rows) / len(rows) if rows else None
 
 
-def _sides(
-    factor: str,
-    with_: Sequence[Mapping[str, Any]],
-    without: Sequence[Mapping[str, Any]],
-    where: str = "both arms",
-) -> Effect:
-    """Two groups of runs: their sizes, pass rates and difference of Cost-of-Pass, no effect
-    yet; the verdict says why none can be estimated, or is ""."""
-    effect = Effect(factor, len(with_), len(without), _rate(with_), _rate(without), *(None,) * 4)
-    effect.verdict = limits.pass_problem(with_, without, where)
-    cop = _cop(with_) - _cop(without) if with_ and without else math.nan
-    effect.delta_cop = cop if not math.isnan(cop) else None  # both infinite: no difference
-    return effect
+def _test(
+    found: Sequence[Effect],
+    weights: Mapping[str, Mapping[str, Mapping[str, float]]],
+    runs_of: Mapping[str, Sequence[Row]],
+    design: Design,
+    needed: bool,
+) -> None:
+    """The stratified permutation test of each factor some case estimates, Bonferroni over
+    the family (the factors with runs on both sides that the arms can estimate: one whose runs
+    support no estimate stands in it as p = 1), its interval and verdict."""
+    family = [e for e in found if e.n_with and e.n_without and e.factor in weights]
+    level = ALPHA / max(1, len(family))
+    cells = _cells(runs_of)
+    rng = numpy.random.default_rng(contrasts.SEED)
+    draws = contrasts.permutations_for(len(family), ALPHA)
+    shared: contrasts.Drawn = {}
+    for effect in family:
+        if effect.verdict:
+            continue
+        test = contrasts.contrast(cells, weights[effect.factor], draws, rng, shared)
+        width = contrasts.half_width(test, level)
+        effect.delta_pass, effect.p_value = test.effect, test.p
+        effect.low, effect.high = max(-1.0, test.effect - width), min(1.0, test.effect + width)
+        effect.p_adjusted = min(1.0, test.p * len(family))
+        effect.by_case = dict(test.by_case)
+        effect.pass_with, effect.pass_without = _stratified(test, cells)
+        _verdict(effect, test, width, level, _per_side(design) if needed else 0, cells)
+    if design.kind == "leave-one-out":
+        for effect in family:
+            _interaction(effect, cells, design, len(family), rng)
 
 
-def _contrast(
-    factor: str, with_: Sequence[Mapping[str, Any]], without: Sequence[Mapping[str, Any]]
-) -> Effect:
-    """Two groups of runs: the difference of pass rates (none when the runs cannot support
-    one: the verdict says why) and of each measure."""
-    from scipy.stats import fisher_exact
-    from statsmodels.stats.proportion import confint_proportions_2indep
+def _stratified(
+    test: contrasts.Contrast, cells: Mapping[str, contrasts.Cells]
+) -> tuple[float, float]:
+    """Each side's pass rate as the effect sees it: per case the mean of its arms' rates (the
+    arms weighted positive, then negative), then the mean over cases."""
+    sides = []
+    for sign in (1, -1):
+        rates = [
+            statistics.fmean(cells[case].rate(a) for a, w in arms.items() if w * sign > 0)
+            for case, arms in test.weights.items()
+        ]
+        sides.append(statistics.fmean(rates))
+    return sides[0], sides[1]
 
-    effect = _sides(factor, with_, without)
-    if not effect.verdict:
-        n1, n2 = len(with_), len(without)
-        a = sum(r["outcome"] == "pass" for r in with_)
-        b = sum(r["outcome"] == "pass" for r in without)
-        low, high = confint_proportions_2indep(a, n1, b, n2, method="newcomb")
-        effect.delta_pass, effect.low, effect.high = a / n1 - b / n2, float(low), float(high)
-        effect.p_value = float(fisher_exact([[a, n1 - a], [b, n2 - b]])[1])
-    _measures(effect, with_, without)
-    return effect
+
+def _per_side(design: Design) -> int:
+    """The arms on each side of a factor's comparison: one in leave-one-out, half the arms of
+    a two-level design."""
+    return 1 if design.kind == "leave-one-out" else max(1, len(design.arms) // 2)
+
+
+def _verdict(
+    effect: Effect,
+    test: contrasts.Contrast,
+    width: float,
+    level: float,
+    per_side: int,
+    cells: Mapping[str, contrasts.Cells],
+) -> None:
+    """helps / hurts when the family interval excludes 0 (so Bonferroni's p < alpha); else no
+    detectable effect, with the runs per arm at which the same test would detect the observed
+    difference (80 % power), or the words when there is no such number."""
+    if contrasts.size(test.effect) > width:
+        effect.verdict = "helps" if test.effect > 0 else "hurts"
+        return
+    effect.verdict = "no effect detectable at this n"
+    if abs(test.effect) < limits.ZERO:
+        effect.needed_note = limits.NO_DIFFERENCE
+        return
+    if not per_side:
+        return
+    now = min(cells[case].runs[a] for case, arms in test.weights.items() for a in arms)
+    rate_without = min(max(effect.pass_without or 0.0, 0.0), 1.0)
+    rate_with = min(max(rate_without + test.effect, 0.0), 1.0)
+    effect.needed_n, effect.needed_note = contrasts.needed_runs(
+        rate_with, rate_without, per_side, len(test.weights), level, now
+    )
+
+
+def _interaction(
+    effect: Effect,
+    cells: Mapping[str, contrasts.Cells],
+    design: Design,
+    tests: int,
+    rng: Any,
+) -> None:
+    """With add-one arms: the factor alone against nothing; a sign that differs from the
+    leave-one-out contrast's, either of them significant after Bonferroni over the `tests`
+    factors, means the factor interacts with the others."""
+    alone = next((a for a, k in sorted(design.arms.items()) if k == {effect.factor}), "")
+    none = next((a for a, k in sorted(design.arms.items()) if not k), "")
+    weights = {
+        case: {alone: 1.0, none: -1.0}
+        for case, cell in cells.items()
+        if alone and none and alone in cell.runs and none in cell.runs
+    }
+    if not weights or effect.delta_pass is None or effect.p_value is None:
+        return
+    added = contrasts.contrast(cells, weights, contrasts.permutations_for(tests, ALPHA), rng)
+    if added.effect * effect.delta_pass < 0 and min(added.p, effect.p_value) * tests < ALPHA:
+        effect.note = (
+            f"interacts with others: alone {added.effect:+.0%} against nothing, "
+            f"{effect.delta_pass:+.0%} left out of everything"
+        )
+
+
+def _cop(found: Sequence[Effect], runs_of: Mapping[str, Sequence[Row]], design: Design) -> None:
+    """Each factor's change of Cost-of-Pass with its interval (`cop_delta`)."""
+    cells: dict[tuple[str, str], tuple[list[float | None], list[bool]]] = {}
+    for arm, rows in runs_of.items():
+        for row in rows:
+            costs, passes = cells.setdefault((_case(row), arm), ([], []))
+            costs.append(_number(row.get("cost_usd")))
+            passes.append(row["outcome"] == "pass")
+    draws = cop_delta.draws(cells)
+    for effect in found:
+        if design.kind == "leave-one-out":
+            full, without = _loo_arms(design, effect.factor)
+            sides = ([c for c in cells if c[1] == full], [c for c in cells if c[1] == without])
+        else:
+            sides = (
+                [c for c in cells if effect.factor in design.arms[c[1]]],
+                [c for c in cells if effect.factor not in design.arms[c[1]]],
+            )
+        if not effect.n_with or not effect.n_without or effect.factor in _aliased(design):
+            continue
+        cop = cop_delta.delta(draws, *sides)
+        effect.delta_cop, effect.delta_cop_low, effect.delta_cop_high = cop.value, cop.low, cop.high
+        if cop.note and "every counted run failed" not in effect.verdict:
+            effect.note = f"{effect.note}; {cop.note}" if effect.note else cop.note
+
+
+def _aliased(design: Design) -> dict[str, tuple[str, ...]]:
+    if design.kind == "leave-one-out":
+        return {}
+    return contrasts.aliases(list(design.arms.values()), design.factors)
 
 
 def _measures(
@@ -255,7 +435,7 @@ def _measures(
         y = [v for r in without if (v := _number(r.get(measure))) is not None]
         if len(x) > 1 and len(y) > 1:
             effect.deltas[measure] = statistics.fmean(x) - statistics.fmean(y)
-            if len(set(x + y)) > 1:
+            if len(set(x)) > 1 or len(set(y)) > 1:  # both constant: no interval, not a zero one
                 with warnings.catch_warnings():  # an arm of equal values: scipy warns, yet the
                     warnings.simplefilter("ignore", RuntimeWarning)  # interval is the other's
                     ci = ttest_ind(x, y, equal_var=False).confidence_interval()
@@ -264,66 +444,12 @@ def _measures(
                     effect.deltas[f"{measure}_high"] = float(ci.high)
 
 
-def _interaction(effect: Effect, rows: Sequence[Mapping[str, Any]], design: Design) -> None:
-    """With add-one arms: the factor alone against nothing; a sign that differs from the
-    leave-one-out contrast's means the factor interacts with the others."""
-    alone = [r for r in rows if _kept(r, design) == {effect.factor}]
-    none = [r for r in rows if not _kept(r, design)]
-    if not alone or not none or effect.delta_pass is None or effect.p_value is None:
-        return
-    added = _contrast(effect.factor, alone, none)
-    if added.delta_pass is None or added.p_value is None:
-        return
-    if added.delta_pass * effect.delta_pass < 0 and min(added.p_value, effect.p_value) < ALPHA:
-        effect.note = (
-            f"interacts with others: alone {added.delta_pass:+.0%} against nothing, "
-            f"{effect.delta_pass:+.0%} left out of everything"
-        )
-
-
-def _regression(rows: Sequence[Mapping[str, Any]], design: Design) -> list[Effect]:
-    """A two-level design's main effects: logistic for pass, linear for the measures; with
-    too few runs for the model, each factor's runs with and without it, and no effect."""
-    import numpy
-    import statsmodels.api as sm
-
-    x = numpy.array([[f in _kept(r, design) for f in design.factors] for r in rows], float)
-    groups = [
-        (
-            [r for r, k in zip(rows, x[:, i], strict=True) if k],
-            [r for r, k in zip(rows, x[:, i], strict=True) if not k],
-        )
-        for i in range(len(design.factors))
-    ]
-    found = [_sides(f, *g, where="every arm") for f, g in zip(design.factors, groups, strict=True)]
-    exog = sm.add_constant(x, has_constant="add")
-    problem = limits.rank_problem(
-        exog, len({str(r["subtest"])[:2] for r in rows})
-    ) or limits.regression_problem(len(rows), len(design.factors))
-    if problem:
-        for effect in found:
-            effect.verdict, effect.delta_cop = problem, None
-        return found
-    _measure_fits(found, rows, x)
-    if any(e.verdict for e in found):  # every run passed, or every one failed
-        return found
-    y = numpy.array([r["outcome"] == "pass" for r in rows], float)
-    margins, how = _pass_margins(y, exog)
-    for i, effect in enumerate(found):
-        delta, low, high, p = margins[i]
-        effect.verdict = how if how == limits.SEPARATED else limits.margin_problem(low, high, p)
-        if not effect.verdict:
-            effect.delta_pass, effect.low, effect.high, effect.p_value = delta, low, high, p
-            effect.note = how
-    return found
-
-
-def _measure_fits(found: Sequence[Effect], rows: Sequence[Mapping[str, Any]], x: Any) -> None:
+def _measure_fits(found: Sequence[Effect], rows: Sequence[Row], design: Design) -> None:
     """The measures' main effects, with robust (HC3) intervals, over the runs that have the
     measure (when they are enough for the model and it varies)."""
-    import numpy
     import statsmodels.api as sm
 
+    x = numpy.array([[f in design.arms[_arm(r)] for f in design.factors] for r in rows], float)
     for measure in MEASURES:
         values = [_number(r.get(measure)) for r in rows]
         keep = [v is not None for v in values]
@@ -339,52 +465,3 @@ def _measure_fits(found: Sequence[Effect], rows: Sequence[Mapping[str, Any]], x:
             if math.isfinite(low) and math.isfinite(high):
                 effect.deltas[measure] = float(fit.params[i + 1])
                 effect.deltas[f"{measure}_low"], effect.deltas[f"{measure}_high"] = low, high
-
-
-def _pass_margins(y: Any, exog: Any) -> tuple[list[tuple[float, float, float, float]], str]:
-    """Each factor's average marginal effect on pass: (effect, low, high, p), and how it was
-    found: "" by the logistic model; by a linear probability model (robust errors) where the
-    logistic one does not converge (separation), said in the words returned; `SEPARATED` when
-    the factors predict every outcome exactly (no interval then)."""
-    import statsmodels.api as sm
-
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # non-convergence is checked below
-            fit = sm.Logit(y, exog).fit(disp=False, maxiter=200)
-        margeff = fit.get_margeff()
-        found = [
-            (float(e), float(lo), float(hi), float(p))
-            for e, (lo, hi), p in zip(
-                margeff.margeff, margeff.conf_int(), margeff.pvalues, strict=True
-            )
-        ]
-        if fit.mle_retvals.get("converged") and all(abs(e) <= 1 for e, *_ in found):
-            return found, ""
-    except Exception:  # perfect separation, a singular matrix: the linear model still answers
-        pass
-    linear = sm.OLS(y, exog).fit(cov_type="HC3")
-    if float(linear.ssr) < 1e-9:
-        return [(0.0, 0.0, 0.0, 1.0)] * (exog.shape[1] - 1), limits.SEPARATED
-    ci = linear.conf_int()[1:]
-    margins = [
-        (float(e), float(lo), float(hi), float(p))
-        for e, (lo, hi), p in zip(linear.params[1:], ci, linear.pvalues[1:], strict=True)
-    ]
-    return margins, "linear model: the logistic one separates"
-
-
-def _verdict(effect: Effect, alpha: float) -> None:
-    """helps / hurts at the Holm-adjusted level; else no detectable effect, with the runs per
-    arm that would detect the observed difference at `alpha` (Bonferroni's share of it), or
-    the words when there is no such number. An effect the runs cannot support keeps the
-    verdict that says why."""
-    if effect.delta_pass is None or effect.pass_with is None:
-        return
-    if effect.p_adjusted is not None and effect.p_adjusted < ALPHA:
-        effect.verdict = "helps" if effect.delta_pass > 0 else "hurts"
-        return
-    effect.verdict = "no effect detectable at this n"
-    effect.needed_n, effect.needed_note = limits.needed_runs(
-        effect.delta_pass, effect.pass_with, alpha
-    )

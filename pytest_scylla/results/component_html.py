@@ -19,7 +19,7 @@ HEAD = (
     "verdict",
     "pass with / without",
     "Δ pass [95% CI]",
-    "p (Holm)",
+    "p (Bonferroni)",
     "Δ cost/run [95% CI]",
     "Δ CoP",
     "Δ tokens [95% CI]",

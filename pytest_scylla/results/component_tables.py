@@ -33,9 +33,12 @@ COLUMNS = (
     "p_adjusted",
     *(f"delta_{m}{end}" for m in MEASURES for end in ("", "_low", "_high")),
     "delta_cop",
+    "delta_cop_low",
+    "delta_cop_high",
     "needed_n",
     "needed_note",
     "note",
+    "by_case",  # the effect on pass in each case: `case +20%; other -5%`
 )
 
 
@@ -60,6 +63,7 @@ def rows_of(found: Sequence[Effect]) -> list[dict[str, Any]]:
     for e in sorted(found, key=lambda e: (e.delta_pass is None, -(e.delta_pass or 0.0))):
         row: dict[str, Any] = {k: getattr(e, k) for k in COLUMNS if hasattr(e, k)}
         row.update({f"delta_{k}": v for k, v in e.deltas.items()})
+        row["by_case"] = "; ".join(f"{c} {d:+.0%}" for c, d in e.by_case.items()) or None
         out.append({k: row.get(k) for k in COLUMNS})
     return out
 

@@ -1,15 +1,12 @@
 """What the runs of an ablation cannot support, said in words instead of numbers (`scylla
 ablate report`): which arms have no counted run and why; a difference of pass rates that no
 interval can bound (fewer than two counted runs on a side, every counted run passed or every one
-failed, runs that the factors separate exactly, a regression with fewer than twice as many runs
-as parameters or whose arms cannot tell its factors apart); and the runs per arm a power
-calculation asks for, omitted where no difference was observed and capped where the number
-would only be noise."""
+failed, a two-level design with fewer than twice as many runs as parameters); factors the arms
+cannot tell apart (aliased), named as a group."""
 
 from __future__ import annotations
 
 import math
-import warnings
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
@@ -18,11 +15,27 @@ from pytest_scylla.results.metrics import COUNTED
 
 Row = Mapping[str, Any]
 ZERO = 0.005  # a difference of pass rates that shows as 0 %: no difference observed
-CAP = 10_000  # runs per arm past which a power calculation's answer is only noise
 REASONS = 2  # the distinct reasons shown per arm
 REASON_CHARS = 200
 NO_DIFFERENCE = "no difference observed"
 NO_FULL = "not estimable: the full arm (every component) has no counted run"
+NO_CASE = "not estimable: no case has counted runs in both the full arm and the arm without it"
+
+
+def aliased(others: Sequence[str], in_design: bool) -> str:
+    """Why a factor has no verdict when the arms cannot tell it apart from `others` (factors,
+    or "the constant"): the design itself confounds them (`in_design`), or the arms with
+    counted runs do (arms lost to errors or budget)."""
+    group = ", ".join(others) or "the other factors"
+    if in_design:
+        return (
+            f"not estimable: aliased with {group} (the design's arms keep them together; "
+            "no number of runs tells them apart: ablate them as one group or plan again)"
+        )
+    return (
+        f"not estimable: aliased with {group} in the arms with counted runs (more runs will "
+        "not help; the arms without one will)"
+    )
 
 
 def pass_problem(with_: Sequence[Row], without: Sequence[Row], where: str = "both arms") -> str:
@@ -51,21 +64,6 @@ def regression_problem(rows: int, factors: int) -> str:
     return f"not estimable at this n: {rows} counted runs for {factors} factors"
 
 
-def rank_problem(exog: Any, arms: int) -> str:
-    """Why a two-level design's regression cannot tell its factors apart, or "": the arms with
-    counted runs (`arms` distinct ones) leave the design matrix `exog` rank-deficient (a
-    saturated design that lost an arm, say), whatever the number of runs."""
-    import numpy
-
-    if numpy.linalg.matrix_rank(exog) >= exog.shape[1]:
-        return ""
-    factors = exog.shape[1] - 1
-    return (
-        f"not estimable: the {arms} arms with counted runs cannot tell {factors} factors and "
-        "a constant apart (more runs will not help; the arms without one will)"
-    )
-
-
 def _regression_note(rows: int, factors: int, arms: int) -> list[str]:
     """What a regression too small to fit needs, in a note (or none)."""
     if not regression_problem(rows, factors):
@@ -76,45 +74,6 @@ def _regression_note(rows: int, factors: int, arms: int) -> list[str]:
         f"(twice its parameters), this experiment has {rows}: run each arm at least "
         f"{max(2, math.ceil(need / max(arms, 1)))} times"
     ]
-
-
-SEPARATED = (
-    "cannot estimate: the factors predict every counted run's outcome exactly (separation); "
-    "run each arm more times"
-)
-ZERO_VARIANCE = "not estimable: zero variance of its estimate at this n"
-
-
-def margin_problem(low: float, high: float, p: float) -> str:
-    """Why a fitted effect on pass has no interval worth printing (zero width, not finite)."""
-    if not all(math.isfinite(v) for v in (low, high, p)) or high - low < 1e-9:
-        return ZERO_VARIANCE
-    return ""
-
-
-def needed_runs(delta: float, pass_with: float, alpha: float) -> tuple[int | None, str]:
-    """The runs per arm that would detect a difference of pass rates `delta` (80 % power,
-    two-sided `alpha`), and the words when there is no such number: no difference observed, or
-    more than CAP runs."""
-    from statsmodels.stats.power import NormalIndPower
-    from statsmodels.stats.proportion import proportion_effectsize
-
-    if abs(delta) < ZERO:
-        return None, NO_DIFFERENCE
-    p1 = min(max(pass_with, 0.0), 1.0)
-    p2 = min(max(pass_with - delta, 0.0), 1.0)
-    size = abs(float(proportion_effectsize(p1, p2)))
-    if not size > 0:
-        return None, NO_DIFFERENCE
-    with warnings.catch_warnings():  # a size too small to solve for: no number, no noise
-        warnings.simplefilter("ignore")
-        n = NormalIndPower().solve_power(effect_size=size, alpha=alpha, power=0.8, ratio=1.0)
-    n = float(n[0] if isinstance(n, list | tuple) else n)  # an array of one at times
-    if not math.isfinite(n):
-        return None, ""
-    if n > CAP:
-        return None, f"over {CAP:,} runs per arm would"
-    return math.ceil(n), ""
 
 
 def reasons_of(records: Sequence[Row]) -> dict[str, str]:

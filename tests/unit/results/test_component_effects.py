@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from pytest_scylla.results import component_effects as ce
-from pytest_scylla.results import component_html
+from pytest_scylla.results import component_html, contrasts
 from pytest_scylla.results import component_tables as ct
 
 HELP, HURT, NONE = "skill:a", "skill:b", "skill:c"
@@ -70,19 +70,17 @@ def test_leave_one_out_recovers_each_planted_effect() -> None:
     assert found[HURT].delta_cop is not None
 
 
-def test_factors_whose_arm_was_not_run_are_not_in_the_holm_family() -> None:
+def test_factors_whose_arm_was_not_run_are_not_in_the_family() -> None:
     """Only the arms of two factors run (`-k` on their subtests): the third factor was not
-    tested, so Holm adjusts over two p-values, not three (it would over three were its arm
-    run, even where its runs supported no estimate)."""
+    tested, so Bonferroni adjusts over two p-values, not three (it would over three were its
+    arm run, even where its runs supported no estimate)."""
     design = _loo()
     run = [r for r in _runs(design, 16, TRUTH) if r["subtest"] in ("01", "03", "04")]
     found = {e.factor: e for e in ce.effects(run, design)}
     assert found[NONE].n_without == 0
     assert found[NONE].p_adjusted is None
-    low, high = sorted((found[HELP].p_value, found[HURT].p_value))
-    holm = {low: min(1.0, 2 * low), high: min(1.0, max(2 * low, high))}  # Holm over two
-    for factor in (HELP, HURT):
-        assert found[factor].p_adjusted == pytest.approx(holm[found[factor].p_value])
+    for factor in (HELP, HURT):  # Bonferroni over two
+        assert found[factor].p_adjusted == pytest.approx(min(1.0, 2 * found[factor].p_value))
     every = ce.effects(_runs(design, 16, TRUTH), design)  # the control: all arms run
     assert {e.factor: e for e in every}[HELP].p_adjusted > found[HELP].p_adjusted
 
@@ -117,9 +115,12 @@ def test_a_difference_of_rounding_size_asks_for_no_number_of_runs() -> None:
     """Found by a 16-arm oracle session: a main effect of 1e-17 (a rounding remainder) made
     the power solver return NaN and the whole report fail; it is now no number, quietly."""
     effect = ce.Effect("x", 6, 6, 0.5, 0.5, 1e-17, -0.1, 0.1, 1.0, p_adjusted=1.0)
-    ce._verdict(effect, 0.05)
+    cells = {"c": contrasts.Cells({"01": 6, "02": 6}, {"01": 3, "02": 3})}
+    test = contrasts.Contrast(1e-17, {"c": 1e-17}, {"c": {"01": 1.0, "02": -1.0}}, 1.0, None)
+    ce._verdict(effect, test, 0.5, 0.05, 1, cells)
     assert effect.verdict == "no effect detectable at this n"
     assert effect.needed_n is None
+    assert effect.needed_note == "no difference observed"
 
 
 def test_add_one_arms_reveal_an_interaction() -> None:

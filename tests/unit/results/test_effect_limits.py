@@ -79,10 +79,19 @@ def test_no_difference_observed_asks_for_no_number_of_runs() -> None:
 
 
 def test_the_runs_a_power_calculation_asks_for_are_capped() -> None:
-    assert limits.needed_runs(0.4, 0.7, 0.05) == (24, "")
-    assert limits.needed_runs(-1e-17, 1.0, 0.05) == (None, limits.NO_DIFFERENCE)
-    assert limits.needed_runs(0.004, 0.5, 0.05) == (None, limits.NO_DIFFERENCE)
-    assert limits.needed_runs(0.01, 0.5, 0.05) == (None, "over 10,000 runs per arm would")
+    """The same test's exact power: the 80 % point is reached, never below the current n + 1,
+    and capped past 10,000 runs per arm."""
+    from pytest_scylla.results import contrasts
+
+    n, note = contrasts.needed_runs(0.7, 0.3, 1, 1, 0.05, 5)
+    assert note == ""
+    assert n is not None
+    assert contrasts.power(0.7, 0.3, n, 0.05) >= 0.8 > contrasts.power(0.7, 0.3, n - 1, 0.05)
+    assert contrasts.needed_runs(0.7, 0.3, 1, 1, 0.05, 60) == (61, "")  # never below n + 1
+    assert contrasts.needed_runs(0.51, 0.5, 1, 1, 0.05, 5) == (
+        None,
+        "over 10,000 runs per arm would",
+    )
 
 
 def test_both_sides_never_passing_give_no_cop_difference() -> None:
@@ -103,19 +112,23 @@ def _plackett_burman(k: int = 7) -> ce.Design:
     return ce.Design("plackett-burman", "cfg", factors, arms)
 
 
-def test_runs_the_factors_separate_exactly_have_no_interval() -> None:
-    """Every run with s1 passes, every one without it fails: the logistic model separates and
-    the linear one fits every run exactly; both were printed as effects with zero-width
-    intervals."""
+def test_runs_the_factors_separate_exactly_are_an_effect_not_a_problem() -> None:
+    """Every run with s1 passes, every one without it fails. The logistic model separated here
+    (it printed zero-width intervals, then no estimate); the permutation test of the arm means
+    needs no model: s1 helps with a proper interval, the others have no effect."""
     design = _plackett_burman()
     runs = [
         _row(arm, "pass" if "skill:s1" in kept else "fail")
         for arm, kept in design.arms.items()
         for _ in range(2)
     ]
-    found = ce.effects(runs, design)
-    assert {e.verdict for e in found} == {limits.SEPARATED}
-    assert all(e.delta_pass is None and e.low is None for e in found)
+    found = {e.factor: e for e in ce.effects(runs, design)}
+    assert found["skill:s1"].verdict == "helps"
+    assert found["skill:s1"].delta_pass == pytest.approx(1.0)
+    assert 0 < found["skill:s1"].low < 1.0
+    others = [e for f, e in found.items() if f != "skill:s1"]
+    assert {e.verdict for e in others} == {"no effect detectable at this n"}
+    assert all(e.delta_pass == pytest.approx(0.0, abs=1e-12) for e in others)
 
 
 def test_every_run_passing_in_a_regression_still_compares_the_measures() -> None:
@@ -157,11 +170,14 @@ def test_a_saturated_design_that_lost_an_arm_cannot_tell_its_factors_apart() -> 
         if arm != "01"
         for i in range(6)
     ]
-    expected = (
-        "not estimable: the 7 arms with counted runs cannot tell 7 factors and a constant "
-        "apart (more runs will not help; the arms without one will)"
-    )
-    assert {e.verdict for e in ce.effects(runs, design)} == {expected}
+    for effect in ce.effects(runs, design):
+        others = ", ".join(f for f in design.factors if f != effect.factor)
+        assert effect.verdict == (
+            f"not estimable: aliased with the constant, {others} in the arms with counted "
+            "runs (more runs will not help; the arms without one will)"
+        )
+        assert effect.delta_pass is None
+        assert effect.p_adjusted is None
     runs += [_row("01", "pass" if i % 3 else "fail") for i in range(6)]  # the control
     assert {e.verdict for e in ce.effects(runs, design)} == {"no effect detectable at this n"}
 
