@@ -307,6 +307,8 @@ def _test(
         width = contrasts.half_width(test, level)
         effect.delta_pass, effect.p_value = test.effect, test.p
         effect.low, effect.high = max(-1.0, test.effect - width), min(1.0, test.effect + width)
+        if contrasts.size(test.effect) <= width:  # a tie with the critical value: the end is 0
+            effect.low, effect.high = min(effect.low, 0.0), max(effect.high, 0.0)
         effect.p_adjusted = min(1.0, test.p * len(family))
         effect.by_case = dict(test.by_case)
         effect.pass_with, effect.pass_without = _stratified(test, cells)

@@ -68,7 +68,7 @@ def delta(found: Draws, with_: Sequence[Cell], without: Sequence[Cell]) -> Delta
         which = " and ".join(
             w for w, r in zip(("with it", "without it"), rates, strict=True) if not r
         )
-        return Delta(None, None, None, f"Δ CoP: no pass {which} (Cost-of-Pass infinite)")
+        return Delta(None, None, None, f"Δ CoP: no pass {which}, so no finite Cost-of-Pass")
     cops = [sum(found.cost[c] for c in s) / len(s) / r for s, r in zip(sides, rates, strict=True)]
     resampled = [_side(found, side) for side in sides]
     with numpy.errstate(invalid="ignore"):

@@ -97,7 +97,9 @@ def interval(diffs: Sequence[float], alpha: float) -> tuple[float, float]:
     log_down = numpy.cumsum(numpy.log1p(-numpy.minimum(bets, CAP / (1 - mu)) * step), axis=0)
     hedged = numpy.logaddexp(log_up, log_down) + math.log(0.5)
     kept = GRID[(hedged < math.log(1 / alpha)).all(axis=0)]
-    return (float(kept[0]), float(kept[-1])) if len(kept) else (0.0, 0.0)
+    if not len(kept):  # every mean of the grid rejected: say nothing rather than (0, 0), which
+        return (-1.0, 1.0)  # reads as equivalent
+    return (float(kept[0]), float(kept[-1]))
 
 
 def equivalence_reachable(limit: int, alpha: float, margin: float) -> bool:
