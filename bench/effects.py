@@ -1,14 +1,15 @@
 """Simulate `scylla ablate report`'s component effects: family error with no effect, bias with one.
 
-    python bench/effects.py [--quick] [--reps 400] [--seed 2026] [--only pb-5]
+    python bench/effects.py [--quick] [--reps 2000] [--seed 2026] [--only pb-5]
 
 Each replication draws synthetic run rows (pass or fail, a cost, a case) for the arms of a
 design and calls the report's own code, `component_effects.effects(runs, design)`, on them: no
 CLI, no session. A null scenario plants no effect on any factor; its family error is the share
 of replications in which any factor is called "helps" or "hurts" (nominal 0.05), printed with
-its binomial standard error. A planted scenario draws 1,000 runs per arm and prints each planted
-factor's bias: the mean reported effect on pass minus the true main effect (pass-rate points,
-the mean with the factor minus the mean without it, averaged over cases).
+its binomial standard error. A power scenario plants one effect and prints the share of
+replications that call it "helps". A planted scenario draws 1,000 runs per arm and prints each
+planted factor's bias: the mean reported effect on pass minus the true main effect (pass-rate
+points, the mean with the factor minus the mean without it, averaged over cases).
 
 Designs: leave-one-out with five factors (the full arm, one arm without each factor, the empty
 arm); Plackett-Burman with 12 arms and nine factors. Scenarios: both at 3, 5 and 10 runs per arm
@@ -178,6 +179,31 @@ PLANTS: dict[str, tuple[ce.Design, dict[str, float], Callable[[str, str], int], 
 }
 
 
+POWERS: dict[str, tuple[ce.Design, str, int, Rates]] = {  # name: design, factor, runs, rates
+    "loo-10 f1 +0.40": (loo(), "f1", 10, additive(0.3, {"f1": 0.4})),
+    "loo-30 f1 +0.20": (loo(), "f1", 30, additive(0.4, {"f1": 0.2})),
+    "pb-5 f1 +0.30": (pb12(), "f1", 5, additive(0.35, {"f1": 0.3})),
+    "pb-10 f1 +0.20": (pb12(), "f1", 10, additive(0.4, {"f1": 0.2})),
+}
+
+
+def power(name: str, reps: int, seed: int) -> None:
+    """The share of replications that call the planted factor by its sign."""
+    design, factor, n, rate = POWERS[name]
+    rng = numpy.random.default_rng(seed)
+    start = time.perf_counter()
+    found = 0
+    for _ in range(reps):
+        effects = ce.effects(draw(rng, design, lambda a, c: n, rate), design, needed=False)
+        found += any(e.factor == factor and e.verdict == "helps" for e in effects)
+    x = found / reps
+    print(
+        f"power {name}: {x:.3f} ± {(x * (1 - x) / reps) ** 0.5:.3f}"
+        f"   ({reps} reps, {time.perf_counter() - start:.0f} s)",
+        flush=True,
+    )
+
+
 def null(name: str, reps: int, seed: int) -> None:
     rng = numpy.random.default_rng(seed)
     start = time.perf_counter()
@@ -223,13 +249,16 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--only", help="one scenario by name (null or planted)")
     args = parser.parse_args()
-    reps = args.reps or (400 if args.quick else 2000)
+    reps = args.reps or (300 if args.quick else 2000)
     bias_reps = 10 if args.quick else 40
     names = [n for n in NULLS if not args.quick or n in QUICK_NULLS or not n[-1].isdigit()]
     if args.only:
         names = [n for n in NULLS if n == args.only]
     for name in names:
         null(name, reps, args.seed)
+    for name in POWERS:
+        if not args.only or args.only == name:
+            power(name, max(50, reps // 4), args.seed)
     for name in PLANTS:
         if not args.only or args.only == name:
             bias(name, bias_reps, args.seed)

@@ -18,9 +18,7 @@ and its verdict says why (`effect_limits`); the tables are `component_tables`'."
 from __future__ import annotations
 
 import json
-import math
 import statistics
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,12 +26,12 @@ from typing import Any
 
 import numpy
 
-from pytest_scylla.results import contrasts, cop_delta
+from pytest_scylla.results import contrasts, cop_delta, effect_measures
 from pytest_scylla.results import effect_limits as limits
 from pytest_scylla.results.metrics import COUNTED
 
 ALPHA = 0.05
-MEASURES = ("score", "cost_usd", "total_tokens", "duration_seconds")
+MEASURES = effect_measures.MEASURES  # the tables' columns
 Row = Mapping[str, Any]
 
 
@@ -139,14 +137,6 @@ def for_experiment(
     return (found, design) if found else None
 
 
-def _number(value: Any) -> float | None:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) else None
-
-
 def _arm(row: Row) -> str:
     return str(row["subtest"])[:2]
 
@@ -184,11 +174,12 @@ def effects(runs: Sequence[Row], design: Design, needed: bool = True) -> list[Ef
         problem = limits.regression_problem(len(rows), len(design.factors))
         for effect in found:
             effect.verdict = problem or effect.verdict
-        _measure_fits(found, rows, design)
+        x = [[f in design.arms[_arm(r)] for f in design.factors] for r in rows]
+        effect_measures.fits(found, rows, x)
     else:
         for effect in found:
             full, without = _loo_arms(design, effect.factor)
-            _measures(effect, runs_of.get(full, []), runs_of.get(without, []))
+            effect_measures.welch(effect, runs_of.get(full, []), runs_of.get(without, []))
     _test(found, weights, runs_of, design, needed)
     _cop(found, runs_of, design)
     return found
@@ -400,7 +391,7 @@ def _cop(found: Sequence[Effect], runs_of: Mapping[str, Sequence[Row]], design: 
     for arm, rows in runs_of.items():
         for row in rows:
             costs, passes = cells.setdefault((_case(row), arm), ([], []))
-            costs.append(_number(row.get("cost_usd")))
+            costs.append(effect_measures.number(row.get("cost_usd")))
             passes.append(row["outcome"] == "pass")
     draws = cop_delta.draws(cells)
     for effect in found:
@@ -424,46 +415,3 @@ def _aliased(design: Design) -> dict[str, tuple[str, ...]]:
     if design.kind == "leave-one-out":
         return {}
     return contrasts.aliases(list(design.arms.values()), design.factors)
-
-
-def _measures(
-    effect: Effect, with_: Sequence[Mapping[str, Any]], without: Sequence[Mapping[str, Any]]
-) -> None:
-    """Each measure's difference of means, with Welch's interval where both groups vary."""
-    from scipy.stats import ttest_ind
-
-    for measure in MEASURES:
-        x = [v for r in with_ if (v := _number(r.get(measure))) is not None]
-        y = [v for r in without if (v := _number(r.get(measure))) is not None]
-        if len(x) > 1 and len(y) > 1:
-            effect.deltas[measure] = statistics.fmean(x) - statistics.fmean(y)
-            if len(set(x)) > 1 or len(set(y)) > 1:  # both constant: no interval, not a zero one
-                with warnings.catch_warnings():  # an arm of equal values: scipy warns, yet the
-                    warnings.simplefilter("ignore", RuntimeWarning)  # interval is the other's
-                    ci = ttest_ind(x, y, equal_var=False).confidence_interval()
-                if math.isfinite(ci.low) and math.isfinite(ci.high):
-                    effect.deltas[f"{measure}_low"] = float(ci.low)
-                    effect.deltas[f"{measure}_high"] = float(ci.high)
-
-
-def _measure_fits(found: Sequence[Effect], rows: Sequence[Row], design: Design) -> None:
-    """The measures' main effects, with robust (HC3) intervals, over the runs that have the
-    measure (when they are enough for the model and it varies)."""
-    import statsmodels.api as sm
-
-    x = numpy.array([[f in design.arms[_arm(r)] for f in design.factors] for r in rows], float)
-    for measure in MEASURES:
-        values = [_number(r.get(measure)) for r in rows]
-        keep = [v is not None for v in values]
-        y = numpy.array([v for v in values if v is not None])
-        if len(y) < 2 * x.shape[1] + 2 or len(set(y)) < 2:
-            continue
-        exog = sm.add_constant(x[numpy.array(keep)], has_constant="add")
-        if numpy.linalg.matrix_rank(exog) < exog.shape[1]:
-            continue
-        fit = sm.OLS(y, exog).fit(cov_type="HC3")
-        for i, effect in enumerate(found):
-            low, high = fit.conf_int()[i + 1]
-            if math.isfinite(low) and math.isfinite(high):
-                effect.deltas[measure] = float(fit.params[i + 1])
-                effect.deltas[f"{measure}_low"], effect.deltas[f"{measure}_high"] = low, high
