@@ -204,6 +204,51 @@ def power(name: str, reps: int, seed: int) -> None:
     )
 
 
+def stopped(
+    rng: numpy.random.Generator, rates: dict[str, float], limit: int = 60
+) -> tuple[Rows, ce.Design]:
+    """Leave-one-out under `--scylla-stop=decided`: each arm without a factor against the full
+    arm, each comparison stopping when `sequential.decide_all` decides it (the full arm runs
+    while any is open); `rates`: arm -> pass rate. The rows are the runs made."""
+    from pytest_scylla.results.sequential import decide_all
+
+    design = loo(3)
+    drawn = {a: dict(enumerate((rng.random(limit) < p).tolist(), 1)) for a, p in rates.items()}
+    found = decide_all(drawn, {a: "01" for a in rates if a != "01"}, limit, intervals=False)
+    made = {a: d.at if d.closed else limit for a, d in found.items()}
+    made["01"] = max(made.values())
+    rows: Rows = [
+        {"tier": "T0", "subtest": a, "case_id": "c1", "outcome": "pass" if ok else "fail"}
+        for a, runs in drawn.items()
+        for i, ok in runs.items()
+        if i <= made[a]
+    ]
+    return rows, design
+
+
+NULLS["sequential"] = lambda rng: stopped(rng, {"01": 0.5, "03": 0.5, "04": 0.5, "05": 0.5})
+
+
+def sequential_bias(reps: int, seed: int) -> None:
+    """The bias of a leave-one-out effect when the arms stopped by decision: f1 neutral, then
+    f1 worth +0.20 (its arm without it at 0.3, the full arm at 0.5)."""
+    for truth, without in ((0.0, 0.5), (0.2, 0.3)):
+        rng = numpy.random.default_rng(seed)
+        start = time.perf_counter()
+        got = []
+        for _ in range(reps):
+            rows, design = stopped(rng, {"01": 0.5, "03": without, "04": 0.5, "05": 0.5})
+            effect = ce.effects(rows, design, needed=False)[0]
+            if effect.delta_pass is not None:
+                got.append(effect.delta_pass)
+        x = float(numpy.mean(got)) - truth
+        print(
+            f"bias sequential stop, f1 {truth:+.2f}: {x:+.3f}"
+            f"   ({len(got)} reps, at most 60 runs per arm, {time.perf_counter() - start:.0f} s)",
+            flush=True,
+        )
+
+
 def null(name: str, reps: int, seed: int) -> None:
     rng = numpy.random.default_rng(seed)
     start = time.perf_counter()
@@ -262,6 +307,8 @@ def main() -> None:
     for name in PLANTS:
         if not args.only or args.only == name:
             bias(name, bias_reps, args.seed)
+    if not args.only or args.only == "sequential-bias":
+        sequential_bias(reps, args.seed)
 
 
 if __name__ == "__main__":
