@@ -7,10 +7,10 @@ The histories are the pinned bundles of `tests/fixtures/mining` (no network): ea
 into a temporary folder and mined there with the command a user runs, in bwrap. Per project it
 prints the miner's own table (candidates, kept, rejected by reason), then two measures of the
 kept cases: the share whose fail-to-pass list is exactly the tests whose outcome changed
-between parent and fix (found apart from the miner: `mining_truth`, pytest's JUnit XML; goal
-100 %), and the share passing their oracle check among those whose solution changes a file
-over Claude Code's 25,000-token Read cap (about 100,000 bytes; goal 100 %); then a noop
-session over every kept case (each must fail)."""
+between parent and fix (found apart from the miner: `tests/support/mining_truth.py`, pytest's
+JUnit XML, in bwrap; goal 100 %), and the share passing their oracle check among those whose
+solution changes a file over Claude Code's 25,000-token Read cap (about 100,000 bytes; goal
+100 %); then a noop session over every kept case (each must fail)."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLES = ROOT / "tests" / "fixtures" / "mining"
+sys.path.insert(0, str(ROOT))
 
 
 def main() -> None:
@@ -79,18 +80,16 @@ BIG = 100_000  # bytes: about 25,000 tokens, the most Claude Code's Read shows a
 
 def measures(repo: Path, out: Path, said: str) -> None:
     """The exactness of each kept case's fail-to-pass list, and the oracle on big files."""
-    sys.path.insert(0, str(Path(__file__).parent))
-    from mining_truth import changed
-
     from pytest_scylla.mine_cli import _sandbox
+    from tests.support.mining_truth import changed
 
     box = _sandbox("bwrap")
     exact, big, big_ok = [], 0, 0
     for case in sorted(p for p in out.iterdir() if (p / "test.yaml").is_file()):
-        f2p, flipped = changed(repo, case, box)
-        exact.append(f2p == flipped)
-        if f2p != flipped:
-            print(f"  {case.name}: fail-to-pass {f2p} but the outcome changed for {flipped}")
+        truth = changed(repo, case, box)
+        exact.append(truth.fail_to_pass == truth.flipped)
+        if not exact[-1]:
+            print(f"  {case.name}: fail-to-pass {truth.fail_to_pass}, changed {truth.flipped}")
         solution = case / "solution"
         sizes = [p.stat().st_size for p in solution.rglob("*") if p.is_file()]
         if any(size > BIG for size in sizes):
@@ -103,39 +102,15 @@ def measures(repo: Path, out: Path, said: str) -> None:
 
 def noop(out: Path) -> None:
     """An oracle session with `noop` (the agent changes nothing) over every kept case: each
-    must fail (the `solution` side is the command's own check)."""
-    import json
+    must fail, its fail-to-pass check failing (the `solution` side is the command's own)."""
+    from tests.support.mining_truth import fail_to_pass_failed, noop_runs
 
     began = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="scylla-bench-noop-") as where:
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pytest",
-                str(out),
-                "-q",
-                "-p",
-                "no:cacheprovider",
-                "-o",
-                f"scylla_cases={out}",
-                "--scylla-oracle=noop",
-                "--scylla-subtests=T0-01",
-                "--scylla-runs=1",
-                f"--scylla-out={where}",
-                "--scylla-report=none",
-            ],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        outcomes = [
-            json.loads(p.read_text())["outcome"] for p in Path(where).glob("runs/*/run.json")
-        ]
-    passed = sum(o == "pass" for o in outcomes)
+    records = noop_runs(out)
+    failed = sum(fail_to_pass_failed(r) for r in records)
     print(
-        f"noop session: {len(outcomes)} runs, {passed} passed, {len(outcomes) - passed} failed "
-        f"({time.monotonic() - began:.0f} s)"
+        f"noop session: {len(records)} runs, {failed} failed with their fail-to-pass check "
+        f"failing ({time.monotonic() - began:.0f} s)"
     )
 
 
