@@ -76,17 +76,30 @@ def import_graph(modules: dict[str, Path], *, annotations: bool = True) -> dict[
     return graph
 
 
-def test_no_import_cycles() -> None:
-    sorter = graphlib.TopologicalSorter(import_graph(_modules()))
+@pytest.fixture(scope="module")
+def graph() -> dict[str, set[str]]:
+    """The package's import graph, annotations included, parsed once for this module's tests
+    (each test that changes it changes its own copy)."""
+    return import_graph(_modules())
+
+
+@pytest.fixture(scope="module")
+def run_graph() -> dict[str, set[str]]:
+    """The package's import graph without its `if TYPE_CHECKING:` imports, parsed once."""
+    return import_graph(_modules(), annotations=False)
+
+
+def test_no_import_cycles(graph: dict[str, set[str]]) -> None:
+    sorter = graphlib.TopologicalSorter(graph)
     try:
         sorter.prepare()
     except graphlib.CycleError as exc:
         pytest.fail(f"import cycle: {' -> '.join(exc.args[1])}")
 
 
-def test_the_cycle_check_finds_a_cycle() -> None:
+def test_the_cycle_check_finds_a_cycle(graph: dict[str, set[str]]) -> None:
     """Positive control: the same check on a graph with a lazy back edge."""
-    graph = import_graph(_modules())
+    graph = dict(graph)
     graph["pytest_scylla.core.record"] = {"pytest_scylla.collect"}  # collect -> ... -> record
     with pytest.raises(graphlib.CycleError):
         graphlib.TopologicalSorter(graph).prepare()
@@ -131,17 +144,17 @@ def layer_breaches(graph: dict[str, set[str]]) -> list[str]:
     return sorted(breaches)
 
 
-def test_packages_import_only_the_layers_below() -> None:
-    assert layer_breaches(import_graph(_modules(), annotations=False)) == [], (
+def test_packages_import_only_the_layers_below(run_graph: dict[str, set[str]]) -> None:
+    assert layer_breaches(run_graph) == [], (
         "core <- formats <- run <- judging, results <- operations <- the pytest face: move the "
         "shared thing down (usually into core/) or pass it in"
     )
 
 
-def test_the_layer_check_finds_an_upward_import() -> None:
+def test_the_layer_check_finds_an_upward_import(run_graph: dict[str, set[str]]) -> None:
     """Positive control: a lazy import of the pytest face from core, and one sideways from
     judging into results, are both reported."""
-    graph = import_graph(_modules(), annotations=False)
+    graph = dict(run_graph)
     graph["pytest_scylla.core.tiers"] = {"pytest_scylla.settings"}
     graph["pytest_scylla.judging.panel"] = {"pytest_scylla.results.metrics"}
     breaches = layer_breaches(graph)
