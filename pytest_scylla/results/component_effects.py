@@ -174,8 +174,10 @@ def effects(runs: Sequence[Row], design: Design, needed: bool = True) -> list[Ef
         problem = limits.regression_problem(len(rows), len(design.factors))
         for effect in found:
             effect.verdict = problem or effect.verdict
-        x = [[f in design.arms[_arm(r)] for f in design.factors] for r in rows]
-        effect_measures.fits(found, rows, x)
+        aliased = contrasts.aliases([design.arms[a] for a in runs_of], design.factors)
+        fitted = [e for e in found if e.factor not in aliased]  # the others' measures still fit
+        x = [[e.factor in design.arms[_arm(r)] for e in fitted] for r in rows]
+        effect_measures.fits(fitted, rows, x)
     else:
         for effect in found:
             full, without = _loo_arms(design, effect.factor)

@@ -100,6 +100,8 @@ def test_confounded_factors_are_named_as_aliased_with_no_verdict() -> None:
         assert found[factor].verdict.startswith(f"not estimable: aliased with {other} (the design")
         assert found[factor].delta_pass is found[factor].p_adjusted is None
     assert found["f2"].verdict == "no effect detectable at this n"  # the others still estimate
+    assert found["f2"].deltas["cost_usd_low"] < found["f2"].deltas["cost_usd_high"]
+    assert "cost_usd" not in found["f1"].deltas
     control = ce.effects(runs, _pb12())  # the design without the copy: f1 is found
     assert {e.factor: e.verdict for e in control}["f1"] == "helps"
 
