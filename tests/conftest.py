@@ -136,8 +136,12 @@ def edit(mini: Path) -> Callable[[str, str, str], None]:
 @pytest.fixture(scope="session")
 def oracle(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     """Arguments that run items end to end offline: the oracle, and one cache of MCP packages and
-    CLI baselines shared by every pytester run of this test process."""
-    cache = tmp_path_factory.getbasetemp() / "scylla-cache"
+    CLI baselines shared by every pytester run of this test run: under xdist the workers share
+    it (in the folder their temp folders share), so each baseline is measured once, not once a
+    worker (two CLI calls, about 6 s each time). The cache is made for sessions running at
+    once; its start slots are then the whole test run's, as on a machine of several sessions."""
+    base = tmp_path_factory.getbasetemp()
+    cache = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "scylla-cache"
     return ["--scylla-oracle", f"--scylla-cache-dir={cache}"]
 
 
