@@ -6,10 +6,13 @@ Here the sessions; the in-process tests are in `tests/unit/operations/test_resum
 from __future__ import annotations
 
 import csv
+import fcntl
 import hashlib
 import itertools
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -32,13 +35,43 @@ def lines(path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
+def stored_t0(
+    mini: Path,
+    pytester: pytest.Pytester,
+    oracle: list[str],
+    sandbox_kind: str,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Path:
+    """`mini/out` holding the three runs of `pytest cases -k "alpha and T0"` at -n 0, the first
+    session of the tests below that go on from stored runs. It runs once per test run and
+    sandbox (under xdist in the folder the workers' temp folders share), and each other test
+    gets a copy of its folder: a stored folder is read wherever it lies."""
+    base = tmp_path_factory.getbasetemp()
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "resume-t0"
+    shared.mkdir(exist_ok=True)
+    out, stored = mini / "out", shared / sandbox_kind
+    with open(shared / f"{sandbox_kind}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if stored.is_dir():
+            shutil.copytree(stored, out, symlinks=True)
+        else:
+            first = pytester.runpytest(
+                "cases", "-k", T0, *workers(0), *oracle, f"--scylla-out={out}"
+            )
+            first.assert_outcomes(passed=3)
+            shutil.copytree(out, stored, symlinks=True)
+    return out
+
+
 @pytest.mark.each_sandbox
 def test_a_second_session_reuses_stored_runs_and_reruns_what_is_missing(
-    mini: Path, pytester: pytest.Pytester, oracle: list[str]
+    mini: Path,
+    pytester: pytest.Pytester,
+    oracle: list[str],
+    sandbox_kind: str,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    out = mini / "out"
-    first = pytester.runpytest("cases", "-k", T0, *workers(0), *oracle, f"--scylla-out={out}")
-    first.assert_outcomes(passed=3)
+    out = stored_t0(mini, pytester, oracle, sandbox_kind, tmp_path_factory)
     before = records(out)
     calls = {k: lines(out / "runs" / k / "model_calls.jsonl") for k in before}
     # one run cut short (no record), one void (infra_error), a runs.jsonl line cut by a kill
@@ -123,11 +156,10 @@ def test_rejudge_rescores_stored_runs_after_a_rubric_edit_without_agent_calls(
     oracle: list[str],
     edit: Edit,
     capsys: pytest.CaptureFixture[str],
+    sandbox_kind: str,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    out = mini / "out"
-    pytester.runpytest(
-        "cases", "-k", T0, *workers(0), *oracle, f"--scylla-out={out}"
-    ).assert_outcomes(passed=3)
+    out = stored_t0(mini, pytester, oracle, sandbox_kind, tmp_path_factory)
     before = records(out)
     agent_calls = {k: lines(out / "runs" / k / "model_calls.jsonl") for k in before}
     judge_calls = {k: len(lines(out / "runs" / k / "judge_calls.jsonl")) for k in before}
@@ -276,12 +308,13 @@ def test_a_usage_window_limit_pauses_new_runs_then_they_go_on(
 
 
 def test_plan_estimates_from_history_and_runs_nothing(
-    mini: Path, pytester: pytest.Pytester, oracle: list[str]
+    mini: Path,
+    pytester: pytest.Pytester,
+    oracle: list[str],
+    sandbox_kind: str,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    out = mini / "out"
-    pytester.runpytest(
-        "cases", "-k", T0, *workers(0), *oracle, f"--scylla-out={out}"
-    ).assert_outcomes(passed=3)
+    out = stored_t0(mini, pytester, oracle, sandbox_kind, tmp_path_factory)
     proc = subprocess.run(
         [
             sys.executable,
