@@ -17,7 +17,6 @@ and its verdict says why (`effect_limits`); the tables are `component_tables`'."
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,21 +28,14 @@ import numpy
 from pytest_scylla.results import contrasts, cop_delta, effect_measures
 from pytest_scylla.results import effect_limits as limits
 from pytest_scylla.results.metrics import COUNTED
+from pytest_scylla.results.plan_design import Design as Design  # and for its readers:
+from pytest_scylla.results.plan_design import design_beside as design_beside
+from pytest_scylla.results.plan_design import load_design as load_design
+from pytest_scylla.results.plan_design import tier_source
 
 ALPHA = 0.05
 MEASURES = effect_measures.MEASURES  # the tables' columns
 Row = Mapping[str, Any]
-
-
-@dataclass(frozen=True)
-class Design:
-    """The arms of a plan (`design.json` beside its tier file), by subtest number."""
-
-    kind: str  # leave-one-out | plackett-burman
-    configuration: str
-    factors: tuple[str, ...]
-    arms: Mapping[str, frozenset[str]]  # "03" -> the factors the arm keeps
-    labels: Mapping[str, str] = field(default_factory=dict, compare=False)  # "03" -> its name
 
 
 @dataclass
@@ -69,51 +61,6 @@ class Effect:
     note: str = ""
 
 
-def load_design(path: Path) -> Design:
-    """A plan's design; a ValueError names the file when it is not one."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        arms = {str(k)[:2]: frozenset(v) for k, v in data["arms"].items()}
-        labels = {str(k)[:2]: str(k) for k in data["arms"]}
-        design = Design(
-            data["design"], str(data["configuration"]), tuple(data["factors"]), arms, labels
-        )
-        problem = _problem(design)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        problem = str(exc)
-    if problem:
-        raise ValueError(f"{path}: not a design written by `scylla ablate plan` ({problem})")
-    return design
-
-
-def _problem(design: Design) -> str:
-    """What makes a read design unusable, or ""."""
-    if design.kind not in ("leave-one-out", "plackett-burman"):
-        return f"design {design.kind!r}: expected leave-one-out or plackett-burman"
-    if not all(isinstance(f, str) for f in design.factors):
-        return "factors: expected names"
-    unknown = sorted(str(f) for kept in design.arms.values() for f in kept - set(design.factors))
-    return f"arms keep factors not in factors: {', '.join(unknown)}" if unknown else ""
-
-
-def design_beside(folder: Path) -> Path:
-    """The design.json beside the tier file the experiment in `folder` ran."""
-    return _tier_source(folder).parent / "design.json"
-
-
-def _tier_source(folder: Path) -> Path:
-    """The T0 tier file the experiment in `folder` ran, when it is a project's own."""
-    from pytest_scylla.core.record import read_dict
-
-    if not (folder / "manifest.json").is_file():
-        raise ValueError(f"{folder}: no manifest.json, so no experiment folder (--scylla-out)")
-    sources = read_dict(folder / "manifest.json").get("tier_sources")
-    source = sources.get("T0") if isinstance(sources, dict) else None
-    if not isinstance(source, str) or not source or source.startswith("packaged"):
-        raise ValueError("the experiment did not run a plan's tiers; name its design with --design")
-    return Path(source)
-
-
 def for_experiment(
     folder: Path, runs: Sequence[Mapping[str, Any]]
 ) -> tuple[list[Effect], Design] | None:
@@ -123,7 +70,7 @@ def for_experiment(
     from pytest_scylla.formats.ablation_plan import HEADER
 
     try:
-        tier = _tier_source(folder)
+        tier = tier_source(folder)
         with tier.open(encoding="utf-8", errors="replace") as text:
             if text.read(len(HEADER)) != HEADER:  # a project's own tiers, not a plan's
                 return None
