@@ -3,10 +3,14 @@ upstream: outcomes, records, the ablation check, secrets, faults and setup error
 
 from __future__ import annotations
 
+import fcntl
 import http.server
 import json
+import os
+import shutil
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -26,39 +30,107 @@ def calls(out: Path, key: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
+CANARY_KEY = "sk-ant-canary-0123456789-do-not-leak"
+CANARY_MD = "CANARY-USER-CLAUDE-MD-7f3a"
+
+# a conftest.py noting, on the controller, each report's record and its JUnit property
+SEEN = r"""
+import json
+
+CONFIG = []
+
+def pytest_configure(config):
+    CONFIG.append(config)
+
+def pytest_runtest_logreport(report):
+    if report.when == "call" and not hasattr(CONFIG[0], "workerinput"):  # the controller
+        with open("seen.jsonl", "a") as f:
+            f.write(json.dumps(report.scylla_record) + "\n")
+            f.write(dict(report.user_properties)["scylla_run"] + "\n")  # what JUnit writes
+"""
+
+
+@dataclass(frozen=True)
+class Session:
+    """What a finished session left: its folder, output, outcomes and the reports' records."""
+
+    out: Path
+    output: str
+    outcomes: dict[str, int]
+    seen: Path  # the conftest's seen.jsonl
+
+
+def every_item(
+    mini: Path,
+    pytester: pytest.Pytester,
+    oracle: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    sandbox_kind: str,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Session:
+    """Every item of the mini project end to end through the real CLI on two workers, with the
+    user's API key and their own Claude configuration (a CLAUDE.md and a skill in their home)
+    as canaries, bodies recorded, workspaces kept and the reports' records noted (`SEEN`). The
+    tests below only read it: it runs once per test run and sandbox (under xdist in the folder
+    the workers' temp folders share)."""
+    base = tmp_path_factory.getbasetemp()
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "every-item"
+    shared.mkdir(exist_ok=True)
+    stored = shared / sandbox_kind
+    with open(shared / f"{sandbox_kind}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not stored.is_dir():
+            home = tmp_path_factory.mktemp("userhome")
+            (home / ".claude" / "skills" / "canaryskill").mkdir(parents=True)
+            (home / ".claude" / "CLAUDE.md").write_text(f"Always say {CANARY_MD}.\n")
+            (home / ".claude" / "skills" / "canaryskill" / "SKILL.md").write_text(
+                f"---\nname: canaryskill\ndescription: {CANARY_MD}\n---\nbody\n"
+            )
+            monkeypatch.setenv("HOME", str(home))
+            monkeypatch.setenv("ANTHROPIC_API_KEY", CANARY_KEY)
+            pytester.makeconftest(SEEN)
+            result = pytester.runpytest(
+                "cases",
+                *workers(2),
+                *oracle,
+                f"--scylla-out={mini / 'out'}",
+                "--scylla-record-bodies",
+                "--scylla-keep-workspaces",
+            )
+            made = stored.with_suffix(".partial")
+            shutil.rmtree(made, ignore_errors=True)
+            shutil.copytree(mini / "out", made / "out", symlinks=True)
+            shutil.copy(mini / "seen.jsonl", made / "seen.jsonl")
+            (made / "output.txt").write_text(result.stdout.str())
+            (made / "outcomes.json").write_text(json.dumps(result.parseoutcomes()))
+            made.rename(stored)
+    return Session(
+        stored / "out",
+        (stored / "output.txt").read_text(),
+        json.loads((stored / "outcomes.json").read_text()),
+        stored / "seen.jsonl",
+    )
+
+
 @pytest.mark.each_sandbox
 def test_every_run_has_a_record_and_a_call_log_and_no_secret_reaches_a_file(
     mini: Path,
     pytester: pytest.Pytester,
     oracle: list[str],
     monkeypatch: pytest.MonkeyPatch,
-    tmp_path: Path,
+    sandbox_kind: str,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     """Every item of the mini project end to end through the real CLI, on two workers (the
     records travel from the workers to the controller). The user's API key and their own
     Claude configuration (a CLAUDE.md and a skill in their home) reach no file the session
     writes, recorded request bodies and kept workspaces included."""
-    canary_key = "sk-ant-canary-0123456789-do-not-leak"
-    canary_md = "CANARY-USER-CLAUDE-MD-7f3a"
-    home = tmp_path / "userhome"
-    (home / ".claude" / "skills" / "canaryskill").mkdir(parents=True)
-    (home / ".claude" / "CLAUDE.md").write_text(f"Always say {canary_md}.\n")
-    (home / ".claude" / "skills" / "canaryskill" / "SKILL.md").write_text(
-        f"---\nname: canaryskill\ndescription: {canary_md}\n---\nbody\n"
+    done = every_item(mini, pytester, oracle, monkeypatch, sandbox_kind, tmp_path_factory)
+    out = done.out
+    assert done.outcomes == {"passed": len(MINI_ITEMS)}, done.output[-3000:]
+    pytest.LineMatcher(done.output.splitlines()).fnmatch_lines(
+        ["scylla: SIMULATED MODEL (oracle=solution)*"]
     )
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("ANTHROPIC_API_KEY", canary_key)
-    out = mini / "out"
-    result = pytester.runpytest(
-        "cases",
-        *workers(2),
-        *oracle,
-        f"--scylla-out={out}",
-        "--scylla-record-bodies",
-        "--scylla-keep-workspaces",
-    )
-    result.assert_outcomes(passed=len(MINI_ITEMS))
-    result.stdout.fnmatch_lines(["scylla: SIMULATED MODEL (oracle=solution)*"])
     recs = records(out)
     assert len(recs) == len(MINI_ITEMS)
     for key, rec in recs.items():
@@ -110,8 +182,8 @@ def test_every_run_has_a_record_and_a_call_log_and_no_secret_reaches_a_file(
     assert any("workspace" in p.parts for p in files)  # workspaces were kept
     for path in files:
         data = path.read_bytes()
-        assert canary_key.encode() not in data, path
-        assert canary_md.encode() not in data, path
+        assert CANARY_KEY.encode() not in data, path
+        assert CANARY_MD.encode() not in data, path
 
 
 @pytest.mark.parametrize(
@@ -431,31 +503,22 @@ def test_the_run_budget_is_enforced_by_the_gateway(
 
 @pytest.mark.each_sandbox
 def test_each_report_carries_its_run_record(
-    mini: Path, pytester: pytest.Pytester, oracle: list[str]
+    mini: Path,
+    pytester: pytest.Pytester,
+    oracle: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    sandbox_kind: str,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    pytester.makeconftest(r"""
-import json
-
-CONFIG = []
-
-def pytest_configure(config):
-    CONFIG.append(config)
-
-def pytest_runtest_logreport(report):
-    if report.when == "call" and not hasattr(CONFIG[0], "workerinput"):  # the controller
-        with open("seen.jsonl", "a") as f:
-            f.write(json.dumps(report.scylla_record) + "\n")
-            f.write(dict(report.user_properties)["scylla_run"] + "\n")  # what JUnit writes
-""")
-    out = mini / "out"
-    result = pytester.runpytest(
-        "cases", "-k", "alpha and T0", *workers(2), *oracle, f"--scylla-out={out}"
-    )
-    result.assert_outcomes(passed=3)
-    lines = [json.loads(line) for line in (mini / "seen.jsonl").read_text().splitlines()]
+    """On the controller, each run item's report carries its whole record (`scylla_record`)
+    and a bounded summary as the JUnit property `scylla_run`, in the session of two workers
+    above (the records travel from the workers)."""
+    done = every_item(mini, pytester, oracle, monkeypatch, sandbox_kind, tmp_path_factory)
+    assert done.outcomes == {"passed": len(MINI_ITEMS)}, done.output[-3000:]
+    lines = [json.loads(line) for line in done.seen.read_text().splitlines()]
     seen, summaries = lines[::2], lines[1::2]
-    on_disk = records(out)
-    assert len(on_disk) == 3
+    on_disk = records(done.out)
+    assert len(on_disk) == len(MINI_ITEMS)
     assert sorted(r["run_key"] for r in seen) == sorted(on_disk)
     for rec, summary in zip(seen, summaries, strict=True):
         assert rec == on_disk[rec["run_key"]]  # the whole record, at report.scylla_record
