@@ -67,6 +67,12 @@ CORPUS = [  # ordered so that two neighbours are never both more-itertools entri
         "a src/ layout: the descriptor's inspection with obj=None (#387)",
         ("tests/test_cachedmethod.py::AutospecTest::test_autospec_no_warnings",),
     ),
+    Entry(
+        "toolz",
+        "5a7e078c941c990dcaca53ac6920e5d5c0b1475f",
+        "plain pytest inside the package: partition_all raises on an invalid length (#603)",
+        ("toolz/tests/test_itertoolz.py::test_partition_all",),
+    ),
 ]
 
 
