@@ -16,8 +16,7 @@ import pytest
 from pytest_scylla.cli import main
 
 from ..conftest import require, workers
-
-DRYRUN = Path(__file__).parents[1] / "fixtures" / "dryrun"
+from ..support.dryrun_report import dryrun_report
 
 
 @pytest.mark.slow  # tests/e2e/test_shards.py merges shards in the default suite
@@ -86,16 +85,19 @@ def test_a_session_writes_the_html_report_on_request(
     assert (out / "tables.md").is_file()
 
 
-def test_html_report_loads_in_headless_chromium_without_console_errors(tmp_path: Path) -> None:
-    """Chromium opens the report, exits 0 and draws a full-size screenshot, with no console
-    error; where chromium is missing it is skipped, saying so, and under CI it fails."""
+def test_html_report_loads_in_headless_chromium_without_console_errors(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Chromium opens the report (the paper's dry run's), exits 0 and draws a full-size
+    screenshot, with no console error; where chromium is missing it is skipped, saying so, and
+    under CI it fails."""
     require(
         None
         if shutil.which("chromium")
         else "Debian's chromium is not installed (.ci/run installs it)"
     )
-    out = tmp_path / "dryrun"
-    assert main(["report", str(DRYRUN), "--out", str(out)]) == 0
+    code, _, out = dryrun_report(tmp_path_factory)  # `scylla report <dryrun> --out out`
+    assert code == 0
     shot = tmp_path / "report.png"
     done = subprocess.run(
         [
