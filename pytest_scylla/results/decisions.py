@@ -18,12 +18,15 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_scylla.core.record import RECORD_FILE
 from pytest_scylla.core.runspec import RunKey
 from pytest_scylla.results.metrics import COUNTED
-from pytest_scylla.results.sequential import Decision, decide_all
+
+if TYPE_CHECKING:  # the decisions' numpy is loaded when a comparison is decided, not with
+    # every session (the plugin imports this module; most sessions stop nothing)
+    from pytest_scylla.results.sequential import Decision
 
 STOPPED = ("decided after ", "undecided after ", "every comparison with ")  # skip reasons
 
@@ -51,6 +54,8 @@ class Family:
                     known[number] = None  # pairs with nothing
                 elif folder != pending and (made := _outcome(out / "runs" / folder)):
                     known[number] = made[0]
+        from pytest_scylla.results.sequential import decide_all
+
         return decide_all(outcomes, self.references, self.limit, self.alpha, self.margin)
 
 
@@ -199,6 +204,8 @@ def recomputed(runs: Sequence[Mapping[str, Any]], stop: Mapping[str, Any]) -> li
     }
     for key, value in passed.items():
         outcomes[cell_of(key)][key.run] = value
+    from pytest_scylla.results.sequential import decide_all
+
     found = decide_all(outcomes, family.references, limit, family.alpha, family.margin)
     return _rows(found, family.references, costs, limit)
 
@@ -338,6 +345,8 @@ def replay(
         c: {n: (rs[n - 1][0] if n <= len(rs) else None) for n in range(1, limit + 1)}
         for c, rs in series.items()
     }
+    from pytest_scylla.results.sequential import decide_all
+
     found = decide_all(outcomes, refs, limit, alpha, margin)
     used = {c: (found[c].at if found[c].closed else len(series[c])) for c in refs}
     for ref in set(refs.values()):
