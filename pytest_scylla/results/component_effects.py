@@ -1,6 +1,6 @@
 """What each component of an ablated configuration is worth (`scylla ablate report`): its effect
 on pass rate, score, cost, tokens and duration, with intervals, its change of Cost-of-Pass with
-its interval (`cop_delta`), and a verdict in words.
+its interval (`cop_interval`), and a verdict in words.
 
 The effect on pass is a contrast of arm means within each case, averaged over the cases
 (`contrasts`): leave-one-out designs compare the full arm with the arm without the factor,
@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy
 
-from pytest_scylla.results import contrasts, cop_delta, effect_measures
+from pytest_scylla.results import contrasts, cop_interval, effect_measures
 from pytest_scylla.results import effect_limits as limits
 from pytest_scylla.results.metrics import COUNTED
 from pytest_scylla.results.plan_design import Design as Design  # and for its readers:
@@ -335,14 +335,14 @@ def _interaction(
 
 
 def _cop(found: Sequence[Effect], runs_of: Mapping[str, Sequence[Row]], design: Design) -> None:
-    """Each factor's change of Cost-of-Pass with its interval (`cop_delta`)."""
-    cells: dict[tuple[str, str], tuple[list[float | None], list[bool]]] = {}
+    """Each factor's change of Cost-of-Pass with its interval (`cop_interval`)."""
+    cells: dict[cop_interval.Cell, tuple[list[float | None], list[bool]]] = {}
     for arm, rows in runs_of.items():
         for row in rows:
             costs, passes = cells.setdefault((_case(row), arm), ([], []))
             costs.append(effect_measures.number(row.get("cost_usd")))
             passes.append(row["outcome"] == "pass")
-    draws = cop_delta.draws(cells)
+    draws = cop_interval.draws(cells)
     for effect in found:
         if design.kind == "leave-one-out":
             full, without = _loo_arms(design, effect.factor)
@@ -354,7 +354,7 @@ def _cop(found: Sequence[Effect], runs_of: Mapping[str, Sequence[Row]], design: 
             )
         if not effect.n_with or not effect.n_without or effect.factor in _aliased(design):
             continue
-        cop = cop_delta.delta(draws, *sides)
+        cop = cop_interval.delta(draws, *sides)
         effect.delta_cop, effect.delta_cop_low, effect.delta_cop_high = cop.value, cop.low, cop.high
         if cop.note and "every counted run failed" not in effect.verdict:
             effect.note = f"{effect.note}; {cop.note}" if effect.note else cop.note

@@ -1,31 +1,41 @@
-"""The change of Cost-of-Pass a factor makes, with a bootstrap interval (`component_effects`).
+"""Cost-of-Pass with a bootstrap interval: a group's (each tier of the session's report, from
+`metrics.group_summary`) and the change a factor makes (`component_effects`).
 
-A side's Cost-of-Pass (the arms with the factor, or those without it) is its mean cost per run
-over its pass rate, each the mean over the side's cells (one case's runs of one arm), so runs
-spread unequally over cases or arms weigh as the design meant. The interval is the 2.5 and
-97.5 percentiles of the difference over bootstrap resamples of the runs within each cell (a
-bootstrap stratified by case and arm, 2,000 resamples, fixed seed). Zero passes: a side without
-a pass has no finite Cost-of-Pass, so no difference is given (its note says which side); a
-resample in which a side passes nowhere counts as an infinite difference, and an interval end
-that falls on one is left open (no number, never `inf` or `nan`)."""
+Both resample the runs within each cell (a bootstrap stratified by cell: one case's runs of one
+arm, or of one subtest of a tier), 2,000 resamples with a fixed seed, and give the 2.5 and 97.5
+percentiles. Zero passes: a side that never passed has no finite Cost-of-Pass, so it gets no
+interval, and a change of it no number (its note says which side). A resample in which a side
+passes nowhere counts as an infinite Cost-of-Pass, and an interval end that falls on one is
+left open (None: no bound); `inf` and `nan` are never given.
+
+- A group's CoP is pooled, as `metrics.cop` gives it: its mean cost per run over its pass rate,
+  i.e. each cell weighted by its runs. Where the resamples do not vary (one run per cell, or
+  every cell's runs alike) it gets no interval rather than one of zero width.
+- A factor's Δ CoP compares two sides (the arms with the factor, those without), each side's
+  CoP the mean cost over the pass rate, each the mean over the side's cells, so runs spread
+  unequally over cases or arms weigh as the design meant."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy
 
 RESAMPLES = 2000
 SEED = 20261129
-Cell = tuple[str, str]  # (case, arm)
+Cell = tuple[str, ...]  # (case, arm) for a factor; a run's design cell for a group
+METHOD = "bootstrap of the runs within each case"
+GROUP_CELL = ("experiment", "agent", "agent_model", "case_id", "tier", "subtest")
 
 
 @dataclass(frozen=True)
 class Draws:
-    """Each cell's observed mean cost and pass rate, and their bootstrap resamples."""
+    """Each cell's runs, observed mean cost and pass rate, and their bootstrap resamples."""
 
+    runs: Mapping[Cell, int]
     cost: Mapping[Cell, float]
     rate: Mapping[Cell, float]
     cost_draws: Mapping[Cell, numpy.ndarray]
@@ -43,11 +53,12 @@ class Delta:
 def draws(cells: Mapping[Cell, tuple[Sequence[float | None], Sequence[bool]]]) -> Draws:
     """The resamples of every cell (its runs' costs, None where unknown, and passes)."""
     rng = numpy.random.default_rng(SEED)
-    cost, rate, cost_draws, rate_draws = {}, {}, {}, {}
+    runs, cost, rate, cost_draws, rate_draws = {}, {}, {}, {}, {}
     for cell in sorted(cells):
         costs = numpy.array([math.nan if c is None else c for c in cells[cell][0]], float)
         passes = numpy.array(cells[cell][1], float)
         pick = rng.integers(0, len(passes), size=(RESAMPLES, len(passes)))
+        runs[cell] = len(passes)
         rate[cell], rate_draws[cell] = float(passes.mean()), passes[pick].mean(axis=1)
         if numpy.isnan(costs).all():
             continue
@@ -55,7 +66,37 @@ def draws(cells: Mapping[Cell, tuple[Sequence[float | None], Sequence[bool]]]) -
         with numpy.errstate(invalid="ignore"):
             sums, known = numpy.nansum(costs[pick], axis=1), (~numpy.isnan(costs[pick])).sum(1)
             cost_draws[cell] = numpy.where(known > 0, sums / numpy.maximum(known, 1), cost[cell])
-    return Draws(cost, rate, cost_draws, rate_draws)
+    return Draws(runs, cost, rate, cost_draws, rate_draws)
+
+
+def group(runs: Iterable[Mapping[str, Any]]) -> tuple[float | None, float | None]:
+    """The 95 % interval of a group's pooled Cost-of-Pass (its counted runs; an unknown cost
+    counts as 0, as in `metrics`), stratified by the runs' design cells (`GROUP_CELL`).
+    (None, None) when no run passed, or when the resamples do not vary (one run per cell, or
+    each cell's runs alike in cost and outcome); high None when open."""
+    cells: dict[Cell, tuple[list[float | None], list[bool]]] = {}
+    for r in runs:
+        costs, passes = cells.setdefault(tuple(str(r.get(k) or "") for k in GROUP_CELL), ([], []))
+        costs.append(float(r.get("cost_usd") or 0))
+        passes.append(bool(r.get("passed")))
+    if not any(any(p) for _, p in cells.values()):
+        return None, None
+    low, high = _percentiles(_side(draws(cells), sorted(cells), weighted=True))
+    if low is not None and high is not None and math.isclose(low, high, rel_tol=1e-9):
+        return None, None  # the resamples do not vary: they say nothing of the uncertainty
+    return low, high
+
+
+def shown(row: Mapping[str, Any]) -> str:
+    """A group's interval as the tier tables show it (a `metrics.group_summary` row): "no pass"
+    when it has no finite CoP, "≥ $low" when the upper end is open, "-" when the resamples do
+    not vary."""
+    if row.get("n") and not row.get("passes"):
+        return "no pass"
+    low, high = row.get("cop_low"), row.get("cop_high")
+    if low is None:
+        return "-"
+    return f"≥ ${low:.4f}" if high is None else f"[${low:.4f}, ${high:.4f}]"
 
 
 def delta(found: Draws, with_: Sequence[Cell], without: Sequence[Cell]) -> Delta:
@@ -72,20 +113,26 @@ def delta(found: Draws, with_: Sequence[Cell], without: Sequence[Cell]) -> Delta
     cops = [sum(found.cost[c] for c in s) / len(s) / r for s, r in zip(sides, rates, strict=True)]
     resampled = [_side(found, side) for side in sides]
     with numpy.errstate(invalid="ignore"):
-        diff = resampled[0] - resampled[1]
-    diff = numpy.sort(diff[~numpy.isnan(diff)])  # both sides passing nowhere: no difference
-    if not diff.size:
-        return Delta(cops[0] - cops[1], None, None)
-    low, high = (float(diff[int(q * (diff.size - 1))]) for q in (0.025, 0.975))
-    return Delta(
-        cops[0] - cops[1],
-        low if math.isfinite(low) else None,
-        high if math.isfinite(high) else None,
-    )
+        diff = resampled[0] - resampled[1]  # both sides passing nowhere: no difference (nan)
+    return Delta(cops[0] - cops[1], *_percentiles(diff))
 
 
-def _side(found: Draws, side: Sequence[Cell]) -> numpy.ndarray:
-    cost = sum(found.cost_draws[c] for c in side) / len(side)
-    rate = sum(found.rate_draws[c] for c in side) / len(side)
+def _percentiles(values: numpy.ndarray) -> tuple[float | None, float | None]:
+    """The 2.5 and 97.5 percentiles of the resamples' values (nan left out); an end that is
+    infinite, or no value at all, is None."""
+    kept = numpy.sort(values[~numpy.isnan(values)])
+    if not kept.size:
+        return None, None
+    low, high = (float(kept[int(q * (kept.size - 1))]) for q in (0.025, 0.975))
+    return (low if math.isfinite(low) else None, high if math.isfinite(high) else None)
+
+
+def _side(found: Draws, side: Sequence[Cell], weighted: bool = False) -> numpy.ndarray:
+    """Each resample's Cost-of-Pass of the cells `side` (inf where they pass nowhere): the
+    cells' mean cost over their mean pass rate, weighted by their runs when `weighted`."""
+    weight = {c: found.runs[c] if weighted else 1 for c in side}
+    total = sum(weight.values())
+    cost = sum(found.cost_draws[c] * weight[c] for c in side) / total
+    rate = sum(found.rate_draws[c] * weight[c] for c in side) / total
     with numpy.errstate(divide="ignore", invalid="ignore"):
         return numpy.where(rate > 0, cost / numpy.where(rate > 0, rate, 1.0), numpy.inf)

@@ -311,6 +311,7 @@ HEADERS = {
     "modal_grade": "grade",
     "mean_cost": "cost/run",
     "cop": "Cost-of-Pass",
+    "cop_ci": "CoP 95% CI",
     "frontier_tier": "frontier",
     "frontier_cop": "frontier CoP",
     "mean_tokens": "tokens/run",

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from pytest_scylla.results import html_details, metrics, models, text_tables
+from pytest_scylla.results import cop_interval, html_details, metrics, models, text_tables
 from pytest_scylla.results.html_parts import PAGE_END, fmt, page_start, static_table
 from pytest_scylla.results.html_runs import run_details, run_table
 from pytest_scylla.results.tables import Tables
@@ -158,6 +158,7 @@ def _tier_table(summary: dict[str, Any]) -> str:
         "consistency",
         "mean_cost",
         "cop",
+        "cop_ci",
         "modal_grade",
         *hacks,
         "warning",
@@ -166,7 +167,11 @@ def _tier_table(summary: dict[str, Any]) -> str:
     return (
         heading
         + "<div class=wide>"
-        + static_table(tiers, columns, ("tier", "modal_grade", "warning", "decision"))
+        + static_table(
+            [{**t, "cop_ci": cop_interval.shown(t)} for t in tiers],
+            columns,
+            ("tier", "modal_grade", "warning", "decision"),
+        )
         + "</div>"
     )
 

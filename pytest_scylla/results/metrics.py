@@ -266,6 +266,8 @@ def group_summary(
 
 def _group_stats(runs: list[Mapping[str, Any]]) -> dict[str, Any]:
     """One group's summary (every column but the group's keys) over its counted runs."""
+    from pytest_scylla.results import cop_interval  # numpy: only once a report is written
+
     counted = [r for r in runs if r["outcome"] in COUNTED]
     n = len(counted)
     passed = [bool(r["passed"]) for r in counted]
@@ -295,6 +297,7 @@ def _group_stats(runs: list[Mapping[str, Any]]) -> dict[str, Any]:
         "total_cost": math.fsum(costs),
         "mean_duration": statistics.fmean(durations) if durations else None,
         "cop": cop(mean_cost, rate) if n else math.inf,
+        **dict(zip(("cop_low", "cop_high"), cop_interval.group(counted), strict=True)),
         **per_case,
         **grades,
         **effects,

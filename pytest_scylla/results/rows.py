@@ -126,6 +126,8 @@ class GroupSummary(GroupKeys, Decided):
     total_cost: float
     mean_duration: float | None
     cop: float
+    cop_low: float | None  # its 95 % interval (`cop_interval`); None: no bound
+    cop_high: float | None
     cop_per_case_mean: float | None
     cases: int
     pass_at_1: float | None

@@ -60,6 +60,8 @@ TIER_COLUMNS = [
     "consistency",
     "mean_cost",
     "cop",
+    "cop_low",
+    "cop_high",
     "cop_per_case_mean",
     "pass_at_1",
     "pass_hat_3",

@@ -1,5 +1,5 @@
 """Issue 47's examples, each pinned to its corrected behaviour (`results.component_effects`,
-`contrasts`, `cop_delta`): the Plackett-Burman effect is the main effect on the difference
+`contrasts`, `cop_interval`): the Plackett-Burman effect is the main effect on the difference
 scale; confounded factors are named as aliased, with no verdict; unequal runs per case cannot
 manufacture an effect (the two-case Simpson example); verdict and interval agree; runs-needed is
 the same test's power, never below n and per arm; Δ CoP has an interval and a zero-pass rule;
