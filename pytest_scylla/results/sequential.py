@@ -20,7 +20,10 @@ read, and stopping a decided cell changes nothing.
 `equivalent` (the difference of pass rates within +-margin) is decided from the betting
 confidence sequence of Waudby-Smith & Ramdas (JRSS-B 2024; hedged capital, predictable plug-in
 bets) for the mean paired difference, with its own share of alpha (`EQUIVALENCE_SHARE`,
-Bonferroni over the comparisons). The interval reported with a decision is the same kind of
+Bonferroni over the comparisons). When that share could not show equivalence within the
+maximum runs even were every pair tied (`shares`: a function of the maximum, alpha, the margin
+and the number of comparisons, fixed before any run), no equivalence is decided and the whole
+alpha goes to `better` and `worse`. The interval reported with a decision is the same kind of
 sequence at 1 - alpha for that comparison alone: its size, not the decision's test (the sign
 test, sharper at a few runs, may decide while it still holds zero).
 A comparison is `futile` once no plausible future brings it to the bar it faces now: the pairs
@@ -108,6 +111,17 @@ def equivalence_reachable(limit: int, alpha: float, margin: float) -> bool:
     return -margin < low and high < margin
 
 
+def shares(alpha: float, comparisons: int, limit: int, margin: float) -> tuple[float, float]:
+    """(the `better`/`worse` tests' alpha, each equivalence decision's). Equivalence gets
+    `EQUIVALENCE_SHARE` of alpha, split over the comparisons, only when that much could show it
+    within `limit` pairs; otherwise (a few dozen runs) it gets none and the tests the whole
+    alpha. Known before any run, so the split is fixed and the guarantee holds as before."""
+    eq_alpha = alpha * EQUIVALENCE_SHARE / max(1, comparisons)
+    if not equivalence_reachable(limit, eq_alpha, margin):
+        return alpha, 0.0
+    return alpha * (1 - EQUIVALENCE_SHARE), eq_alpha
+
+
 @dataclass
 class _State:
     wins: int = 0  # discordant pairs the cell won
@@ -132,9 +146,8 @@ def decide_all(
     known: the decisions never depend on which run finished first. `intervals` False leaves
     the reported intervals out (-1, 1), for simulations."""
     states = {cell: _State(diffs=[]) for cell in references}
-    eq_alpha = alpha * EQUIVALENCE_SHARE / max(1, len(states))
-    test_alpha = alpha * (1 - EQUIVALENCE_SHARE)
-    equivalence = equivalence_reachable(limit, eq_alpha, margin)
+    test_alpha, eq_alpha = shares(alpha, len(states), limit, margin)
+    equivalence = eq_alpha > 0
     run = 0
     while run < limit:
         run += 1

@@ -12,6 +12,7 @@ import pytest
 
 from pytest_scylla.core.runspec import RunKey
 from pytest_scylla.results import decisions as dec
+from pytest_scylla.results import sequential
 from pytest_scylla.results.sequential import decide_all, interval, log_e
 
 
@@ -183,3 +184,33 @@ def test_subtests_csv_rows_carry_their_cells_decision() -> None:
         "better at run 9",
         "open",
     ]
+
+
+def test_equivalence_out_of_reach_leaves_the_whole_alpha_to_better_and_worse() -> None:
+    """Within 30 runs not even 30 tied pairs could show equivalence at a tenth of alpha over 8
+    comparisons, so none of alpha is kept for it; at 200 runs it could, and keeps its tenth."""
+    assert not sequential.equivalence_reachable(30, 0.05 * 0.1 / 8, 0.10)
+    assert sequential.shares(0.05, 8, 30, 0.10) == (0.05, 0.0)
+    assert sequential.equivalence_reachable(200, 0.05 * 0.1 / 8, 0.10)
+    assert sequential.shares(0.05, 8, 200, 0.10) == pytest.approx((0.045, 0.05 * 0.1 / 8))
+
+
+def test_a_comparison_at_the_full_alphas_bar_is_decided_when_equivalence_is_out_of_reach(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One loss, then ten wins: the comparison's two hypotheses (better, worse) hold a mean
+    e-value between 1/0.05 and 1/0.045, the bar of e-Holm for a family of two. With at most
+    30 runs equivalence is out of reach, so the test has the whole alpha and decides
+    `better` at run 11. Controls: the old split (a tenth of alpha kept for equivalence anyway)
+    and a maximum at which equivalence is reachable both leave it open on the same outcomes."""
+    cells: dict[str, list[bool | None]] = {"ref": [True] + [False] * 10, "a": [False] + [True] * 10}
+    assert 1 / 0.05 <= (sequential._e(10, 11) + sequential._e(1, 11)) / 2 < 1 / 0.045
+    found = _family(cells, 30)["a"]
+    assert (found.status, found.at) == ("better", 11)  # type: ignore[attr-defined]
+    assert _family(cells, 200)["a"].status == "open"  # type: ignore[attr-defined]
+    monkeypatch.setattr(
+        sequential,
+        "shares",
+        lambda alpha, m, limit, margin: (alpha * 0.9, alpha * 0.1 / m),
+    )
+    assert _family(cells, 30)["a"].status == "open"  # type: ignore[attr-defined]
