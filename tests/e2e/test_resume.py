@@ -35,6 +35,7 @@ def lines(path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
+@pytest.fixture
 def stored_t0(
     mini: Path,
     pytester: pytest.Pytester,
@@ -68,10 +69,9 @@ def test_a_second_session_reuses_stored_runs_and_reruns_what_is_missing(
     mini: Path,
     pytester: pytest.Pytester,
     oracle: list[str],
-    sandbox_kind: str,
-    tmp_path_factory: pytest.TempPathFactory,
+    stored_t0: Path,
 ) -> None:
-    out = stored_t0(mini, pytester, oracle, sandbox_kind, tmp_path_factory)
+    out = stored_t0
     before = records(out)
     calls = {k: lines(out / "runs" / k / "model_calls.jsonl") for k in before}
     # one run cut short (no record), one void (infra_error), a runs.jsonl line cut by a kill
@@ -156,10 +156,9 @@ def test_rejudge_rescores_stored_runs_after_a_rubric_edit_without_agent_calls(
     oracle: list[str],
     edit: Edit,
     capsys: pytest.CaptureFixture[str],
-    sandbox_kind: str,
-    tmp_path_factory: pytest.TempPathFactory,
+    stored_t0: Path,
 ) -> None:
-    out = stored_t0(mini, pytester, oracle, sandbox_kind, tmp_path_factory)
+    out = stored_t0
     before = records(out)
     agent_calls = {k: lines(out / "runs" / k / "model_calls.jsonl") for k in before}
     judge_calls = {k: len(lines(out / "runs" / k / "judge_calls.jsonl")) for k in before}
@@ -311,10 +310,9 @@ def test_plan_estimates_from_history_and_runs_nothing(
     mini: Path,
     pytester: pytest.Pytester,
     oracle: list[str],
-    sandbox_kind: str,
-    tmp_path_factory: pytest.TempPathFactory,
+    stored_t0: Path,
 ) -> None:
-    out = stored_t0(mini, pytester, oracle, sandbox_kind, tmp_path_factory)
+    out = stored_t0
     proc = subprocess.run(
         [
             sys.executable,

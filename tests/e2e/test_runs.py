@@ -60,6 +60,7 @@ class Session:
     seen: Path  # the conftest's seen.jsonl
 
 
+@pytest.fixture
 def every_item(
     mini: Path,
     pytester: pytest.Pytester,
@@ -114,18 +115,13 @@ def every_item(
 
 @pytest.mark.each_sandbox
 def test_every_run_has_a_record_and_a_call_log_and_no_secret_reaches_a_file(
-    mini: Path,
-    pytester: pytest.Pytester,
-    oracle: list[str],
-    monkeypatch: pytest.MonkeyPatch,
-    sandbox_kind: str,
-    tmp_path_factory: pytest.TempPathFactory,
+    every_item: Session,
 ) -> None:
     """Every item of the mini project end to end through the real CLI, on two workers (the
     records travel from the workers to the controller). The user's API key and their own
     Claude configuration (a CLAUDE.md and a skill in their home) reach no file the session
     writes, recorded request bodies and kept workspaces included."""
-    done = every_item(mini, pytester, oracle, monkeypatch, sandbox_kind, tmp_path_factory)
+    done = every_item
     out = done.out
     assert done.outcomes == {"passed": len(MINI_ITEMS)}, done.output[-3000:]
     pytest.LineMatcher(done.output.splitlines()).fnmatch_lines(
@@ -502,18 +498,11 @@ def test_the_run_budget_is_enforced_by_the_gateway(
 
 
 @pytest.mark.each_sandbox
-def test_each_report_carries_its_run_record(
-    mini: Path,
-    pytester: pytest.Pytester,
-    oracle: list[str],
-    monkeypatch: pytest.MonkeyPatch,
-    sandbox_kind: str,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> None:
+def test_each_report_carries_its_run_record(every_item: Session) -> None:
     """On the controller, each run item's report carries its whole record (`scylla_record`)
     and a bounded summary as the JUnit property `scylla_run`, in the session of two workers
     above (the records travel from the workers)."""
-    done = every_item(mini, pytester, oracle, monkeypatch, sandbox_kind, tmp_path_factory)
+    done = every_item
     assert done.outcomes == {"passed": len(MINI_ITEMS)}, done.output[-3000:]
     lines = [json.loads(line) for line in done.seen.read_text().splitlines()]
     seen, summaries = lines[::2], lines[1::2]
