@@ -21,9 +21,9 @@ from pytest_scylla.core.tiers import tier_key
 from pytest_scylla.results import compare_decisions, metrics, models
 from pytest_scylla.results.compare_conditions import conditions
 from pytest_scylla.results.inputs import ReportInputError
+from pytest_scylla.results.stats import ALPHA, holm
 from pytest_scylla.results.tables import Tables, load
 
-ALPHA = 0.05
 RESAMPLES = 999
 SEED = 0
 METRICS = ("pass_rate", "mean_score", "cost_per_run", "cop")
@@ -242,17 +242,11 @@ def _rows(base: Runs, cand: Runs, keys: tuple[str, ...]) -> list[dict[str, Any]]
 
 
 def _holm(rows: list[dict[str, Any]]) -> None:
-    from statsmodels.stats.multitest import multipletests
-
     tested = [r for r in rows if r["p"] is not None]
     for r in rows:
         r["p_holm"], r["significant"] = None, False
-    if tested:
-        reject, corrected, _, _ = multipletests(
-            [r["p"] for r in tested], alpha=ALPHA, method="holm"
-        )
-        for r, significant, p in zip(tested, reject, corrected, strict=True):
-            r["p_holm"], r["significant"] = float(p), bool(significant)
+    for r, (significant, p) in zip(tested, holm([r["p"] for r in tested]), strict=True):
+        r["p_holm"], r["significant"] = p, significant
 
 
 def _verdicts(base: Runs, cand: Runs) -> dict[str, Any]:

@@ -32,8 +32,8 @@ from pytest_scylla.results.plan_design import Design as Design  # and for its re
 from pytest_scylla.results.plan_design import design_beside as design_beside
 from pytest_scylla.results.plan_design import load_design as load_design
 from pytest_scylla.results.plan_design import tier_source
+from pytest_scylla.results.stats import ALPHA
 
-ALPHA = 0.05
 MEASURES = effect_measures.MEASURES  # the tables' columns
 Row = Mapping[str, Any]
 

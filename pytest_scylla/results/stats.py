@@ -117,15 +117,20 @@ def pairwise(groups: Mapping[str, Sequence[float]], order: Sequence[str]) -> lis
             row.update(u=_finite(u), p_raw=_finite(p))
         rows.append(row)
     tested = [r for r in rows if r["p_raw"] is not None]
-    if tested:
-        from statsmodels.stats.multitest import multipletests
-
-        reject, corrected, _, _ = multipletests(
-            [r["p_raw"] for r in tested], alpha=ALPHA, method="holm"
-        )
-        for row, rej, p in zip(tested, reject, corrected, strict=True):
-            row.update(p_holm=float(p), significant=bool(rej))
+    for row, (rej, p) in zip(tested, holm([r["p_raw"] for r in tested]), strict=True):
+        row.update(p_holm=p, significant=rej)
     return rows
+
+
+def holm(pvalues: list[float], alpha: float = ALPHA) -> list[tuple[bool, float]]:
+    """Holm's step-down adjustment of a family of p-values (statsmodels'): per p-value, whether
+    it is rejected at family-wise `alpha` and its adjusted p. The one home of Holm here."""
+    if not pvalues:
+        return []
+    from statsmodels.stats.multitest import multipletests
+
+    reject, corrected, _, _ = multipletests(pvalues, alpha=alpha, method="holm")
+    return [(bool(r), float(p)) for r, p in zip(reject, corrected, strict=True)]
 
 
 def krippendorff_alpha(scores: Iterable[tuple[str, str, float]]) -> dict[str, Any]:
