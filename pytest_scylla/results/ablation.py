@@ -8,15 +8,12 @@ from __future__ import annotations
 
 import itertools
 import statistics
-import warnings
 from typing import Any
 
 from pytest_scylla.core.record import RunRecord
 from pytest_scylla.core.tiers import tier_key
-from pytest_scylla.results import metrics
+from pytest_scylla.results import metrics, stats
 
-RESAMPLES = 999
-SEED = 0
 KINDS = {
     "claude_md": "CLAUDE.md block",
     "skills": "skill",
@@ -41,21 +38,11 @@ def _interval(with_: list[float], without: list[float]) -> tuple[float | None, f
     if len(with_) < 2 or len(without) < 2 or len(set(with_) | set(without)) < 2:
         return None, None
     import numpy as np
-    from scipy.stats import DegenerateDataWarning, bootstrap
 
     def diff(a: Any, b: Any, axis: int = -1) -> Any:
         return np.mean(a, axis=axis) - np.mean(b, axis=axis)
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DegenerateDataWarning)
-        found = bootstrap(
-            (np.array(with_), np.array(without)),
-            diff,
-            n_resamples=RESAMPLES,
-            method="percentile",
-            rng=np.random.default_rng(SEED),
-        )
-    return float(found.confidence_interval.low), float(found.confidence_interval.high)
+    return stats.percentile_bootstrap((np.array(with_), np.array(without)), diff)
 
 
 def ablation_scores(records: list[RunRecord]) -> list[dict[str, Any]]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import math
 import statistics
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,11 +20,9 @@ from pytest_scylla.core.tiers import tier_key
 from pytest_scylla.results import compare_decisions, metrics, models
 from pytest_scylla.results.compare_conditions import conditions
 from pytest_scylla.results.inputs import ReportInputError
-from pytest_scylla.results.stats import ALPHA, holm
+from pytest_scylla.results.stats import ALPHA, RESAMPLES, holm, percentile_bootstrap
 from pytest_scylla.results.tables import Tables, load
 
-RESAMPLES = 999
-SEED = 0
 METRICS = ("pass_rate", "mean_score", "cost_per_run", "cop")
 LABELS = {
     "pass_rate": "pass rate",
@@ -123,7 +120,6 @@ def _interval(
     paired, else each side's runs independently. None when the difference is undefined in
     resamples (a CoP whose side did not pass) or there is too little to resample."""
     import numpy as np
-    from scipy.stats import DegenerateDataWarning, bootstrap
 
     statistic: Callable[..., float]
     if paired:
@@ -145,18 +141,8 @@ def _interval(
         data = (np.arange(len(base)), np.arange(len(cand)))
     if math.isnan(statistic(*data)):
         return None, None
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", DegenerateDataWarning)  # every resample alike: fine
-        found = bootstrap(
-            data,
-            statistic,
-            n_resamples=RESAMPLES,
-            vectorized=False,
-            method="percentile",
-            rng=np.random.default_rng(SEED),
-        )
-    low, high = float(found.confidence_interval.low), float(found.confidence_interval.high)
-    return (None, None) if math.isnan(low) or math.isnan(high) else (low, high)
+    low, high = percentile_bootstrap(data, statistic, vectorized=False)
+    return (None, None) if low is None or high is None else (low, high)
 
 
 def _test(base: Runs, cand: Runs, metric: str, paired: bool) -> tuple[float | None, str]:
