@@ -12,3 +12,10 @@ OTHER = 1 << 30  # a name that is no tier's sorts after every tier
 def tier_key(name: str) -> tuple[int, str]:
     match = TIER_NAME.match(name)
     return (int(match.group(1)) if match else OTHER, name)
+
+
+def subtest_key(ref: str) -> tuple[tuple[int, str], str]:
+    """A subtest's place (`T1-03`): by its tier's number, then its own; the one spelling of that
+    order (a name that is no tier's sorts last)."""
+    tier, _, rest = ref.partition("-")
+    return tier_key(tier), rest

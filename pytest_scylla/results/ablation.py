@@ -11,7 +11,7 @@ import statistics
 from typing import Any
 
 from pytest_scylla.core.record import RunRecord
-from pytest_scylla.core.tiers import tier_key
+from pytest_scylla.core.tiers import subtest_key, tier_key
 from pytest_scylla.results import metrics, stats
 
 KINDS = {
@@ -57,7 +57,7 @@ def ablation_scores(records: list[RunRecord]) -> list[dict[str, Any]]:
         declared.setdefault(subtest, components(rec["declared"]))
         runs.setdefault(subtest, []).append(rec)
     rows = []
-    for a, b in itertools.combinations(sorted(declared, key=_order), 2):
+    for a, b in itertools.combinations(sorted(declared, key=subtest_key), 2):
         extra_a, extra_b = declared[a] - declared[b], declared[b] - declared[a]
         if len(extra_a) + len(extra_b) != 1:
             continue
@@ -133,8 +133,3 @@ def utilisation(records: list[RunRecord]) -> list[dict[str, Any]]:
             }
         )
     return rows
-
-
-def _order(subtest: str) -> tuple[tuple[int, str], str]:
-    tier, _, rest = subtest.partition("-")
-    return tier_key(tier), rest

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_scylla.core.record import RECORD_FILE
 from pytest_scylla.core.runspec import RunKey
+from pytest_scylla.core.tiers import subtest_key
 from pytest_scylla.results.metrics import COUNTED
 
 if TYPE_CHECKING:  # the decisions' numpy is loaded when a comparison is decided, not with
@@ -103,20 +104,15 @@ def plan(
         groups.setdefault((key.case, key.model), {})[key.subtest] = cell
     references: dict[str, str] = {}
     for (case, model), cells in sorted(groups.items()):
-        ref = reference or min(cells, key=_order)
+        ref = reference or min(cells, key=subtest_key)
         if ref not in cells:
-            chosen = ", ".join(sorted(cells, key=_order))
+            chosen = ", ".join(sorted(cells, key=subtest_key))
             raise ValueError(
                 f"--scylla-reference={ref}: case {case}{f' ({model})' if model else ''} runs "
                 f"no {ref} in this selection ({chosen}); select it or name one of these"
             )
         references |= {cell: cells[ref] for sub, cell in cells.items() if sub != ref}
     return Family(runs, references, limit, alpha, margin)
-
-
-def _order(subtest: str) -> tuple[int, str]:
-    tier, _, number = subtest.partition("-")
-    return (int(tier[1:]), number)
 
 
 def said(cell: str, ref: str, d: Decision) -> str:

@@ -66,8 +66,9 @@ class Decision:
 
 
 @functools.cache
-def log_e(wins: int, pairs: int) -> float:
-    """The log e-value of `wins` discordant pairs won out of `pairs`, against q <= 1/2."""
+def log_e(wins: float, pairs: float) -> float:
+    """The log e-value of `wins` discordant pairs won out of `pairs`, against q <= 1/2 (real
+    numbers too: a plausible future's expected wins)."""
     terms = [wins * math.log(2 * q) + (pairs - wins) * math.log(2 * (1 - q)) for q in Q]
     top = max(terms)
     return top + math.log(sum(math.exp(t - top) for t in terms) / len(terms))
@@ -260,13 +261,7 @@ def _plausible(state: _State, bar: float) -> bool:
     share = (lead + 1) / (discordant + 2)
     share = min(1.0, share + FUTILITY_Z * math.sqrt(share * (1 - share) / (discordant + 2)))
     more = state.left * rate
-    return _log_e_real(lead + more * share, discordant + more) >= math.log(bar)
-
-
-def _log_e_real(wins: float, pairs: float) -> float:
-    terms = [wins * math.log(2 * q) + (pairs - wins) * math.log(2 * (1 - q)) for q in Q]
-    top = max(terms)
-    return top + math.log(sum(math.exp(t - top) for t in terms) / len(terms))
+    return log_e(lead + more * share, discordant + more) >= math.log(bar)
 
 
 def _can_be_equivalent(state: _State, alpha: float, margin: float) -> bool:
