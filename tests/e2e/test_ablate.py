@@ -6,6 +6,7 @@ leak caught; and the report recovering effects the oracle plants, with a swapped
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import tarfile
 from pathlib import Path
@@ -270,7 +271,8 @@ def test_the_report_recovers_planted_effects(
     assert f"| `skill:{helpful}` |" in (out / "components.md").read_text()
     assert f'<tr data-component="skill:{helpful}">' in (out / "components.html").read_text()
     if agent == "codex" and not swapped:  # the session's own reports carry the section
-        assert f"| `skill:{helpful}` | helps |" in (out / "tables.md").read_text()
+        tables = (out / "tables.md").read_text()  # the verdict, and any note in brackets
+        assert re.search(rf"^\| `skill:{helpful}` \| helps( \([^|]*\))? \|", tables, re.M), tables
         page = (out / "report.html").read_text()
         drawn = [r for r in rows.values() if r["low"] not in ("", None)]  # estimated ones
         assert len(drawn) == 3  # the three skills (the groups' arms were not run)
