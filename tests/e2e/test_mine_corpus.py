@@ -84,7 +84,9 @@ def _picked() -> list[Entry]:
 
 def _mine(entry: Entry, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, str]:
     repo = tmp_path / entry.bundle
-    subprocess.run(["git", "clone", "-q", str(MINING / f"{entry.bundle}.bundle"), str(repo)])
+    subprocess.run(
+        ["git", "clone", "-q", str(MINING / f"{entry.bundle}.bundle"), str(repo)], check=True
+    )
     out = tmp_path / "cases"
     assert main(["cases", "mine", str(repo), f"{entry.sha}^..{entry.sha}", "--out", str(out)]) == 0
     return repo, capsys.readouterr().out
