@@ -112,7 +112,8 @@ def effects(runs: Sequence[Row], design: Design, needed: bool = True) -> list[Ef
         return []
     runs_of = _runs_of(rows)
     found = [_sides(f, runs_of, design) for f in design.factors]
-    weights = _weights(runs_of, design)
+    cells = _cells(runs_of)
+    weights = _weights(cells, design)
     for effect in found:
         if effect.factor not in weights:
             why = _not_estimable(effect.factor, runs_of, design)
@@ -129,7 +130,7 @@ def effects(runs: Sequence[Row], design: Design, needed: bool = True) -> list[Ef
         for effect in found:
             full, without = _loo_arms(design, effect.factor)
             effect_measures.welch(effect, runs_of.get(full, []), runs_of.get(without, []))
-    _test(found, weights, runs_of, design, needed)
+    _test(found, weights, cells, design, needed)
     _cop(found, runs_of, design)
     return found
 
@@ -165,11 +166,10 @@ def _loo_arms(design: Design, factor: str) -> tuple[str, str]:
 
 
 def _weights(
-    runs_of: Mapping[str, Sequence[Row]], design: Design
+    cells: Mapping[str, contrasts.Cells], design: Design
 ) -> dict[str, dict[str, dict[str, float]]]:
     """Factor -> case -> arm -> the weight of the arm's mean in the factor's effect in that
     case, for the factors some case estimates (`contrasts`)."""
-    cells = _cells(runs_of)
     out: dict[str, dict[str, dict[str, float]]] = {}
     for case, cell in cells.items():
         ran = {a: design.arms[a] for a in cell.runs}
@@ -227,7 +227,7 @@ def _rate(rows: Sequence[Row]) -> float | None:
 def _test(
     found: Sequence[Effect],
     weights: Mapping[str, Mapping[str, Mapping[str, float]]],
-    runs_of: Mapping[str, Sequence[Row]],
+    cells: Mapping[str, contrasts.Cells],
     design: Design,
     needed: bool,
 ) -> None:
@@ -236,7 +236,6 @@ def _test(
     support no estimate stands in it as p = 1), its interval and verdict."""
     family = [e for e in found if e.n_with and e.n_without and e.factor in weights]
     level = ALPHA / max(1, len(family))
-    cells = _cells(runs_of)
     rng = numpy.random.default_rng(contrasts.SEED)
     draws = contrasts.permutations_for(len(family), ALPHA)
     shared: contrasts.Drawn = {}
@@ -343,6 +342,7 @@ def _cop(found: Sequence[Effect], runs_of: Mapping[str, Sequence[Row]], design: 
             costs.append(effect_measures.number(row.get("cost_usd")))
             passes.append(row["outcome"] == "pass")
     draws = cop_interval.draws(cells)
+    aliased = _aliased(design)
     for effect in found:
         if design.kind == "leave-one-out":
             full, without = _loo_arms(design, effect.factor)
@@ -352,7 +352,7 @@ def _cop(found: Sequence[Effect], runs_of: Mapping[str, Sequence[Row]], design: 
                 [c for c in cells if effect.factor in design.arms[c[1]]],
                 [c for c in cells if effect.factor not in design.arms[c[1]]],
             )
-        if not effect.n_with or not effect.n_without or effect.factor in _aliased(design):
+        if not effect.n_with or not effect.n_without or effect.factor in aliased:
             continue
         cop = cop_interval.delta(draws, *sides)
         effect.delta_cop, effect.delta_cop_low, effect.delta_cop_high = cop.value, cop.low, cop.high
