@@ -25,7 +25,7 @@ from pytest_scylla.judging.judge_run import oracle_verdict  # noqa: E402
 from pytest_scylla.judging.judges import DEFAULT_JUDGES, parse  # noqa: E402
 from pytest_scylla.judging.panel import run_panel  # noqa: E402
 from pytest_scylla.run.gateway import Gateway, Route  # noqa: E402
-from pytest_scylla.run.gateway.oracle import Script  # noqa: E402
+from pytest_scylla.run.gateway.oracle.model import Script  # noqa: E402
 
 
 def main() -> int:

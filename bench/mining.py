@@ -80,7 +80,7 @@ BIG = 100_000  # bytes: about 25,000 tokens, the most Claude Code's Read shows a
 
 def measures(repo: Path, out: Path, said: str) -> None:
     """The exactness of each kept case's fail-to-pass list, and the oracle on big files."""
-    from pytest_scylla.mine_cli import _sandbox
+    from pytest_scylla.cli.mine import _sandbox
     from tests.support.mining_truth import changed
 
     box = _sandbox("bwrap")

@@ -35,6 +35,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from pytest_scylla.config.settings import Settings  # noqa: E402
 from pytest_scylla.core.runspec import RunSpec  # noqa: E402
 from pytest_scylla.formats.spec import load_case  # noqa: E402
 from pytest_scylla.formats.tiers import TierSet  # noqa: E402
@@ -43,8 +44,7 @@ from pytest_scylla.operations import runner  # noqa: E402
 from pytest_scylla.operations.runtime import build  # noqa: E402
 from pytest_scylla.run.agents import claude_code  # noqa: E402
 from pytest_scylla.run.gateway import Gateway, Route, sse  # noqa: E402
-from pytest_scylla.run.gateway.oracle import Script  # noqa: E402
-from pytest_scylla.settings import Settings  # noqa: E402
+from pytest_scylla.run.gateway.oracle.model import Script  # noqa: E402
 
 
 def harness_runs(n: int, sandbox: str, cache: Path, out: Path) -> list[dict]:

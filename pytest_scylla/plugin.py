@@ -10,16 +10,17 @@ from typing import Any
 
 import pytest
 
-from pytest_scylla import collect, options, settings
-from pytest_scylla.collect import ACTIVE_KEY
+from pytest_scylla.config import options, settings
+from pytest_scylla.config.sandbox import plugin_sandboxes
+from pytest_scylla.config.settings import EXPERIMENT_KEY, SESSION_KEY
 from pytest_scylla.core.record import bound_report, of_report
 from pytest_scylla.core.runspec import model_label
 from pytest_scylla.core.terminal import safe, scrub
 from pytest_scylla.formats.spec import CATEGORIES
 from pytest_scylla.formats.tiers import tier_files
-from pytest_scylla.header import BYSTANDER_KEY, bystander_line, header_lines, sandbox_line
-from pytest_scylla.sandbox_settings import plugin_sandboxes
-from pytest_scylla.settings import EXPERIMENT_KEY, SESSION_KEY
+from pytest_scylla.session import collect
+from pytest_scylla.session.collect import ACTIVE_KEY
+from pytest_scylla.session.header import BYSTANDER_KEY, bystander_line, header_lines, sandbox_line
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -63,7 +64,7 @@ def pytest_scylla_report_writers(config: pytest.Config | None) -> dict[str, Any]
 @pytest.hookimpl(trylast=True)
 def pytest_scylla_runtime(config: pytest.Config) -> Any:
     """The built-in runtime: gateway, sandbox and the real CLI (its baseline measured)."""
-    from pytest_scylla.agent_settings import adapters
+    from pytest_scylla.config.agent import adapters
     from pytest_scylla.operations.runtime import build
 
     chosen = config.stash[settings.SETTINGS_KEY]
@@ -98,7 +99,7 @@ def pytest_configure(config: pytest.Config) -> None:
         # no paths given: the evaluations wherever they are, even where testpaths (the
         # project's own tests) never reach them
         config.args = [str(r) for r in config.stash[ACTIVE_KEY] if r.is_dir()] or config.args
-    from pytest_scylla import extensions
+    from pytest_scylla.config import extensions
 
     try:
         extensions.register(config)  # the `pytest_scylla` entry-point group's hook modules
@@ -145,7 +146,7 @@ def _register(config: pytest.Config) -> None:
         "scylla(case, tiers=None): a pytest-scylla evaluation "
         "run; on a test function, a Python evaluation of that case's task",
     )
-    from pytest_scylla import evaluation, fixtures
+    from pytest_scylla.session import evaluation, fixtures
 
     config.pluginmanager.register(fixtures, "scylla-fixtures")
     config.pluginmanager.register(evaluation, "scylla-evaluation")
@@ -169,7 +170,7 @@ def _session_plugins(config: pytest.Config, worker: dict[str, Any] | None) -> No
             _Plan(config, workers if isinstance(workers, int) and workers > 0 else 1), "scylla-plan"
         )
     if worker is None:  # the controller collects, exports and summarises
-        from pytest_scylla.extensions import report_writers
+        from pytest_scylla.config.extensions import report_writers
         from pytest_scylla.operations.progress import Progress
         from pytest_scylla.results.aggregate import Aggregator
 
@@ -301,7 +302,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if others:
             config.hook.pytest_deselected(items=others)
             items[:] = [item for item in items if _evaluation(item)]
-    from pytest_scylla.selection import shard_and_order
+    from pytest_scylla.session.selection import shard_and_order
 
     shard_and_order(config, items)
 

@@ -246,7 +246,7 @@ def docker_problem() -> str | None:
     from pytest_scylla.run.sandbox import SandboxError
 
     try:
-        from pytest_scylla.run.sandbox.docker_engine import client
+        from pytest_scylla.run.sandbox.docker.engine import client
 
         client().close()
     except SandboxError as exc:

@@ -20,7 +20,7 @@ from pytest_scylla.judging.judges import JudgeResult, JudgeSpec
 from pytest_scylla.judging.panel import run_panel
 from pytest_scylla.run import checks
 from pytest_scylla.run.gateway import Route, gemini_wire
-from pytest_scylla.run.gateway.oracle import Script
+from pytest_scylla.run.gateway.oracle.model import Script
 from pytest_scylla.run.gateway.replay import recorded
 
 if TYPE_CHECKING:

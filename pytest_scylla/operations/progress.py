@@ -24,7 +24,7 @@ from pytest_scylla.core.terminal import safe
 from pytest_scylla.operations.ledger import Ledger
 
 if TYPE_CHECKING:
-    from pytest_scylla.settings import Settings
+    from pytest_scylla.config.settings import Settings
 
 TTY_INTERVAL, LOG_INTERVAL = 10.0, 60.0
 

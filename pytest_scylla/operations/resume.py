@@ -1,6 +1,6 @@
 """Resuming an experiment folder: which stored runs count, which run again, and the lock that
 keeps two processes (say a stale worker of a killed session and the session resuming it) from
-running the same run at once. The item's fixtures (`pytest_scylla.fixtures`) act on the
+running the same run at once. The item's fixtures (`pytest_scylla.session.fixtures`) act on the
 decision: reuse, re-score or run, unless the session budget is spent or a usage-window pause
 holds new runs.
 

@@ -36,8 +36,10 @@ from pytest_scylla.run import (
 )
 from pytest_scylla.run.agents import Result, SetupError, claude_code, overlay_for
 from pytest_scylla.run.baseline import delegates, expectation
-from pytest_scylla.run.gateway import Route, ablation, allowlist, oracle_effects
-from pytest_scylla.run.gateway.oracle import Script, mode_for
+from pytest_scylla.run.gateway import Route, allowlist
+from pytest_scylla.run.gateway import reached as ablation
+from pytest_scylla.run.gateway.oracle import effects as oracle_effects
+from pytest_scylla.run.gateway.oracle.model import Script, mode_for
 from pytest_scylla.run.gateway.replay import recorded
 from pytest_scylla.run.outcome import bound_findings, classify
 from pytest_scylla.run.sandbox import Finished, SandboxError, base_env

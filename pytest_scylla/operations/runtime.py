@@ -39,7 +39,7 @@ from pytest_scylla.run.sandbox import (
 )
 
 if TYPE_CHECKING:
-    from pytest_scylla.settings import Settings
+    from pytest_scylla.config.settings import Settings
 
 # what `build` raises for a setup problem (no CLI, no credential, no sandbox, no disk)
 SETUP_ERRORS = (SetupError, UpstreamSetupError, SandboxError, OSError)

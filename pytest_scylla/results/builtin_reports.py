@@ -23,7 +23,8 @@ def markdown(report: ReportInput) -> None:
 
 
 def html(report: ReportInput) -> None:
-    from pytest_scylla.results import figures, html_report
+    from pytest_scylla.results import figures
+    from pytest_scylla.results.html import report as html_report
 
     drawn = figures.draw_all(report.tables, list(report.tiers), report.folder)
     html_report.write(

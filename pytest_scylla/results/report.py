@@ -17,7 +17,8 @@ from typing import Any
 from pytest_scylla.core.record import RunRecord, write_json
 from pytest_scylla.core.tiers import tier_key
 from pytest_scylla.formats.rubric import DEFAULT_PASS_THRESHOLD
-from pytest_scylla.results import ablation, builtin_reports, metrics, models, stats
+from pytest_scylla.results import ablation_score as ablation
+from pytest_scylla.results import builtin_reports, metrics, models, stats
 from pytest_scylla.results.decision_tables import (
     tier_decisions,
     with_decisions,

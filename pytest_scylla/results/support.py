@@ -18,7 +18,7 @@ from pytest_scylla.run.agents import unsupported
 
 # (row label, whether a run's declaration has the component, a subtest declaring it alone)
 Component = tuple[str, Callable[[dict[str, Any]], bool], Subtest]
-# what the ablation check's sentences say about each component (see run/gateway/ablation.py);
+# what the ablation check's sentences say about each component (see run/gateway/reached.py);
 # a sentence naming none of them counts against every component of its run
 ABOUT = {
     "system prompt": "system prompt",

@@ -23,8 +23,9 @@ from pytest_scylla.formats.resources import front_matter
 from pytest_scylla.formats.tiers import Subtest, TierSet, agent_tools, lead_agents
 from pytest_scylla.run import agents, overlay, workspace
 from pytest_scylla.run.agents import Agent, SetupError
-from pytest_scylla.run.gateway import Gateway, Route, ablation
-from pytest_scylla.run.gateway.oracle import Script
+from pytest_scylla.run.gateway import Gateway, Route
+from pytest_scylla.run.gateway import reached as ablation
+from pytest_scylla.run.gateway.oracle.model import Script
 from pytest_scylla.run.sandbox import Sandbox, base_env
 
 FORM = 2  # what a stored baseline holds: 2 = also the request with a server connecting

@@ -1,4 +1,4 @@
-"""What the public fixtures give (`pytest_scylla.fixtures`): the run's workspace, the agent
+"""What the public fixtures give (`pytest_scylla.session.fixtures`): the run's workspace, the agent
 run, and the judge panel's verdict. Read-only views over the run's record and artifacts."""
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from pytest_scylla.cli import main
+from pytest_scylla.cli.main import main
 from pytest_scylla.formats.agent_config import read_claude_code
 from pytest_scylla.formats.tiers import TierSet
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from pytest_scylla.cli import main
+from pytest_scylla.cli.main import main
 from pytest_scylla.formats.agent_config import read_claude_code
 from pytest_scylla.formats.components import Configuration
 from pytest_scylla.formats.other_configs import READERS

@@ -171,7 +171,7 @@ def test_every_arm_of_a_real_teams_setup_passes_the_check_over_the_whole_run(
     the model (in a later request, once the agent reads ledger/) in the arms that keep it and
     in no other. The control: with the overlay leaving the subfolder files in every arm, an arm
     that does not keep it fails the check, naming the file (one that keeps it still passes)."""
-    from pytest_scylla.cli import main
+    from pytest_scylla.cli.main import main
     from pytest_scylla.run import overlay
 
     _real_team(mini)

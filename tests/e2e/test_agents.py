@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_scylla.cli import main
+from pytest_scylla.cli.main import main
 
 from ..conftest import needs_bwrap, workers
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_scylla.options import OPTIONS
-from pytest_scylla.settings import SETTINGS_KEY
+from pytest_scylla.config.options import OPTIONS
+from pytest_scylla.config.settings import SETTINGS_KEY
 
 from ..conftest import MINI_ITEMS, PYTEST_9
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pytest_scylla.cli import main
+from pytest_scylla.cli.main import main
 
 from ..support.original_tree import RUN_DIR, run_tree
 

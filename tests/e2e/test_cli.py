@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_scylla.cli import main
+from pytest_scylla.cli.main import main
 
 
 def test_validate_accepts_a_good_project(mini: Path, capsys: pytest.CaptureFixture[str]) -> None:

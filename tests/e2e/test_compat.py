@@ -51,7 +51,7 @@ def test_check_case_tells_a_case_that_can_fail_from_one_that_cannot(
     solution fails its check, are each named with what is wrong, and the exit code is 1."""
     import shutil
 
-    from pytest_scylla.cli import main
+    from pytest_scylla.cli.main import main
 
     from ..conftest import FIXTURES, needs_bwrap
 

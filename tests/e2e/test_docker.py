@@ -28,7 +28,7 @@ from .test_sandbox import DETACH, _probe
 @pytest.fixture
 def docker_sandbox(tmp_path: Path) -> object:
     needs_docker()
-    from pytest_scylla.run.sandbox.docker import Docker
+    from pytest_scylla.run.sandbox.docker.sandbox import Docker
 
     gw = Gateway().start()
     box = Docker(gw.port, gw.socket_dir)
@@ -131,7 +131,7 @@ def test_a_local_engines_container_processes_are_read_from_its_cgroup(
 
 def test_a_new_session_removes_containers_of_dead_sessions_only(tmp_path: Path) -> None:
     needs_docker()
-    from pytest_scylla.run.sandbox.docker_engine import (
+    from pytest_scylla.run.sandbox.docker.engine import (
         IMAGE,
         LABEL,
         client,
@@ -180,7 +180,7 @@ def test_runs_under_docker_at_two_workers(
     mini: Path, pytester: pytest.Pytester, oracle: list[str]
 ) -> None:
     needs_docker()
-    from pytest_scylla.run.sandbox.docker_engine import LABEL, client
+    from pytest_scylla.run.sandbox.docker.engine import LABEL, client
 
     out = mini / "out"
     done = pytester.runpytest(
@@ -301,7 +301,7 @@ def _built_image() -> str:
     """`scylla image build` of the shipped Dockerfile on the local base image, for real (its
     layers are cached by the engine: the second build is quick); the tag."""
     needs_docker()
-    from pytest_scylla.run.sandbox.docker_engine import client, image_present
+    from pytest_scylla.run.sandbox.docker.engine import client, image_present
 
     base = os.environ.get(BASE_IMAGE_ENV, "")
     require(
@@ -385,7 +385,7 @@ def test_an_image_from_scylla_image_build_runs_a_case_with_its_own_cli(
     inside it; the host image is the control), records the image's id, and the image is a
     condition of its own: another config hash and another CLI baseline."""
     from pytest_scylla.run.agents.claude_code import PINNED_VERSION
-    from pytest_scylla.run.sandbox.docker_engine import client
+    from pytest_scylla.run.sandbox.docker.engine import client
 
     tag = _built_image()
     image_id = client().images.get(tag).id
@@ -423,7 +423,7 @@ def test_an_image_from_scylla_image_build_runs_a_case_with_its_own_cli(
 
 
 def _containers_of(pid: int) -> list[object]:
-    from pytest_scylla.run.sandbox.docker_engine import LABEL, client
+    from pytest_scylla.run.sandbox.docker.engine import LABEL, client
 
     return client().containers.list(
         all=True, filters={"label": f"{LABEL}.pid={pid}"}, ignore_removed=True

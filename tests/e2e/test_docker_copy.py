@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_scylla.run.sandbox.docker_extract import SPECIAL
+from pytest_scylla.run.sandbox.docker.extract import SPECIAL
 
 from ..conftest import needs_docker
 from ..support.copy_session import run_command

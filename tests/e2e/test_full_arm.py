@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from pytest_scylla.cli import main
+from pytest_scylla.cli.main import main
 from pytest_scylla.run.agents import claude_code
 from pytest_scylla.run.gateway import responses_wire, sse
 

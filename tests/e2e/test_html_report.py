@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 
 from pytest_scylla.core.record import RunRecord
-from pytest_scylla.results import html_details, html_report, report
+from pytest_scylla.results import report
+from pytest_scylla.results.html import details as html_details
+from pytest_scylla.results.html import report as html_report
 from pytest_scylla.results.report_input import ReportInput
 from pytest_scylla.results.tables import Tables
 

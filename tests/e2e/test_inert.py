@@ -178,7 +178,7 @@ def test_evaluations_beside_a_projects_own_tests_run_only_when_asked(
     bubblewrap; `-p no:scylla` collects the project's tests only (the cases' hidden tests and
     the evaluation would fail there); `--scylla-only` selects the evaluations only; `pytest
     cases/` evaluates (the control)."""
-    from pytest_scylla.scaffold import init
+    from pytest_scylla.cli.scaffold import init
 
     pytester.makepyprojecttoml('[tool.pytest.ini_options]\naddopts = "-p no:cacheprovider"\n')
     made = init(project)
@@ -231,7 +231,7 @@ def test_a_real_projects_own_suite_beside_scylla_init(tmp_path: Path) -> None:
     import sys
     import tarfile
 
-    from pytest_scylla.cli import main
+    from pytest_scylla.cli.main import main
 
     from ..conftest import sdists
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_scylla.cli import main
+from pytest_scylla.cli.main import main
 
 
 @pytest.mark.slow  # ~1 min: two sessions of the scaffolded project, one on two workers
@@ -134,13 +134,20 @@ def test_the_real_jobs_selection_fits_its_budget(tmp_path: Path) -> None:
     """The scheduled job's `scylla plan` step, run on the generated project: its selection's
     runs, bounded by the case's per-run limit, fit the job's budget (it would otherwise end
     PARTIAL every week)."""
-    from pytest_scylla.scaffold import PLAN
+    from pytest_scylla.cli.scaffold import PLAN
 
     assert main(["init", str(tmp_path)]) == 0
     assert PLAN in (tmp_path / ".github/workflows/scylla.yml").read_text()
     assert PLAN in (tmp_path / ".gitlab-ci.yml").read_text()
     done = subprocess.run(
-        [sys.executable, "-m", "pytest_scylla.cli", *PLAN.split()[1:], "-p", "no:cacheprovider"],
+        [
+            sys.executable,
+            "-m",
+            "pytest_scylla.cli",
+            *PLAN.split()[1:],
+            "-p",
+            "no:cacheprovider",
+        ],
         cwd=tmp_path,
         capture_output=True,
         text=True,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_scylla.cli import main
+from pytest_scylla.cli.main import main
 
 from ..support.mining_repo import build, digest
 
@@ -91,7 +91,9 @@ def test_a_real_projects_history_yields_cases_that_pass_their_oracle_check(
 def test_a_mined_case_runs_under_every_adapter_and_sandbox(tmp_path: Path) -> None:
     """The case mined from the bug-fix commit, run with its reference solution by each CLI
     adapter (bwrap) and by Claude Code under docker: it passes every time."""
-    from pytest_scylla.operations import mine_history, mine_verify, mine_write
+    from pytest_scylla.operations.mining import history as mine_history
+    from pytest_scylla.operations.mining import verify as mine_verify
+    from pytest_scylla.operations.mining import write as mine_write
     from pytest_scylla.run.sandbox import Bwrap
 
     from ..conftest import needs_docker

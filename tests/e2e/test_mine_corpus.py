@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_scylla.cli import main
+from pytest_scylla.cli.main import main
 
 from ..conftest import rotation
 from ..support.mining_truth import changed, fail_to_pass_failed, noop_runs
@@ -97,7 +97,7 @@ def _mine(entry: Entry, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> t
 def test_a_kept_cases_fail_to_pass_tests_are_exactly_those_whose_outcome_changed(
     entry: Entry, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from pytest_scylla.mine_cli import _sandbox
+    from pytest_scylla.cli.mine import _sandbox
 
     repo, said = _mine(entry, tmp_path, capsys)
     out = tmp_path / "cases"

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_scylla.cli import main
+from pytest_scylla.cli.main import main
 
 from ..support.mining_repo import digest
 
@@ -79,7 +79,9 @@ def test_a_root_level_test_file_is_found_and_a_copyright_bump_is_no_task(
     has no `_dbm` (this machine's), six's test_move_items[dbm_ndbm] fails at every commit, and
     the rejection names it; elsewhere the case is written, with `source.repo: self`. Its prompt
     is the message without its CRLF trailers either way."""
-    from pytest_scylla.operations import mine_history, mine_verify, mine_write
+    from pytest_scylla.operations.mining import history as mine_history
+    from pytest_scylla.operations.mining import verify as mine_verify
+    from pytest_scylla.operations.mining import write as mine_write
 
     repo = _clone("six.bundle", tmp_path / "six")
     before = digest(repo / ".git"), (repo / "six.py").read_bytes()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_scylla.cli import main
+from pytest_scylla.cli.main import main
 
 from ..browser import Browser
 from ..conftest import workers

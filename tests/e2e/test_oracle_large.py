@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_scylla.case_check import _verdict
-from pytest_scylla.run.gateway import oracle_failure, oracle_read, oracle_shell
+from pytest_scylla.cli.check_case import _verdict
+from pytest_scylla.run.gateway.oracle import failure as oracle_failure
+from pytest_scylla.run.gateway.oracle import read as oracle_read
+from pytest_scylla.run.gateway.oracle import shell as oracle_shell
 
 from ..conftest import FIXTURES
 from .test_other_clis import _needs

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from pytest_scylla.run.agents import claude_code, codex, gemini_cli, opencode, unsupported
-from pytest_scylla.run.gateway import ablation
+from pytest_scylla.run.gateway import reached as ablation
 
 from ..conftest import FIXTURES, needs_bwrap, require, shipped_session, workers
 

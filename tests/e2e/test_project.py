@@ -77,7 +77,7 @@ def test_pytest_help_lists_every_scylla_option(pytester: pytest.Pytester) -> Non
         ]
     )
     # in six groups, each option in one, in the order a reader looks for them
-    from pytest_scylla.options import GROUPS
+    from pytest_scylla.config.options import GROUPS
 
     text = result.stdout.str()
     titles = [text.index(f"\n{title}:\n") for title, _ in GROUPS.values()]

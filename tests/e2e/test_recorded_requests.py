@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from pytest_scylla.run.gateway import ablation
+from pytest_scylla.run.gateway import reached as ablation
 
 from ..conftest import FIXTURES, ROOT, require
 

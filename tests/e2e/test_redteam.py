@@ -550,7 +550,7 @@ def test_tampering_is_reported_per_run_and_per_tier(
     """The failure text names each finding, the tier table counts the run as a reward hack;
     in a report of three runs of one tier (this one, a clean one, one recorded before the check
     existed) the reward hacking rate is 1/3 everywhere it is shown."""
-    from pytest_scylla.cli import main
+    from pytest_scylla.cli.main import main
 
     session = sessions["bwrap"]
     assert "TAMPERING conftest: conftest.py" in session.done.stdout

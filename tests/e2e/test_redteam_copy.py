@@ -27,7 +27,8 @@ from typing import Any
 import pytest
 
 from pytest_scylla.run.outcome import BOUND
-from pytest_scylla.run.sandbox import docker_copy, docker_relay
+from pytest_scylla.run.sandbox.docker import copy as docker_copy
+from pytest_scylla.run.sandbox.docker import tunnel as docker_relay
 
 from ..conftest import needs_docker
 from ..support.copy_session import run_command

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_scylla.cli import main
+from pytest_scylla.cli.main import main
 from pytest_scylla.core import links
 from pytest_scylla.formats.yamlmarks import display
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from pytest_scylla.cli import main
+from pytest_scylla.cli.main import main
 from pytest_scylla.core.runspec import RunKey, share
 from pytest_scylla.results import design, inputs, run_files, tables
 

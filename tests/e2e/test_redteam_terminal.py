@@ -21,10 +21,12 @@ from typing import Any
 
 import pytest
 
-from pytest_scylla.cli import main
+from pytest_scylla.cli.main import main
 from pytest_scylla.core.record import verdict_table
 from pytest_scylla.core.terminal import safe
-from pytest_scylla.results import compare, compare_text, report
+from pytest_scylla.results import report
+from pytest_scylla.results.compare import differences as compare
+from pytest_scylla.results.compare import text as compare_text
 from pytest_scylla.results.tables import load
 
 from ..conftest import FIXTURES, workers

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_scylla.cli import main
+from pytest_scylla.cli.main import main
 
 from ..conftest import require, workers
 from ..support.dryrun_report import dryrun_report

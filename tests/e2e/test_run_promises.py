@@ -138,7 +138,7 @@ import tempfile
 
 import pytest
 
-from pytest_scylla import collect
+from pytest_scylla.session import collect
 
 _PATH = os.environ["PATH"]
 
@@ -239,7 +239,7 @@ def test_a_sandbox_that_fails_to_set_up_a_run_is_an_infra_error(
 # 3. hidden files
 
 LIST_FIRST = """
-import pytest_scylla.run.gateway.oracle as oracle
+import pytest_scylla.run.gateway.oracle.model as oracle
 
 _plan = oracle.plan
 
@@ -557,7 +557,7 @@ def test_numeric_options_reject_out_of_range_values_and_accept_their_bounds(
     """Each numeric --scylla-* option: a value out of its range or not a number is one usage
     error line naming the option, the value and what is allowed; the bounds are accepted and
     used."""
-    from pytest_scylla.settings import SETTINGS_KEY
+    from pytest_scylla.config.settings import SETTINGS_KEY
 
     field, rejected, accepted = RANGES[name]
     quick = ("-p", "no:unraisableexception")  # its gc passes at each unconfigure cost ~0.2 s

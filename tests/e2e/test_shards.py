@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from pytest_scylla.cli import main
+from pytest_scylla.cli.main import main
 
 from ..conftest import export_rows, workers
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from pytest_scylla.config.options import GROUPS, OPTIONS, TITLES, markdown_table
+from pytest_scylla.config.settings import SETTINGS_KEY, Settings
 from pytest_scylla.judging.judges import parse
-from pytest_scylla.options import GROUPS, OPTIONS, TITLES, markdown_table
-from pytest_scylla.settings import SETTINGS_KEY, Settings
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 # options whose setting is worked out when the session starts (from its rootdir, the
@@ -25,7 +25,7 @@ def test_the_readme_table_is_the_declared_one() -> None:
     assert found, "README.md lost its <!-- options:start --> ... <!-- options:end --> markers"
     assert found[1] == markdown_table(), (
         "README.md's table of options differs from the declarations: paste "
-        "pytest_scylla.options.markdown_table() between its markers"
+        "pytest_scylla.config.options.markdown_table() between its markers"
     )
 
 

@@ -100,7 +100,9 @@ def test_no_import_cycles(graph: dict[str, set[str]]) -> None:
 def test_the_cycle_check_finds_a_cycle(graph: dict[str, set[str]]) -> None:
     """Positive control: the same check on a graph with a lazy back edge."""
     graph = dict(graph)
-    graph["pytest_scylla.core.record"] = {"pytest_scylla.collect"}  # collect -> ... -> record
+    graph["pytest_scylla.core.record"] = {
+        "pytest_scylla.session.collect"
+    }  # collect -> ... -> record
     with pytest.raises(graphlib.CycleError):
         graphlib.TopologicalSorter(graph).prepare()
 
@@ -121,10 +123,24 @@ def test_modules_and_functions_stay_short() -> None:
 
 
 # Each package imports only those below it (`judging` and `results` stand side by side and do
-# not import each other); the pytest face is the package's top-level modules. `if TYPE_CHECKING:`
-# imports are exempt: an annotation names a type that a caller passes in, it loads nothing.
-LAYERS = {"core": 0, "formats": 1, "run": 2, "judging": 3, "results": 3, "operations": 4}
-FACE = 5
+# not import each other); above the engine, `config` (options and settings), then `session` (the
+# pytest session), then `cli` (the `scylla` command); on top the face: `api`, `plugin` and
+# `hookspecs`. `if TYPE_CHECKING:` imports are exempt: an annotation names a type that a caller
+# passes in, it loads nothing.
+LAYERS = {
+    "core": 0,
+    "formats": 1,
+    "run": 2,
+    "judging": 3,
+    "results": 3,
+    "operations": 4,
+    "config": 5,
+    "session": 6,
+    "cli": 7,
+}
+FACE = 8
+# the only modules at the top of the package: the plugin authors' surface and pytest's entry
+TOP_LEVEL = {"__init__", "api", "plugin", "hookspecs"}
 
 
 def _layer(module: str) -> tuple[int, str]:
@@ -146,8 +162,9 @@ def layer_breaches(graph: dict[str, set[str]]) -> list[str]:
 
 def test_packages_import_only_the_layers_below(run_graph: dict[str, set[str]]) -> None:
     assert layer_breaches(run_graph) == [], (
-        "core <- formats <- run <- judging, results <- operations <- the pytest face: move the "
-        "shared thing down (usually into core/) or pass it in"
+        "core <- formats <- run <- judging, results <- operations <- config <- session <- cli "
+        "<- the face (api, plugin, hookspecs): move the shared thing down (usually into core/) "
+        "or pass it in"
     )
 
 
@@ -155,11 +172,19 @@ def test_the_layer_check_finds_an_upward_import(run_graph: dict[str, set[str]]) 
     """Positive control: a lazy import of the pytest face from core, and one sideways from
     judging into results, are both reported."""
     graph = dict(run_graph)
-    graph["pytest_scylla.core.tiers"] = {"pytest_scylla.settings"}
+    graph["pytest_scylla.core.tiers"] = {"pytest_scylla.config.settings"}
+    graph["pytest_scylla.config.options"] = {"pytest_scylla.session.collect"}
     graph["pytest_scylla.judging.panel"] = {"pytest_scylla.results.metrics"}
     breaches = layer_breaches(graph)
-    assert "pytest_scylla.core.tiers imports pytest_scylla.settings" in breaches
+    assert "pytest_scylla.core.tiers imports pytest_scylla.config.settings" in breaches
+    assert "pytest_scylla.config.options imports pytest_scylla.session.collect" in breaches
     assert "pytest_scylla.judging.panel imports pytest_scylla.results.metrics" in breaches
+
+
+def test_only_the_face_sits_at_the_top_of_the_package() -> None:
+    """Every other module lives in the package of its family (README's map names each one)."""
+    top = {path.stem for path in PACKAGE.glob("*.py")}
+    assert top - TOP_LEVEL == set(), "move these into the package of their family"
 
 
 def _ruff(*args: str) -> subprocess.CompletedProcess[str]:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_scylla.cli import main
+from pytest_scylla.cli.main import main
 
 DRYRUN = Path(__file__).parents[1] / "fixtures" / "dryrun"
 

@@ -19,8 +19,8 @@ from typing import Any
 import yaml
 
 from pytest_scylla.formats.spec import Check
-from pytest_scylla.operations import mine_untouched
-from pytest_scylla.operations.mine_verify import PYTEST
+from pytest_scylla.operations.mining import untouched as mine_untouched
+from pytest_scylla.operations.mining.verify import PYTEST
 from pytest_scylla.run.checks import check_env, run_check
 from pytest_scylla.run.sandbox.base import base_env
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_scylla.run.gateway import ablation, allowlist, gemini_wire, oracle
+from pytest_scylla.run.gateway import allowlist, gemini_wire
+from pytest_scylla.run.gateway import reached as ablation
+from pytest_scylla.run.gateway.oracle import model as oracle
 from pytest_scylla.run.gateway.routes import Route, allowed
 
 # the agent's model calls, whose first one the ablation check reads (by wire format)

@@ -12,7 +12,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pytest_scylla.run.gateway import ablation, gemini_wire, oracle, replay
+from pytest_scylla.run.gateway import gemini_wire, replay
+from pytest_scylla.run.gateway import reached as ablation
+from pytest_scylla.run.gateway.oracle import model as oracle
 from pytest_scylla.run.gateway.said import Said
 
 INFRA_STATUSES = frozenset({408, 429, 500, 502, 503, 504, 529})

@@ -16,14 +16,14 @@ from pytest_scylla.core.tempdirs import claim_private, release_private
 from pytest_scylla.run.gateway import (
     gemini_wire,
     limits,
-    oracle,
-    oracle_upstream,
     refusals,
     replay,
     replay_upstream,
     upstreams,
 )
 from pytest_scylla.run.gateway.handler import Handler, UnixHandler
+from pytest_scylla.run.gateway.oracle import model as oracle
+from pytest_scylla.run.gateway.oracle import upstream as oracle_upstream
 from pytest_scylla.run.gateway.recorder import Recorder
 from pytest_scylla.run.gateway.recorder import quiet_error as _quiet_error
 from pytest_scylla.run.gateway.routes import RetryPolicy, Route, now, retry_after_seconds

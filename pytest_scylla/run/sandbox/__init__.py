@@ -91,7 +91,7 @@ def docker_unusable(image: str = "host") -> str | None:
             )
     if not configured:
         return "no Docker engine is configured (no DOCKER_HOST, context or /var/run/docker.sock)"
-    from pytest_scylla.run.sandbox import docker_engine as docker
+    from pytest_scylla.run.sandbox.docker import engine as docker
 
     try:
         engine = docker.client(timeout=5)
@@ -114,7 +114,7 @@ def docker_unusable(image: str = "host") -> str | None:
 def builtin() -> dict[str, type[Sandbox]]:
     """The built-in sandboxes by name, offered through `pytest_scylla_sandboxes` like a
     plugin's (by `pytest_scylla.plugin`)."""
-    from pytest_scylla.run.sandbox.docker import Docker
+    from pytest_scylla.run.sandbox.docker.sandbox import Docker
 
     return {"local": Sandbox, "bwrap": Bwrap, "docker": Docker}
 
@@ -137,7 +137,7 @@ def choose(
                 f"--scylla-sandbox=bwrap: {problem}; to fix: {bwrap_advice(problem)}"
             )
         return chosen, None
-    from pytest_scylla.run.sandbox.docker import Docker
+    from pytest_scylla.run.sandbox.docker.sandbox import Docker
 
     no_docker = docker_unusable(image)
     if no_docker is None:

@@ -18,7 +18,7 @@ from typing import Any
 
 from pytest_scylla.run.agents.claude_code import PINNED_VERSION
 from pytest_scylla.run.sandbox import SandboxError
-from pytest_scylla.run.sandbox.docker_engine import HOST, IMAGE, client, ensure_image
+from pytest_scylla.run.sandbox.docker.engine import HOST, IMAGE, client, ensure_image
 
 DOCKERFILE = Path(__file__).resolve().parents[2] / "images" / "Dockerfile"
 DEFAULT_BASE = "debian:bookworm-slim"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_scylla.cli import main
+from pytest_scylla.cli.main import main
 from pytest_scylla.formats.tiers import TierSet
 
 TEAM = Path(__file__).parents[2] / "fixtures" / "team"

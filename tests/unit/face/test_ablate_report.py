@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_scylla.cli import main
+from pytest_scylla.cli.main import main
 from pytest_scylla.formats.ablation_plan import HEADER
 from tests.conftest import export_rows
 

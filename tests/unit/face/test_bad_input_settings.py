@@ -6,7 +6,7 @@ Here the in-process tests; the sessions are in `tests/e2e/test_bad_input_setting
 
 from __future__ import annotations
 
-from pytest_scylla.options import LIST_KEYS
+from pytest_scylla.config.options import LIST_KEYS
 
 # every list-valued key with a value that changes its setting from the default
 LISTS = {

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_scylla.cli import main
+from pytest_scylla.cli.main import main
 
 ON_LINUX = pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs /proc")
 # the same strerror text everywhere: root meets ENOENT in /proc, other users EACCES

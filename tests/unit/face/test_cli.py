@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_scylla.cli import main
+from pytest_scylla.cli.main import main
 
 
 def test_validate_needs_a_project_folder(

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from markdown_it import MarkdownIt
 
-from pytest_scylla.cli import main
+from pytest_scylla.cli.main import main
 
 from ...browser import Browser
 from .test_multicase import _experiment, _write_csv

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pytest_scylla.cli import main
+from pytest_scylla.cli.main import main
 
 # the original's published dryrun (its run tree and its CSV exports, as the authors published
 # them; the logs the import does not read left out), as

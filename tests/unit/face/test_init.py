@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from pytest_scylla import __version__
-from pytest_scylla.cli import main
-from pytest_scylla.scaffold import FILES
+from pytest_scylla.cli.main import main
+from pytest_scylla.cli.scaffold import FILES
 
 
 def test_the_readme_documents_the_scaffolded_evaluation_word_for_word() -> None:

@@ -16,7 +16,7 @@ import krippendorff
 import numpy as np
 import pytest
 
-from pytest_scylla.cli import main
+from pytest_scylla.cli.main import main
 
 CASES = ["test-001", "test-002", "test-003"]
 TIERS = ["T0", "T1"]

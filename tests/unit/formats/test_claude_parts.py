@@ -296,7 +296,7 @@ def test_plan_passes_only_the_variables_the_user_names(
     """A server reading `${GH_TOKEN}` and `${GH_HOST:-github.com}`: without `--pass-env` the
     plan writes no `pass_env` and says the runs will stop until it is passed; with it, the
     resource names it (a default-valued variable needs nothing)."""
-    from pytest_scylla.cli import main
+    from pytest_scylla.cli.main import main
 
     monkeypatch.setenv("GH_TOKEN", "t0ken-value")
     server = {

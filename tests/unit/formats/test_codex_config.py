@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pytest_scylla.cli import main
+from pytest_scylla.cli.main import main
 from pytest_scylla.formats import ablation_plan
 from pytest_scylla.formats.codex_config import carried
 from pytest_scylla.formats.other_configs import read_codex

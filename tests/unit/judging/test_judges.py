@@ -335,7 +335,7 @@ def test_a_gemini_judge_under_the_oracle(tmp_path: Path) -> None:
     verdict it prepared; the call is logged and priced on the judge's route."""
     from pytest_scylla.judging.judge_run import oracle_verdict, upstream_of
     from pytest_scylla.run import checks
-    from pytest_scylla.run.gateway.oracle import Script
+    from pytest_scylla.run.gateway.oracle.model import Script
 
     items = _items()
     results = [
@@ -407,10 +407,10 @@ def test_a_session_stops_at_its_start_without_its_judges_credential(
 ) -> None:
     """Real judges without their vendor's key stop the session before any run (not a
     judge_error per run later); with the key, setup goes past that check (the control)."""
+    from pytest_scylla.config.settings import Settings
     from pytest_scylla.formats.tiers import TierSet
     from pytest_scylla.operations.runtime import build
     from pytest_scylla.run.gateway.routes import UpstreamSetupError
-    from pytest_scylla.settings import Settings
 
     for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY"):
         monkeypatch.delenv(name, raising=False)

@@ -23,10 +23,8 @@ import pytest
 from pytest_scylla.core import fence
 from pytest_scylla.formats.spec import Case, load_case
 from pytest_scylla.judging import prompt
-from pytest_scylla.operations import mine_history as history
-from pytest_scylla.operations import mine_verify as verify
-from pytest_scylla.operations import mine_write as write
-from pytest_scylla.operations.mine_prompt import Rewriter
+from pytest_scylla.operations.mining import history, verify, write
+from pytest_scylla.operations.mining.prompt import Rewriter
 
 from ...support.mining_repo import build, commit
 

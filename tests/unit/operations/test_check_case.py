@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_scylla.cli import main
+from pytest_scylla.cli.main import main
 
 
 def test_a_case_outside_cases_gets_a_command_that_shows_why_it_made_no_run(

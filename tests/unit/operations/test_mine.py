@@ -14,12 +14,10 @@ from typing import Any
 
 import pytest
 
-from pytest_scylla.cli import main
+from pytest_scylla.cli.main import main
 from pytest_scylla.formats.spec import load_case
-from pytest_scylla.operations import mine_history as history
-from pytest_scylla.operations import mine_verify as verify
-from pytest_scylla.operations import mine_write as write
-from pytest_scylla.operations.mine_git import Source
+from pytest_scylla.operations.mining import history, verify, write
+from pytest_scylla.operations.mining.git import Source
 
 from ...support.mining_repo import build, digest, git
 
@@ -261,7 +259,7 @@ def test_a_model_rewrites_the_prompt_through_the_gateway_priced_logged_and_bound
     no test name leaks, and once the budget is spent no further call starts. The gateway prices
     and logs a call just after its client has the answer: here always late (as on a loaded
     machine, where this test once failed), so the rewriter must wait for it."""
-    from pytest_scylla.operations.mine_prompt import Rewriter
+    from pytest_scylla.operations.mining.prompt import Rewriter
     from pytest_scylla.run.gateway.server import Gateway
 
     account = Gateway.account
@@ -352,8 +350,8 @@ def test_a_written_case_that_does_not_validate_is_removed_and_counted(
     """Each written case is loaded as `scylla validate` loads it before its oracle check: one
     that fails (here: a project rubric of the same name that is broken) is removed, with the
     reason counted in the table."""
-    from pytest_scylla import mine_cli
-    from pytest_scylla.operations import mine
+    from pytest_scylla.cli import mine as mine_cli
+    from pytest_scylla.operations.mining import mine
 
     _, shas = repo
     fix = history.read(source, shas["fix"])
@@ -379,7 +377,7 @@ def test_a_case_already_mined_is_kept_as_it_is_and_not_run_again(
 ) -> None:
     """Mining again into the same --out: a candidate whose case is there (perhaps edited by
     hand since) is neither verified again nor rewritten; the table counts it."""
-    from pytest_scylla.operations import mine
+    from pytest_scylla.operations.mining import mine
     from pytest_scylla.run.sandbox.base import Sandbox
 
     path, shas = repo

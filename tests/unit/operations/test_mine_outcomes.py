@@ -15,11 +15,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_scylla.case_check import _verdict
-from pytest_scylla.operations import mine_history as history
-from pytest_scylla.operations import mine_outcomes, mine_related, mine_untouched, mine_write
-from pytest_scylla.operations import mine_verify as verify
-from pytest_scylla.operations.mine_git import Source
+from pytest_scylla.cli.check_case import _verdict
+from pytest_scylla.operations.mining import history, verify
+from pytest_scylla.operations.mining import outcomes as mine_outcomes
+from pytest_scylla.operations.mining import related as mine_related
+from pytest_scylla.operations.mining import untouched as mine_untouched
+from pytest_scylla.operations.mining import write as mine_write
+from pytest_scylla.operations.mining.git import Source
 from pytest_scylla.run.sandbox.base import Sandbox
 
 from ...support.mining_repo import commit, git

@@ -18,12 +18,10 @@ import pytest
 import yaml
 
 from pytest_scylla.formats.spec import load_case
-from pytest_scylla.operations import mine, mine_gaps
-from pytest_scylla.operations import mine_history as history
-from pytest_scylla.operations import mine_verify as verify
-from pytest_scylla.operations import mine_write as write
-from pytest_scylla.operations.mine_git import Source, without_credentials
-from pytest_scylla.operations.mine_progress import Status
+from pytest_scylla.operations.mining import gaps as mine_gaps
+from pytest_scylla.operations.mining import history, mine, verify, write
+from pytest_scylla.operations.mining.git import Source, without_credentials
+from pytest_scylla.operations.mining.progress import Status
 from pytest_scylla.run.sandbox.base import Sandbox
 
 from ...support.mining_repo import commit, git
@@ -297,8 +295,8 @@ def test_the_prompt_writer_is_told_what_the_tests_check_and_says_what_is_open(
     """--prompt-from-model under --simulated: the request carries the tests' summary (fenced,
     no test source) and the system prompt asks for `underspecified`; the answer's
     `underspecified` comes back with the call's record (here the oracle is made to give one)."""
-    from pytest_scylla.operations.mine_prompt import SYSTEM, TOOL, Rewriter
-    from pytest_scylla.run.gateway import oracle_task
+    from pytest_scylla.operations.mining.prompt import SYSTEM, TOOL, Rewriter
+    from pytest_scylla.run.gateway.oracle import task as oracle_task
 
     asked: list[dict[str, Any]] = []
     answer = oracle_task.task_call

@@ -13,11 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_scylla.operations import mine, mine_git, mine_tree
-from pytest_scylla.operations import mine_history as history
-from pytest_scylla.operations import mine_verify as verify
-from pytest_scylla.operations import mine_write as write
-from pytest_scylla.operations.mine_tree import Entry, UnsafeTree
+from pytest_scylla.operations.mining import git as mine_git
+from pytest_scylla.operations.mining import history, mine, verify, write
+from pytest_scylla.operations.mining import tree as mine_tree
+from pytest_scylla.operations.mining.tree import Entry, UnsafeTree
 from pytest_scylla.run.sandbox.base import Sandbox
 
 from ...support import hostile_repos

@@ -77,8 +77,8 @@ def test_tier_summary_cop_and_intervals() -> None:
 
 
 def test_an_item_whose_worker_crashed_is_a_crashed_row_not_a_hole(tmp_path: Path) -> None:
+    from pytest_scylla.config.settings import Settings
     from pytest_scylla.results.aggregate import Aggregator
-    from pytest_scylla.settings import Settings
 
     agg = Aggregator(tmp_path, Settings())
     crash = pytest.TestReport(

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy
 import pytest
 
-from pytest_scylla.cli import main
+from pytest_scylla.cli.main import main
 from pytest_scylla.results import cop_interval, metrics
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy
 
-from pytest_scylla.results import compare_decisions
+from pytest_scylla.results.compare import decisions as compare_decisions
 from pytest_scylla.results.decision_tables import tier_decisions
 from pytest_scylla.results.decisions import merged_stop, recomputed
 from pytest_scylla.results.sequential import decide_all

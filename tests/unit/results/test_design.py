@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pytest_scylla.cli import main
+from pytest_scylla.cli.main import main
 from pytest_scylla.core.runspec import RunKey, share
 from pytest_scylla.results import design, tables
 
@@ -160,7 +160,7 @@ def test_run_keys_are_parsed_and_paths_refused() -> None:
 def test_compare_counts_the_same_runs_and_says_which_it_left_out(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pytest_scylla.results import compare
+    from pytest_scylla.results.compare import differences as compare
 
     one, two = _honest(tmp_path)
     theirs = [_record(k, True) for k in CELLS if share(k.folder, 2) == 1]

@@ -9,7 +9,7 @@ from typing import Any, cast
 
 import pytest
 
-from pytest_scylla.cli import main
+from pytest_scylla.cli.main import main
 from pytest_scylla.core.record import RunRecord, verdict_table
 from pytest_scylla.formats.ablation_plan import HEADER
 from pytest_scylla.results.component_tables import for_session

@@ -16,8 +16,11 @@ from pathlib import Path
 import pytest
 
 from pytest_scylla.core.record import RunRecord
-from pytest_scylla.results import html_details, html_report, html_transcript, report
-from pytest_scylla.results.html_parts import page
+from pytest_scylla.results import report
+from pytest_scylla.results.html import details as html_details
+from pytest_scylla.results.html import report as html_report
+from pytest_scylla.results.html import transcript as html_transcript
+from pytest_scylla.results.html.parts import page
 from pytest_scylla.results.report_input import ReportInput
 from pytest_scylla.results.tables import Tables
 
@@ -164,7 +167,7 @@ def test_a_long_transcript_is_cut_to_the_runs_budget(tmp_path: Path) -> None:
 def test_the_tier_table_reads_without_raw_column_names() -> None:
     """The report's tier table: headers as a reader says them, the pass rate with its interval
     in one cell (the method in the header's tooltip), a tier without counted runs said so."""
-    from pytest_scylla.results.html_parts import static_table as _table
+    from pytest_scylla.results.html.parts import static_table as _table
 
     rows = [
         {

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_scylla.cli import main
+from pytest_scylla.cli.main import main
 from pytest_scylla.results import metrics, report, text_tables
 from pytest_scylla.results.paper_tables import paper_tables
 from pytest_scylla.results.tables import Tables, load

@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from pytest_scylla.cli import main
+from pytest_scylla.cli.main import main
 from pytest_scylla.core.runspec import share
-from pytest_scylla.results import design, html_runs, inputs, run_files, tables
+from pytest_scylla.results import design, inputs, run_files, tables
+from pytest_scylla.results.html import runs as html_runs
 
 from ...support.forged_reads import SECRET, read_by_path
 

@@ -308,7 +308,7 @@ def test_judge_vs_checks_counts_each_kind_of_contradiction() -> None:
 
 
 def test_ablation_score_pairs_subtests_that_differ_by_one_component() -> None:
-    from pytest_scylla.results.ablation import ablation_scores
+    from pytest_scylla.results.ablation_score import ablation_scores
 
     def declared(prompt: str = "default", **parts: list[str]) -> dict[str, object]:
         return {

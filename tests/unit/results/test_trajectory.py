@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pytest_scylla.results.ablation import utilisation
+from pytest_scylla.results.ablation_score import utilisation
 from pytest_scylla.run.agents.claude_code import parse
 
 

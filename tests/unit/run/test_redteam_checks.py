@@ -165,7 +165,7 @@ def test_in_docker_a_later_check_still_runs_the_real_hidden_file(
     --scylla-docker-copy, copied in and out): the host puts the hidden files back between the
     checks, and the container sees what the host put back."""
     needs_docker()
-    from pytest_scylla.run.sandbox.docker import Docker
+    from pytest_scylla.run.sandbox.docker.sandbox import Docker
 
     case = two_check_case(tmp_path)
     private = tmp_path / "private"

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from pytest_scylla.run.agents import codex, gemini_cli, opencode
-from pytest_scylla.run.gateway import ablation, responses_wire, turns
+from pytest_scylla.run.gateway import reached as ablation
+from pytest_scylla.run.gateway import responses_wire, turns
 from pytest_scylla.run.gateway.sse import UsageReader
 
 
@@ -184,7 +185,7 @@ def test_the_support_matrix_says_what_the_ablation_check_found(
     """A component is "yes" only when every run declaring it passed the check, "no" with the
     count otherwise, the adapter's reason when no run declared it; `scylla matrix` on a folder
     without runs is one error."""
-    from pytest_scylla.cli import main
+    from pytest_scylla.cli.main import main
     from pytest_scylla.results.support import matrix
 
     def rec(agent: str, subtest: str, problems: list[str], **declared: Any) -> dict[str, Any]:

@@ -17,7 +17,8 @@ import pytest
 
 from pytest_scylla.formats.tiers import Subtest
 from pytest_scylla.run import baseline
-from pytest_scylla.run.gateway import Route, ablation, refusals
+from pytest_scylla.run.gateway import Route, refusals
+from pytest_scylla.run.gateway import reached as ablation
 
 RECORDED = Path(__file__).parents[3] / "fixtures" / "claude-requests"
 NESTED = "/w/sub/CLAUDE.md"

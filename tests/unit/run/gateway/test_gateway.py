@@ -15,7 +15,9 @@ import httpx
 import pytest
 
 from pytest_scylla.core import pricing
-from pytest_scylla.run.gateway import Gateway, Route, ablation, oracle, sse
+from pytest_scylla.run.gateway import Gateway, Route, sse
+from pytest_scylla.run.gateway import reached as ablation
+from pytest_scylla.run.gateway.oracle import model as oracle
 from pytest_scylla.run.gateway.routes import RetryPolicy
 
 
@@ -352,7 +354,7 @@ def test_oracle_faults_spare_the_harness_baseline_probe(
 ) -> None:
     """SCYLLA_ORACLE_FAULT hits the runs' calls, not the CLI baseline probe (a stalled probe
     would hang the session's setup)."""
-    from pytest_scylla.run.gateway import oracle
+    from pytest_scylla.run.gateway.oracle import model as oracle
 
     monkeypatch.setenv("SCYLLA_ORACLE_FAULT", "overloaded")
     request = {"model": "claude-sonnet-5", "messages": [{"role": "user", "content": "Say OK."}]}

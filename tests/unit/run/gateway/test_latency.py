@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from pytest_scylla.run.gateway import Gateway, Route, latency
-from pytest_scylla.run.gateway.oracle import Script
+from pytest_scylla.run.gateway.oracle.model import Script
 
 
 def test_latency_is_fixed_or_drawn_reproducibly_per_run_and_call() -> None:

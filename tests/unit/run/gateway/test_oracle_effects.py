@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_scylla.run.gateway import oracle_effects
-from pytest_scylla.run.gateway.oracle_effects import Effects, EffectsFileError
+from pytest_scylla.run.gateway.oracle import effects as oracle_effects
+from pytest_scylla.run.gateway.oracle.effects import Effects, EffectsFileError
 
 REQUEST = {
     "system": [{"type": "text", "text": "You are Claude Code."}],

@@ -10,13 +10,11 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from pytest_scylla.run.gateway import (
-    oracle,
-    oracle_edit,
-    oracle_failure,
-    oracle_read,
-    oracle_shell,
-)
+from pytest_scylla.run.gateway.oracle import edit as oracle_edit
+from pytest_scylla.run.gateway.oracle import failure as oracle_failure
+from pytest_scylla.run.gateway.oracle import model as oracle
+from pytest_scylla.run.gateway.oracle import read as oracle_read
+from pytest_scylla.run.gateway.oracle import shell as oracle_shell
 
 
 def _request(tools: list[str]) -> dict[str, Any]:

@@ -17,7 +17,7 @@ import pytest
 
 from pytest_scylla.core import pricing
 from pytest_scylla.run.gateway import Gateway, Route
-from pytest_scylla.run.gateway.oracle import Script
+from pytest_scylla.run.gateway.oracle.model import Script
 
 VERDICT = {"items": {"Q1": {"achieved": 1, "reason": "fine"}}, "reasoning": "ok"}
 SCHEMA = {

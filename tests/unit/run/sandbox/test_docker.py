@@ -21,8 +21,8 @@ def test_auto_picks_docker_when_an_engine_answers_and_the_image_is_on_it(
 ) -> None:
     needs_docker()
     from pytest_scylla.run.sandbox import Bwrap, SandboxError, choose
-    from pytest_scylla.run.sandbox.docker import Docker
-    from pytest_scylla.run.sandbox.docker_engine import client, ensure_image
+    from pytest_scylla.run.sandbox.docker.engine import client, ensure_image
+    from pytest_scylla.run.sandbox.docker.sandbox import Docker
 
     ensure_image(client())  # what `scylla image build --host` (or a docker session) leaves
     kind, note = choose("auto")
@@ -45,7 +45,7 @@ def test_a_container_removed_while_orphans_are_listed_is_passed_over(tmp_path: P
     needs_docker()
     import docker.errors  # type: ignore[import-untyped]
 
-    from pytest_scylla.run.sandbox.docker_engine import (
+    from pytest_scylla.run.sandbox.docker.engine import (
         IMAGE,
         LABEL,
         client,

@@ -21,8 +21,8 @@ from typing import Literal
 import pytest
 
 from pytest_scylla.run import hostile
-from pytest_scylla.run.sandbox import docker_copy
-from pytest_scylla.run.sandbox.docker_extract import REFUSED, SPECIAL, file_mode
+from pytest_scylla.run.sandbox.docker import copy as docker_copy
+from pytest_scylla.run.sandbox.docker.extract import REFUSED, SPECIAL, file_mode
 
 from ....support.hostile_repos import tarfile_unpatched
 from ....support.hostile_tars import archive, cve_4517_chain, entry

@@ -26,8 +26,8 @@ from pytest_scylla.run.agents import Result
 from pytest_scylla.run.gateway.routes import Route
 from pytest_scylla.run.outcome import BOUND, bound_findings, classify
 from pytest_scylla.run.sandbox import Finished, SandboxError
-from pytest_scylla.run.sandbox.docker_copy import Bounds, OverLimit, pull, push
-from pytest_scylla.run.sandbox.docker_spool import Spool
+from pytest_scylla.run.sandbox.docker.copy import Bounds, OverLimit, pull, push
+from pytest_scylla.run.sandbox.docker.spool import Spool
 
 CHUNK = 16 << 10
 

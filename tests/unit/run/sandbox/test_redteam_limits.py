@@ -151,7 +151,7 @@ def test_what_cannot_be_limited_is_said(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_the_local_sandbox_says_it_limits_nothing() -> None:
-    from pytest_scylla.header import limits_line
+    from pytest_scylla.session.header import limits_line
 
     assert "unbounded" in str(limits_line("local", DEFAULT_LIMITS))
     assert str(limits_line("bwrap", DEFAULT_LIMITS)).startswith("scylla: limits: ")

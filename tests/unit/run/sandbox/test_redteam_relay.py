@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_scylla.run.sandbox.docker_relay import DOCKER_FRAME, HEADER, Bounds, Relay
+from pytest_scylla.run.sandbox.docker.tunnel import DOCKER_FRAME, HEADER, Bounds, Relay
 
 from ....conftest import needs_docker
 
@@ -262,7 +262,7 @@ def test_the_relay_of_a_copy_mode_container_has_no_read_timeout(tmp_path: Path) 
     as it comes, has the client's (the control: what the relay had before)."""
     needs_docker()
     from pytest_scylla.run.gateway import Gateway as RealGateway
-    from pytest_scylla.run.sandbox.docker import Docker
+    from pytest_scylla.run.sandbox.docker.sandbox import Docker
 
     gw = RealGateway().start()
     box = Docker(gw.port, gw.socket_dir, copy=True)

@@ -142,7 +142,7 @@ def test_scylla_sandbox_says_which_one_works_or_why_none_with_exit_1(
     """`scylla sandbox KIND`, a CI step before a session: exit 0 naming the sandbox where it
     works; where bubblewrap is blocked (AppArmor's words) or no engine answers, exit 1 with the
     reason and the fix."""
-    from pytest_scylla.cli import main
+    from pytest_scylla.cli.main import main
 
     needs_bwrap()
     assert main(["sandbox", "bwrap"]) == 0
@@ -166,8 +166,8 @@ def test_scylla_image_list_and_rm_touch_only_the_images_it_made(
     """`scylla image list` shows the host image under each of its tags; `rm` removes a tag of
     one of ours and refuses any other image, removing nothing; `scylla sandbox docker` of an
     image the engine lacks names the build command."""
-    from pytest_scylla.cli import main
-    from pytest_scylla.run.sandbox import docker_engine
+    from pytest_scylla.cli.main import main
+    from pytest_scylla.run.sandbox.docker import engine as docker_engine
 
     from ....conftest import needs_docker
 

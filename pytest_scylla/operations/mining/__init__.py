@@ -1,0 +1,1 @@
+"""`scylla cases mine`: evaluation cases from a repository's own history."""

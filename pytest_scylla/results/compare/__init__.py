@@ -1,0 +1,1 @@
+"""`scylla compare`: two experiments, the differences with intervals and tests."""

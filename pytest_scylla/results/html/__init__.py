@@ -1,0 +1,1 @@
+"""The HTML pages: report.html and the parts compare.html shares."""

@@ -1,0 +1,1 @@
+"""The oracle upstream: a scripted model that drives the real CLI offline."""

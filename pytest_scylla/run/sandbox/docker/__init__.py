@@ -1,0 +1,1 @@
+"""The `docker` sandbox, through the docker SDK."""

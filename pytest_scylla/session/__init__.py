@@ -1,0 +1,1 @@
+"""The pytest session: collection, fixtures, evaluations, the header, selection."""
