@@ -8,7 +8,7 @@ interval, and a change of it no number (its note says which side). A resample in
 passes nowhere counts as an infinite Cost-of-Pass, and an interval end that falls on one is
 left open (None: no bound); `inf` and `nan` are never given.
 
-- A group's CoP is pooled, as `metrics.cop` gives it: its mean cost per run over its pass rate,
+- A group's CoP is pooled, as `stats.cop` gives it: its mean cost per run over its pass rate,
   i.e. each cell weighted by its runs. Where the resamples do not vary (one run per cell, or
   every cell's runs alike) it gets no interval rather than one of zero width.
 - A factor's Δ CoP compares two sides (the arms with the factor, those without), each side's
@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy
+
+from pytest_scylla.results.stats import cop, cop_draws
 
 RESAMPLES = 2000
 SEED = 20261129
@@ -110,7 +112,8 @@ def delta(found: Draws, with_: Sequence[Cell], without: Sequence[Cell]) -> Delta
             w for w, r in zip(("with it", "without it"), rates, strict=True) if not r
         )
         return Delta(None, None, None, f"Δ CoP: no pass {which}, so no finite Cost-of-Pass")
-    cops = [sum(found.cost[c] for c in s) / len(s) / r for s, r in zip(sides, rates, strict=True)]
+    costs = [sum(found.cost[c] for c in side) / len(side) for side in sides]
+    cops = [cop(c, r) for c, r in zip(costs, rates, strict=True)]
     resampled = [_side(found, side) for side in sides]
     with numpy.errstate(invalid="ignore"):
         diff = resampled[0] - resampled[1]  # both sides passing nowhere: no difference (nan)
@@ -134,5 +137,4 @@ def _side(found: Draws, side: Sequence[Cell], weighted: bool = False) -> numpy.n
     total = sum(weight.values())
     cost = sum(found.cost_draws[c] * weight[c] for c in side) / total
     rate = sum(found.rate_draws[c] * weight[c] for c in side) / total
-    with numpy.errstate(divide="ignore", invalid="ignore"):
-        return numpy.where(rate > 0, cost / numpy.where(rate > 0, rate, 1.0), numpy.inf)
+    return cop_draws(cost, rate)

@@ -24,7 +24,7 @@ from pytest_scylla.results.rows import (
     Place,
     RunRow,
 )
-from pytest_scylla.results.stats import pass_at_k, pass_hat_k
+from pytest_scylla.results.stats import cop, pass_at_k, pass_hat_k
 
 SMALL_N = 10  # below this many runs a rate's interval is wide: say so
 COUNTED = ("pass", "fail", "timeout", "budget_exceeded", "agent_error")  # in pass rate and CoP
@@ -217,11 +217,6 @@ def pass_rate_ci(passed: Sequence[bool]) -> tuple[float, float, str]:
     low = float(betaincinv(k, n - k + 1, 0.025)) if k > 0 else 0.0
     high = float(betaincinv(k + 1, n - k, 0.975)) if k < n else 1.0
     return low, high, "clopper-pearson"
-
-
-def cop(mean_cost: float, pass_rate: float) -> float:
-    """Cost-of-Pass: expected dollars per correct solution; infinite when nothing passed."""
-    return math.inf if pass_rate <= 0 else mean_cost / pass_rate
 
 
 def consistency(scores: Sequence[float]) -> float | None:

@@ -16,6 +16,23 @@ ALPHA = 0.05
 ALPHA_DECIMALS = 2
 
 
+def cop(mean_cost: float, pass_rate: float) -> float:
+    """Cost-of-Pass: expected dollars per correct solution (the mean cost of a run over the pass
+    rate); infinite when nothing passed. Its one home: the tier tables (`metrics`), `scylla
+    compare` and the bootstrap of `cop_interval` (`cop_draws`) all use it."""
+    return math.inf if pass_rate <= 0 else mean_cost / pass_rate
+
+
+def cop_draws(mean_costs: Any, pass_rates: Any) -> Any:
+    """`cop` of each element of two numpy arrays (a bootstrap's resamples): inf where the pass
+    rate is not above 0."""
+    import numpy
+
+    with numpy.errstate(divide="ignore", invalid="ignore"):
+        safe = numpy.where(pass_rates > 0, pass_rates, 1.0)
+        return numpy.where(pass_rates > 0, mean_costs / safe, numpy.inf)
+
+
 def _finite(value: float) -> float | None:
     return float(value) if value is not None and math.isfinite(value) else None
 

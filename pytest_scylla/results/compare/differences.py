@@ -21,7 +21,7 @@ from pytest_scylla.results import metrics, models
 from pytest_scylla.results.compare import decisions as compare_decisions
 from pytest_scylla.results.compare.conditions import conditions
 from pytest_scylla.results.inputs import ReportInputError
-from pytest_scylla.results.stats import ALPHA, RESAMPLES, holm, percentile_bootstrap
+from pytest_scylla.results.stats import ALPHA, RESAMPLES, cop, holm, percentile_bootstrap
 from pytest_scylla.results.tables import Tables, load
 
 METRICS = ("pass_rate", "mean_score", "cost_per_run", "cop")
@@ -80,7 +80,7 @@ def _estimate(runs: Runs, metric: str) -> float | None:
         passes, costs = _values(runs, "pass_rate"), _values(runs, "cost_per_run")
         if not passes or not costs:
             return None
-        return metrics.cop(statistics.fmean(costs), statistics.fmean(passes))
+        return cop(statistics.fmean(costs), statistics.fmean(passes))
     found = _values(runs, metric)
     return statistics.fmean(found) if found else None
 
