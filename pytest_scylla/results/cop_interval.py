@@ -137,4 +137,4 @@ def _side(found: Draws, side: Sequence[Cell], weighted: bool = False) -> numpy.n
     total = sum(weight.values())
     cost = sum(found.cost_draws[c] * weight[c] for c in side) / total
     rate = sum(found.rate_draws[c] * weight[c] for c in side) / total
-    return cop_draws(cost, rate)
+    return numpy.asarray(cop_draws(cost, rate))
