@@ -4,7 +4,9 @@ Everything else in the package may move between releases; these names stay. A pl
 the `pytest_scylla_*` hooks (`hookspecs.py`) in a `conftest.py`, a `pytest11` plugin, or a module
 named in the `pytest_scylla` entry-point group, and each hook offers things by name: agent
 adapters (`Agent`), sandboxes (subclasses of `Sandbox`), judge kinds (`JudgeKind`) and report
-writers (`Writer`, given a `ReportInput`). A name is offered once: a second offer of a taken
+writers (`Writer`, given a `ReportInput`); a judge kind checks its model's answer with the
+verdict helpers (`VERDICT_TOOL`, `verdict_schema`, `verdict_problems`, `verdict_from_json`).
+A name is offered once: a second offer of a taken
 name, a built-in's included, stops the session with an error naming both plugins.
 
 The names load on first use, so importing this module costs a plugin nothing at start-up."""
@@ -19,6 +21,10 @@ if TYPE_CHECKING:
     from pytest_scylla.core.runspec import RunKey, RunSpec
     from pytest_scylla.formats.provenance import Conditions
     from pytest_scylla.judging.judges import JudgeKind, JudgeResult, JudgeSpec
+    from pytest_scylla.judging.verdict import TOOL_NAME as VERDICT_TOOL
+    from pytest_scylla.judging.verdict import from_json as verdict_from_json
+    from pytest_scylla.judging.verdict import problems as verdict_problems
+    from pytest_scylla.judging.verdict import schema as verdict_schema
     from pytest_scylla.operations.runner import Run
     from pytest_scylla.operations.runtime import SETUP_ERRORS, Runtime
     from pytest_scylla.results.report_input import ReportInput, Writer
@@ -26,6 +32,7 @@ if TYPE_CHECKING:
     from pytest_scylla.run.agents import Agent, Result, SetupError
     from pytest_scylla.run.sandbox import Finished, Sandbox, SandboxError
 
+# name -> "module" (the same name there) or "module:name" (another name there)
 _HOMES = {
     "RunRecord": "core.record",
     "RunKey": "core.runspec",
@@ -34,6 +41,10 @@ _HOMES = {
     "JudgeKind": "judging.judges",
     "JudgeResult": "judging.judges",
     "JudgeSpec": "judging.judges",
+    "VERDICT_TOOL": "judging.verdict:TOOL_NAME",
+    "verdict_from_json": "judging.verdict:from_json",
+    "verdict_problems": "judging.verdict:problems",
+    "verdict_schema": "judging.verdict:schema",
     "Run": "operations.runner",
     "Runtime": "operations.runtime",
     "SETUP_ERRORS": "operations.runtime",
@@ -49,6 +60,7 @@ _HOMES = {
 }
 __all__ = [
     "SETUP_ERRORS",
+    "VERDICT_TOOL",
     "Agent",
     "Conditions",
     "Finished",
@@ -67,13 +79,17 @@ __all__ = [
     "SetupError",
     "Tables",
     "Writer",
+    "verdict_from_json",
+    "verdict_problems",
+    "verdict_schema",
 ]
 
 
 def __getattr__(name: str) -> Any:
     if name not in _HOMES:
         raise AttributeError(f"pytest_scylla.api has no {name!r}; it offers {', '.join(__all__)}")
-    value = getattr(importlib.import_module(f"pytest_scylla.{_HOMES[name]}"), name)
+    module, _, there = _HOMES[name].partition(":")
+    value = getattr(importlib.import_module(f"pytest_scylla.{module}"), there or name)
     globals()[name] = value
     return value
 
