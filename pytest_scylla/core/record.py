@@ -231,6 +231,9 @@ def verdict_table(rec: RunRecord) -> str:
 
 
 REPORT_PROPERTY = "scylla_run"  # the run's record on its pytest reports (crosses from workers)
+# on the reports of a run `--scylla-stop=decided` skipped: why, as a `results.decisions.StopKind`
+# (the aggregator counts the run as stopped by design from it, never from the skip's wording)
+STOP_PROPERTY = "scylla_stopped"
 SUMMARY_FIELDS = (
     "run_key",
     "tier",
@@ -251,6 +254,13 @@ def of_report(report: Any) -> RunRecord | None:
         return cast(RunRecord, whole)
     found = dict(report.user_properties).get(REPORT_PROPERTY)
     return cast(RunRecord, found) if isinstance(found, dict) else None
+
+
+def stop_kind(report: Any) -> str | None:
+    """Why `--scylla-stop=decided` skipped the run of this report (`STOP_PROPERTY`), or None
+    for a run that was not stopped (made, or skipped for another reason)."""
+    found = dict(report.user_properties).get(STOP_PROPERTY)
+    return found if isinstance(found, str) else None
 
 
 def bound_report(report: Any) -> None:

@@ -1,8 +1,9 @@
 """`--scylla-stop=decided` in a session: the runs in run-major order, and, before each run
 starts, whether its cell is still needed (`results.decisions` holds the comparisons and reads
 their decisions from the experiment folder's records). A run no longer needed is skipped with
-the reason; a run skipped for any other reason (a spent budget, a pause) was never made, and
-no decision is taken from its absence."""
+the reason, its kind marked on its reports (`core.record.STOP_PROPERTY`); a run skipped for
+any other reason (a spent budget, a pause) was never made, and no decision is taken from its
+absence."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pytest_scylla.core.runspec import RunKey
-from pytest_scylla.results.decisions import Family, cell_of, said
+from pytest_scylla.results.decisions import Family, Stop, cell_of, stop
 
 FAMILY_KEY = pytest.StashKey[Family]()
 
@@ -24,17 +25,20 @@ def run_major(items: list[pytest.Item], keys: Mapping[pytest.Item, RunKey]) -> l
     return sorted(items, key=lambda it: (keys[it].run if it in keys else 0, place[it]))
 
 
-def skip_reason(family: Family, out: Path, key: RunKey) -> str | None:
+def skip_reason(family: Family, out: Path, key: RunKey) -> Stop | None:
     """Why the run with `key` is no longer needed, or None while its cell is."""
     cell = cell_of(key)
     found = family.decisions(out, pending=key.folder)
     if cell in family.references:
         decision = found[cell]
         if decision.closed:
-            return said(cell, family.references[cell], decision)
+            return stop(cell, family.references[cell], decision)
         return None
     compared = [c for c, ref in family.references.items() if ref == cell]
     if compared and all(found[c].closed for c in compared):
         last = max(found[c].at for c in compared)
-        return f"every comparison with {cell} is decided (the last after {last} runs)"
+        return Stop(
+            "reference_closed",
+            f"every comparison with {cell} is decided (the last after {last} runs)",
+        )
     return None

@@ -11,7 +11,7 @@ from typing import Any, cast
 
 import pytest
 
-from pytest_scylla.core.record import RunRecord, of_report, read_dict, stored_records
+from pytest_scylla.core.record import RunRecord, of_report, read_dict, stop_kind, stored_records
 from pytest_scylla.core.runspec import RunKey, is_run_item
 from pytest_scylla.core.terminal import safe
 from pytest_scylla.core.warm import import_soon
@@ -19,7 +19,6 @@ from pytest_scylla.formats import provenance
 from pytest_scylla.formats.tiers import tier_sources
 from pytest_scylla.results import report
 from pytest_scylla.results.decisions import (
-    STOPPED,
     decision_lines,
     manifest_entry,
     session_decisions,
@@ -120,12 +119,11 @@ class Aggregator:
         if report.when == "setup" and (run := RunKey.from_nodeid(report.nodeid)) is not None:
             self.keys.add(run)
         if report.skipped and report.when == "setup" and is_run_item(report.nodeid):
-            reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else ""
-            reason = str(reason).removeprefix("Skipped: ")
-            if reason.startswith(STOPPED):  # by design, not a gap in the results
+            if stop_kind(report) is not None:  # by design, not a gap in the results
                 self.stopped += 1
             else:
-                self.skips[reason.split(":")[0]] += 1
+                reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else ""
+                self.skips[str(reason).removeprefix("Skipped: ").split(":")[0]] += 1
         if rec is None:
             # xdist reports an item whose worker died with when="???" and no payload
             if report.failed and report.when in ("call", "???") and is_run_item(report.nodeid):

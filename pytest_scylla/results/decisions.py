@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_scylla.core.outcomes import StopKind
 from pytest_scylla.core.record import RECORD_FILE
 from pytest_scylla.core.runspec import RunKey
 from pytest_scylla.core.tiers import subtest_key
@@ -29,7 +30,14 @@ if TYPE_CHECKING:  # the decisions' numpy is loaded when a comparison is decided
     # every session (the plugin imports this module; most sessions stop nothing)
     from pytest_scylla.results.sequential import Decision
 
-STOPPED = ("decided after ", "undecided after ", "every comparison with ")  # skip reasons
+
+@dataclass(frozen=True)
+class Stop:
+    """Why a run is no longer needed: its kind (the typed marker the aggregator counts by,
+    `core.record.STOP_PROPERTY`) and the skip reason shown to the user."""
+
+    kind: StopKind
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -113,6 +121,11 @@ def plan(
             )
         references |= {cell: cells[ref] for sub, cell in cells.items() if sub != ref}
     return Family(runs, references, limit, alpha, margin)
+
+
+def stop(cell: str, ref: str, d: Decision) -> Stop:
+    """The skip of a run of `cell`, whose comparison with `ref` closed with `d`."""
+    return Stop("futile" if d.status == "futile" else "decided", said(cell, ref, d))
 
 
 def said(cell: str, ref: str, d: Decision) -> str:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
-from pytest_scylla.core.record import REPORT_PROPERTY, RunRecord
+from pytest_scylla.core.record import REPORT_PROPERTY, STOP_PROPERTY, RunRecord
 from pytest_scylla.core.runspec import RunSpec
 from pytest_scylla.core.terminal import safe
 from pytest_scylla.run.sandbox import SandboxError
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from pytest_scylla.formats.provenance import Conditions
     from pytest_scylla.operations.runner import Run
     from pytest_scylla.operations.runtime import Runtime
+    from pytest_scylla.results.decisions import Stop
 
 STATE_KEY = pytest.StashKey["ItemRun"]()
 EVALUATION_KEY = pytest.StashKey[str]()  # a Python evaluation's source hash (evaluation.py)
@@ -82,9 +83,10 @@ class ItemRun:
             self.record = cast(RunRecord, {**decision.record, "cached": True})
             self.cached = self.judged = True
             return
-        why = self._decided()
-        if why:
-            pytest.skip(why)
+        stopped = self._decided()
+        if stopped is not None:  # by design: marked so, whatever the reason's wording
+            self.item.user_properties.append((STOP_PROPERTY, stopped.kind))
+            pytest.skip(stopped.reason)
         if rt.ledger is not None:
             resume.wait_out_pause(rt, _say(self.item))
             why = rt.ledger.over_budget(s.budget_usd)
@@ -105,7 +107,7 @@ class ItemRun:
         self.record = self.run.record
         self._fail_if_void()
 
-    def _decided(self) -> str | None:
+    def _decided(self) -> Stop | None:
         """--scylla-stop=decided: why this run is no longer needed, or None."""
         if self.rt.settings.stop != "decided":  # the decisions (and numpy) stay unimported
             return None

@@ -100,3 +100,35 @@ def test_an_item_whose_worker_crashed_is_a_crashed_row_not_a_hole(tmp_path: Path
     rows = [metrics.run_row(rec, "x")]
     [tier] = metrics.group_summary(rows)
     assert (tier["tier"], tier["n"], tier["excluded"]) == ("T5", 0, 1)
+
+
+def _skipped(nodeid: str, reason: str, marks: list[tuple[str, object]]) -> pytest.TestReport:
+    """The setup report of a run item pytest skipped, as the controller receives it."""
+    where = ("x", 0, f"Skipped: {reason}")
+    return pytest.TestReport(
+        nodeid, ("x", 0, "x"), {}, "skipped", where, "setup", user_properties=marks
+    )
+
+
+@pytest.mark.parametrize(
+    "reason",
+    [
+        "decided after 12 runs: x-T0-01 better than x-T0-00 on pass rate",
+        "no longer needed: the comparison closed",  # reworded: still stopped, not a gap
+    ],
+)
+def test_a_stopped_run_is_counted_by_its_marker_not_by_its_wording(
+    tmp_path: Path, reason: str
+) -> None:
+    from pytest_scylla.config.settings import Settings
+    from pytest_scylla.core.record import STOP_PROPERTY
+    from pytest_scylla.results.aggregate import Aggregator
+
+    agg = Aggregator(tmp_path, Settings())
+    marked = [(STOP_PROPERTY, "decided")]
+    agg.pytest_runtest_logreport(_skipped("c/test.yaml::c[T0-01-r3]", reason, marked))
+    assert (agg.stopped, dict(agg.skips)) == (1, {})
+    # control: the same words on a skip without the marker are a gap in the results
+    agg.pytest_runtest_logreport(_skipped("c/test.yaml::c[T0-01-r4]", reason, []))
+    assert agg.stopped == 1
+    assert sum(agg.skips.values()) == 1

@@ -131,9 +131,10 @@ def test_decisions_are_read_from_the_records_and_said_in_words(tmp_path: Path) -
     found = family.decisions(tmp_path)
     assert found["x-T0-01"].status == "better"
     assert found["x-T1-01"].status == "open"  # 6 of 12 won so far; 8 runs left could still tell
-    words = dec.said("x-T0-01", "x-T0-00", found["x-T0-01"])
-    assert words.startswith(dec.STOPPED)  # the aggregator tells these skips apart by it
-    assert "x-T0-01 better than x-T0-00 on pass rate" in words
+    stop = dec.stop("x-T0-01", "x-T0-00", found["x-T0-01"])
+    assert stop.kind == "decided"  # the aggregator tells these skips apart by it, not the words
+    assert stop.reason.startswith("decided after 8 runs: ")
+    assert "x-T0-01 better than x-T0-00 on pass rate" in stop.reason
     rows = {r["cell"]: r for r in dec.table(family, tmp_path)}
     assert rows["x-T0-01"]["runs"] == 12
     assert rows["x-T0-01"]["runs_saved"] == 8
