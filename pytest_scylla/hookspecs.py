@@ -24,10 +24,13 @@ if TYPE_CHECKING:
 
 
 @pytest.hookspec
-def pytest_scylla_agents(config: pytest.Config) -> list[Agent] | None:
+def pytest_scylla_agents(config: pytest.Config | None) -> list[Agent] | None:
     """The agent CLI adapters this plugin offers (`api.Agent`), each selectable with
     `--scylla-agent=<name>`; every plugin's are gathered (built in: claude-code, codex,
-    gemini-cli, opencode). A name is offered once (`core.registry`)."""
+    gemini-cli, opencode). A name is offered once (`core.registry`). An adapter with a
+    configuration reader (`read_configuration(root)`) is also one `scylla ablate plan --agent`
+    plans for. `config` is None when the `scylla` command asks (it reads the modules of the
+    `pytest_scylla` entry-point group)."""
 
 
 @pytest.hookspec
@@ -38,10 +41,12 @@ def pytest_scylla_judge_kinds(config: pytest.Config) -> dict[str, JudgeKind] | N
 
 
 @pytest.hookspec
-def pytest_scylla_sandboxes(config: pytest.Config) -> dict[str, type[Sandbox]] | None:
+def pytest_scylla_sandboxes(config: pytest.Config | None) -> dict[str, type[Sandbox]] | None:
     """Sandboxes this plugin offers (subclasses of `api.Sandbox`), by the name
-    `--scylla-sandbox=<name>` selects them with; every plugin's are gathered (built in: local,
-    bwrap, docker; `auto` chooses). A name is offered once (`core.registry`)."""
+    `--scylla-sandbox=<name>` (and `scylla cases mine --sandbox`) selects them with; every
+    plugin's are gathered (built in: local, bwrap, docker; `auto` chooses). A name is offered
+    once (`core.registry`). `config` is None when the `scylla` command asks (it reads the
+    modules of the `pytest_scylla` entry-point group)."""
 
 
 @pytest.hookspec

@@ -35,9 +35,9 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 def pytest_scylla_agents(config: pytest.Config) -> list[Any]:
     """The built-in adapters: Claude Code, Codex, Gemini CLI, opencode."""
-    from pytest_scylla.run.agents import claude_code, codex, gemini_cli, opencode
+    from pytest_scylla.run.agents import builtin
 
-    return [claude_code.ADAPTER, codex.ADAPTER, gemini_cli.ADAPTER, opencode.ADAPTER]
+    return builtin()
 
 
 def pytest_scylla_sandboxes(config: pytest.Config) -> dict[str, Any]:

@@ -8,17 +8,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pytest_scylla.cli.common import Registered
 from pytest_scylla.core.terminal import echo
 from pytest_scylla.formats.yamlmarks import SpecError
 
 GROUPS = ("section", "rule", "memory", "skill", "command", "agent", "mcp", "hook")
-AGENTS = ("claude-code", "codex", "gemini-cli", "opencode")
-SIGNS = {  # a file that shows a CLI's configuration is there
-    "claude-code": ("CLAUDE.md", ".claude", ".mcp.json"),
-    "codex": ("AGENTS.md", ".codex", ".agents/skills"),
-    "gemini-cli": ("GEMINI.md", ".gemini"),
-    "opencode": ("AGENTS.md", "opencode.json", ".opencode"),
-}
 
 
 def add_parsers(sub: Any) -> None:
@@ -48,11 +42,10 @@ def _add_plan(actions: Any) -> None:
     plan.add_argument(
         "--agent",
         default="claude-code",
-        choices=AGENTS,
         help="the CLI whose configuration is read (default: claude-code; codex reads AGENTS.md, "
         ".agents/skills and .codex/config.toml; gemini-cli GEMINI.md and .gemini/; opencode "
         "AGENTS.md, opencode.json and .opencode/)",
-    )
+    ).choices = Registered(_agent_names)  # every registered adapter's name, asked when needed
     plan.add_argument(
         "--out",
         type=Path,
@@ -91,6 +84,12 @@ def _add_plan(actions: Any) -> None:
     plan.add_argument(
         "--dry-run", action="store_true", help="list the components and arms; write nothing"
     )
+
+
+def _agent_names() -> list[str]:
+    from pytest_scylla.config.extensions import agents
+
+    return list(agents(None))
 
 
 def _add_report(actions: Any) -> None:
@@ -173,22 +172,24 @@ def _report(args: argparse.Namespace) -> int:
 
 def _plan(args: argparse.Namespace) -> int:
     from pytest_scylla.formats import ablation_plan
-    from pytest_scylla.formats.agent_config import read_claude_code
-    from pytest_scylla.formats.other_configs import READERS
     from pytest_scylla.formats.tiers import TierSet
 
     root: Path = args.path.resolve()  # the readers compare resolved paths: `.` too
     if not root.is_dir():
         echo(f"scylla ablate plan: {root}: no such folder", file=sys.stderr)
         return 2
+    adapters = _adapters()
+    read = None if adapters is None else _reader(adapters, args.agent)
+    if adapters is None or read is None:
+        return 2
     try:
-        config = READERS.get(args.agent, read_claude_code)(root)
+        config = read(root)
     except SpecError as exc:
         echo(f"scylla ablate plan: {exc}", file=sys.stderr)
         return 2
     units = ablation_plan.factors(config, args.group)
     if not units:
-        others = [a for a, signs in SIGNS.items() if a != args.agent and _has(root, signs)]
+        others = [name for name in _configured(adapters, root) if name != args.agent]
         hint = f"; found {', '.join(others)} files: try --agent {others[0]}" if others else ""
         echo(
             f"scylla ablate plan: {root}: no {args.agent} configuration to ablate (instructions, "
@@ -230,8 +231,51 @@ def _plan(args: argparse.Namespace) -> int:
     return 0
 
 
-def _has(root: Path, signs: Any) -> bool:
-    return any((root / s).exists() for s in signs)
+def _adapters() -> dict[str, Any] | None:
+    """The registered agent adapters by name (None once a plugin's could not be read, said)."""
+    from pytest_scylla.config.extensions import ExtensionError, agents
+
+    try:
+        return agents(None)
+    except ExtensionError as exc:
+        echo(f"scylla ablate plan: {exc}", file=sys.stderr)
+        return None
+
+
+def _reader(adapters: dict[str, Any], name: str) -> Any:
+    """The configuration reader of the adapter `name`; None when there is none (said why):
+    never another CLI's reader in its place."""
+    from pytest_scylla.run.agents import configuration_reader
+
+    if name not in adapters:
+        echo(
+            f"scylla ablate plan: --agent {name}: not an agent adapter here; known: "
+            f"{', '.join(adapters)} (a plugin adds one through the pytest_scylla_agents hook)",
+            file=sys.stderr,
+        )
+        return None
+    read = configuration_reader(adapters[name])
+    if read is None:
+        echo(
+            f"scylla ablate plan: --agent {name}: its adapter ships no configuration reader, "
+            "and ablate needs one to read the project's configuration; give the adapter a "
+            "read_configuration(root) method (see pytest_scylla.api.Agent), or plan with "
+            f"--agent {' or '.join(n for n in adapters if configuration_reader(adapters[n]))}",
+            file=sys.stderr,
+        )
+    return read
+
+
+def _configured(adapters: dict[str, Any], root: Path) -> list[str]:
+    """The adapters with a reader whose CLI's configuration files are in `root`."""
+    from pytest_scylla.run.agents import configuration_files, configuration_reader
+
+    return [
+        name
+        for name, adapter in adapters.items()
+        if configuration_reader(adapter)
+        and any((root / f).exists() for f in configuration_files(adapter))
+    ]
 
 
 def _unpassed_notes(unpassed: dict[str, list[str]]) -> None:

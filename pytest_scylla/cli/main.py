@@ -158,7 +158,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     given = list(sys.argv[1:] if argv is None else argv)
     if given[:1] == ["plan"] and not {"-h", "--help"} & set(given[1:2]):
         return _plan(given[1:])  # everything after `plan` belongs to pytest, options first too
-    args = parser.parse_args(given)
+    from pytest_scylla.config.extensions import ExtensionError
+
+    try:  # an option whose choices are the registry's names reads the plugins' offers
+        args = parser.parse_args(given)
+    except ExtensionError as exc:
+        echo(f"scylla: {exc}", file=sys.stderr)
+        return 2
     if args.command is None:
         parser.print_help()
         return 0

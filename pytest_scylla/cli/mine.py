@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pytest_scylla.cli.common import Registered
 from pytest_scylla.core.terminal import echo, safe
 from pytest_scylla.operations.mining.progress import Status
 
@@ -81,16 +82,21 @@ def _add_prompt_options(mine: Any) -> None:
     )
     mine.add_argument(
         "--sandbox",
-        choices=("auto", "bwrap", "local"),
         default="auto",
         help="where the tests run: bwrap (auto), or local, unisolated, knowingly",
-    )
+    ).choices = Registered(_sandbox_names)  # `auto` and every registered sandbox's name
     mine.add_argument(
         "--no-oracle-check",
         action="store_true",
         help="keep the verified cases without the oracle session (solution passes, the "
         "untouched source fails) each is otherwise put through",
     )
+
+
+def _sandbox_names() -> list[str]:
+    from pytest_scylla.config.extensions import sandboxes
+
+    return ["auto", *sandboxes(None)]
 
 
 def cases(args: argparse.Namespace) -> int:
@@ -183,12 +189,21 @@ def _rewriter(args: argparse.Namespace) -> Any:
 
 
 def _sandbox(kind: str) -> Any:
-    """The sandbox the verification runs use."""
-    from pytest_scylla.run.sandbox import Bwrap, Sandbox, bwrap_advice, bwrap_works
+    """The sandbox the verification runs use: bubblewrap for `auto`, else the registered
+    sandbox of that name (None once it cannot be used, said)."""
+    from pytest_scylla.config.extensions import ExtensionError, sandboxes
+    from pytest_scylla.run.sandbox import Bwrap, SandboxError, bwrap_advice, bwrap_works
 
-    if kind == "local":
-        return Sandbox()
-    if problem := bwrap_works():
+    try:
+        chosen = Bwrap if kind == "auto" else sandboxes(None).get(kind)
+    except ExtensionError as exc:
+        echo(f"scylla cases mine: {exc}", file=sys.stderr)
+        return None
+    if chosen is None:
+        known = ", ".join(["auto", *sandboxes(None)])
+        echo(f"scylla cases mine: --sandbox {kind}: unknown; known: {known}", file=sys.stderr)
+        return None
+    if chosen is Bwrap and (problem := bwrap_works()):
         echo(
             f"scylla cases mine: the tests of mined commits run isolated, and bubblewrap does "
             f"not work here ({problem}); to fix: {bwrap_advice(problem)}; or pass "
@@ -196,7 +211,11 @@ def _sandbox(kind: str) -> Any:
             file=sys.stderr,
         )
         return None
-    return Bwrap()
+    try:
+        return chosen()
+    except SandboxError as exc:
+        echo(f"scylla cases mine: --sandbox {kind}: {exc}", file=sys.stderr)
+        return None
 
 
 def _validate(found: Any, out: Path) -> None:

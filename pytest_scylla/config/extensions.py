@@ -3,11 +3,13 @@ registry rule (`core.registry`: a name is offered once) — agents, sandboxes, j
 report writers, the built-in ones offered by `pytest_scylla.plugin` through the same hooks —
 and the entry-point group `pytest_scylla`, whose modules implement `pytest_scylla_*` hooks. A
 pytest session registers those modules as plugins (beside `pytest11` entry points and
-conftest.py files); the `scylla` command, which runs without pytest, reads their report
-writers from them."""
+conftest.py files); the `scylla` command, which runs without pytest, reads their agents,
+sandboxes and report writers from them (`agents(None)`, `sandboxes(None)`,
+`report_writers(None)`)."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -75,18 +77,48 @@ def _gathered(
     return cache[hook]
 
 
-def agents(config: pytest.Config) -> dict[str, Any]:
-    """The agent CLI adapters (`pytest_scylla.api.Agent`) by name."""
-    return _gathered(
-        config,
-        "pytest_scylla_agents",
-        "agent",
-        lambda listed: [(adapter.name, adapter) for adapter in listed],
-    )
+def _without_session(
+    hook: str, kind: str, built_in: Any, named: Callable[[Any], Any]
+) -> dict[str, Any]:
+    """What `hook` offers without a pytest session (the `scylla` command): the built-in offer,
+    then each module of the entry-point group that implements the hook (asked with
+    `config=None`), gathered by the one registry rule; a name offered twice is an
+    `ExtensionError`."""
+    offers = [(BUILT_IN, named(built_in))]
+    for module in modules():
+        function = getattr(module, hook, None)
+        if function is not None:
+            takes = inspect.signature(function).parameters
+            offered = function(config=None) if "config" in takes else function()
+            offers.append((f"{GROUP}:{getattr(module, '__name__', '')}", named(offered or {})))
+    try:
+        return gather(kind, offers)
+    except RegistryError as exc:
+        raise ExtensionError(str(exc)) from None
 
 
-def sandboxes(config: pytest.Config) -> dict[str, Any]:
-    """The sandboxes (subclasses of `pytest_scylla.api.Sandbox`) by name."""
+def _adapters(listed: Any) -> list[tuple[str, Any]]:
+    return [(adapter.name, adapter) for adapter in listed]
+
+
+def agents(config: pytest.Config | None) -> dict[str, Any]:
+    """The agent CLI adapters (`pytest_scylla.api.Agent`) by name: the session's plugins', or
+    without a session (`config` None) the built-in ones and the entry-point group's."""
+    if config is None:
+        from pytest_scylla.run.agents import builtin
+
+        return _without_session("pytest_scylla_agents", "agent", builtin(), _adapters)
+    return _gathered(config, "pytest_scylla_agents", "agent", _adapters)
+
+
+def sandboxes(config: pytest.Config | None) -> dict[str, Any]:
+    """The sandboxes (subclasses of `pytest_scylla.api.Sandbox`) by name: the session's
+    plugins', or without a session (`config` None) the built-in ones and the entry-point
+    group's."""
+    if config is None:
+        from pytest_scylla.run.sandbox import builtin
+
+        return _without_session("pytest_scylla_sandboxes", "sandbox", builtin(), dict.items)
     return _gathered(config, "pytest_scylla_sandboxes", "sandbox", dict.items)
 
 

@@ -1,5 +1,6 @@
 """The configurations of the other CLIs, cut into the same components as Claude Code's
-(`agent_config`), so that `scylla ablate plan --agent <cli>` plans their ablation too.
+(`agent_config`), so that `scylla ablate plan --agent <cli>` plans their ablation too (each
+adapter of `run.agents` offers its reader as `read_configuration`).
 
 - Codex: AGENTS.md by top-level section (Codex resolves no imports; AGENTS.override.md, where
   present, is read in its place, as Codex does), skills in .agents/skills/ (and the older
@@ -188,6 +189,3 @@ def _opencode_agents(path: Path, agents: Any) -> Iterator[Component]:
     reason += ".opencode/agents/<name>.md to ablate it); in no arm"
     for name, agent in sorted(agents.items()):
         yield Component("agent", slug(name), "opencode.json", repr(agent), False, reason)
-
-
-READERS = {"codex": read_codex, "gemini-cli": read_gemini, "opencode": read_opencode}

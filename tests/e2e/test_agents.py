@@ -258,3 +258,66 @@ def test_a_sandbox_from_a_plugin_runs_the_agent(
     assert (rec["sandbox"], rec["outcome"]) == ("logged-bwrap", "pass")
     argvs = [json.loads(line) for line in log.read_text().splitlines()]
     assert any("claude" in Path(a[0]).name for a in argvs), argvs  # the agent went through it
+
+
+READER_PLUGIN = """
+from pytest_scylla.formats.agent_config import sections_in
+from pytest_scylla.formats.components import Configuration
+from pytest_scylla.run.agents.claude_code import ClaudeCode
+
+
+class Toy(ClaudeCode):
+    name = "toy-cli"
+    configuration_files = ("TOY.md",)
+
+    def read_configuration(self, root):
+        return Configuration("toy-cli", root, tuple(sections_in(root, [root / "TOY.md"], False)))
+
+
+def pytest_scylla_agents(config):
+    return [Toy()]
+"""
+
+
+def test_a_plugins_agent_with_a_reader_is_planned_by_ablate(tmp_path: Path) -> None:
+    """An adapter with a configuration reader, delivered by a package of the `pytest_scylla`
+    entry-point group (a module and its dist-info on the path, as pip installs them), is one
+    `scylla ablate plan --agent` plans with: its reader reads the project, its name is in the
+    written design. Without the entry point the same command names the agent unknown."""
+    site = tmp_path / "site"
+    (site / "toy_reader-0.1.dist-info").mkdir(parents=True)
+    (site / "toy_reader.py").write_text(READER_PLUGIN)
+    (site / "toy_reader-0.1.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: toy-reader\nVersion: 0.1\n"
+    )
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "TOY.md").write_text("## Style\nshort lines\n## Tests\nrun them first\n")
+    (project / "CLAUDE.md").write_text("## Claude only\nnever read for toy-cli\n")
+
+    command = [sys.executable, "-m", "pytest_scylla.cli", "ablate", "plan", str(project)]
+
+    def plan() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*command, "--agent", "toy-cli"],
+            env={**os.environ, "PYTHONPATH": str(site)},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    unplugged = plan()  # the positive control: no entry point, no such agent
+    assert unplugged.returncode == 2
+    assert "argument --agent: invalid choice: 'toy-cli'" in unplugged.stderr
+    assert "'claude-code', 'codex', 'gemini-cli', 'opencode')" in unplugged.stderr
+    (site / "toy_reader-0.1.dist-info" / "entry_points.txt").write_text(
+        "[pytest_scylla]\ntoy = toy_reader\n"
+    )
+    done = plan()
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("toy-cli configuration ")
+    assert "section:style" in done.stdout
+    assert "section:claude-only" not in done.stdout  # Claude Code's reader never stands in
+    assert "--scylla-agent=toy-cli" in done.stdout
+    design = json.loads((project / "ablation" / "design.json").read_text())
+    assert design["agent"] == "toy-cli"

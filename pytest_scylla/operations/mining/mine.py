@@ -134,9 +134,12 @@ def _one(
         return
     with tempfile.TemporaryDirectory(prefix="scylla-mine-") as private:
         where = Path(private)
-        verdict = mine_verify.verify(
-            source, commit, mine_verify.sandboxed(box, where, options.timeout), where
-        )
+        try:
+            verdict = mine_verify.verify(
+                source, commit, mine_verify.sandboxed(box, where, options.timeout), where
+            )
+        finally:  # what the sandbox holds for the folder (docker: its container) let go
+            box.close(where)
     if not verdict.kept:
         say(f"{sha[:12]} rejected: {verdict.reason} ({verdict.seconds:.0f} s)")
         found.reject(verdict.reason)

@@ -88,4 +88,7 @@ def problem(folder: Path, source: Source, run: Runner, private: Path) -> str:
 def check(folder: Path, source: Source, box: Sandbox, timeout: int) -> str:
     """`problem`, its runs in `box` in a private temporary folder."""
     with tempfile.TemporaryDirectory(prefix="scylla-untouched-") as private:
-        return problem(folder, source, sandboxed(box, Path(private), timeout), Path(private))
+        try:
+            return problem(folder, source, sandboxed(box, Path(private), timeout), Path(private))
+        finally:  # what the sandbox holds for the folder (docker: its container) let go
+            box.close(Path(private))

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from pytest_scylla.formats.components import Configuration
     from pytest_scylla.formats.tiers import Subtest, TierSet
     from pytest_scylla.run.overlay import Overlay
 
@@ -157,7 +158,10 @@ class Agent(Protocol):
     express a subtest (collected as skipped with that reason); `upstream` names the vendor
     API of real runs (default `anthropic`); `default_model` is the model when none is given.
     An `environment` with a `model` parameter is also given the run's model (see
-    `environment`).
+    `environment`). `read_configuration(root)` reads a project's own configuration of this CLI
+    into components (a `formats.components.Configuration`; a `SpecError` names a file it
+    cannot read): with it the adapter takes part in `scylla ablate plan --agent <name>`, and
+    `configuration_files` (names under the project) tells that such a configuration is there.
     """
 
     name: str  # what --scylla-agent names, and the records' `agent`
@@ -186,6 +190,27 @@ class Agent(Protocol):
     def parse(self, transcript: Path) -> Result:
         """What the CLI said about its run, read from its transcript (untrusted data)."""
         ...
+
+
+def builtin() -> list[object]:
+    """The built-in adapters (Claude Code, Codex, Gemini CLI, opencode), offered through
+    `pytest_scylla_agents` like a plugin's (by `pytest_scylla.plugin`); `Agent`s, whose
+    optional members the protocol does not spell."""
+    from pytest_scylla.run.agents import claude_code, codex, gemini_cli, opencode
+
+    return [claude_code.ADAPTER, codex.ADAPTER, gemini_cli.ADAPTER, opencode.ADAPTER]
+
+
+def configuration_reader(agent: Agent) -> Callable[[Path], Configuration] | None:
+    """The adapter's reader of a project's own configuration (`read_configuration(root)`), or
+    None when it ships none (`scylla ablate plan` then cannot plan for it)."""
+    return getattr(agent, "read_configuration", None)
+
+
+def configuration_files(agent: Agent) -> tuple[str, ...]:
+    """The names under a project that show the adapter's CLI is configured there (none said:
+    none)."""
+    return tuple(getattr(agent, "configuration_files", ()))
 
 
 def overlay_for(agent: Agent) -> Callable[..., Overlay]:

@@ -10,10 +10,13 @@ import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from pytest_scylla.run import agents, hooks
 from pytest_scylla.run.agents import Result, base
+
+if TYPE_CHECKING:
+    from pytest_scylla.formats.components import Configuration
 
 NAME = "claude-code"
 PINNED_VERSION = "2.1.197"  # what .ci/run installs and docs/claude-code.md measured
@@ -186,6 +189,13 @@ class ClaudeCode:
     # the gateway lets these through besides the run's model: its small/fast model (side
     # tasks, and the built-in Explore sub-agent)
     side_models = ("claude-haiku-4-5",)
+    configuration_files = ("CLAUDE.md", ".claude", ".mcp.json")
+
+    def read_configuration(self, root: Path) -> Configuration:
+        """The project's Claude Code configuration, cut into components (`scylla ablate`)."""
+        from pytest_scylla.formats.agent_config import read_claude_code
+
+        return read_claude_code(root)
 
     def find_cli(self, explicit: str | None) -> Path:
         return find_cli(explicit)

@@ -19,7 +19,7 @@ import json
 import re
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_scylla.formats import codex_config
 from pytest_scylla.formats.tiers import Subtest, TierSet
@@ -28,6 +28,9 @@ from pytest_scylla.run import overlay
 from pytest_scylla.run.agents import Result, SetupError
 from pytest_scylla.run.agents.base import NpmCli, OpenAIUpstream
 from pytest_scylla.run.agents.claude_code import events
+
+if TYPE_CHECKING:
+    from pytest_scylla.formats.components import Configuration
 
 NAME = "codex"
 PINNED_VERSION = "0.169.0"  # what .ci/run installs
@@ -270,6 +273,13 @@ class Codex(OpenAIUpstream, NpmCli):
     parse = staticmethod(parse)
     unsupported = staticmethod(unsupported)
     overlay = staticmethod(apply)
+    configuration_files = ("AGENTS.md", ".codex", ".agents/skills")
+
+    def read_configuration(self, root: Path) -> Configuration:
+        """The project's Codex configuration, cut into components (`scylla ablate`)."""
+        from pytest_scylla.formats.other_configs import read_codex
+
+        return read_codex(root)
 
 
 ADAPTER = Codex()

@@ -19,7 +19,7 @@ import json
 import re
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -34,6 +34,9 @@ from pytest_scylla.run.agents.base import (
     mapped,
 )
 from pytest_scylla.run.agents.claude_code import events
+
+if TYPE_CHECKING:
+    from pytest_scylla.formats.components import Configuration
 
 NAME = "gemini-cli"
 PINNED_VERSION = "0.61.0"  # what .ci/run installs
@@ -252,6 +255,13 @@ class GeminiCli(GeminiUpstream, NpmCli):
     parse = staticmethod(parse)
     unsupported = staticmethod(unsupported)
     overlay = staticmethod(apply)
+    configuration_files = ("GEMINI.md", ".gemini")
+
+    def read_configuration(self, root: Path) -> Configuration:
+        """The project's Gemini CLI configuration, cut into components (`scylla ablate`)."""
+        from pytest_scylla.formats.other_configs import read_gemini
+
+        return read_gemini(root)
 
 
 ADAPTER = GeminiCli()

@@ -19,7 +19,7 @@ import json
 import re
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_scylla.formats.resources import front_matter
 from pytest_scylla.formats.tiers import (
@@ -37,6 +37,9 @@ from pytest_scylla.run.agents.base import (
     mapped,
 )
 from pytest_scylla.run.agents.claude_code import events
+
+if TYPE_CHECKING:
+    from pytest_scylla.formats.components import Configuration
 
 NAME = "opencode"
 PINNED_VERSION = "1.18.33"  # what .ci/run installs (npm: opencode-ai)
@@ -323,6 +326,13 @@ class OpenCode(OpenAIUpstream, NpmCli):
     parse = staticmethod(parse)
     unsupported = staticmethod(unsupported)
     overlay = staticmethod(apply)
+    configuration_files = ("AGENTS.md", "opencode.json", ".opencode")
+
+    def read_configuration(self, root: Path) -> Configuration:
+        """The project's opencode configuration, cut into components (`scylla ablate`)."""
+        from pytest_scylla.formats.other_configs import read_opencode
+
+        return read_opencode(root)
 
 
 ADAPTER = OpenCode()

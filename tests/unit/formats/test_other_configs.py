@@ -10,11 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from pytest_scylla.config.extensions import agents
 from pytest_scylla.formats import ablation_plan
 from pytest_scylla.formats.agent_config import Configuration
-from pytest_scylla.formats.other_configs import READERS, read_codex, read_gemini, read_opencode
+from pytest_scylla.formats.other_configs import read_codex, read_gemini, read_opencode
 from pytest_scylla.formats.tiers import TierSet
 from pytest_scylla.formats.yamlmarks import SpecError
+from pytest_scylla.run.agents import configuration_reader
 
 CODEX_TEAM = Path(__file__).parents[2] / "fixtures" / "team-codex"
 SKILL = "---\nname: {name}\ndescription: {name} does one thing.\n---\nDo the thing.\n"
@@ -173,7 +175,7 @@ def test_bad_input_names_the_file_and_line(
 ) -> None:
     _write(tmp_path, {path: content})
     with pytest.raises(SpecError) as caught:
-        READERS[agent](tmp_path)
+        configuration_reader(agents(None)[agent])(tmp_path)  # the adapter's own reader
     message = str(caught.value)
     assert expected in message, message
     assert "\n" not in message
