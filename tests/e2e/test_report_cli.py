@@ -16,6 +16,7 @@ import pytest
 from pytest_scylla.cli.main import main
 
 from ..conftest import require, workers
+from ..support.docs import example
 from ..support.dryrun_report import dryrun_report
 
 
@@ -130,19 +131,10 @@ def test_html_report_loads_in_headless_chromium_without_console_errors(
     assert console == []
 
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-
-
-def _example(name: str) -> str:
-    """A code block of the README's extension section, as a plugin author copies it."""
-    text = README.read_text(encoding="utf-8")
-    block = text.split(f"<!-- example: {name} -->\n```python\n", 1)[1]
-    return block.split("```\n", 1)[0]
-
-
-# the README's report writer, and a count of how often a session asks for it
+# the extension guide's report writer (docs/extending.md), and a count of how often a session
+# asks for it
 WRITER = (
-    _example("report-writer")
+    example("extending", "report-writer")
     + """
 
 _offered = pytest_scylla_report_writers
@@ -164,7 +156,7 @@ def test_a_report_writer_from_a_plugin_or_an_entry_point(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The README's report writer (importing only `pytest_scylla.api`): as a `conftest.py` it
+    """The guide's report writer (importing only `pytest_scylla.api`): as a `conftest.py` it
     adds a report `--scylla-report` names; as a package of the `pytest_scylla` entry-point
     group it adds it to `scylla report` too. Without them the name is refused (the controls)."""
     assert "from pytest_scylla.api import" in WRITER

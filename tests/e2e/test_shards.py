@@ -20,8 +20,7 @@ import yaml
 from pytest_scylla.cli.main import main
 
 from ..conftest import export_rows, workers
-
-README = Path(__file__).parents[2] / "README.md"
+from ..support.docs import docs_page
 
 
 def run_keys(out: Path) -> set[str]:
@@ -93,8 +92,8 @@ def test_a_bad_shard_is_one_usage_error(
 
 
 def _yaml_texts() -> list[str]:
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index("## Beyond one machine: shards") : text.index("## Long campaigns")]
+    text = docs_page("shards")
+    section = text[text.index("# Beyond one machine: shards") : text.index("## A study on more")]
     return re.findall(r"```yaml\n(.*?)```", section, re.S)
 
 

@@ -1,5 +1,6 @@
 """Each option is declared once (`options.OPTIONS`): `pytest --help`, the ini keys, the defaults
-of `Settings` and the README's table of options are made from the declarations and agree."""
+of `Settings` and the docs' table of options (docs/options.md, written by docs/hooks.py) are made
+from the declarations and agree."""
 
 from __future__ import annotations
 
@@ -13,19 +14,21 @@ from pytest_scylla.config.options import GROUPS, OPTIONS, TITLES, markdown_table
 from pytest_scylla.config.settings import SETTINGS_KEY, Settings
 from pytest_scylla.judging.judges import parse
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+OPTIONS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "options.md"
 # options whose setting is worked out when the session starts (from its rootdir, the
 # environment, or another option), or that are no setting at all
 RESOLVED = {"tiers-dir", "rubrics-dir", "cache-dir", "packaged-tiers", "only", "skip"}
 
 
 def test_the_readme_table_is_the_declared_one() -> None:
-    text = README.read_text(encoding="utf-8")
+    """The options page's table (moved from the README; the test keeps its id)."""
+    text = OPTIONS_PAGE.read_text(encoding="utf-8")
     found = re.search(r"<!-- options:start -->\n(.*?)<!-- options:end -->", text, re.DOTALL)
-    assert found, "README.md lost its <!-- options:start --> ... <!-- options:end --> markers"
+    assert found, "docs/options.md lost its <!-- options:start --> ... <!-- options:end --> markers"
     assert found[1] == markdown_table(), (
-        "README.md's table of options differs from the declarations: paste "
-        "pytest_scylla.config.options.markdown_table() between its markers"
+        "docs/options.md's table of options differs from the declarations: run "
+        "`python docs/hooks.py`, which writes pytest_scylla.config.options.markdown_table() "
+        "between its markers"
     )
 
 

@@ -17,10 +17,12 @@ from pytest_scylla import __version__
 from pytest_scylla.cli.main import main
 from pytest_scylla.cli.scaffold import FILES
 
+from ...support.docs import docs_page
+
 
 def test_the_readme_documents_the_scaffolded_evaluation_word_for_word() -> None:
-    readme = (Path(__file__).parents[3] / "README.md").read_text(encoding="utf-8")
-    assert "```python\n" + FILES["cases/test_greet_eval.py"] + "```" in readme
+    page = docs_page("getting-started")  # the README's evaluation section moved there
+    assert "```python\n" + FILES["cases/test_greet_eval.py"] + "```" in page
 
 
 def test_init_keeps_what_is_there(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

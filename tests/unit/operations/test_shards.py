@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -17,7 +16,7 @@ import yaml
 
 from pytest_scylla.operations.shard import missing, share
 
-README = Path(__file__).parents[3] / "README.md"
+from ...support.docs import docs_page
 
 
 def test_the_split_is_even_and_splits_of_different_counts_do_not_merge() -> None:
@@ -37,8 +36,8 @@ def test_the_split_is_even_and_splits_of_different_counts_do_not_merge() -> None
 
 
 def _yaml_texts() -> list[str]:
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index("## Beyond one machine: shards") : text.index("## Long campaigns")]
+    text = docs_page("shards")
+    section = text[text.index("# Beyond one machine: shards") : text.index("## A study on more")]
     return re.findall(r"```yaml\n(.*?)```", section, re.S)
 
 
