@@ -144,7 +144,7 @@ def test_every_arm_of_a_plan_runs_and_carries_exactly_its_components(
         "no:xdist",
         *oracle,
         f"--scylla-tiers-dir={mini / 'ablation'}",
-        "--scylla-packaged-tiers=under",  # as the README runs it: beta names T0 and T1
+        "--scylla-packaged-tiers=under",  # as docs/ablate.md runs it: beta names T0 and T1
         "--scylla-tiers=T0",
         f"--scylla-out={out}",
     )
@@ -185,7 +185,7 @@ def test_every_arm_of_a_plan_runs_and_carries_exactly_its_components(
         "no:xdist",
         *oracle,
         f"--scylla-tiers-dir={mini / 'ablation'}",
-        "--scylla-packaged-tiers=under",  # as the README runs it: beta names T0 and T1
+        "--scylla-packaged-tiers=under",  # as docs/ablate.md runs it: beta names T0 and T1
         "--scylla-tiers=T0",
         f"--scylla-out={mini / 'leak'}",
     )

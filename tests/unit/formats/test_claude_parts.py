@@ -274,7 +274,7 @@ def test_a_claude_md_of_imports_only_is_cut_by_what_it_imports(tmp_path: Path) -
     """`@AGENTS.md` alone: CLAUDE.md is kept as written and AGENTS.md's sections are the
     components (written back to AGENTS.md). Two imports and nothing else: no section of
     CLAUDE.md's own to keep them in, so the sections are cut by the imported headings with the
-    imports resolved in place (every block has text; the known difference the README names)."""
+    imports resolved in place (every block has text; the known difference docs/ablate.md names)."""
     agents = "# Build\n\nmake\n\n# Test\n\nmake test\n\n# Style\n\nblack\n"
     one = _write(tmp_path / "one", {"CLAUDE.md": "@AGENTS.md\n", "AGENTS.md": agents})
     parts = read_claude_code(one).components

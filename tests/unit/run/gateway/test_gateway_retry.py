@@ -3,7 +3,7 @@
 The upstream answers request k with step k of its script (the last step repeats): a status with
 headers, a connection closed without an answer, or an answer cut off mid-way. It records when
 each request arrived and when its answer went out, so the waits the gateway took between attempts
-can be checked against the rule in README "Long campaigns" / `RetryPolicy`: an attempt k that
+can be checked against the rule in docs/campaigns.md / `RetryPolicy`: an attempt k that
 failed without a usable `retry-after` is followed by a wait of `min(cap, base * 2**k) * u`,
 u uniform in [0.5, 1) (the jitter); a `retry-after` (seconds or an HTTP date) replaces it; at
 most `max_wait` seconds of waiting per call; a 429 asking for more than that is a usage-window
