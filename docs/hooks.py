@@ -39,7 +39,9 @@ def on_files(files: Any, config: Any) -> Any:
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     if page.file.src_uri == "options.md":
-        return with_declared_options(markdown)
+        # `\<` keeps a `<` literal on GitHub; Python-Markdown does not know that escape (it would
+        # leave the backslash and take `<label>` for an HTML tag), so the site gets `&lt;`
+        return with_declared_options(markdown).replace("\\<", "&lt;")
     return markdown
 
 
