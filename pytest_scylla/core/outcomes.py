@@ -25,7 +25,13 @@ class Outcome(StrEnum):
     JUDGE_ERROR = "judge_error"
 
 
-COUNTED: tuple[Outcome, ...] = tuple(Outcome)[:5]  # in pass rate and CoP
+COUNTED: tuple[Outcome, ...] = (  # in pass rate and CoP
+    Outcome.PASS,
+    Outcome.FAIL,
+    Outcome.TIMEOUT,
+    Outcome.BUDGET_EXCEEDED,
+    Outcome.AGENT_ERROR,
+)
 OUTCOMES: tuple[Outcome, ...] = tuple(Outcome)  # every outcome a run can end with
 
 # why `--scylla-stop=decided` skipped a run (`core.record.STOP_PROPERTY` on its reports):

@@ -10,9 +10,10 @@ import itertools
 import statistics
 from typing import Any
 
+from pytest_scylla.core.outcomes import COUNTED
 from pytest_scylla.core.record import RunRecord
 from pytest_scylla.core.tiers import subtest_key, tier_key
-from pytest_scylla.results import metrics, stats
+from pytest_scylla.results import stats
 
 KINDS = {
     "claude_md": "CLAUDE.md block",
@@ -51,7 +52,7 @@ def ablation_scores(records: list[RunRecord]) -> list[dict[str, Any]]:
     runs: dict[str, list[RunRecord]] = {}
     declared: dict[str, frozenset[tuple[str, str]]] = {}
     for rec in records:
-        if rec.get("outcome") not in metrics.COUNTED or not isinstance(rec.get("declared"), dict):
+        if rec.get("outcome") not in COUNTED or not isinstance(rec.get("declared"), dict):
             continue
         subtest = str(rec.get("subtest"))
         declared.setdefault(subtest, components(rec["declared"]))
@@ -112,7 +113,7 @@ def utilisation(records: list[RunRecord]) -> list[dict[str, Any]]:
     counts: dict[tuple[str, str], list[bool]] = {}
     for rec in records:
         used = (rec.get("trajectory") or {}).get("used") or {}
-        if rec.get("outcome") not in metrics.COUNTED:
+        if rec.get("outcome") not in COUNTED:
             continue
         for kind in ("skills", "agents", "mcp_servers"):
             if used.get(kind):

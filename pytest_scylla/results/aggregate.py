@@ -11,6 +11,7 @@ from typing import Any, cast
 
 import pytest
 
+from pytest_scylla.core.outcomes import Outcome
 from pytest_scylla.core.record import RunRecord, of_report, read_dict, stop_kind, stored_records
 from pytest_scylla.core.runspec import RunKey, is_run_item
 from pytest_scylla.core.terminal import safe
@@ -44,7 +45,7 @@ def crash_record(nodeid: str) -> RunRecord:
     return {
         "run_key": nodeid,
         **place,
-        "outcome": "infra_error",
+        "outcome": Outcome.INFRA_ERROR,
         "passed": False,
         "reason": "the worker running this item crashed; nothing was recorded",
         "crashed": True,

@@ -20,11 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_scylla.core.outcomes import StopKind
+from pytest_scylla.core.outcomes import COUNTED, Outcome, StopKind
 from pytest_scylla.core.record import RECORD_FILE
 from pytest_scylla.core.runspec import RunKey
 from pytest_scylla.core.tiers import subtest_key
-from pytest_scylla.results.metrics import COUNTED
 
 if TYPE_CHECKING:  # the decisions' numpy is loaded when a comparison is decided, not with
     # every session (the plugin imports this module; most sessions stop nothing)
@@ -81,8 +80,8 @@ def _outcome(run_dir: Path) -> tuple[bool] | None:
     outcome = record.get("outcome") if isinstance(record, dict) else None
     if outcome not in COUNTED:
         return None
-    _COUNTED[run_dir] = outcome == "pass"  # final: a resume reuses a counted run as it is
-    return (outcome == "pass",)
+    _COUNTED[run_dir] = outcome == Outcome.PASS  # final: a resume reuses a counted run as it is
+    return (outcome == Outcome.PASS,)
 
 
 # counted outcomes read by this process: each run item asks before it starts, and reading every

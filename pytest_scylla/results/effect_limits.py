@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from pytest_scylla.results.metrics import COUNTED
+from pytest_scylla.core.outcomes import COUNTED, Outcome
 
 Row = Mapping[str, Any]
 ZERO = 0.005  # a difference of pass rates that shows as 0 %: no difference observed
@@ -44,7 +44,7 @@ def pass_problem(with_: Sequence[Row], without: Sequence[Row], where: str = "bot
     n1, n2 = len(with_), len(without)
     if min(n1, n2) < 2:
         return f"not estimable at this n ({_runs(n1)} with it, {_runs(n2)} without)"
-    passed = {r["outcome"] == "pass" for r in (*with_, *without)}
+    passed = {r["outcome"] == Outcome.PASS for r in (*with_, *without)}
     if passed == {True}:
         return f"cannot estimate: every counted run passed in {where}"
     if passed == {False}:

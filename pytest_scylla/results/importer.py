@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pytest_scylla.core.outcomes import Outcome
 from pytest_scylla.core.record import JudgeEntry, RunRecord
 from pytest_scylla.core.runspec import RunKey
 from pytest_scylla.results import report
@@ -176,7 +177,7 @@ def _run(run_dir: Path, tier: str, subtest: str, model: str | None, case: str) -
         "run": number,
         "model": model,
         "agent_model_label": model_label(model),
-        "outcome": "pass" if passed else "fail",
+        "outcome": Outcome.PASS if passed else Outcome.FAIL,
         "passed": passed,
         "score": _num(data.get("judge_score")),
         "grade": data.get("judge_grade"),

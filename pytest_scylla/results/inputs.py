@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+from pytest_scylla.core.outcomes import OUTCOMES
 from pytest_scylla.core.record import RunRecord
 from pytest_scylla.core.runspec import EXAMPLE, folder_problem
 from pytest_scylla.formats.yamlmarks import SpecError, check_value
-from pytest_scylla.results.metrics import OUTCOMES
 
 RECORD = "a run record as pytest-scylla writes it"
 NOT_APPLICABLE = ("", "N/A")  # the original's not-applicable numbers; an empty cell: missing

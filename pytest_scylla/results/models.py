@@ -12,6 +12,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pytest_scylla.core.outcomes import COUNTED
 from pytest_scylla.results import metrics, stats
 
 MODEL_KEY = "agent_model"
@@ -55,7 +56,7 @@ def comparison(rows: Sequence[Mapping[str, Any]], key: str = MODEL_KEY) -> list[
     out = []
     for row in summary:
         name = row[key]
-        counted = [r for r in rows if str(r.get(key)) == name and r["outcome"] in metrics.COUNTED]
+        counted = [r for r in rows if str(r.get(key)) == name and r["outcome"] in COUNTED]
         best = metrics.frontier([t for t in per_tier if t[key] == name])
         out.append(
             {
@@ -94,7 +95,7 @@ def significance(rows: Sequence[Mapping[str, Any]], key: str = MODEL_KEY) -> dic
     names = values(rows, key)
     if len(names) < 2:
         return None
-    counted = [r for r in rows if r["outcome"] in metrics.COUNTED]
+    counted = [r for r in rows if r["outcome"] in COUNTED]
     out: dict[str, Any] = {"omnibus": [], "pairwise": []}
     for metric in ("score", "passed", "cost_usd"):
         groups = {

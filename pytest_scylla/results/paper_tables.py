@@ -7,6 +7,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pytest_scylla.core.outcomes import COUNTED
 from pytest_scylla.results import metrics
 from pytest_scylla.results.rows import GroupSummary, RunRow
 from pytest_scylla.results.tables import Tables
@@ -24,7 +25,7 @@ def paper_tables(tables: Tables, summary: list[GroupSummary] | None = None) -> d
     summary = summary if summary is not None else metrics.group_summary(tables.runs)
     by_tier: dict[str, list[RunRow]] = {}
     for row in tables.runs:
-        if row["outcome"] in metrics.COUNTED:
+        if row["outcome"] in COUNTED:
             by_tier.setdefault(str(row["tier"]), []).append(row)
     tokens, latency = [], []
     for s in summary:

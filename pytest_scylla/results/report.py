@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_scylla.core.outcomes import COUNTED
 from pytest_scylla.core.record import RunRecord, write_json
 from pytest_scylla.core.tiers import tier_key
 from pytest_scylla.formats.rubric import DEFAULT_PASS_THRESHOLD
@@ -76,7 +77,7 @@ def _tier_tests(counted: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def statistical_results(tables: Tables) -> dict[str, Any]:
-    counted = [r for r in tables.runs if r["outcome"] in metrics.COUNTED]
+    counted = [r for r in tables.runs if r["outcome"] in COUNTED]
     out: dict[str, Any] = {**_tier_tests(counted), "n_runs": len(counted)}
     names = models.models(counted)
     out["agents"] = models.significance(counted, models.AGENT_KEY)  # several agent CLIs
@@ -274,7 +275,7 @@ def judge_vs_checks(
     by_judge: dict[str, list[tuple[bool, bool]]] = {}
     for rec in records:
         checks = rec.get("checks") or []
-        if rec.get("outcome") not in metrics.COUNTED or not checks:
+        if rec.get("outcome") not in COUNTED or not checks:
             continue
         works = all(c.get("passed") for c in checks)
         for judge in rec.get("judges") or []:

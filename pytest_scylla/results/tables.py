@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+from pytest_scylla.core.outcomes import OUTCOMES, Outcome
 from pytest_scylla.core.record import RECORD_FILE, RunRecord, read_dict
 from pytest_scylla.results import inputs, metrics, run_files
 from pytest_scylla.results.design import Stored, vet
@@ -46,7 +47,7 @@ RUNS_CSV = Layout(
     ),
     flags=("passed", "simulated"),
     filled=("experiment", "tier", "passed"),
-    choices={"outcome": metrics.OUTCOMES},
+    choices={"outcome": OUTCOMES},
 )
 JUDGES_CSV = Layout(
     required=(*PLACE, "judge_model", "judge_number", "judge_score"),
@@ -190,7 +191,7 @@ def _paper_csv(folder: Path, notes: list[str]) -> Tables:
         passed = r["passed"] == "True"
         row.update(
             passed=passed,
-            outcome=r.get("outcome") or ("pass" if passed else "fail"),
+            outcome=r.get("outcome") or (Outcome.PASS if passed else Outcome.FAIL),
             score=num(r.get("score")),
             impl_rate=num(r.get("impl_rate")),
             cost_usd=num(r.get("cost_usd")),

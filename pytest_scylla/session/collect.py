@@ -17,6 +17,7 @@ import pytest
 
 from pytest_scylla.config.agent import adapters
 from pytest_scylla.config.settings import SETTINGS_KEY, tierset
+from pytest_scylla.core.outcomes import Outcome
 from pytest_scylla.core.record import verdict_table
 from pytest_scylla.core.runspec import RunSpec, model_label
 from pytest_scylla.formats.spec import Case, load_case
@@ -301,7 +302,7 @@ def run_case(scylla_verdict: Any) -> None:
     """A YAML item's test body: the panel's verdict; pass when the run passed, else fail with
     its verdict table."""
     rec = scylla_verdict.ask()
-    if rec["outcome"] != "pass":
+    if rec["outcome"] != Outcome.PASS:
         pytest.fail(verdict_table(rec), pytrace=False)
 
 

@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 
 from pytest_scylla.config.settings import SETTINGS_KEY, tierset
+from pytest_scylla.core.outcomes import Outcome
 from pytest_scylla.core.record import verdict_table
 from pytest_scylla.core.runspec import RunSpec
 from pytest_scylla.formats.spec import Case, load_case
@@ -191,7 +192,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     if state is None or EVALUATION_KEY not in pyfuncitem.stash or not state.cached:
         return None
     state.report()
-    if state.record.get("outcome") != "pass":
+    if state.record.get("outcome") != Outcome.PASS:
         pytest.fail(verdict_table(state.record), pytrace=False)
     return True
 
@@ -219,7 +220,7 @@ class Body:
         if evaluation:
             conclude(state, pyfuncitem, None, time.monotonic() - began)
         _keep(state)
-        if evaluation and state.record.get("outcome") != "pass":
+        if evaluation and state.record.get("outcome") != Outcome.PASS:
             pytest.fail(verdict_table(state.record), pytrace=False)
         return result
 
@@ -244,7 +245,7 @@ def conclude(
     if exc is not None and not isinstance(exc, (AssertionError, pytest.fail.Exception)):
         rec.update(
             {
-                "outcome": "infra_error",
+                "outcome": Outcome.INFRA_ERROR,
                 "passed": False,
                 "reason": f"the evaluation raised {type(exc).__name__}: {_message(exc)}",
             }
@@ -282,14 +283,14 @@ def conclude(
     if classified.get("outcome"):  # timeout, budget_exceeded, agent_error: that is the outcome
         outcome, reason = classified["outcome"], classified.get("reason", "")
     elif not ok:
-        outcome, reason = "fail", f"assert:{name} failed: {why}"
+        outcome, reason = Outcome.FAIL, f"assert:{name} failed: {why}"
     elif judged:
-        outcome, reason = rec.get("outcome") or "judge_error", rec.get("reason") or ""
+        outcome, reason = rec.get("outcome") or Outcome.JUDGE_ERROR, rec.get("reason") or ""
     else:
-        outcome, reason = "pass", ""
+        outcome, reason = Outcome.PASS, ""
     if not judged:  # the score is the body's
-        score = 1.0 if ok and outcome == "pass" else 0.0
+        score = 1.0 if ok and outcome == Outcome.PASS else 0.0
         rec.update(
             {"score": score, "impl_rate": score, "grade": state.spec.case.rubric.grade(score)}
         )
-    rec.update({"outcome": outcome, "passed": outcome == "pass", "reason": reason})
+    rec.update({"outcome": outcome, "passed": outcome == Outcome.PASS, "reason": reason})

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
+from pytest_scylla.core.outcomes import Outcome
 from pytest_scylla.core.record import REPORT_PROPERTY, STOP_PROPERTY, RunRecord
 from pytest_scylla.core.runspec import RunSpec
 from pytest_scylla.core.terminal import safe
@@ -179,7 +180,7 @@ class ItemRun:
             if self.record and not self.reported:
                 self.report()
             if self.rt.ledger is not None and not self.cached and self.record:
-                self.rt.ledger.add(self.spent, self.record.get("outcome") == "pass")
+                self.rt.ledger.add(self.spent, self.record.get("outcome") == Outcome.PASS)
         finally:
             try:
                 if self.run is not None:

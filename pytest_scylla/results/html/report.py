@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from pytest_scylla.core.outcomes import COUNTED
 from pytest_scylla.results import cop_interval, metrics, models, text_tables
 from pytest_scylla.results.html import details as html_details
 from pytest_scylla.results.html.parts import PAGE_END, fmt, page_start, static_table
@@ -36,7 +37,7 @@ def _matrix(tables: Tables, tiers: list[str]) -> str:
     """Pass rate per case × tier; each cell links to its runs in the run table."""
     matrix: dict[str, dict[str, list[bool]]] = {}
     for row in tables.runs:
-        if row["outcome"] in metrics.COUNTED:
+        if row["outcome"] in COUNTED:
             matrix.setdefault(str(row["case_id"]), {}).setdefault(str(row["tier"]), []).append(
                 bool(row["passed"])
             )

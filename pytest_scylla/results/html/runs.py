@@ -10,6 +10,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from pytest_scylla.core.outcomes import Outcome
 from pytest_scylla.core.record import RunRecord
 from pytest_scylla.core.tiers import tier_key
 from pytest_scylla.results import models, run_files
@@ -168,7 +169,7 @@ def run_detail(row: RunRow, rec: RunRecord, folder: Path | None) -> str:
 def _run_row(number: int, row: RunRow, axes: tuple[str, ...]) -> Row:
     """One run's row of the run table: its cells and its filter values."""
     key, outcome = str(row["run_key"]), str(row.get("outcome"))
-    mark = {"pass": "pass", "fail": "fail"}.get(outcome, "err")
+    mark = outcome if outcome in (Outcome.PASS, Outcome.FAIL) else "err"  # its css class
     return Row(
         {
             "run": (f'<a href="#open={number}">{escape(key)}</a>', None),
