@@ -7,12 +7,17 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
 from pytest_scylla.judging.judges import DEFAULT_JUDGES
 from pytest_scylla.run.sandbox.limits import DEFAULT_LIMITS
+
+# how an option's value is read: str, int, float, list (items comma-separated, or a list in the
+# ini file), flag (a switch with an ini key), switch (the command line's only) or optional (a
+# value or choices[0])
+OptionKind = Literal["str", "int", "float", "list", "flag", "switch", "optional"]
 
 # ini keys read as numbers say so in --help from pytest 8.4 on; before it every key is a string
 TYPED_INI = pytest.version_tuple[:2] >= (8, 4)
@@ -42,9 +47,7 @@ class Option:
     group: str  # a key of GROUPS
     metavar: str = ""  # the value's placeholder in --help (none for a switch)
     default: Any = None  # the setting when neither the command line nor the ini sets it
-    # str, int, float, list (items comma-separated, or a list in the ini file), flag (a switch
-    # with an ini key), switch (the command line's only) or optional (a value or choices[0])
-    kind: str = "str"
+    kind: OptionKind = "str"
     choices: tuple[str, ...] = ()  # the values allowed (checked by the settings that read it)
     show: Callable[[Any], str] = _text  # the default as written
     help: str = ""  # "{default}" in it reads as the default

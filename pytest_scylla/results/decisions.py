@@ -27,7 +27,7 @@ from pytest_scylla.core.tiers import subtest_key
 
 if TYPE_CHECKING:  # the decisions' numpy is loaded when a comparison is decided, not with
     # every session (the plugin imports this module; most sessions stop nothing)
-    from pytest_scylla.results.sequential import Decision
+    from pytest_scylla.results.sequential import Decision, DecisionStatus
 
 
 @dataclass(frozen=True)
@@ -141,7 +141,11 @@ def _runs(n: int) -> str:
     return f"{n} run" if n == 1 else f"{n} runs"
 
 
-WORDS = {"better": "better than", "worse": "worse than", "equivalent": "equivalent to"}
+WORDS: dict[DecisionStatus, str] = {
+    "better": "better than",
+    "worse": "worse than",
+    "equivalent": "equivalent to",
+}
 
 
 def table(family: Family, out: Path) -> list[dict[str, Any]]:

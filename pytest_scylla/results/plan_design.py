@@ -9,12 +9,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pytest_scylla.formats.ablation_plan import DESIGN_KINDS, DesignKind
+
 
 @dataclass(frozen=True)
 class Design:
     """The arms of a plan (`design.json` beside its tier file), by subtest number."""
 
-    kind: str  # leave-one-out | plackett-burman
+    kind: DesignKind
     configuration: str
     factors: tuple[str, ...]
     arms: Mapping[str, frozenset[str]]  # "03" -> the factors the arm keeps
@@ -40,8 +42,8 @@ def load_design(path: Path) -> Design:
 
 def _problem(design: Design) -> str:
     """What makes a read design unusable, or ""."""
-    if design.kind not in ("leave-one-out", "plackett-burman"):
-        return f"design {design.kind!r}: expected leave-one-out or plackett-burman"
+    if design.kind not in DESIGN_KINDS:
+        return f"design {design.kind!r}: expected {' or '.join(DESIGN_KINDS)}"
     if not all(isinstance(f, str) for f in design.factors):
         return "factors: expected names"
     unknown = sorted(str(f) for kept in design.arms.values() for f in kept - set(design.factors))

@@ -42,6 +42,7 @@ import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy
 
@@ -52,9 +53,14 @@ EQUIVALENCE_SHARE = 0.1  # of alpha, for the equivalence decisions
 FUTILITY_Z = 2.0  # how far above the rates seen so far a plausible future reaches
 
 
+# a comparison's state: decided (better, worse or equivalent), futile, or still open
+DecisionStatus = Literal["better", "worse", "equivalent", "futile", "open"]
+SIDES: tuple[DecisionStatus, DecisionStatus] = ("better", "worse")  # the sign test's two nulls
+
+
 @dataclass(frozen=True)
 class Decision:
-    status: str  # better | worse | equivalent | futile | open
+    status: DecisionStatus
     at: int  # the pairs it was taken at (the pairs so far while open)
     low: float  # the confidence sequence of the difference of pass rates at that point
     high: float
@@ -218,7 +224,7 @@ def _close(
     rejected = {
         (c, s.decision.status)
         for c, s in states.items()
-        if s.decision is not None and s.decision.status in ("better", "worse")
+        if s.decision is not None and s.decision.status in SIDES
     }
     order = sorted((v, h) for h, v in values.items() if h not in rejected)
     changed = True
@@ -226,7 +232,7 @@ def _close(
         changed = False
         for cell in (c for c in open_ if states[c].decision is None):
             side = next(
-                (h for h in ("better", "worse") if _rejects((cell, h), values, order, alpha)),
+                (h for h in SIDES if _rejects((cell, h), values, order, alpha)),
                 None,
             )
             if side is not None:
@@ -299,7 +305,7 @@ def _bar(order: list[tuple[float, tuple[str, str]]], alpha: float) -> float:
     return need
 
 
-def _decision(status: str, state: _State, run: int, alpha: float) -> Decision:
+def _decision(status: DecisionStatus, state: _State, run: int, alpha: float) -> Decision:
     """The decision with the interval at level 1 - `alpha` (none when `alpha` is 0)."""
     assert state.diffs is not None
     low, high = interval(state.diffs, alpha) if alpha else (-1.0, 1.0)
