@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy
 
+from pytest_scylla.core.outcomes import COUNTED, Outcome
 from pytest_scylla.results import contrasts, cop_interval, effect_measures
 from pytest_scylla.results import effect_limits as limits
-from pytest_scylla.results.metrics import COUNTED
 from pytest_scylla.results.plan_design import Design as Design  # and for its readers:
 from pytest_scylla.results.plan_design import design_beside as design_beside
 from pytest_scylla.results.plan_design import load_design as load_design
@@ -153,7 +153,7 @@ def _cells(runs_of: Mapping[str, Sequence[Row]]) -> dict[str, contrasts.Cells]:
             runs.setdefault(case, {}).setdefault(arm, 0)
             passes.setdefault(case, {}).setdefault(arm, 0)
             runs[case][arm] += 1
-            passes[case][arm] += row["outcome"] == "pass"
+            passes[case][arm] += row["outcome"] == Outcome.PASS
     return {case: contrasts.Cells(runs[case], passes[case]) for case in sorted(runs)}
 
 
@@ -221,7 +221,7 @@ def _sides(factor: str, runs_of: Mapping[str, Sequence[Row]], design: Design) ->
 
 
 def _rate(rows: Sequence[Row]) -> float | None:
-    return sum(r["outcome"] == "pass" for r in rows) / len(rows) if rows else None
+    return sum(r["outcome"] == Outcome.PASS for r in rows) / len(rows) if rows else None
 
 
 def _test(
@@ -340,7 +340,7 @@ def _cop(found: Sequence[Effect], runs_of: Mapping[str, Sequence[Row]], design: 
         for row in rows:
             costs, passes = cells.setdefault((_case(row), arm), ([], []))
             costs.append(effect_measures.number(row.get("cost_usd")))
-            passes.append(row["outcome"] == "pass")
+            passes.append(row["outcome"] == Outcome.PASS)
     draws = cop_interval.draws(cells)
     aliased = _aliased(design)
     for effect in found:

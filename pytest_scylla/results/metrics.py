@@ -14,6 +14,10 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
+# the outcomes counted in pass rate and CoP, and every outcome: named once in core.outcomes
+from pytest_scylla.core.outcomes import COUNTED as COUNTED
+from pytest_scylla.core.outcomes import OUTCOMES as OUTCOMES
+from pytest_scylla.core.outcomes import Outcome
 from pytest_scylla.core.record import JudgeEntry, RunRecord
 from pytest_scylla.core.tiers import tier_key
 from pytest_scylla.results.rows import (
@@ -27,8 +31,6 @@ from pytest_scylla.results.rows import (
 from pytest_scylla.results.stats import cop, pass_at_k, pass_hat_k
 
 SMALL_N = 10  # below this many runs a rate's interval is wide: say so
-COUNTED = ("pass", "fail", "timeout", "budget_exceeded", "agent_error")  # in pass rate and CoP
-OUTCOMES = (*COUNTED, "infra_error", "judge_error")  # every outcome a run can end with
 RUN_COLUMNS = [
     "experiment",
     "agent_model",
@@ -101,7 +103,7 @@ def run_row(rec: RunRecord, experiment: str) -> RunRow:
         **_place(rec, experiment),
         "score": rec.get("score"),
         "impl_rate": rec.get("impl_rate"),
-        "passed": rec.get("outcome") == "pass",
+        "passed": rec.get("outcome") == Outcome.PASS,
         "grade": rec.get("grade"),
         "cost_usd": rec.get("cost_usd"),
         "duration_seconds": timings.get("total_s"),

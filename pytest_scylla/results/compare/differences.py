@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_scylla.core.outcomes import COUNTED
 from pytest_scylla.core.tiers import tier_key
-from pytest_scylla.results import metrics, models
+from pytest_scylla.results import models
 from pytest_scylla.results.compare import decisions as compare_decisions
 from pytest_scylla.results.compare.conditions import conditions
 from pytest_scylla.results.inputs import ReportInputError
@@ -63,7 +64,7 @@ def _side(folders: Sequence[Path]) -> Side:
 
 
 def _counted(tables: Tables) -> Runs:
-    return [r for r in tables.runs if r.get("outcome") in metrics.COUNTED]
+    return [r for r in tables.runs if r.get("outcome") in COUNTED]
 
 
 def _values(runs: Runs, metric: str) -> list[float]:
