@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 import pytest
 
@@ -13,7 +13,15 @@ from pytest_scylla.config.values import value as _value
 from pytest_scylla.core.runspec import model_label
 
 
-def agent_settings(config: pytest.Config) -> dict[str, Any]:
+class AgentPart(TypedDict):
+    """The `Settings` fields of the agent options."""
+
+    agent: str
+    model: str
+    models: tuple[str, ...]
+
+
+def agent_settings(config: pytest.Config) -> AgentPart:
     """The `Settings` fields of the agent options."""
     agent = _agent(config)
     return {

@@ -5,7 +5,7 @@ the docker sandbox, or `auto`, which may choose it)."""
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, TypedDict
 
 import pytest
 
@@ -17,7 +17,16 @@ from pytest_scylla.config.values import value as _value
 IMAGE_REF = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@-]*$")
 
 
-def sandbox_settings(config: pytest.Config) -> dict[str, Any]:
+class SandboxPart(TypedDict):
+    """The `Settings` fields of the sandbox."""
+
+    sandbox: str
+    image: str
+    limits: tuple[int, float, int]  # memory bytes, cpus, pids
+    docker_copy: bool
+
+
+def sandbox_settings(config: pytest.Config) -> SandboxPart:
     """The `Settings` fields of the sandbox; a bad value is a `pytest.UsageError`."""
     copy = flag(config, "scylla_docker_copy")
     sandbox = _sandbox(config)

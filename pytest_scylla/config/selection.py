@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 import pytest
 
@@ -20,7 +20,16 @@ from pytest_scylla.formats.yamlmarks import display
 SUBTEST_SELECTOR = re.compile(r"^(?:(T\d+)-)?(\d{2})(?:-([a-z0-9][a-z0-9-]*))?$")
 
 
-def selection_settings(config: pytest.Config) -> tuple[dict[str, Any], str]:
+class SelectionPart(TypedDict):
+    """The `Settings` fields of the selection."""
+
+    tiers_dir: Path
+    tier_dirs: tuple[Path, ...]
+    tiers: tuple[str, ...] | None
+    subtests: tuple[str, ...] | None
+
+
+def selection_settings(config: pytest.Config) -> tuple[SelectionPart, str]:
     """The `Settings` fields of the selection, and where its subtests were given (checked
     against the tiers by `check_subtests`); a bad value is a `pytest.UsageError`."""
     tiers_dir = (
@@ -28,8 +37,13 @@ def selection_settings(config: pytest.Config) -> tuple[dict[str, Any], str]:
     )
     tier_dirs = _tier_layers(config, tiers_dir)
     tiers, (subtests, origin) = _tiers(config, tier_dirs), _subtests(config)
-    fields = {"tiers_dir": tier_dirs[0], "tier_dirs": tier_dirs, "tiers": tiers}
-    return {**fields, "subtests": subtests}, origin
+    part: SelectionPart = {
+        "tiers_dir": tier_dirs[0],
+        "tier_dirs": tier_dirs,
+        "tiers": tiers,
+        "subtests": subtests,
+    }
+    return part, origin
 
 
 def matches(selector: str, sub: Subtest) -> bool:

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 import pytest
 
@@ -94,9 +94,12 @@ def resolve(config: pytest.Config) -> Settings:
     """Read and check every scylla option once; a bad value is a `pytest.UsageError`."""
     selection, subtests_origin = selection_settings(config)
     judges, min_judges = _judges(config)
-    flags: dict[str, Any] = {
-        name: _flag(config, f"scylla_{name}")
-        for name in ("keep_workspaces", "record_bodies", "fresh", "rejudge", "plan")
+    flags: Flags = {
+        "keep_workspaces": _flag(config, "scylla_keep_workspaces"),
+        "record_bodies": _flag(config, "scylla_record_bodies"),
+        "fresh": _flag(config, "scylla_fresh"),
+        "rejudge": _flag(config, "scylla_rejudge"),
+        "plan": _flag(config, "scylla_plan"),
     }
     replay = _folder(config, "scylla_replay", "recorded experiment (runs/<run>/bodies/)")
     if replay is not None and not any(replay.glob("runs/*/bodies/*.meta.json")):
@@ -259,7 +262,29 @@ def _panel(config: pytest.Config) -> str:
     return mode
 
 
-def _limits(config: pytest.Config) -> dict[str, Any]:
+class Flags(TypedDict):
+    """The `Settings` fields of the switches with an ini key."""
+
+    keep_workspaces: bool
+    record_bodies: bool
+    fresh: bool
+    rejudge: bool
+    plan: bool
+
+
+class LimitsPart(TypedDict):
+    """The `Settings` fields of the budgets, retries, pauses, progress and start slots."""
+
+    budget_usd: float | None
+    max_run_cost: float | None
+    retries: int
+    retry_wait: float
+    max_pause: float
+    progress: float | None
+    starts: int | None
+
+
+def _limits(config: pytest.Config) -> LimitsPart:
     """Budgets, retries, pauses, the progress interval and the machine's start slots."""
     retries = _whole(
         config,

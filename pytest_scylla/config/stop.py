@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TypedDict
 
 import pytest
 
@@ -13,7 +13,16 @@ from pytest_scylla.config.selection import SUBTEST_SELECTOR
 from pytest_scylla.config.values import value
 
 
-def stop_settings(config: pytest.Config) -> dict[str, Any]:
+class StopPart(TypedDict):
+    """The `Settings` fields of sequential stopping."""
+
+    stop: str  # off | decided
+    reference: str | None
+    alpha: float
+    margin: float
+
+
+def stop_settings(config: pytest.Config) -> StopPart:
     raw, origin = value(config, "scylla_stop")
     stop = str(raw).strip() if raw is not None else ""
     stop = stop or DEFAULTS["stop"]
