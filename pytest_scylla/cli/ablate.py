@@ -15,7 +15,7 @@ from pytest_scylla.formats.yamlmarks import SpecError
 GROUPS = ("section", "rule", "memory", "skill", "command", "agent", "mcp", "hook")
 
 
-def add_parsers(sub: Any) -> None:
+def register(sub: Any) -> None:
     """The `ablate` command on the `scylla` parser's subparsers."""
     abl = sub.add_parser(
         "ablate",
@@ -24,6 +24,7 @@ def add_parsers(sub: Any) -> None:
     actions = abl.add_subparsers(dest="ablate_command", metavar="ACTION", required=True)
     _add_plan(actions)
     _add_report(actions)
+    abl.set_defaults(handler=run)
 
 
 def _add_plan(actions: Any) -> None:
@@ -116,14 +117,14 @@ def _add_report(actions: Any) -> None:
     )
 
 
-def ablate(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     return _report(args) if args.ablate_command == "report" else _plan(args)
 
 
 def _report(args: argparse.Namespace) -> int:
     """`scylla ablate report`: the arms without a counted run and why, the terminal table,
     components.csv, .md and .html."""
-    from pytest_scylla.cli.results import reading
+    from pytest_scylla.cli.common import reading
     from pytest_scylla.results import component_effects as ce
     from pytest_scylla.results import component_tables as ct
     from pytest_scylla.results.design import excluded_lines

@@ -8,6 +8,7 @@ Runs no real model and spends nothing."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import shlex
 import subprocess
@@ -17,10 +18,32 @@ from pathlib import Path
 from typing import Any
 
 from pytest_scylla.core.terminal import echo, safe
-from pytest_scylla.run.gateway.oracle import failure as oracle_failure
 from pytest_scylla.session.collect import case_files
 
 F2P = "fail-to-pass"  # the check of a mined case that the untouched source must fail
+
+
+def register(sub: Any) -> None:
+    """The `check-case` command on the `scylla` parser's subparsers."""
+    chk = sub.add_parser(
+        "check-case",
+        help="check that each case tells a solved task from an "
+        "unsolved one: an oracle run (the reference solution, through the real "
+        "CLI and sandbox) passes every check, and the untouched source fails one "
+        "(no real model, nothing spent); exit code 1 when a case does not",
+    )
+    chk.add_argument(
+        "cases",
+        nargs="*",
+        type=Path,
+        metavar="CASE",
+        help="case folders, or folders above them (default: cases)",
+    )
+    chk.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    return check_cases(args.cases, [])
 
 
 def check_cases(given: list[Path], pytest_args: list[str]) -> int:
@@ -131,6 +154,8 @@ def _verdict(case_id: str, rec: dict[str, Any] | None, again: str) -> str:
         )
     checks = rec.get("checks") or []
     failed = [c for c in checks if not c.get("passed")]
+    from pytest_scylla.run.gateway.oracle import failure as oracle_failure
+
     oracle_failed = oracle_failure.failure(rec)  # the harness's scripted model, not the case
     if oracle_failed is not None:
         return f"FAIL {case_id}: {oracle_failed[:600]}"

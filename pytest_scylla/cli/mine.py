@@ -15,7 +15,7 @@ from pytest_scylla.core.terminal import echo, safe
 from pytest_scylla.operations.mining.progress import Status
 
 
-def add_parsers(sub: Any) -> None:
+def register(sub: Any) -> None:
     """The `cases` command on the `scylla` parser's subparsers."""
     cases = sub.add_parser("cases", help="make evaluation cases: mine them from a repository")
     actions = cases.add_subparsers(dest="cases_command", metavar="ACTION", required=True)
@@ -57,6 +57,7 @@ def add_parsers(sub: Any) -> None:
         "issue a commit message names (#123, GH-123) is added to its case's prompt",
     )
     _add_prompt_options(mine)
+    cases.set_defaults(handler=run)
 
 
 def _add_prompt_options(mine: Any) -> None:
@@ -99,7 +100,7 @@ def _sandbox_names() -> list[str]:
     return ["auto", *sandboxes(None)]
 
 
-def cases(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     from pytest_scylla.operations.mining import mine
     from pytest_scylla.operations.mining.history import Limits, MineError
 
