@@ -231,7 +231,7 @@ def verdict_table(rec: RunRecord) -> str:
 
 
 REPORT_PROPERTY = "scylla_run"  # the run's record on its pytest reports (crosses from workers)
-# on the reports of a run `--scylla-stop=decided` skipped: why, as a `results.decisions.StopKind`
+# on the reports of a run `--scylla-stop=decided` skipped: why, as a `core.outcomes.StopKind`
 # (the aggregator counts the run as stopped by design from it, never from the skip's wording)
 STOP_PROPERTY = "scylla_stopped"
 SUMMARY_FIELDS = (

@@ -20,6 +20,7 @@ from pytest_scylla.formats import provenance
 from pytest_scylla.formats.tiers import tier_sources
 from pytest_scylla.results import report
 from pytest_scylla.results.decisions import (
+    DecisionRow,
     decision_lines,
     manifest_entry,
     session_decisions,
@@ -82,7 +83,7 @@ class Aggregator:
         self.skips: Counter[str] = Counter()
         self.keys: set[RunKey] = set()  # the runs reported (for --scylla-stop=decided)
         self.stopped = 0  # runs skipped because their cell was decided
-        self.decisions: list[dict[str, Any]] = []
+        self.decisions: list[DecisionRow] = []
         self.failure = ""
         self.partial: str | None = None
         self._log_ready = False

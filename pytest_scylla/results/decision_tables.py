@@ -8,7 +8,10 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from html import escape
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pytest_scylla.results.decisions import DecisionRow
 
 HEAD = (
     "cell",
@@ -23,7 +26,7 @@ HEAD = (
 TITLE = "Why n is what it is: sequential decisions on pass rate (--scylla-stop=decided)"
 
 
-def _cells(row: Mapping[str, Any]) -> list[str]:
+def _cells(row: DecisionRow) -> list[str]:
     saved = row.get("cost_saved_usd")
     return [
         str(row["cell"]),
@@ -37,7 +40,7 @@ def _cells(row: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def markdown(rows: Sequence[Mapping[str, Any]]) -> str:
+def markdown(rows: Sequence[DecisionRow]) -> str:
     """The table, after a blank line; "" without decisions."""
     if not rows:
         return ""
@@ -46,7 +49,7 @@ def markdown(rows: Sequence[Mapping[str, Any]]) -> str:
     return "\n" + "\n".join(lines) + "\n"
 
 
-def html(rows: Sequence[Mapping[str, Any]]) -> str:
+def html(rows: Sequence[DecisionRow]) -> str:
     """The section (escaped); "" without decisions."""
     if not rows:
         return ""
@@ -94,7 +97,7 @@ def tier_of(cell: str) -> str:
     return found.group(1) if found else ""
 
 
-def tier_decisions(decisions: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+def tier_decisions(decisions: Sequence[DecisionRow]) -> dict[str, str]:
     """Each tier's decisions in a few words (`reference; 1 futile`, `2 better, 1 open`): the
     tier tables' decision column."""
     counts: dict[str, Counter[str]] = {}

@@ -18,7 +18,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from pytest_scylla.core.outcomes import COUNTED, Outcome, StopKind
 from pytest_scylla.core.record import RECORD_FILE
@@ -28,6 +28,20 @@ from pytest_scylla.core.tiers import subtest_key
 if TYPE_CHECKING:  # the decisions' numpy is loaded when a comparison is decided, not with
     # every session (the plugin imports this module; most sessions stop nothing)
     from pytest_scylla.results.sequential import Decision, DecisionStatus
+
+
+class DecisionRow(TypedDict):
+    """A compared cell's decision (`decisions.csv`, the manifest's `stop.decisions`)."""
+
+    cell: str
+    reference: str
+    decision: DecisionStatus
+    decided_at: int | None  # the pairs it was taken at (None: open)
+    low: float  # the interval of the difference of pass rates then
+    high: float
+    runs: int  # made
+    runs_saved: int  # against the fixed design
+    cost_saved_usd: float | None  # at the cell's mean cost per run (None: no run made)
 
 
 @dataclass(frozen=True)
@@ -148,7 +162,7 @@ WORDS: dict[DecisionStatus, str] = {
 }
 
 
-def table(family: Family, out: Path) -> list[dict[str, Any]]:
+def table(family: Family, out: Path) -> list[DecisionRow]:
     """One row per compared cell: its runs made, the decision and the run it came at, the
     interval then, and the runs (and their estimated cost, at the cell's mean cost per run)
     saved against the fixed design of `family.limit` runs."""
@@ -164,8 +178,8 @@ def _rows(
     references: Mapping[str, str],
     costs: Mapping[str, Sequence[float]],
     limit: int,
-) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
+) -> list[DecisionRow]:
+    rows: list[DecisionRow] = []
     for cell, ref in references.items():
         d, made = found[cell], costs.get(cell, ())
         saved = max(0, limit - len(made))
@@ -185,7 +199,7 @@ def _rows(
     return rows
 
 
-def recomputed(runs: Sequence[Mapping[str, Any]], stop: Mapping[str, Any]) -> list[dict[str, Any]]:
+def recomputed(runs: Sequence[Mapping[str, Any]], stop: Mapping[str, Any]) -> list[DecisionRow]:
     """The decisions of merged experiment folders (shards of one session's selection, run with
     the same `stop` settings), from all their runs (`runs.csv` rows) together. Every run is
     final here: a run not counted, or not made while a later run of its cell was (its shard
@@ -225,9 +239,11 @@ def recomputed(runs: Sequence[Mapping[str, Any]], stop: Mapping[str, Any]) -> li
 SETTINGS = ("alpha", "margin", "reference", "max_runs")
 
 
-def stored(stop: Any) -> list[dict[str, Any]]:
+def stored(stop: Any) -> list[DecisionRow]:
     """The decisions of a manifest's `stop` (none when it has no `stop`)."""
-    return list(stop.get("decisions") or []) if isinstance(stop, dict) else []
+    return cast(
+        list[DecisionRow], list(stop.get("decisions") or []) if isinstance(stop, dict) else []
+    )
 
 
 def merged_stop(
@@ -262,7 +278,7 @@ def _cost(run_dir: Path) -> float | None:
     return float(cost) if isinstance(cost, int | float) else 0.0
 
 
-def session_decisions(settings: Any, keys: Iterable[RunKey], out: Path) -> list[dict[str, Any]]:
+def session_decisions(settings: Any, keys: Iterable[RunKey], out: Path) -> list[DecisionRow]:
     """The decisions of a session's runs (every run item it reported), for its reports; none
     when its selection has no comparison to make."""
     try:
@@ -285,7 +301,7 @@ COLUMNS = (
 )
 
 
-def write_decisions(out: Path, rows: Sequence[Mapping[str, Any]]) -> None:
+def write_decisions(out: Path, rows: Sequence[DecisionRow]) -> None:
     """decisions.csv in the experiment folder."""
     import csv
 
@@ -296,7 +312,7 @@ def write_decisions(out: Path, rows: Sequence[Mapping[str, Any]]) -> None:
         writer.writerows(rows)
 
 
-def manifest_entry(settings: Any, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def manifest_entry(settings: Any, rows: Sequence[DecisionRow]) -> dict[str, Any]:
     """The manifest's `stop`: the rule's settings and the session's decisions."""
     return {
         "alpha": settings.alpha,
@@ -307,7 +323,7 @@ def manifest_entry(settings: Any, rows: Sequence[Mapping[str, Any]]) -> dict[str
     }
 
 
-def decision_lines(rows: Sequence[Mapping[str, Any]], stopped: int) -> list[str]:
+def decision_lines(rows: Sequence[DecisionRow], stopped: int) -> list[str]:
     """The terminal's account of why n is what it is."""
     if not rows:
         return []

@@ -10,43 +10,49 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pytest_scylla.core.outcomes import COUNTED
 from pytest_scylla.results import metrics, stats
+from pytest_scylla.results.rows import RunRow
 
-MODEL_KEY = "agent_model"
-AGENT_KEY = "agent"
-AXES = (AGENT_KEY, MODEL_KEY)  # the agent CLI, then the model: what an experiment may vary
-NAMES = {AGENT_KEY: "agent", MODEL_KEY: "model"}  # an axis as a column and filter is named
+Axis = Literal["agent", "agent_model"]  # a column of `RunRow` an experiment may vary
+MODEL_KEY: Axis = "agent_model"
+AGENT_KEY: Axis = "agent"
+AXES: tuple[Axis, ...] = (AGENT_KEY, MODEL_KEY)  # the agent CLI, then the model
+NAMES: dict[str, str] = {AGENT_KEY: "agent", MODEL_KEY: "model"}  # an axis's column and filter
+Measure = Literal["score", "passed", "cost_usd"]  # what the axis's values are tested on
+MEASURES: tuple[Measure, ...] = ("score", "passed", "cost_usd")
 
 
-def values(rows: Sequence[Mapping[str, Any]], key: str = MODEL_KEY) -> list[str]:
+def values(rows: Sequence[Mapping[str, object]], key: Axis = MODEL_KEY) -> list[str]:
     """The distinct values of `key` in the rows (unknown ones left out), sorted."""
     return sorted({str(r[key]) for r in rows if r.get(key) not in (None, "")})
 
 
-def models(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+def models(rows: Sequence[Mapping[str, object]]) -> list[str]:
     """The agent models of the rows, sorted."""
     return values(rows, MODEL_KEY)
 
 
-def axes(rows: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+def axes(rows: Sequence[Mapping[str, object]]) -> tuple[Axis, ...]:
     """The axes the rows vary along (more than one agent CLI, more than one model)."""
     return tuple(key for key in AXES if len(values(rows, key)) > 1)
 
 
-def tier_keys(rows: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+def tier_keys(rows: Sequence[Mapping[str, object]]) -> tuple[str, ...]:
     """The keys a tier summary groups by: each axis the runs vary along, then the tier."""
     return (*axes(rows), "tier")
 
 
-def _mean(rows: Sequence[Mapping[str, Any]], column: str) -> float | None:
-    values_ = [float(r[column]) for r in rows if r.get(column) not in (None, "")]
+def _mean(
+    rows: Sequence[RunRow], column: Literal["total_tokens", "agent_duration_seconds"]
+) -> float | None:
+    values_ = [float(v) for r in rows if (v := r.get(column)) is not None and v != ""]
     return statistics.fmean(values_) if values_ else None
 
 
-def comparison(rows: Sequence[Mapping[str, Any]], key: str = MODEL_KEY) -> list[dict[str, Any]]:
+def comparison(rows: Sequence[RunRow], key: Axis = MODEL_KEY) -> list[dict[str, Any]]:
     """One row per value of `key` (a model, or an agent CLI) over its counted runs (empty with
     fewer than two)."""
     if len(values(rows, key)) < 2:
@@ -89,7 +95,7 @@ def comparison(rows: Sequence[Mapping[str, Any]], key: str = MODEL_KEY) -> list[
     return out
 
 
-def significance(rows: Sequence[Mapping[str, Any]], key: str = MODEL_KEY) -> dict[str, Any] | None:
+def significance(rows: Sequence[RunRow], key: Axis = MODEL_KEY) -> dict[str, Any] | None:
     """The values of `key` against each other on score, pass and cost (None with fewer than
     two)."""
     names = values(rows, key)
@@ -97,12 +103,12 @@ def significance(rows: Sequence[Mapping[str, Any]], key: str = MODEL_KEY) -> dic
         return None
     counted = [r for r in rows if r["outcome"] in COUNTED]
     out: dict[str, Any] = {"omnibus": [], "pairwise": []}
-    for metric in ("score", "passed", "cost_usd"):
+    for metric in MEASURES:
         groups = {
             m: sorted(
-                float(r[metric])
+                float(v)
                 for r in counted
-                if str(r.get(key)) == m and r.get(metric) not in (None, "")
+                if str(r.get(key)) == m and (v := r.get(metric)) is not None
             )
             for m in names
         }

@@ -26,6 +26,7 @@ from pytest_scylla.results.decision_tables import (
 )
 from pytest_scylla.results.decisions import stored, write_decisions
 from pytest_scylla.results.report_input import ReportInput
+from pytest_scylla.results.rows import RunRow
 from pytest_scylla.results.tables import Tables
 from pytest_scylla.results.terminal_table import tier_table as tier_table
 
@@ -62,13 +63,13 @@ SUBTEST_COLUMNS = [  # the paper's subtests.csv, then ours
 ]
 
 
-def _tier_tests(counted: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def _tier_tests(counted: Sequence[RunRow]) -> dict[str, Any]:
     """The tiers against each other on score, pass and cost."""
     order = sorted({str(r["tier"]) for r in counted}, key=tier_key)
     out: dict[str, Any] = {"omnibus": [], "pairwise": []}
-    for metric in ("score", "passed", "cost_usd"):
+    for metric in models.MEASURES:
         groups = {
-            t: sorted(float(r[metric]) for r in counted if r["tier"] == t and r[metric] is not None)
+            t: sorted(float(v) for r in counted if r["tier"] == t and (v := r[metric]) is not None)
             for t in order
         }  # order-free results
         out["omnibus"].append({"metric": metric, **stats.kruskal(groups)})

@@ -12,10 +12,11 @@ from typing import Any
 
 from pytest_scylla.results import design, metrics, models
 from pytest_scylla.results.decision_tables import tier_decisions
+from pytest_scylla.results.decisions import DecisionRow
 from pytest_scylla.results.tables import Tables
 
 
-def tier_table(tables: Tables, where: Path, decided: Sequence[Mapping[str, Any]] = ()) -> list[str]:
+def tier_table(tables: Tables, where: Path, decided: Sequence[DecisionRow] = ()) -> list[str]:
     """The terminal summary: tier table with the frontier marked, outcomes, spend, and each
     tier's decisions (`decided`: the rows of `--scylla-stop=decided`)."""
     keys = models.tier_keys(tables.runs)

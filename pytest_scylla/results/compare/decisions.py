@@ -4,10 +4,10 @@ recomputed from the runs of its shards), shown per case × tier, base → candid
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from pytest_scylla.results.decision_tables import tier_of
-from pytest_scylla.results.decisions import merged_stop, stored
+from pytest_scylla.results.decisions import DecisionRow, merged_stop, stored
 
 
 def of_side(
@@ -21,11 +21,16 @@ def of_side(
     stops = [m.get("stop") for m in manifests]
     stops += [None] * (folders - len(stops))  # a folder without a manifest did not stop
     if len(stops) == 1:
-        return stored(stops[0])
+        return _rows(stored(stops[0]))
     stop, why = merged_stop(stops, runs)
     if why:
         notes.append(f"{name}: {why}")
-    return stored(stop)
+    return _rows(stored(stop))
+
+
+def _rows(decided: list[DecisionRow]) -> list[dict[str, Any]]:
+    """The decision rows as the comparison's tables hold them (rows of any columns)."""
+    return cast(list[dict[str, Any]], decided)
 
 
 def both(
