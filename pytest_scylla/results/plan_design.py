@@ -35,9 +35,10 @@ def load_design(path: Path) -> Design:
         problem = _problem(design)
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         problem = str(exc)
-    if problem:
-        raise ValueError(f"{path}: not a design written by `scylla ablate plan` ({problem})")
-    return design
+    else:
+        if not problem:
+            return design
+    raise ValueError(f"{path}: not a design written by `scylla ablate plan` ({problem})")
 
 
 def _problem(design: Design) -> str:
