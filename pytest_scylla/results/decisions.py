@@ -18,16 +18,30 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, cast
 
 from pytest_scylla.core.outcomes import COUNTED, Outcome, StopKind
 from pytest_scylla.core.record import RECORD_FILE
 from pytest_scylla.core.runspec import RunKey
 from pytest_scylla.core.tiers import subtest_key
+from pytest_scylla.results.rows import RunRow
 
 if TYPE_CHECKING:  # the decisions' numpy is loaded when a comparison is decided, not with
     # every session (the plugin imports this module; most sessions stop nothing)
     from pytest_scylla.results.sequential import Decision, DecisionStatus
+
+
+class StopSettings(Protocol):
+    """What the decisions read of a session's settings (`config.settings.Settings`)."""
+
+    @property
+    def reference(self) -> str | None: ...
+    @property
+    def runs(self) -> int: ...
+    @property
+    def alpha(self) -> float: ...
+    @property
+    def margin(self) -> float: ...
 
 
 class DecisionRow(TypedDict):
@@ -199,7 +213,7 @@ def _rows(
     return rows
 
 
-def recomputed(runs: Sequence[Mapping[str, Any]], stop: Mapping[str, Any]) -> list[DecisionRow]:
+def recomputed(runs: Sequence[RunRow], stop: Mapping[str, Any]) -> list[DecisionRow]:
     """The decisions of merged experiment folders (shards of one session's selection, run with
     the same `stop` settings), from all their runs (`runs.csv` rows) together. Every run is
     final here: a run not counted, or not made while a later run of its cell was (its shard
@@ -246,9 +260,7 @@ def stored(stop: Any) -> list[DecisionRow]:
     )
 
 
-def merged_stop(
-    stops: Sequence[Any], runs: Sequence[Mapping[str, Any]]
-) -> tuple[dict[str, Any] | None, str]:
+def merged_stop(stops: Sequence[Any], runs: Sequence[RunRow]) -> tuple[dict[str, Any] | None, str]:
     """The manifest `stop` of merged folders (`stops`: each folder's, None where it has none),
     its decisions recomputed from all the runs; else None and why not ("" when no folder
     stopped by decision)."""
@@ -278,7 +290,9 @@ def _cost(run_dir: Path) -> float | None:
     return float(cost) if isinstance(cost, int | float) else 0.0
 
 
-def session_decisions(settings: Any, keys: Iterable[RunKey], out: Path) -> list[DecisionRow]:
+def session_decisions(
+    settings: StopSettings, keys: Iterable[RunKey], out: Path
+) -> list[DecisionRow]:
     """The decisions of a session's runs (every run item it reported), for its reports; none
     when its selection has no comparison to make."""
     try:
@@ -312,7 +326,7 @@ def write_decisions(out: Path, rows: Sequence[DecisionRow]) -> None:
         writer.writerows(rows)
 
 
-def manifest_entry(settings: Any, rows: Sequence[DecisionRow]) -> dict[str, Any]:
+def manifest_entry(settings: StopSettings, rows: Sequence[DecisionRow]) -> dict[str, Any]:
     """The manifest's `stop`: the rule's settings and the session's decisions."""
     return {
         "alpha": settings.alpha,

@@ -24,7 +24,7 @@ from pytest_scylla.results.decision_tables import (
     tier_decisions,
     with_decisions,
 )
-from pytest_scylla.results.decisions import stored, write_decisions
+from pytest_scylla.results.decisions import DecisionRow, stored, write_decisions
 from pytest_scylla.results.report_input import ReportInput
 from pytest_scylla.results.rows import RunRow
 from pytest_scylla.results.tables import Tables
@@ -183,7 +183,7 @@ def write(
     return summary
 
 
-def _decided(out: Path, tables: Tables, manifest: dict[str, Any] | None) -> list[Any]:
+def _decided(out: Path, tables: Tables, manifest: dict[str, Any] | None) -> list[DecisionRow]:
     """subtests.csv (with a decision column under `--scylla-stop=decided`) and decisions.csv;
     the decisions."""
     stop = (manifest or {}).get("stop")

@@ -8,13 +8,14 @@ from typing import Any, cast
 
 from pytest_scylla.results.decision_tables import tier_of
 from pytest_scylla.results.decisions import DecisionRow, merged_stop, stored
+from pytest_scylla.results.rows import RunRow
 
 
 def of_side(
     name: str,
     manifests: Sequence[Mapping[str, Any]],
     folders: int,
-    runs: Sequence[Mapping[str, Any]],
+    runs: Sequence[RunRow],
     notes: list[str],
 ) -> list[dict[str, Any]]:
     """A side's decisions (`manifests`: those of its `folders` that have one)."""
