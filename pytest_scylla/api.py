@@ -5,8 +5,11 @@ the `pytest_scylla_*` hooks (`hookspecs.py`) in a `conftest.py`, a `pytest11` pl
 named in the `pytest_scylla` entry-point group, and each hook offers things by name: agent
 adapters (`Agent`), sandboxes (subclasses of `Sandbox`), judge kinds (`JudgeKind`) and report
 writers (`Writer`, given a `ReportInput`); a judge kind checks its model's answer with the
-verdict helpers (`VERDICT_TOOL`, `verdict_schema`, `verdict_problems`, `verdict_from_json`).
-A name is offered once: a second offer of a taken
+verdict helpers (`VERDICT_TOOL`, `verdict_schema`, `verdict_problems`, `verdict_from_json`);
+an agent adapter that reads its CLI's configuration for `scylla ablate plan`
+(`read_configuration(root)`) returns a `Configuration` of `Component`s, found with the readers'
+helpers (`sections_in`, `skills_in`, `agents_in`, `mcp_in`), and raises `SpecError` naming a
+file it cannot read. A name is offered once: a second offer of a taken
 name, a built-in's included, stops the session with an error naming both plugins.
 
 The names load on first use, so importing this module costs a plugin nothing at start-up."""
@@ -19,7 +22,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pytest_scylla.core.record import RunRecord
     from pytest_scylla.core.runspec import RunKey, RunSpec
+    from pytest_scylla.formats.agent_config import agents_in, mcp_in, sections_in, skills_in
+    from pytest_scylla.formats.components import Component, Configuration
     from pytest_scylla.formats.provenance import Conditions
+    from pytest_scylla.formats.yamlmarks import SpecError
     from pytest_scylla.judging.judges import JudgeKind, JudgeResult, JudgeSpec
     from pytest_scylla.judging.verdict import TOOL_NAME as VERDICT_TOOL
     from pytest_scylla.judging.verdict import from_json as verdict_from_json
@@ -37,7 +43,14 @@ _HOMES = {
     "RunRecord": "core.record",
     "RunKey": "core.runspec",
     "RunSpec": "core.runspec",
+    "agents_in": "formats.agent_config",
+    "mcp_in": "formats.agent_config",
+    "sections_in": "formats.agent_config",
+    "skills_in": "formats.agent_config",
+    "Component": "formats.components",
+    "Configuration": "formats.components",
     "Conditions": "formats.provenance",
+    "SpecError": "formats.yamlmarks",
     "JudgeKind": "judging.judges",
     "JudgeResult": "judging.judges",
     "JudgeSpec": "judging.judges",
@@ -62,7 +75,9 @@ __all__ = [
     "SETUP_ERRORS",
     "VERDICT_TOOL",
     "Agent",
+    "Component",
     "Conditions",
+    "Configuration",
     "Finished",
     "JudgeKind",
     "JudgeResult",
@@ -77,8 +92,13 @@ __all__ = [
     "Sandbox",
     "SandboxError",
     "SetupError",
+    "SpecError",
     "Tables",
     "Writer",
+    "agents_in",
+    "mcp_in",
+    "sections_in",
+    "skills_in",
     "verdict_from_json",
     "verdict_problems",
     "verdict_schema",

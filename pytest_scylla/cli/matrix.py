@@ -24,9 +24,9 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pytest_scylla.config.extensions import ExtensionError, agents
     from pytest_scylla.results.support import matrix
     from pytest_scylla.results.tables import read_records
-    from pytest_scylla.run.agents import claude_code, codex, gemini_cli, opencode
 
     dirs: list[Path] = args.dirs
     records = reading("scylla matrix", lambda: [r for d in dirs for r in read_records(d)])
@@ -35,14 +35,10 @@ def run(args: argparse.Namespace) -> int:
     if not records:
         echo(f"scylla matrix: no runs in {', '.join(map(str, dirs))}", file=sys.stderr)
         return 2
-    echo(
-        matrix(
-            records,
-            {
-                a.name: a
-                for a in (claude_code.ADAPTER, codex.ADAPTER, gemini_cli.ADAPTER, opencode.ADAPTER)
-            },
-        ),
-        end="",
-    )
+    try:  # the registry's adapters (built in and plugins'): each says what its CLI cannot run
+        adapters = agents(None)
+    except ExtensionError as exc:
+        echo(f"scylla matrix: {exc}", file=sys.stderr)
+        return 2
+    echo(matrix(records, adapters), end="")
     return 0

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from pytest_scylla.cli.common import Registered
 from pytest_scylla.core.terminal import echo
 
-SANDBOXES = ("auto", "bwrap", "docker")
+if TYPE_CHECKING:
+    from pytest_scylla.run.sandbox import Sandbox
 
 
 def register(sub: Any) -> None:
@@ -25,9 +27,8 @@ def register(sub: Any) -> None:
         "kind",
         nargs="?",
         default="auto",
-        choices=SANDBOXES,
         help="the --scylla-sandbox value to check (default: auto)",
-    )
+    ).choices = Registered(_kinds)  # `auto` and every registered sandbox that isolates
     box.add_argument(
         "--image",
         default="host",
@@ -37,28 +38,50 @@ def register(sub: Any) -> None:
     box.set_defaults(handler=run)
 
 
+def _kinds() -> list[str]:
+    """`auto` and the registry's sandboxes (built in and plugins'), but `local`: it isolates
+    nothing, so there is nothing to check."""
+    from pytest_scylla.config.extensions import sandboxes
+
+    return ["auto", *(name for name in sandboxes(None) if name != "local")]
+
+
 def run(args: argparse.Namespace) -> int:
     """Which sandbox a session with `--scylla-sandbox=<kind>` would use here, or why none."""
-    from pytest_scylla.run.sandbox import SandboxError, choose, docker_unusable
+    from pytest_scylla.config.extensions import ExtensionError, sandboxes
+    from pytest_scylla.run.sandbox import SandboxError, choose
 
     try:
-        chosen, note = choose(args.kind, real_model=True, image=args.image)
-        if chosen.__name__ == "Docker":
-            problem = docker_unusable(args.image)
-            if problem is not None:
-                advice = (
-                    "`scylla image build --host` once"
-                    if args.image == "host"
-                    else f"`scylla image build --tag {args.image}`"
-                )
-                raise SandboxError(
-                    f"--scylla-sandbox=docker: {problem}; to fix: {advice}, "
-                    "with a Docker engine this user can reach"
-                )
-    except SandboxError as exc:
+        chosen, note = choose(
+            args.kind, real_model=True, image=args.image, sandboxes=sandboxes(None)
+        )
+        _check(chosen, args.image)
+    except (SandboxError, ExtensionError) as exc:
         echo(f"scylla sandbox: {exc}", file=sys.stderr)
-        return 1
-    name = chosen.__name__.lower()
+        return 1 if isinstance(exc, SandboxError) else 2
+    name = chosen.name if args.kind == "auto" else args.kind
     why = f" {note.partition(' ')[2]}" if note else ""  # "(auto: why it chose it)"
     echo(f"sandbox {name} works here{why}" + (f"; image {args.image}" if name == "docker" else ""))
     return 0
+
+
+def _check(chosen: type[Sandbox], image: str) -> None:
+    """Beyond `choose`'s own checks: the docker sandbox's engine and image; a plugin's sandbox
+    built once with no arguments (a `SandboxError` it raises is why it cannot be used here)."""
+    from pytest_scylla.run.sandbox import SandboxError, builtin, docker_unusable
+    from pytest_scylla.run.sandbox.docker.sandbox import Docker
+
+    if issubclass(chosen, Docker):
+        problem = docker_unusable(image)
+        if problem is not None:
+            advice = (
+                "`scylla image build --host` once"
+                if image == "host"
+                else f"`scylla image build --tag {image}`"
+            )
+            raise SandboxError(
+                f"--scylla-sandbox=docker: {problem}; to fix: {advice}, "
+                "with a Docker engine this user can reach"
+            )
+    elif chosen not in builtin().values():
+        chosen()

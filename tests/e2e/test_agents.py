@@ -18,6 +18,7 @@ import pytest
 from pytest_scylla.cli.main import main
 
 from ..conftest import needs_bwrap, workers
+from ..support.docs import example
 
 CONFTEST = '''
 import json
@@ -260,30 +261,18 @@ def test_a_sandbox_from_a_plugin_runs_the_agent(
     assert any("claude" in Path(a[0]).name for a in argvs), argvs  # the agent went through it
 
 
-READER_PLUGIN = """
-from pytest_scylla.formats.agent_config import sections_in
-from pytest_scylla.formats.components import Configuration
-from pytest_scylla.run.agents.claude_code import ClaudeCode
-
-
-class Toy(ClaudeCode):
-    name = "toy-cli"
-    configuration_files = ("TOY.md",)
-
-    def read_configuration(self, root):
-        return Configuration("toy-cli", root, tuple(sections_in(root, [root / "TOY.md"], False)))
-
-
-def pytest_scylla_agents(config):
-    return [Toy()]
-"""
+# the extension guide's adapter with a configuration reader (docs/extending.md), importing only
+# `pytest_scylla.api`: it reads TOY.md by section
+READER_PLUGIN = example("extending", "agent-reader")
 
 
 def test_a_plugins_agent_with_a_reader_is_planned_by_ablate(tmp_path: Path) -> None:
-    """An adapter with a configuration reader, delivered by a package of the `pytest_scylla`
-    entry-point group (a module and its dist-info on the path, as pip installs them), is one
-    `scylla ablate plan --agent` plans with: its reader reads the project, its name is in the
-    written design. Without the entry point the same command names the agent unknown."""
+    """An adapter with a configuration reader (the extension guide's, on the api alone),
+    delivered by a package of the `pytest_scylla` entry-point group (a module and its dist-info
+    on the path, as pip installs them), is one `scylla ablate plan --agent` plans with: its
+    reader reads the project, its name is in the written design. Without the entry point the
+    same command names the agent unknown."""
+    assert "from pytest_scylla.api import" in READER_PLUGIN
     site = tmp_path / "site"
     (site / "toy_reader-0.1.dist-info").mkdir(parents=True)
     (site / "toy_reader.py").write_text(READER_PLUGIN)
@@ -293,6 +282,9 @@ def test_a_plugins_agent_with_a_reader_is_planned_by_ablate(tmp_path: Path) -> N
     project = tmp_path / "project"
     project.mkdir()
     (project / "TOY.md").write_text("## Style\nshort lines\n## Tests\nrun them first\n")
+    skill = project / ".toy" / "skills" / "lint"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: lint\ndescription: lint it\n---\nrun ruff\n")
     (project / "CLAUDE.md").write_text("## Claude only\nnever read for toy-cli\n")
 
     command = [sys.executable, "-m", "pytest_scylla.cli", "ablate", "plan", str(project)]
@@ -317,6 +309,7 @@ def test_a_plugins_agent_with_a_reader_is_planned_by_ablate(tmp_path: Path) -> N
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("toy-cli configuration ")
     assert "section:style" in done.stdout
+    assert "skill:lint" in done.stdout
     assert "section:claude-only" not in done.stdout  # Claude Code's reader never stands in
     assert "--scylla-agent=toy-cli" in done.stdout
     design = json.loads((project / "ablation" / "design.json").read_text())

@@ -11,8 +11,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import types
 from pathlib import Path
 
+import pytest
 import yaml
 
 from pytest_scylla import api
@@ -126,6 +128,44 @@ def test_the_judge_kind_example_checks_a_verdict_with_the_api_helpers() -> None:
     kinds = namespace["pytest_scylla_judge_kinds"](None)  # type: ignore[operator]
     assert list(kinds) == ["toy"]
     assert kinds["toy"].upstream == "openai"
+
+
+def test_the_agent_reader_example_plans_with_the_api_helpers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The guide's adapter with a configuration reader, offered by a module of the entry-point
+    group, is what `scylla ablate plan --agent toy-cli` reads a project with; the api's reader
+    names are the built-in readers' own (`tests/e2e/test_agents.py` installs it for real)."""
+    from pytest_scylla.cli.main import main
+    from pytest_scylla.config import extensions
+    from pytest_scylla.formats import agent_config, components, yamlmarks
+
+    assert (api.Configuration, api.Component, api.SpecError) == (
+        components.Configuration,
+        components.Component,
+        yamlmarks.SpecError,
+    )
+    helpers = ("sections_in", "skills_in", "agents_in", "mcp_in")
+    assert [getattr(api, name) for name in helpers] == [
+        getattr(agent_config, name) for name in helpers
+    ]
+    module = types.ModuleType("toy_cli")
+    exec(compile(example("extending", "agent-reader"), "agent-reader", "exec"), module.__dict__)
+    monkeypatch.setattr(extensions, "modules", lambda: [module])
+    (tmp_path / "TOY.md").write_text("## Style\nshort lines\n## Tests\nrun them\n")
+    (tmp_path / "CLAUDE.md").write_text("## Claude only\nnot the toy CLI's\n")
+    skill = tmp_path / ".toy" / "skills" / "lint"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: lint\ndescription: lint it\n---\nrun ruff\n")
+    assert main(["ablate", "plan", str(tmp_path), "--agent", "toy-cli", "--dry-run"]) == 0
+    listed = capsys.readouterr().out
+    assert listed.startswith("toy-cli configuration ")
+    assert [line.split()[0] for line in listed.splitlines()[1:4]] == [
+        "section:style",
+        "section:tests",
+        "skill:lint",
+    ]
+    assert "claude-only" not in listed
 
 
 def build(root: Path) -> subprocess.CompletedProcess[str]:
