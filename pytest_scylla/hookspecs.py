@@ -43,10 +43,10 @@ def pytest_scylla_judge_kinds(config: pytest.Config) -> dict[str, JudgeKind] | N
 @pytest.hookspec
 def pytest_scylla_sandboxes(config: pytest.Config | None) -> dict[str, type[Sandbox]] | None:
     """Sandboxes this plugin offers (subclasses of `api.Sandbox`), by the name
-    `--scylla-sandbox=<name>` (and `scylla cases mine --sandbox`) selects them with; every
-    plugin's are gathered (built in: local, bwrap, docker; `auto` chooses). A name is offered
-    once (`core.registry`). `config` is None when the `scylla` command asks (it reads the
-    modules of the `pytest_scylla` entry-point group)."""
+    `--scylla-sandbox=<name>` (and `scylla cases mine --sandbox`, `scylla sandbox`) selects
+    them with; every plugin's are gathered (built in: local, bwrap, docker; `auto` chooses).
+    A name is offered once (`core.registry`). `config` is None when the `scylla` command asks
+    (it reads the modules of the `pytest_scylla` entry-point group)."""
 
 
 @pytest.hookspec
