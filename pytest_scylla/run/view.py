@@ -51,7 +51,7 @@ class AgentRun:
 
     @property
     def record(self) -> RunRecord:
-        """The run's record as it stands (see the README's Outputs table)."""
+        """The run's record as it stands (docs/outputs.md says what each field holds)."""
         return self._state.record
 
     @property

@@ -1,4 +1,4 @@
-"""Long campaigns, the promises of README "Long campaigns" not covered elsewhere: how runs reported
+"""Long campaigns, the promises of docs/campaigns.md not covered elsewhere: how runs reported
 from disk look, a stored judge_error judged again, the manifest's changed inputs, merging folders
 that share a run, plan estimates from sibling folders, the session budget and a usage-window
 pause across xdist workers, and Ctrl-C recording the runs in flight. Real CLI, oracle upstream.

@@ -279,7 +279,7 @@ def test_an_empty_confidence_sequence_never_reads_as_equivalent(
 
 
 def test_the_bench_prints_its_lines() -> None:
-    """`bench/effects.py` on one small scenario: the line the README's table is made of."""
+    """`bench/effects.py` on one small scenario: the line the table of docs/ablate.md is made of."""
     done = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "effects.py"), "--only", "loo-3", "--reps", "5"],
         capture_output=True,

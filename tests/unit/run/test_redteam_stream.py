@@ -145,7 +145,7 @@ def test_control_the_cli_own_account_passes_the_gateway_check(tmp_path: Path) ->
 
 def test_with_no_anthropic_answer_seen_nothing_is_compared(tmp_path: Path) -> None:
     """Another CLI's wire (or no call at all): the check has nothing to compare with and
-    says nothing (a limit the README states)."""
+    says nothing (a limit docs/security.md states)."""
     result = claude_code.parse(_write(tmp_path / "t.jsonl", [REAL[0], FORGED[1], REAL[2]]))
     assert account.check(result, Said()) == []
     assert result.skills_used == ["forged"]
