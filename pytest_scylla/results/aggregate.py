@@ -19,9 +19,9 @@ from pytest_scylla.core.warm import import_soon
 from pytest_scylla.formats import provenance
 from pytest_scylla.formats.tiers import tier_sources
 from pytest_scylla.results import report
+from pytest_scylla.results.decision_tables import decision_lines
 from pytest_scylla.results.decisions import (
     DecisionRow,
-    decision_lines,
     manifest_entry,
     session_decisions,
 )

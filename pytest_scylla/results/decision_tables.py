@@ -1,6 +1,7 @@
-"""The decisions of `--scylla-stop=decided` as the reports show them: a Markdown table for
-tables.md and a section of report.html (each row: the cell, its reference, the decision and the
-run it came at, the interval then, the runs made and the runs and dollars saved)."""
+"""The decisions of `--scylla-stop=decided` as the reports show them: decisions.csv, the
+terminal's lines, a Markdown table for tables.md and a section of report.html (each row: the
+cell, its reference, the decision and the run it came at, the interval then, the runs made and
+the runs and dollars saved)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from html import escape
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
-if TYPE_CHECKING:
-    from pytest_scylla.results.decisions import DecisionRow
+from pytest_scylla.results.decisions import DecisionRow, runs_text
 
 HEAD = (
     "cell",
@@ -110,3 +111,46 @@ def tier_decisions(decisions: Sequence[DecisionRow]) -> dict[str, str]:
         said = [f"{n} {status}" for status, n in sorted(counts.get(tier, Counter()).items())]
         out[tier] = "; ".join([*(["reference"] if tier in references else []), ", ".join(said)])
     return {tier: text.strip("; ") for tier, text in out.items()}
+
+
+COLUMNS = (
+    "cell",
+    "reference",
+    "decision",
+    "decided_at",
+    "low",
+    "high",
+    "runs",
+    "runs_saved",
+    "cost_saved_usd",
+)
+
+
+def write_decisions(out: Path, rows: Sequence[DecisionRow]) -> None:
+    """decisions.csv in the experiment folder."""
+    import csv
+
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / "decisions.csv").open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(COLUMNS))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def decision_lines(rows: Sequence[DecisionRow], stopped: int) -> list[str]:
+    """The terminal's account of why n is what it is."""
+    if not rows:
+        return []
+    saved = sum(int(r["runs_saved"]) for r in rows)
+    dollars = sum(float(r["cost_saved_usd"] or 0) for r in rows)
+    lines = [
+        f"stopped when decided: {stopped} runs skipped, {saved} runs (about ${dollars:.4f}) "
+        "saved against the fixed design; decisions on pass rate (anytime-valid):"
+    ]
+    for r in rows:
+        when = f" after {runs_text(int(r['decided_at']))}" if r["decided_at"] else ""
+        lines.append(
+            f"  {r['cell']} vs {r['reference']}: {r['decision']}{when}, difference "
+            f"[{r['low']:+.2f}, {r['high']:+.2f}], {runs_text(int(r['runs']))} made"
+        )
+    return lines

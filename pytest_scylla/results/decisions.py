@@ -159,13 +159,16 @@ def said(cell: str, ref: str, d: Decision) -> str:
     interval = f"difference of pass rates in [{d.low:+.2f}, {d.high:+.2f}]"
     if d.status == "futile":
         return (
-            f"undecided after {_runs(d.at)} and no decision reachable within the maximum: "
+            f"undecided after {runs_text(d.at)} and no decision reachable within the maximum: "
             f"{cell} against {ref}, {interval}"
         )
-    return f"decided after {_runs(d.at)}: {cell} {WORDS[d.status]} {ref} on pass rate ({interval})"
+    return (
+        f"decided after {runs_text(d.at)}: {cell} {WORDS[d.status]} {ref} on pass rate ({interval})"
+    )
 
 
-def _runs(n: int) -> str:
+def runs_text(n: int) -> str:
+    """`1 run`, `3 runs`."""
     return f"{n} run" if n == 1 else f"{n} runs"
 
 
@@ -302,30 +305,6 @@ def session_decisions(
     return table(family, out)
 
 
-COLUMNS = (
-    "cell",
-    "reference",
-    "decision",
-    "decided_at",
-    "low",
-    "high",
-    "runs",
-    "runs_saved",
-    "cost_saved_usd",
-)
-
-
-def write_decisions(out: Path, rows: Sequence[DecisionRow]) -> None:
-    """decisions.csv in the experiment folder."""
-    import csv
-
-    out.mkdir(parents=True, exist_ok=True)
-    with (out / "decisions.csv").open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(COLUMNS))
-        writer.writeheader()
-        writer.writerows(rows)
-
-
 def manifest_entry(settings: StopSettings, rows: Sequence[DecisionRow]) -> dict[str, Any]:
     """The manifest's `stop`: the rule's settings and the session's decisions."""
     return {
@@ -335,25 +314,6 @@ def manifest_entry(settings: StopSettings, rows: Sequence[DecisionRow]) -> dict[
         "max_runs": settings.runs,
         "decisions": list(rows),
     }
-
-
-def decision_lines(rows: Sequence[DecisionRow], stopped: int) -> list[str]:
-    """The terminal's account of why n is what it is."""
-    if not rows:
-        return []
-    saved = sum(int(r["runs_saved"]) for r in rows)
-    dollars = sum(float(r["cost_saved_usd"] or 0) for r in rows)
-    lines = [
-        f"stopped when decided: {stopped} runs skipped, {saved} runs (about ${dollars:.4f}) "
-        "saved against the fixed design; decisions on pass rate (anytime-valid):"
-    ]
-    for r in rows:
-        when = f" after {_runs(int(r['decided_at']))}" if r["decided_at"] else ""
-        lines.append(
-            f"  {r['cell']} vs {r['reference']}: {r['decision']}{when}, difference "
-            f"[{r['low']:+.2f}, {r['high']:+.2f}], {_runs(int(r['runs']))} made"
-        )
-    return lines
 
 
 def replay(

@@ -23,8 +23,9 @@ from pytest_scylla.results import builtin_reports, metrics, models, stats
 from pytest_scylla.results.decision_tables import (
     tier_decisions,
     with_decisions,
+    write_decisions,
 )
-from pytest_scylla.results.decisions import DecisionRow, stored, write_decisions
+from pytest_scylla.results.decisions import DecisionRow, stored
 from pytest_scylla.results.report_input import ReportInput
 from pytest_scylla.results.rows import RunRow
 from pytest_scylla.results.tables import Tables
