@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import pytest
 
@@ -18,6 +18,10 @@ from pytest_scylla.run.sandbox.limits import DEFAULT_LIMITS
 # ini file), flag (a switch with an ini key), switch (the command line's only) or optional (a
 # value or choices[0])
 OptionKind = Literal["str", "int", "float", "list", "flag", "switch", "optional"]
+StopMode = Literal["off", "decided"]  # --scylla-stop
+PanelMode = Literal["full", "adaptive"]  # --scylla-panel (judging/judge_run.py)
+STOP_MODES: tuple[StopMode, ...] = get_args(StopMode)
+PANEL_MODES: tuple[PanelMode, ...] = get_args(PanelMode)
 
 # ini keys read as numbers say so in --help from pytest 8.4 on; before it every key is a string
 TYPED_INI = pytest.version_tuple[:2] >= (8, 4)
@@ -223,7 +227,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("min-judges", _JUDGING, "N", 2, "int").with_help(
         "valid judges a verdict needs, else judge_error (default {default}, at most the panel size)"
     ),
-    Option("panel", _JUDGING, "MODE", "full", choices=("full", "adaptive")).with_help(
+    Option("panel", _JUDGING, "MODE", "full", choices=PANEL_MODES).with_help(
         "how the panel is asked: full (every judge at once) or adaptive (the cheaper "
         "judges first, the most expensive one only when their verdicts differ by more "
         "than 0.15, straddle the pass line or are too few) (default {default})"
@@ -233,7 +237,7 @@ OPTIONS: tuple[Option, ...] = (
         "spend would pass it no new run starts (those are skipped, saying why); runs in "
         "flight finish (default: no budget)"
     ),
-    Option("stop", _SPEND, "WHEN", "off", choices=("off", "decided")).with_help(
+    Option("stop", _SPEND, "WHEN", "off", choices=STOP_MODES).with_help(
         "decided: --scylla-runs is the most runs per cell; runs go run-major (run 1 of "
         "every cell first) and a run starts only while its cell's comparison with the "
         "reference cell is undecided (anytime-valid sequential tests; skipped runs say "

@@ -14,7 +14,14 @@ from typing import TypedDict
 import pytest
 
 from pytest_scylla.config.agent import agent_settings
-from pytest_scylla.config.options import BY_NAME, ORACLE_MODES, one_of
+from pytest_scylla.config.options import (
+    BY_NAME,
+    ORACLE_MODES,
+    PANEL_MODES,
+    PanelMode,
+    StopMode,
+    one_of,
+)
 from pytest_scylla.config.options import DEFAULTS as D
 from pytest_scylla.config.sandbox import sandbox_settings
 from pytest_scylla.config.selection import check_subtests, matches, selection_settings
@@ -61,7 +68,7 @@ class Settings:
     replay: Path | None = D["replay"]  # an experiment recorded with bodies: its answers replayed
     judges: tuple[JudgeSpec, ...] = tuple(parse_judge(j) for j in D["judges"])
     min_judges: int = D["min_judges"]
-    panel: str = D["panel"]  # or adaptive (judging/judge_run.py)
+    panel: PanelMode = D["panel"]
     budget_usd: float | None = D["budget_usd"]
     max_run_cost: float | None = D["max_run_cost"]
     retries: int = D["retries"]
@@ -72,7 +79,7 @@ class Settings:
     rejudge: bool = D["rejudge"]
     plan: bool = D["plan"]
     shard: tuple[int, int] | None = D["shard"]  # (index from 1, count)
-    stop: str = D["stop"]  # off | decided (operations/stopping.py)
+    stop: StopMode = D["stop"]  # (operations/stopping.py)
     reference: str | None = D["reference"]  # the subtest cells are compared with (None: first)
     alpha: float = D["alpha"]
     margin: float = D["margin"]
@@ -254,11 +261,11 @@ def _judges(config: pytest.Config) -> tuple[tuple[JudgeSpec, ...], int]:
     return judges, min(min_judges, len(judges))
 
 
-def _panel(config: pytest.Config) -> str:
+def _panel(config: pytest.Config) -> PanelMode:
     raw, origin = _value(config, "scylla_panel")
-    mode = str(raw).strip()
-    if mode not in BY_NAME["panel"].choices:
-        raise pytest.UsageError(f"{origin}={raw!r}: expected {one_of(BY_NAME['panel'].choices)}")
+    mode = next((m for m in PANEL_MODES if m == str(raw).strip()), None)
+    if mode is None:
+        raise pytest.UsageError(f"{origin}={raw!r}: expected {one_of(PANEL_MODES)}")
     return mode
 
 

@@ -8,7 +8,7 @@ from typing import TypedDict
 
 import pytest
 
-from pytest_scylla.config.options import BY_NAME, DEFAULTS, one_of
+from pytest_scylla.config.options import DEFAULTS, STOP_MODES, StopMode, one_of
 from pytest_scylla.config.selection import SUBTEST_SELECTOR
 from pytest_scylla.config.values import value
 
@@ -16,7 +16,7 @@ from pytest_scylla.config.values import value
 class StopPart(TypedDict):
     """The `Settings` fields of sequential stopping."""
 
-    stop: str  # off | decided
+    stop: StopMode
     reference: str | None
     alpha: float
     margin: float
@@ -25,9 +25,9 @@ class StopPart(TypedDict):
 def stop_settings(config: pytest.Config) -> StopPart:
     raw, origin = value(config, "scylla_stop")
     stop = str(raw).strip() if raw is not None else ""
-    stop = stop or DEFAULTS["stop"]
-    if stop not in BY_NAME["stop"].choices:
-        raise pytest.UsageError(f"{origin}={raw!r}: expected {one_of(BY_NAME['stop'].choices)}")
+    mode = next((m for m in STOP_MODES if m == (stop or DEFAULTS["stop"])), None)
+    if mode is None:
+        raise pytest.UsageError(f"{origin}={raw!r}: expected {one_of(STOP_MODES)}")
     raw, origin = value(config, "scylla_reference")
     reference = str(raw).strip() if raw is not None else ""
     if reference and not SUBTEST_SELECTOR.match(reference):
@@ -35,7 +35,7 @@ def stop_settings(config: pytest.Config) -> StopPart:
             f"{origin}={raw!r}: expected a subtest such as T0-00 (a tier and two digits)"
         )
     return {
-        "stop": stop,
+        "stop": mode,
         "reference": reference or None,
         "alpha": _share(config, "scylla_alpha", "--scylla-alpha=0.05"),
         "margin": _share(config, "scylla_margin", "--scylla-margin=0.10"),

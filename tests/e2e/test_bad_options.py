@@ -157,6 +157,18 @@ ENTRIES: list[tuple[str, str, str, str]] = [
         "--scylla-reference=T1-01: case alpha runs no T1-01 in this selection (T0-00, T0-01, "
         "T0-02); select it or name one of these",
     ),
+    (
+        "stop-unknown",
+        "cli",
+        "--scylla-stop=never",
+        "--scylla-stop='never': expected off or decided",
+    ),
+    (
+        "panel-unknown",
+        "tox.ini",
+        "scylla_panel = half",
+        "tox.ini: scylla_panel='half': expected full or adaptive",
+    ),
 ]
 
 
