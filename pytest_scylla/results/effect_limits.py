@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from pytest_scylla.core.outcomes import COUNTED, Outcome
+from pytest_scylla.formats.ablation_plan import LEAVE_ONE_OUT, DesignKind
 
 Row = Mapping[str, Any]
 ZERO = 0.005  # a difference of pass rates that shows as 0 %: no difference observed
@@ -85,7 +86,7 @@ class Arms(Protocol):
     """The parts of a plan's design (`component_effects.Design`) the notes read."""
 
     @property
-    def kind(self) -> str: ...
+    def kind(self) -> DesignKind: ...
     @property
     def factors(self) -> tuple[str, ...]: ...
     @property
@@ -106,8 +107,8 @@ def arm_notes(runs: Sequence[Row], design: Arms, reasons: Mapping[str, str]) -> 
             full = " (full: every component)" if _full(design, arm) else ""
             notes.append(f"arm {design.labels.get(arm, arm)}{full}: {_uncounted(mine, reasons)}")
     if any(_full(design, arm) for arm in empty):
-        notes.append(FULL_GONE[design.kind == "leave-one-out"])
-    if design.kind != "leave-one-out":
+        notes.append(FULL_GONE[design.kind == LEAVE_ONE_OUT])
+    if design.kind != LEAVE_ONE_OUT:
         counted = sum(
             r["outcome"] in COUNTED
             and r.get("tier") == "T0"
