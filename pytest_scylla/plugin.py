@@ -13,6 +13,7 @@ import pytest
 from pytest_scylla.config import options, settings
 from pytest_scylla.config.sandbox import plugin_sandboxes
 from pytest_scylla.config.settings import EXPERIMENT_KEY, SESSION_KEY
+from pytest_scylla.core.outcomes import Outcome
 from pytest_scylla.core.record import bound_report, of_report
 from pytest_scylla.core.runspec import model_label
 from pytest_scylla.core.terminal import safe, scrub
@@ -382,7 +383,7 @@ def pytest_report_teststatus(
     rec = of_report(report)
     if rec is None:
         return None
-    if report.failed and rec.get("outcome") == "judge_error":  # the panel, not the model
+    if report.failed and rec.get("outcome") == Outcome.JUDGE_ERROR:  # the panel, not the model
         return "error", "E", ("ERROR (judge_error)", {"red": True})
     tag = "cached" if rec.get("cached") else "rejudged" if rec.get("rejudged_now") else None
     if tag is None:

@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from pytest_scylla.core.outcomes import Outcome
 from pytest_scylla.core.terminal import echo, safe
 from pytest_scylla.session.collect import case_files
 
@@ -159,7 +160,7 @@ def _verdict(case_id: str, rec: dict[str, Any] | None, again: str) -> str:
     oracle_failed = oracle_failure.failure(rec)  # the harness's scripted model, not the case
     if oracle_failed is not None:
         return f"FAIL {case_id}: {oracle_failed[:600]}"
-    if rec.get("outcome") == "infra_error" or not checks:
+    if rec.get("outcome") == Outcome.INFRA_ERROR or not checks:
         return f"FAIL {case_id}: the run did not reach its checks: {rec.get('reason', '')[:300]}"
     if failed:
         return f"FAIL {case_id}: the reference solution fails check(s) " + "; ".join(

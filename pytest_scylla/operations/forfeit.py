@@ -4,6 +4,7 @@ replacing its workspace: the record's fields for both, decided from the pinned w
 
 from __future__ import annotations
 
+from pytest_scylla.core.outcomes import Outcome
 from pytest_scylla.core.record import RunRecord
 from pytest_scylla.core.runspec import RunSpec
 from pytest_scylla.judging import judge_run
@@ -57,7 +58,7 @@ def forfeit(spec: RunSpec, rec: RunRecord, results: list[checks.CheckResult]) ->
     could be shown is the agent's work for certain); the checks that ran before it stand in
     the record. An infra_error found before stays one (the run does not count)."""
     rec.update(check_fields(spec, results))
-    if rec["classified"]["outcome"] == "infra_error":
+    if rec["classified"]["outcome"] == Outcome.INFRA_ERROR:
         return
     rec["classified"] = {"outcome": "fail", "reason": REPLACED}
     rec.update({"score": 0.0, "impl_rate": 0.0, "grade": spec.case.rubric.grade(0.0)})

@@ -11,6 +11,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from pytest_scylla.core.outcomes import Outcome
 from pytest_scylla.core.record import RunRecord, stored_records
 from pytest_scylla.core.tiers import tier_key
 from pytest_scylla.results.inputs import ReportInputError
@@ -35,7 +36,7 @@ def history(out: Path, simulated: bool) -> list[RunRecord]:
         found += [
             r
             for r in records
-            if r.get("outcome") not in (None, "infra_error")
+            if r.get("outcome") not in (None, Outcome.INFRA_ERROR)
             and bool(r.get("simulated")) == simulated
             and r.get("timings")
         ]
@@ -112,7 +113,7 @@ def _tier_rows(
         )
         row["runs"] += 1
         old = stored.get(key)
-        if old is not None and old.get("outcome") != "infra_error" and not rejudge:
+        if old is not None and old.get("outcome") != Outcome.INFRA_ERROR and not rejudge:
             row["stored"] += 1
             continue
         if rejudge and old is None:

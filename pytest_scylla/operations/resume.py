@@ -26,6 +26,7 @@ from typing import Any, cast
 
 import pytest
 
+from pytest_scylla.core.outcomes import Outcome
 from pytest_scylla.core.record import RECORD_FILE, RunRecord
 from pytest_scylla.formats.provenance import Conditions, differences
 from pytest_scylla.formats.spec import Case
@@ -135,7 +136,7 @@ def _config_decision(
     """A void stored run runs again, one made under other conditions is a conflict; None for a
     run of the current conditions."""
     stored_hash = rec.get("config_hash")
-    if rec.get("outcome") == "infra_error" and stored_hash in (None, config_hash):
+    if rec.get("outcome") == Outcome.INFRA_ERROR and stored_hash in (None, config_hash):
         # a void run has nothing worth scoring
         return _again(
             f"stored infra_error ({rec.get('reason', '')}): run again",
@@ -163,7 +164,7 @@ def _judging_decision(
     or panel changed since it was scored."""
     if rejudge:
         return Decision("rejudge", rec)
-    if rec.get("outcome") == "judge_error":  # the agent's work stands; only the panel failed
+    if rec.get("outcome") == Outcome.JUDGE_ERROR:  # the agent's work stands; only the panel failed
         return Decision("rejudge", rec, "stored judge_error: the judges are asked again")
     if rec.get("judge_hash") not in (None, judge_hash):
         return Decision(

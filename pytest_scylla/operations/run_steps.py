@@ -14,6 +14,7 @@ from typing import IO, Any, cast
 
 from pytest_scylla import __version__
 from pytest_scylla.core import record
+from pytest_scylla.core.outcomes import Outcome
 from pytest_scylla.core.record import RunRecord
 from pytest_scylla.core.runspec import RunSpec
 from pytest_scylla.formats.provenance import Conditions
@@ -114,7 +115,7 @@ def identity(run: RunState) -> RunRecord:
         "plugin_version": __version__,
         "started_at": timestamp(),
         "worker": os.environ.get("PYTEST_XDIST_WORKER", ""),
-        "outcome": "infra_error",
+        "outcome": Outcome.INFRA_ERROR,
         "passed": False,
         "reason": "",
         "exit_code": None,

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from pytest_scylla.core import pricing, record
+from pytest_scylla.core.outcomes import Outcome
 from pytest_scylla.core.record import RunRecord
 from pytest_scylla.core.runspec import RunSpec
 from pytest_scylla.core.tempdirs import claim_private, release_private
@@ -62,7 +63,7 @@ class Run(RunState):
             self.void = True
             self.record.update(
                 {
-                    "outcome": "infra_error",
+                    "outcome": Outcome.INFRA_ERROR,
                     "passed": False,
                     "reason": f"{type(exc).__name__}: {exc}",
                 }
@@ -72,7 +73,7 @@ class Run(RunState):
             self.void = True
             self.record.update(
                 {
-                    "outcome": "infra_error",
+                    "outcome": Outcome.INFRA_ERROR,
                     "passed": False,
                     "reason": f"interrupted ({type(exc).__name__}) before the run finished",
                 }
@@ -105,12 +106,12 @@ class Run(RunState):
             self._measure()
             classified = self.record["classified"]
             outcome, reason = classified["outcome"], classified["reason"]
-            if outcome == "infra_error" or self.evidence is None:  # void, or nothing to judge
-                self.void = outcome == "infra_error"  # (`forfeit`: the fail stands unjudged)
+            if outcome == Outcome.INFRA_ERROR or self.evidence is None:  # void, or nothing to judge
+                self.void = outcome == Outcome.INFRA_ERROR  # (`forfeit`: the fail stands unjudged)
                 settle(self.record, self.spec.case, outcome, reason)
             else:
                 self.record.update(
-                    {"outcome": "judge_error", "passed": False, "reason": NOT_JUDGED}
+                    {"outcome": Outcome.JUDGE_ERROR, "passed": False, "reason": NOT_JUDGED}
                 )
             self.finish()
 
@@ -130,7 +131,9 @@ class Run(RunState):
                 )
             )
         except BaseException:  # the agent's work stands: resume asks the judges again
-            self.record.update({"outcome": "judge_error", "passed": False, "reason": NOT_JUDGED})
+            self.record.update(
+                {"outcome": Outcome.JUDGE_ERROR, "passed": False, "reason": NOT_JUDGED}
+            )
             self.finish()
             raise
         settle(self.record, self.spec.case, classified["outcome"], classified["reason"])

@@ -5,6 +5,7 @@ cost and by whose measure. See ARCHITECTURE.md, "Outcomes"."""
 from __future__ import annotations
 
 from pytest_scylla.core import pricing
+from pytest_scylla.core.outcomes import Outcome
 from pytest_scylla.core.record import RunRecord
 from pytest_scylla.formats.spec import Case
 from pytest_scylla.run import integrity
@@ -26,7 +27,7 @@ def settle(rec: RunRecord, case: Case, outcome: str | None, reason: str) -> None
     (pass, fail, or judge_error without enough valid judges)."""
     if outcome is None and rec.get("consensus") is None:
         outcome, reason = (
-            "judge_error",
+            Outcome.JUDGE_ERROR,
             (
                 f"only {rec['valid_judges']} valid judge(s), {rec['min_judges']} needed: "
                 + "; ".join(
@@ -70,26 +71,28 @@ def classify(
     sandbox or the upstream did after: it is the agent's doing, never the infrastructure's (only
     a run that measured another condition, replay or ablation, stays void)."""
     if route.replay_diverged is not None:  # --scylla-replay: the recording has no answer
-        return "infra_error", route.replay_diverged
+        return Outcome.INFRA_ERROR, route.replay_diverged
     if route.ablation_failed():
         assert route.ablation is not None
-        return "infra_error", "ablation check failed: " + "; ".join(route.ablation["problems"])
+        return Outcome.INFRA_ERROR, "ablation check failed: " + "; ".join(
+            route.ablation["problems"]
+        )
     if finished.violations:
-        return "fail", "the run broke the sandbox's bounds: " + "; ".join(finished.violations)
+        return Outcome.FAIL, "the run broke the sandbox's bounds: " + "; ".join(finished.violations)
     if finished.timed_out:
-        return "timeout", f"agent killed at the case timeout ({finished.seconds:.0f}s)"
+        return Outcome.TIMEOUT, f"agent killed at the case timeout ({finished.seconds:.0f}s)"
     if route.budget_exceeded:
-        return "budget_exceeded", (
+        return Outcome.BUDGET_EXCEEDED, (
             f"gateway refused calls over the run budget ${route.max_cost_usd:.2f}"
         )
     if sandbox_error is not None and not result.found and route.calls == 0:
-        return "infra_error", f"the sandbox could not start the CLI: {sandbox_error}"
+        return Outcome.INFRA_ERROR, f"the sandbox could not start the CLI: {sandbox_error}"
     ended_well = finished.exit_code == 0 and result.found and not result.is_error
     if ended_well or result.subtype == "error_max_turns":
         return None, ""
     if route.infra:
         last = route.infra[-1]
-        return "infra_error", (
+        return Outcome.INFRA_ERROR, (
             f"upstream failure: {len(route.infra)} call(s) failed, last "
             f"status {last['status']} retry-after {last['retry_after']} "
             f"({last['detail']})"
@@ -99,8 +102,8 @@ def classify(
         f"killed by signal {code - 128}" if code is not None and code > 128 else f"exit code {code}"
     )
     if not result.found:
-        return "agent_error", f"CLI ended without a result ({what}): {stderr_tail}"
-    return "agent_error", (
+        return Outcome.AGENT_ERROR, f"CLI ended without a result ({what}): {stderr_tail}"
+    return Outcome.AGENT_ERROR, (
         f"CLI reported an error ({what}, {result.subtype}): {result.final_message[:300]}"
     )
 
