@@ -17,15 +17,26 @@ from typing import Any
 import pytest
 
 from pytest_scylla.cli.main import main
+from pytest_scylla.config.extensions import agents
 from pytest_scylla.formats.agent_config import read_claude_code
 from pytest_scylla.formats.components import Configuration
-from pytest_scylla.formats.other_configs import READERS
 from pytest_scylla.formats.tiers import TierSet
+from pytest_scylla.run.agents import configuration_reader
 
 from ..conftest import rotation
 from .test_ablate import _observed, _run_arms
 
 CORPUS = Path(__file__).parents[1] / "fixtures" / "corpus"
+
+
+def _read(agent: str, root: Path) -> Configuration:
+    """The project's configuration as the named adapter's own reader gives it (the registry's,
+    as `scylla ablate plan --agent` finds it)."""
+    reader = configuration_reader(agents(None)[agent])
+    assert reader is not None, f"{agent} ships no configuration reader"
+    return reader(root)
+
+
 ENTRIES = sorted(p.name for p in CORPUS.iterdir() if (p / "SOURCE.md").is_file())
 # each entry under the CLI whose files it has (`entry@cli`; Claude Code when none is named)
 PLANS = [
@@ -103,7 +114,7 @@ def test_every_corpus_entry_plans_and_lists_every_file_the_cli_loads(
         capsys.readouterr().err
     )
     said = capsys.readouterr().out
-    config = READERS.get(agent, read_claude_code)(root)
+    config = _read(agent, root)
     for comp in config.components:
         assert comp.id in said, comp.id
     listed = _listed(config)
@@ -219,7 +230,7 @@ def test_a_claude_md_that_only_imports_agents_md_is_kept_and_agents_md_is_cut(
 
 def test_codex_hooks_are_listed_as_not_carried_with_the_reason(tmp_path: Path) -> None:
     """uv's .codex/hooks.json (a SessionStart and a PostToolUse hook): in no arm, and said so."""
-    config = READERS["codex"](_copy("astral-sh+uv", tmp_path))
+    config = _read("codex", _copy("astral-sh+uv", tmp_path))
     hooks = next(c for c in config.components if c.where == ".codex/hooks.json")
     assert not hooks.ablated
     assert hooks.reason.startswith("Codex's hooks are not carried by a tier yet")
