@@ -21,21 +21,26 @@ from pytest_scylla.operations import starts
 from pytest_scylla.operations.starts import Starts, Wait
 
 # another process takes a slot in `folder` (argv[1]), holds it `argv[2]` seconds with its first
-# model call never coming, and says how long it waited
+# model call never coming, and says how long it waited (with argv[4], first that it is about to
+# wait: its start-up is not counted as waiting)
 OTHER = """
 import sys, threading, time
 from pathlib import Path
 from pytest_scylla.operations import starts
 from pytest_scylla.operations.starts import Starts, Wait
+if len(sys.argv) > 4:
+    print("waiting", flush=True)
 with Starts(Path(sys.argv[1]), 1, float(sys.argv[3])).slot(threading.Event()) as waited:
     print(waited.seconds, flush=True)
     time.sleep(float(sys.argv[2]))
 """
 
 
-def _other(folder: Path, hold: float, limit: float = 60.0) -> subprocess.Popen[str]:
+def _other(
+    folder: Path, hold: float, limit: float = 60.0, announce: bool = False
+) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-c", OTHER, str(folder), str(hold), str(limit)],
+        [sys.executable, "-c", OTHER, str(folder), str(hold), str(limit), *["announce"] * announce],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -75,8 +80,10 @@ def test_the_first_model_call_gives_the_slot_back_to_another_process(tmp_path: P
     called = threading.Event()
     with starts.slot(called) as waited:
         assert waited.seconds < 0.5
-        other = _other(tmp_path, 0)
-        time.sleep(0.5)
+        other = _other(tmp_path, 0, announce=True)
+        assert other.stdout is not None
+        assert other.stdout.readline() == "waiting\n"  # its start-up is over (on a busy machine
+        time.sleep(0.5)  # it took 0.3 s, which the bound below once counted as waiting)
         assert other.poll() is None  # control: it waits while this start holds the slot
         called.set()  # the CLI's first model call
         out, _ = other.communicate(timeout=20)
