@@ -1,6 +1,6 @@
 """The `--scylla-*` options and their `scylla_*` ini keys, each declared once (`OPTIONS`): its
 name, help group, value kind, choices, default and help text. `pytest --help`, the ini keys,
-the defaults of `settings.Settings` and the README's table of options are made from them."""
+the defaults of `settings.Settings` and docs/options.md's tables are made from them."""
 
 from __future__ import annotations
 
@@ -329,7 +329,7 @@ def addoptions(parser: pytest.Parser) -> None:
 
 
 def markdown_table() -> str:
-    """The README's table of options: one per --help group (a test keeps the README equal)."""
+    """docs/options.md's tables: one per --help group (a test keeps the page equal)."""
     out: list[str] = []
     for title, names in GROUPS.values():
         head = title.removeprefix("pytest-scylla: ")

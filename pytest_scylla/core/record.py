@@ -1,6 +1,6 @@
 """The per-run record: one JSON-native dict, written atomically to `<out>/runs/<key>/run.json`
 and attached to the run's pytest report, so it crosses from xdist workers to the controller.
-`RunRecord` names its fields (the README's Outputs table says what each holds)."""
+`RunRecord` names its fields (docs/outputs.md says what each holds)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """The CLI support matrix, measured: for each agent CLI in a set of experiments, which tier
 components reached the model (the ablation check of every run that declared them found nothing
 wrong), which did not, and which the CLI's adapter declares not applicable, with its reason.
-`scylla matrix DIR...` prints it; the README's matrix is this output over the slow tier's runs
-of case test-001 under every tier and CLI (a test keeps the two equal)."""
+`scylla matrix DIR...` prints it; docs/other-clis.md's matrix is this output over the slow
+tier's runs of case test-001 under every tier and CLI (a test keeps the two equal)."""
 
 from __future__ import annotations
 
