@@ -182,7 +182,8 @@ def test_the_layer_check_finds_an_upward_import(run_graph: dict[str, set[str]]) 
 
 
 def test_only_the_face_sits_at_the_top_of_the_package() -> None:
-    """Every other module lives in the package of its family (README's map names each one)."""
+    """Every other module lives in the package of its family (the package map of
+    docs/development.md names each one)."""
     top = {path.stem for path in PACKAGE.glob("*.py")}
     assert top - TOP_LEVEL == set(), "move these into the package of their family"
 
@@ -241,7 +242,7 @@ def test_the_complexity_rule_finds_a_complex_function(tmp_path: Path) -> None:
     assert "C901 `dense` is too complex (16 > 15)" in found.stdout
 
 
-# The tests' layout (README "Development"): in-process tests under unit/, mirroring the package's
+# The tests' layout (docs/development.md): in-process tests under unit/, mirroring the package's
 # folders (`face` for its top-level modules); sessions under e2e/; the repository's own promises
 # under project/. A unit test that starts a session belongs in e2e/.
 TESTS = PACKAGE.parent / "tests"
