@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -77,22 +77,28 @@ def _gathered(
     return cache[hook]
 
 
-def _without_session(
-    hook: str, kind: str, built_in: Any, named: Callable[[Any], Any]
-) -> dict[str, Any]:
-    """What `hook` offers without a pytest session (the `scylla` command): the built-in offer,
-    then each module of the entry-point group that implements the hook (asked with
-    `config=None`), gathered by the one registry rule; a name offered twice is an
-    `ExtensionError`."""
-    offers = [(BUILT_IN, named(built_in))]
+def _group_offers(hook: str) -> list[tuple[str, object]]:
+    """(module name, what it offers) for each module of the entry-point group that implements
+    `hook`, asked without a session (`config=None`, or no argument where it takes none)."""
+    offers: list[tuple[str, object]] = []
     for module in modules():
         function = getattr(module, hook, None)
         if function is not None:
             takes = inspect.signature(function).parameters
             offered = function(config=None) if "config" in takes else function()
-            offers.append((f"{GROUP}:{getattr(module, '__name__', '')}", named(offered or {})))
+            offers.append((f"{GROUP}:{getattr(module, '__name__', '')}", offered))
+    return offers
+
+
+def _without_session(
+    hook: str, kind: str, built_in: Any, named: Callable[[Any], Any]
+) -> dict[str, Any]:
+    """What `hook` offers without a pytest session (the `scylla` command): the built-in offer,
+    then the entry-point group's (`_group_offers`), gathered by the one registry rule; a name
+    offered twice is an `ExtensionError`."""
+    offers = [(BUILT_IN, built_in), *_group_offers(hook)]
     try:
-        return gather(kind, offers)
+        return gather(kind, [(who, named(offered or {})) for who, offered in offers])
     except RegistryError as exc:
         raise ExtensionError(str(exc)) from None
 
@@ -157,16 +163,8 @@ def report_writers(config: pytest.Config | None) -> dict[str, Writer]:
         return config.stash[WRITERS_KEY]
     from pytest_scylla.results import builtin_reports
 
-    return _checked(
-        [
-            (BUILT_IN, builtin_reports.WRITERS),
-            *(
-                (
-                    f"{GROUP}:{getattr(m, '__name__', '')}",
-                    m.pytest_scylla_report_writers(config=None),
-                )
-                for m in modules()
-                if hasattr(m, "pytest_scylla_report_writers")
-            ),
-        ]
+    offered = cast(
+        "list[tuple[str, dict[str, Writer] | None]]",
+        _group_offers("pytest_scylla_report_writers"),
     )
+    return _checked([(BUILT_IN, builtin_reports.WRITERS), *offered])
