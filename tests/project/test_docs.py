@@ -5,6 +5,7 @@ guide whose code imports nothing of the package but `pytest_scylla.api`."""
 from __future__ import annotations
 
 import ast
+import importlib
 import os
 import re
 import shutil
@@ -111,9 +112,14 @@ def test_the_import_check_finds_an_internal_import() -> None:
 
 def test_the_judge_kind_example_checks_a_verdict_with_the_api_helpers() -> None:
     """The helpers the guide's judge kind uses are the judges' own (`judging.verdict`)."""
-    from pytest_scylla.judging import verdict
-
+    # the module as the api finds it (sys.modules), resolved anew: an earlier pytester inline
+    # run in this worker may have dropped `verdict` from sys.modules (it restores its
+    # snapshot), so a later import made a second module, while the api and the package's
+    # attribute may still hold the first
+    verdict = importlib.import_module("pytest_scylla.judging.verdict")
     code = example("extending", "judge-kind")
+    for name in ("VERDICT_TOOL", "verdict_schema", "verdict_problems", "verdict_from_json"):
+        vars(api).pop(name, None)
     assert "verdict_from_json" in code
     assert "verdict_schema" in code
     assert (api.VERDICT_TOOL, api.verdict_schema, api.verdict_problems) == (
